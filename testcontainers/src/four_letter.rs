@@ -1,0 +1,30 @@
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use crate::HarnessError;
+
+/// Sends a four-letter word (`ruok`, `srvr`, `wchp`, `wchc`, `cons`, `mntr`, ...) to the server at
+/// `address` and returns its whole answer.
+///
+/// The test servers of this crate allow every word. Times out after 5 seconds.
+///
+/// # Errors
+/// [`HarnessError::Io`] when the server cannot be reached or does not answer.
+pub fn four_letter_word(address: SocketAddr, word: &str) -> Result<String, HarnessError> {
+    let context = || format!("four-letter word {word:?} to {address}");
+    let timeout = Duration::from_secs(5);
+    let mut stream =
+        TcpStream::connect_timeout(&address, timeout).map_err(HarnessError::io(context()))?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .map_err(HarnessError::io(context()))?;
+    stream
+        .write_all(word.as_bytes())
+        .map_err(HarnessError::io(context()))?;
+    let mut answer = String::new();
+    stream
+        .read_to_string(&mut answer)
+        .map_err(HarnessError::io(context()))?;
+    Ok(answer)
+}

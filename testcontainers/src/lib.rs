@@ -1,0 +1,47 @@
+//! Real, throwaway ZooKeeper servers for tests, in the spirit of Curator's `TestingServer`.
+//!
+//! [`ZooKeeperServer::start`] finds the ZooKeeper jars, writes a configuration into a temporary
+//! directory of its own, picks a free loopback port, starts the server with `java`, and returns
+//! once the server answers `ruok`. Dropping the server kills the process and removes its
+//! directory. The process is also killed when the test process dies in any other way (a panic
+//! that aborts, `SIGKILL`, a server kept in a `static`): it is started with Linux's
+//! parent-death signal from a thread that lives as long as the process.
+//!
+//! Where the jars come from, first match wins:
+//! 1. `ZOOKEEPER_CLASSPATH`: a Java classpath used as it is;
+//! 2. `ZOOKEEPER_HOME`: an unpacked Apache ZooKeeper release (`lib/*.jar` and its own jar);
+//! 3. Debian's `zookeeper` package (`apt-get install -y zookeeper`): `/usr/share/java/zookeeper.jar`.
+//!
+//! ```no_run
+//! use zklock_testcontainers::ZooKeeperServer;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = ZooKeeperServer::start()?;
+//! let client = zookeeper_client::Client::connect(&server.connect_string()).await?;
+//! assert_eq!(server.four_letter_word("ruok")?, "imok");
+//! drop(client);
+//! // The server process is killed here.
+//! drop(server);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! For a whole test binary, share one server through a `static` and give each test its own
+//! lock path; see [`shared_server`].
+#![deny(missing_docs, missing_debug_implementations)]
+
+mod classpath;
+mod error;
+mod four_letter;
+mod proxy;
+mod server;
+mod session;
+mod spawn;
+
+pub use classpath::discover_classpath;
+pub use error::HarnessError;
+pub use four_letter::four_letter_word;
+pub use proxy::Proxy;
+pub use server::{shared_server, ServerOptions, ZooKeeperServer};
+pub use session::expire_session;
