@@ -1,0 +1,103 @@
+//! Lock node names, exactly as Curator writes and orders them.
+//!
+//! A mutex node is `_c_{uuid}-lock-{seq}`: `_c_{uuid}-` is Curator's protection prefix (it finds
+//! the node again after a create whose reply was lost), `lock-` the lock name, and `{seq}`
+//! ZooKeeper's counter for the parent, printed with Java's `%010d`.
+//!
+//! # Ordering, and where it breaks
+//! Curator sorts children by the text after the last occurrence of the lock name, compared as
+//! strings (`StandardLockInternalsDriver.fixForSorting`); a child without the lock name sorts by
+//! its whole name. zklock sorts the same way, so Java and Rust participants agree on the queue.
+//! While the counter is non-negative the text is ten digits, and string order is numeric order.
+//! The counter is a signed 32-bit value that wraps after 2^31 children have been created under
+//! one parent (kazoo #606): the sequence `-2147483648` then sorts *before* the holder, in Curator
+//! as here, and mutual exclusion breaks for that moment. A lock path gets there only after two
+//! billion acquisitions without ever being empty long enough for the server to delete the
+//! container; recreate the lock path well before that if a lock is that busy.
+
+use uuid::Uuid;
+
+/// Curator's protection marker: every protected node name starts with it.
+pub(crate) const PROTECTED_MARKER: &str = "_c_";
+
+/// The lock name of `InterProcessMutex` nodes.
+pub(crate) const MUTEX_LOCK_NAME: &str = "lock-";
+
+/// The start of a protected node's name: `_c_{uuid}-{lock_name}`.
+pub(crate) fn protected_prefix(id: &Uuid, lock_name: &str) -> String {
+    format!("{PROTECTED_MARKER}{}-{lock_name}", id.hyphenated())
+}
+
+/// The part of a child's name that orders it among the others.
+pub(crate) fn sort_key<'a>(child: &'a str, lock_name: &str) -> &'a str {
+    match child.rfind(lock_name) {
+        Some(at) => &child[at + lock_name.len()..],
+        None => child,
+    }
+}
+
+/// Sorts children into queue order, holder first.
+pub(crate) fn sort_children(children: &mut [String], lock_name: &str) {
+    children.sort_by(|a, b| sort_key(a, lock_name).cmp(sort_key(b, lock_name)));
+}
+
+/// The name ZooKeeper gives a sequential node created as `prefix` with counter `sequence`.
+pub(crate) fn sequential_name(prefix: &str, sequence: i64) -> String {
+    format!("{prefix}{sequence:010}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_prefix_is_curators() {
+        let id = Uuid::parse_str("6ba7b810-9dad-11d1-80b4-00c04fd430c8").unwrap();
+        assert_eq!(
+            protected_prefix(&id, MUTEX_LOCK_NAME),
+            "_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-lock-"
+        );
+    }
+
+    #[test]
+    fn sequential_names_match_javas_percent_010d() {
+        assert_eq!(sequential_name("p-", 0), "p-0000000000");
+        assert_eq!(sequential_name("p-", 42), "p-0000000042");
+        assert_eq!(sequential_name("p-", i32::MAX.into()), "p-2147483647");
+        assert_eq!(sequential_name("p-", -1), "p--000000001");
+        assert_eq!(sequential_name("p-", i32::MIN.into()), "p--2147483648");
+    }
+
+    #[test]
+    fn sorts_by_text_after_the_last_lock_name_like_curator() {
+        let mut children: Vec<String> = [
+            "_c_bbb-lock-0000000003",
+            "_c_aaa-lock-0000000010",
+            "_c_ccc-lock-0000000001",
+            // A uuid that contains the lock name still sorts by the text after the *last* one.
+            "_c_lock-0000000000-lock-0000000002",
+        ]
+        .map(String::from)
+        .to_vec();
+        sort_children(&mut children, MUTEX_LOCK_NAME);
+        assert_eq!(
+            children,
+            [
+                "_c_ccc-lock-0000000001",
+                "_c_lock-0000000000-lock-0000000002",
+                "_c_bbb-lock-0000000003",
+                "_c_aaa-lock-0000000010"
+            ]
+        );
+    }
+
+    #[test]
+    fn after_the_wrap_a_negative_sequence_sorts_first_as_documented() {
+        let mut children = vec![
+            "_c_a-lock-2147483647".to_owned(),
+            "_c_b-lock--2147483648".to_owned(),
+        ];
+        sort_children(&mut children, MUTEX_LOCK_NAME);
+        assert_eq!(children[0], "_c_b-lock--2147483648");
+    }
+}

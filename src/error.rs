@@ -1,0 +1,114 @@
+//! The crate's one error type.
+
+/// A `Result` whose error is [`enum@Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What can go wrong with a zklock lock.
+///
+/// Timing out is not an error: [`acquire_timeout`](crate::InterProcessMutex::acquire_timeout)
+/// returns `Ok(None)`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The lock path is not a valid ZooKeeper path for a lock; nothing was sent to ZooKeeper.
+    #[error("invalid lock path {path:?}: {reason}")]
+    InvalidPath {
+        /// The path as given.
+        path: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+
+    /// A lock option is unusable (for example an empty ACL list); nothing was sent to ZooKeeper.
+    #[error("invalid lock options: {0}")]
+    InvalidOptions(&'static str),
+
+    /// The ZooKeeper session expired. Its ephemeral nodes, and so any lock it held, are gone;
+    /// the client cannot be used again: connect a new one.
+    #[error("zookeeper session expired")]
+    SessionExpired,
+
+    /// The ZooKeeper client was closed (or failed to authenticate), so nothing can be sent.
+    #[error("zookeeper client is closed")]
+    SessionClosed,
+
+    /// Our lock node was deleted by someone else (an operator, a revoker, a deleted lock path)
+    /// while we waited for the lock or held it.
+    #[error("lock node {path} was deleted by someone else")]
+    LockNodeDeleted {
+        /// The full path of the node.
+        path: String,
+    },
+
+    /// ZooKeeper refused an operation, or it failed in a way zklock does not retry
+    /// (for example `NoAuth` when the ACL of the lock path forbids us).
+    #[error("zookeeper {operation} {path}: {source}")]
+    ZooKeeper {
+        /// What zklock was doing: `create`, `list`, `watch`, `delete`, ...
+        operation: &'static str,
+        /// The path it was done on.
+        path: String,
+        /// The client's error.
+        #[source]
+        source: zookeeper_client::Error,
+    },
+}
+
+impl Error {
+    /// Wraps a client error, turning the terminal session errors into their own variants.
+    pub(crate) fn zookeeper(
+        operation: &'static str,
+        path: &str,
+        source: zookeeper_client::Error,
+    ) -> Self {
+        match source {
+            zookeeper_client::Error::SessionExpired => Error::SessionExpired,
+            zookeeper_client::Error::ClientClosed | zookeeper_client::Error::AuthFailed => {
+                Error::SessionClosed
+            }
+            source => Error::ZooKeeper {
+                operation,
+                path: path.to_owned(),
+                source,
+            },
+        }
+    }
+
+    /// A closure for `map_err` that wraps a client error with its context.
+    pub(crate) fn on<'a>(
+        operation: &'static str,
+        path: &'a str,
+    ) -> impl FnOnce(zookeeper_client::Error) -> Self + 'a {
+        move |source| Error::zookeeper(operation, path, source)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_session_errors_get_their_own_variants() {
+        use zookeeper_client::Error as Zk;
+        assert!(matches!(
+            Error::zookeeper("create", "/a", Zk::SessionExpired),
+            Error::SessionExpired
+        ));
+        assert!(matches!(
+            Error::zookeeper("create", "/a", Zk::ClientClosed),
+            Error::SessionClosed
+        ));
+        let other = Error::zookeeper("create", "/a", Zk::NoAuth);
+        assert_eq!(other.to_string(), "zookeeper create /a: not authorized");
+        assert!(
+            std::error::Error::source(&other).is_some(),
+            "the client error is kept as the source"
+        );
+    }
+
+    #[test]
+    fn error_is_send_sync_static() {
+        fn bounds<T: std::error::Error + Send + Sync + 'static>() {}
+        bounds::<Error>();
+    }
+}

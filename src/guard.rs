@@ -1,0 +1,123 @@
+//! The guard every recipe hands out.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::internals::node::{delete_node, Deleted};
+use crate::owner::Owner;
+use crate::participant::{Hold, Participant};
+use crate::{Error, Result};
+
+/// Proof that the lock is held; releases it when dropped or [released](LockGuard::release).
+///
+/// Each acquire, reentrant ones included, returns its own guard. The lock node is deleted when
+/// the owner's last guard goes, in any order. A guard is `Send + 'static` and may be moved to
+/// another task; it still counts for the owner (task or thread) that acquired it.
+///
+/// Dropping the guard releases in the background on the current tokio runtime; use
+/// [`release`](LockGuard::release) to learn the outcome. Outside a runtime the node stays until
+/// the session ends (a warning is logged). Either way the node is ephemeral: it never outlives
+/// the session.
+#[must_use = "the lock is released as soon as the guard is dropped"]
+pub struct LockGuard {
+    participant: Arc<Participant>,
+    owner: Owner,
+    hold: Hold,
+    released: bool,
+}
+
+impl LockGuard {
+    pub(crate) fn new(participant: Arc<Participant>, owner: Owner, hold: Hold) -> Self {
+        LockGuard {
+            participant,
+            owner,
+            hold,
+            released: false,
+        }
+    }
+
+    /// Releases this hold; when it was the owner's last, deletes the lock node and waits for
+    /// ZooKeeper to confirm.
+    ///
+    /// # Errors
+    /// - [`Error::LockNodeDeleted`]: the node was already gone (deleted by someone else, so the
+    ///   lock may have been held by another participant meanwhile);
+    /// - [`Error::SessionExpired`] / [`Error::SessionClosed`]: the session ended, and with it the
+    ///   node;
+    /// - [`Error::ZooKeeper`]: the delete was refused.
+    ///
+    /// The hold is released in this process in every case. The delete is retried through
+    /// connection loss while the session lives, and never waits past the session's end.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the delete runs in a spawned task that finishes even if this future is
+    /// dropped.
+    pub async fn release(mut self) -> Result<()> {
+        self.released = true;
+        let Some(node) = self.participant.leave(self.owner, self.hold.id) else {
+            return Ok(());
+        };
+        let client = self.participant.client.clone();
+        let deletion = tokio::spawn(async move {
+            delete_node(&client, &node)
+                .await
+                .map(|deleted| (deleted, node))
+        });
+        match deletion.await {
+            Ok(Ok((Deleted::ByUs, _))) => Ok(()),
+            Ok(Ok((Deleted::AlreadyGone, node))) => Err(Error::LockNodeDeleted {
+                path: node.to_string(),
+            }),
+            Ok(Err(err)) => Err(err),
+            // Only a runtime shutting down cancels the task; the node goes with the session.
+            Err(_) => Err(Error::SessionClosed),
+        }
+    }
+
+    /// The full path of the lock node.
+    pub fn node_path(&self) -> &str {
+        &self.hold.node_path
+    }
+
+    /// The czxid of the lock node: the zxid of the transaction that created it.
+    ///
+    /// It strictly increases from one holder of the lock to the next (each holder's node was
+    /// created after the previous holder's), so a resource guarded by the lock can remember the
+    /// highest token it has seen and refuse writes that carry a lower one. Reentrant guards of
+    /// one hold share the token.
+    pub fn fencing_token(&self) -> i64 {
+        self.hold.fencing_token
+    }
+}
+
+impl fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("node_path", &self.node_path())
+            .field("fencing_token", &self.fencing_token())
+            .field("owner", &self.owner)
+            .finish()
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        let Some(node) = self.participant.leave(self.owner, self.hold.id) else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(node = %node, "lock guard dropped outside a tokio runtime; the node goes when the session ends");
+            return;
+        };
+        let client = self.participant.client.clone();
+        runtime.spawn(async move {
+            match delete_node(&client, &node).await {
+                Ok(_) | Err(Error::SessionExpired | Error::SessionClosed) => {}
+                Err(err) => tracing::warn!(node = %node, error = %err, "could not delete a released lock node"),
+            }
+        });
+    }
+}

@@ -1,0 +1,249 @@
+//! Our node in the queue: the protected create (pipelined with the first list), finding the
+//! node again after a lost reply, and deleting it on every way out.
+
+use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
+
+use super::queue::QueueSpec;
+use super::retry::retry_on_connection_loss;
+use crate::driver::naming::sequential_name;
+use crate::{Error, Result};
+
+/// A node of ours in a lock queue.
+#[derive(Clone, Debug)]
+pub(crate) struct LockNode {
+    /// The full path.
+    pub(crate) path: String,
+    name_at: usize,
+    /// The zxid that created the node: the fencing token.
+    pub(crate) czxid: i64,
+}
+
+impl LockNode {
+    fn new(lock_path: &str, name: &str, czxid: i64) -> Self {
+        LockNode {
+            path: format!("{lock_path}/{name}"),
+            name_at: lock_path.len() + 1,
+            czxid,
+        }
+    }
+
+    /// The node's name within the lock path.
+    pub(crate) fn name(&self) -> &str {
+        &self.path[self.name_at..]
+    }
+}
+
+/// Creates our node as `{lock_path}/{prefix}{seq}` and lists the queue, in one round trip.
+///
+/// Both requests are sent before either is awaited; the server runs a session's requests in
+/// order, so the list already shows our node. Missing parents are created as containers. After
+/// a `ConnectionLoss` on the create, the node is looked for by its protected prefix and taken
+/// only if our session owns it (CURATOR-498); else the create is sent again.
+///
+/// `cleanup` is kept up to date so that whatever happens to this future, the node can be found
+/// and deleted.
+pub(crate) async fn create_and_list(
+    spec: &QueueSpec<'_>,
+    prefix: &str,
+    cleanup: &mut NodeCleanup,
+) -> Result<(LockNode, Vec<String>)> {
+    let prefix_path = format!("{}/{prefix}", spec.lock_path);
+    let acls = Acls::new(spec.acls);
+    let options = CreateMode::EphemeralSequential.with_acls(acls);
+    loop {
+        cleanup.trace = Trace::MaybeCreated;
+        let create = spec.client.create(&prefix_path, spec.data, &options);
+        let list = spec.client.list_children(spec.lock_path);
+        let created = create.await;
+        let listed = list.await;
+        let node = match created {
+            Ok((stat, sequence)) => LockNode::new(
+                spec.lock_path,
+                &sequential_name(prefix, sequence.into_i64()),
+                stat.czxid,
+            ),
+            Err(ZkError::NoNode) => {
+                cleanup.trace = Trace::Nothing;
+                create_parents(spec.client, spec.lock_path, acls).await?;
+                continue;
+            }
+            Err(ZkError::ConnectionLoss) => {
+                match find_ours(spec.client, spec.lock_path, prefix).await? {
+                    Some(node) => node,
+                    None => continue,
+                }
+            }
+            Err(err) => {
+                cleanup.trace = Trace::Nothing;
+                return Err(Error::zookeeper("create", &prefix_path, err));
+            }
+        };
+        cleanup.trace = Trace::Created(node.path.clone());
+        let children = match listed {
+            Ok(children) if children.iter().any(|child| child == node.name()) => children,
+            // The list was lost, or (after a ConnectionLoss) ran before the create: list again.
+            Ok(_) | Err(ZkError::ConnectionLoss) => {
+                list_children(spec.client, spec.lock_path).await?
+            }
+            Err(err) => return Err(Error::zookeeper("list", spec.lock_path, err)),
+        };
+        return Ok((node, children));
+    }
+}
+
+/// Lists the children of `lock_path`, retrying through connection loss.
+pub(crate) async fn list_children(client: &Client, lock_path: &str) -> Result<Vec<String>> {
+    retry_on_connection_loss(|| client.list_children(lock_path))
+        .await
+        .map_err(Error::on("list", lock_path))
+}
+
+async fn create_parents(client: &Client, lock_path: &str, acls: Acls<'_>) -> Result<()> {
+    let options = CreateMode::Container.with_acls(acls);
+    retry_on_connection_loss(|| client.mkdir(lock_path, &options))
+        .await
+        .map_err(Error::on("create parents of", lock_path))
+}
+
+/// Finds the node created with `prefix` by this session, if any.
+async fn find_ours(client: &Client, lock_path: &str, prefix: &str) -> Result<Option<LockNode>> {
+    let children = match list_children(client, lock_path).await {
+        Err(Error::ZooKeeper {
+            source: ZkError::NoNode,
+            ..
+        }) => return Ok(None),
+        other => other?,
+    };
+    let Some(name) = children.into_iter().find(|child| child.starts_with(prefix)) else {
+        return Ok(None);
+    };
+    let node = LockNode::new(lock_path, &name, 0);
+    let stat = retry_on_connection_loss(|| client.check_stat(&node.path))
+        .await
+        .map_err(Error::on("stat", &node.path))?;
+    Ok(stat
+        .filter(|stat| stat.ephemeral_owner == client.session_id().0)
+        .map(|stat| LockNode {
+            czxid: stat.czxid,
+            ..node
+        }))
+}
+
+/// How a delete ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Deleted {
+    /// Our delete removed the node.
+    ByUs,
+    /// The node was already gone before we asked.
+    AlreadyGone,
+}
+
+/// Deletes `path`, retrying through connection loss until it is gone.
+///
+/// A `NoNode` after a lost reply means our earlier delete went through.
+pub(crate) async fn delete_node(client: &Client, path: &str) -> Result<Deleted> {
+    let mut attempts = 0u32;
+    let outcome = retry_on_connection_loss(|| {
+        attempts += 1;
+        client.delete(path, None)
+    })
+    .await;
+    match outcome {
+        Ok(()) => Ok(Deleted::ByUs),
+        Err(ZkError::NoNode) if attempts > 1 => Ok(Deleted::ByUs),
+        Err(ZkError::NoNode) => Ok(Deleted::AlreadyGone),
+        Err(err) => Err(Error::zookeeper("delete", path, err)),
+    }
+}
+
+/// What may exist of our node, as far as the acquire got.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Trace {
+    /// Nothing was created, or it was cleaned up or handed to a guard.
+    Nothing,
+    /// A create was sent and its outcome is unknown: look for the node by prefix.
+    MaybeCreated,
+    /// The node exists at this path.
+    Created(String),
+}
+
+/// Deletes a half-acquired node: awaited on timeout and error, spawned when dropped.
+///
+/// Armed before the create is sent, so a dropped acquire future leaves no node behind.
+#[derive(Debug)]
+pub(crate) struct NodeCleanup {
+    client: Client,
+    lock_path: String,
+    prefix: String,
+    pub(crate) trace: Trace,
+}
+
+impl NodeCleanup {
+    pub(crate) fn new(client: &Client, lock_path: &str, prefix: &str) -> Self {
+        NodeCleanup {
+            client: client.clone(),
+            lock_path: lock_path.to_owned(),
+            prefix: prefix.to_owned(),
+            trace: Trace::Nothing,
+        }
+    }
+
+    /// The node now belongs to a guard: nothing to clean up.
+    pub(crate) fn disarm(&mut self) {
+        self.trace = Trace::Nothing;
+    }
+
+    /// Deletes what may exist of our node. Failures are logged: a session that ended took the
+    /// node with it.
+    ///
+    /// Cancel safe: the trace is cleared only once the work is done, so a dropped `run` is
+    /// finished by `Drop`.
+    pub(crate) async fn run(&mut self) {
+        if let Err(err) = clean_up(&self.client, &self.lock_path, &self.prefix, &self.trace).await {
+            tracing::warn!(lock_path = %self.lock_path, error = %err, "could not delete an abandoned lock node");
+        }
+        self.trace = Trace::Nothing;
+    }
+}
+
+impl Drop for NodeCleanup {
+    fn drop(&mut self) {
+        if self.trace == Trace::Nothing {
+            return;
+        }
+        let mut job = NodeCleanup {
+            client: self.client.clone(),
+            lock_path: std::mem::take(&mut self.lock_path),
+            prefix: std::mem::take(&mut self.prefix),
+            trace: std::mem::replace(&mut self.trace, Trace::Nothing),
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move { job.run().await });
+            }
+            Err(_) => {
+                tracing::warn!(lock_path = %job.lock_path, "no tokio runtime to delete an abandoned lock node; it goes when the session ends");
+                job.trace = Trace::Nothing;
+            }
+        }
+    }
+}
+
+async fn clean_up(client: &Client, lock_path: &str, prefix: &str, trace: &Trace) -> Result<()> {
+    let outcome = async {
+        let path = match trace {
+            Trace::Nothing => return Ok(()),
+            Trace::Created(path) => path.clone(),
+            Trace::MaybeCreated => match find_ours(client, lock_path, prefix).await? {
+                Some(node) => node.path,
+                None => return Ok(()),
+            },
+        };
+        delete_node(client, &path).await.map(drop)
+    };
+    match outcome.await {
+        // The session's end deleted the node.
+        Err(Error::SessionExpired | Error::SessionClosed) => Ok(()),
+        outcome => outcome,
+    }
+}

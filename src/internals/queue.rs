@@ -1,0 +1,152 @@
+//! Taking a place in a lock queue and waiting for our turn.
+
+use zookeeper_client::{Acl, Client, Error as ZkError, EventType, SessionState};
+
+use super::deadline::{within, Patience};
+use super::node::{create_and_list, list_children, LockNode, NodeCleanup};
+use super::retry::retry_on_connection_loss;
+use crate::driver::decide::{decide, Decision};
+use crate::driver::naming::{protected_prefix, sort_children};
+use crate::{Error, Result};
+
+/// Which queue, and how our node in it looks.
+#[derive(Debug)]
+pub(crate) struct QueueSpec<'a> {
+    pub(crate) client: &'a Client,
+    pub(crate) lock_path: &'a str,
+    /// `lock-` for a mutex: names the node and orders the queue.
+    pub(crate) lock_name: &'static str,
+    /// How many may hold at once.
+    pub(crate) max_leases: usize,
+    pub(crate) data: &'a [u8],
+    pub(crate) acls: &'a [Acl],
+}
+
+/// Puts a node of ours in the queue and waits until it is among the first `max_leases`.
+///
+/// Returns `Ok(None)` when `patience` runs out; our node is deleted before that returns, and
+/// before an error returns.
+///
+/// # Cancel safety
+/// Dropping the future at any point leaves no node behind: a cleanup armed before the create
+/// deletes it (or finds it by its protected prefix first) in a spawned task.
+pub(crate) async fn take_place(
+    spec: &QueueSpec<'_>,
+    patience: Patience,
+) -> Result<Option<LockNode>> {
+    let prefix = protected_prefix(&uuid::Uuid::new_v4(), spec.lock_name);
+    let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
+    let deadline = patience.deadline();
+    let outcome = match within(deadline, create_and_list(spec, &prefix, &mut cleanup)).await {
+        Some(Ok((node, children))) => {
+            match within(deadline, wait_turn(spec, &node, children, patience)).await {
+                Some(Ok(Turn::Hold)) => Ok(Some(node)),
+                Some(Ok(Turn::GaveUp)) | None => Ok(None),
+                Some(Err(err)) => Err(err),
+            }
+        }
+        None => Ok(None),
+        Some(Err(err)) => Err(err),
+    };
+    match outcome {
+        Ok(Some(node)) => {
+            cleanup.disarm();
+            Ok(Some(node))
+        }
+        other => {
+            cleanup.run().await;
+            other
+        }
+    }
+}
+
+/// The queue of `lock_path` as full paths, holder first; empty when the path does not exist.
+pub(crate) async fn queue_order(
+    client: &Client,
+    lock_path: &str,
+    lock_name: &str,
+) -> Result<Vec<String>> {
+    let mut children = match list_children(client, lock_path).await {
+        Err(Error::ZooKeeper {
+            source: ZkError::NoNode,
+            ..
+        }) => return Ok(Vec::new()),
+        other => other?,
+    };
+    sort_children(&mut children, lock_name);
+    Ok(children
+        .into_iter()
+        .map(|child| format!("{lock_path}/{child}"))
+        .collect())
+}
+
+#[derive(Debug)]
+enum Turn {
+    Hold,
+    GaveUp,
+}
+
+/// Waits until `node` is among the first `max_leases` of the queue, watching only the node
+/// `max_leases` places ahead of it. `children` is a listing taken after our node was created.
+async fn wait_turn(
+    spec: &QueueSpec<'_>,
+    node: &LockNode,
+    children: Vec<String>,
+    patience: Patience,
+) -> Result<Turn> {
+    let mut listing = Some(children);
+    loop {
+        let mut children = match listing.take() {
+            Some(children) => children,
+            None => match list_children(spec.client, spec.lock_path).await {
+                // The lock path went, and our node with it.
+                Err(Error::ZooKeeper {
+                    source: ZkError::NoNode,
+                    ..
+                }) => Vec::new(),
+                other => other?,
+            },
+        };
+        sort_children(&mut children, spec.lock_name);
+        let (predecessor, holds_when_gone) = match decide(&children, node.name(), spec.max_leases) {
+            Decision::Hold => return Ok(Turn::Hold),
+            Decision::Missing => {
+                return Err(Error::LockNodeDeleted {
+                    path: node.path.clone(),
+                })
+            }
+            Decision::Watch {
+                predecessor,
+                holds_when_gone,
+            } => (format!("{}/{predecessor}", spec.lock_path), holds_when_gone),
+        };
+        if patience == Patience::NoWait {
+            return Ok(Turn::GaveUp);
+        }
+        if predecessor_goes(spec.client, &predecessor).await? && holds_when_gone {
+            return Ok(Turn::Hold);
+        }
+    }
+}
+
+/// Waits for a change to `predecessor`; `true` when it is gone.
+///
+/// A getData watch, as Curator sets: on a node that is already gone it fails with `NoNode` and
+/// leaves no watch behind (an exists-watch would stay, waiting for a creation).
+async fn predecessor_goes(client: &Client, predecessor: &str) -> Result<bool> {
+    let watcher = match retry_on_connection_loss(|| client.get_and_watch_data(predecessor)).await {
+        Ok((_data, _stat, watcher)) => watcher,
+        Err(ZkError::NoNode) => return Ok(true),
+        Err(err) => return Err(Error::zookeeper("watch", predecessor, err)),
+    };
+    let event = watcher.changed().await;
+    match event.event_type {
+        EventType::NodeDeleted => Ok(true),
+        EventType::Session => match event.session_state {
+            SessionState::Expired => Err(Error::SessionExpired),
+            SessionState::Closed | SessionState::AuthFailed => Err(Error::SessionClosed),
+            _ => Ok(false),
+        },
+        _ => Ok(false),
+    }
+}

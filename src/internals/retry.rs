@@ -1,0 +1,30 @@
+//! Retrying through connection loss while the session lives.
+//!
+//! zookeeper-client re-sends watches after a reconnect but fails requests that were in flight
+//! with `ConnectionLoss`. A request made while disconnected waits in the client until it
+//! reconnects, or fails with `SessionExpired` once the client gives the session up, so retrying
+//! cannot spin and cannot outlive the session.
+
+use std::future::Future;
+use std::time::Duration;
+
+use zookeeper_client::Error as ZkError;
+
+/// Calls `operation` again after each `ConnectionLoss`; returns any other outcome.
+pub(crate) async fn retry_on_connection_loss<T, F, Fut>(mut operation: F) -> Result<T, ZkError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, ZkError>>,
+{
+    let mut losses: u64 = 0;
+    loop {
+        match operation().await {
+            Err(ZkError::ConnectionLoss) => {
+                losses += 1;
+                // Spaces out retries if the connection flaps faster than the client notices.
+                tokio::time::sleep(Duration::from_millis((5 * losses).min(100))).await;
+            }
+            outcome => return outcome,
+        }
+    }
+}

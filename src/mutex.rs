@@ -1,0 +1,302 @@
+//! `InterProcessMutex`: a reentrant lock shared by processes through ZooKeeper.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tracing::Instrument;
+use zookeeper_client::{Acl, Acls, Client};
+
+use crate::driver::naming::MUTEX_LOCK_NAME;
+use crate::driver::path::validate_lock_path;
+use crate::internals::deadline::{within, Patience};
+use crate::internals::queue::{queue_order, take_place, QueueSpec};
+use crate::owner::Owner;
+use crate::participant::{Admission, Participant};
+use crate::{Error, LockGuard, Result};
+
+/// A reentrant mutex shared by every process that uses the same ZooKeeper path, in the style of
+/// Apache Curator's `InterProcessMutex`, and wire-compatible with it.
+///
+/// Each participant puts an ephemeral sequential node `_c_{uuid}-lock-{seq}` under the lock
+/// path (created as container nodes when missing); the lowest sequence holds the lock, and each
+/// waiter watches only the node just before its own, so a release wakes exactly one waiter. The
+/// lock is **fair** (first come, first served) and needs no timeouts to recover from crashes:
+/// the node of a dead process vanishes with its session.
+///
+/// - **Reentrant** per owner: the tokio task that acquires (or the thread, outside a task). The
+///   same task may acquire again without a round trip; each acquire returns a guard, and the
+///   lock is released when the owner's last guard is dropped or released. Another task of the
+///   same process waits like any other participant.
+/// - **One participant per `new`**: two mutexes made with [`new`](Self::new) on one path contend
+///   with each other, even on one client; clones of one mutex are the same participant.
+/// - **Round trips**: an uncontended acquire costs one (the create and the first listing are
+///   sent together), a release one, a reentrant acquire none.
+/// - **Cancel safe**: dropping an acquire future at any point leaves no node behind.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use zklock::InterProcessMutex;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let mutex = InterProcessMutex::new(&client, "/app/locks/nightly-report")?;
+/// match mutex.acquire_timeout(Duration::from_secs(5)).await? {
+///     Some(guard) => {
+///         // Only one process in the cluster runs this at a time.
+///         println!("holding {} with fencing token {}", guard.node_path(), guard.fencing_token());
+///         guard.release().await?;
+///     }
+///     None => println!("someone else is running the report"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct InterProcessMutex {
+    participant: Arc<Participant>,
+}
+
+/// Builds an [`InterProcessMutex`] with options; from [`InterProcessMutex::builder`].
+#[derive(Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct MutexBuilder {
+    client: Client,
+    path: String,
+    data: Vec<u8>,
+    acls: Vec<Acl>,
+}
+
+impl MutexBuilder {
+    /// The data stored in each lock node, shown by [`InterProcessMutex::participants`]'s nodes
+    /// to anyone who reads them (for example a host name). Defaults to empty.
+    pub fn node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.data = data.into();
+        self
+    }
+
+    /// The ACLs of the lock nodes and of the parents zklock creates. Defaults to
+    /// [`Acls::anyone_all`], as Curator's default ACL provider.
+    pub fn acls(mut self, acls: impl Into<Vec<Acl>>) -> Self {
+        self.acls = acls.into();
+        self
+    }
+
+    /// Builds the mutex. Sends nothing to ZooKeeper.
+    ///
+    /// # Errors
+    /// - [`Error::InvalidPath`] when the path is not a usable lock path (empty, relative,
+    ///   trailing `/`, `//`, `.` or `..` segments, NUL and other characters ZooKeeper refuses,
+    ///   the root, or under `/zookeeper`);
+    /// - [`Error::InvalidOptions`] when the ACL list is empty.
+    pub fn build(self) -> Result<InterProcessMutex> {
+        validate_lock_path(&self.path)?;
+        if self.acls.is_empty() {
+            return Err(Error::InvalidOptions("the ACL list is empty"));
+        }
+        let participant = Participant::new(self.client, self.path, self.data, self.acls);
+        Ok(InterProcessMutex {
+            participant: Arc::new(participant),
+        })
+    }
+}
+
+impl InterProcessMutex {
+    /// Makes a mutex on `path` with default options; see [`Self::builder`] for node data and
+    /// ACLs. Sends nothing to ZooKeeper; the path and its parents are created on first acquire.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] when `path` is not a usable lock path (see [`MutexBuilder::build`]).
+    pub fn new(client: &Client, path: &str) -> Result<Self> {
+        Self::builder(client, path).build()
+    }
+
+    /// Starts building a mutex on `path` with options.
+    pub fn builder(client: &Client, path: &str) -> MutexBuilder {
+        MutexBuilder {
+            client: client.clone(),
+            path: path.to_owned(),
+            data: Vec::new(),
+            acls: Acls::anyone_all().to_vec(),
+        }
+    }
+
+    /// Acquires the mutex, waiting as long as it takes.
+    ///
+    /// Re-entering from the owner that holds it returns a new guard at once, with no round trip.
+    ///
+    /// # Errors
+    /// - [`Error::SessionExpired`] / [`Error::SessionClosed`]: the session ended (before or while
+    ///   waiting); returned promptly;
+    /// - [`Error::LockNodeDeleted`]: our node was deleted while we waited;
+    /// - [`Error::ZooKeeper`]: ZooKeeper refused an operation (for example `NoAuth`).
+    ///
+    /// Connection loss is not an error: every step is retried while the session lives.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future at any await point leaves no node behind. If our node was
+    /// created, a spawned task deletes it within a moment (it finds the node by its protected
+    /// prefix when the create's reply had not arrived yet).
+    pub async fn acquire(&self) -> Result<LockGuard> {
+        loop {
+            if let Some(guard) = self.acquire_with(Patience::Forever).await? {
+                return Ok(guard);
+            }
+        }
+    }
+
+    /// Acquires the mutex, giving up after `timeout`: `Ok(None)` when time ran out.
+    ///
+    /// The deadline covers everything, the create included; when it passes, our node is deleted
+    /// before this returns. A zero timeout behaves as [`try_acquire`](Self::try_acquire).
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`acquire`](Self::acquire).
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
+        if timeout.is_zero() {
+            return self.try_acquire().await;
+        }
+        let patience = match Instant::now().checked_add(timeout) {
+            Some(deadline) => Patience::Until(deadline),
+            None => Patience::Forever,
+        };
+        self.acquire_with(patience).await
+    }
+
+    /// Acquires the mutex only if it is free: `Ok(None)` when another participant holds it or
+    /// queues ahead of us. Never waits for another holder; it does wait for ZooKeeper to answer
+    /// (one round trip, two when our node must be deleted again).
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`acquire`](Self::acquire).
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        self.acquire_with(Patience::NoWait).await
+    }
+
+    /// The lock path.
+    pub fn path(&self) -> &str {
+        &self.participant.path
+    }
+
+    /// Whether the current task (or thread, outside a task) holds this mutex. Curator's
+    /// `isOwnedByCurrentThread`.
+    pub fn is_acquired_by_current_task(&self) -> bool {
+        self.participant.is_held_by(Owner::current())
+    }
+
+    /// Whether any task or thread of this process holds this mutex (this participant and its
+    /// clones). Curator's `isAcquiredInThisProcess`.
+    pub fn is_acquired_in_this_process(&self) -> bool {
+        self.participant.is_held_by_anyone()
+    }
+
+    /// The full paths of every participant's node, in queue order: the holder first, then the
+    /// waiters in the order they will get the lock. Empty when the lock path does not exist.
+    ///
+    /// # Errors
+    /// [`Error::SessionExpired`], [`Error::SessionClosed`] or [`Error::ZooKeeper`] (for example
+    /// `NoAuth`).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<String>> {
+        queue_order(&self.participant.client, self.path(), MUTEX_LOCK_NAME).await
+    }
+
+    async fn acquire_with(&self, patience: Patience) -> Result<Option<LockGuard>> {
+        let span = tracing::debug_span!(
+            "zklock.acquire",
+            path = %self.path(),
+            outcome = tracing::field::Empty,
+            waited_ms = tracing::field::Empty
+        );
+        let started = Instant::now();
+        async {
+            let outcome = self.acquire_once(patience).await;
+            let span = tracing::Span::current();
+            span.record("waited_ms", started.elapsed().as_millis() as u64);
+            span.record(
+                "outcome",
+                match &outcome {
+                    Ok(Some(_)) => "acquired",
+                    Ok(None) => "timed out",
+                    Err(_) => "failed",
+                },
+            );
+            tracing::debug!(?outcome, "acquire finished");
+            outcome
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn acquire_once(&self, patience: Patience) -> Result<Option<LockGuard>> {
+        let owner = Owner::current();
+        let claim = loop {
+            match self.participant.admit(owner) {
+                Admission::Reentered(hold) => {
+                    return Ok(Some(LockGuard::new(self.participant.clone(), owner, hold)))
+                }
+                Admission::Queue(claim) => break claim,
+                Admission::WaitForOwnAcquire(done) => {
+                    if patience == Patience::NoWait
+                        || within(patience.deadline(), done).await.is_none()
+                    {
+                        return Ok(None);
+                    }
+                }
+            }
+        };
+        let participant = claim.participant();
+        let spec = QueueSpec {
+            client: &participant.client,
+            lock_path: &participant.path,
+            lock_name: MUTEX_LOCK_NAME,
+            max_leases: 1,
+            data: &participant.data,
+            acls: &participant.acls,
+        };
+        let Some(node) = take_place(&spec, patience).await? else {
+            return Ok(None);
+        };
+        let participant = Arc::clone(participant);
+        let hold = claim.grant(&node.path, node.czxid);
+        Ok(Some(LockGuard::new(participant, owner, hold)))
+    }
+}
+
+impl fmt::Debug for InterProcessMutex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InterProcessMutex")
+            .field("path", &self.participant.path)
+            .field("session", &self.participant.client.session_id())
+            .field(
+                "acquired_in_this_process",
+                &self.is_acquired_in_this_process(),
+            )
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Guards and the futures users await must cross threads (tokio's `bounds()` idiom).
+    #[allow(dead_code)]
+    fn bounds(mutex: InterProcessMutex) {
+        fn send_static<T: Send + 'static>(_: &T) {}
+        fn send_sync<T: Send + Sync + Clone + fmt::Debug>(_: &T) {}
+        send_sync(&mutex);
+        send_static(&async move { mutex.acquire().await.map(|guard| send_static(&guard)) });
+    }
+}

@@ -1,0 +1,51 @@
+//! Who is asking for a lock: the identity that reentrancy is counted for.
+
+use std::thread::ThreadId;
+
+use tokio::task::Id as TaskId;
+
+/// The current tokio task, or the current thread outside of a task (as in `block_on`).
+///
+/// Curator counts holds per thread; a tokio task moves between threads, so the task is the
+/// owner here. Neither kind of id is reused within a process today: tokio numbers tasks with a
+/// 64-bit counter and `ThreadId` is never reused. tokio only promises uniqueness among live
+/// tasks, which is why a guard also carries the id of its hold (see `mutex.rs`): a stale guard
+/// can never change a later hold of the same owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Owner {
+    Task(TaskId),
+    Thread(ThreadId),
+}
+
+impl Owner {
+    pub(crate) fn current() -> Owner {
+        match tokio::task::try_id() {
+            Some(task) => Owner::Task(task),
+            None => Owner::Thread(std::thread::current().id()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn tasks_are_distinct_owners_and_stable_within_a_task() {
+        let here = tokio::spawn(async { (Owner::current(), Owner::current()) })
+            .await
+            .unwrap();
+        assert_eq!(here.0, here.1);
+        let there = tokio::spawn(async { Owner::current() }).await.unwrap();
+        assert_ne!(here.0, there);
+        assert!(matches!(there, Owner::Task(_)));
+    }
+
+    #[test]
+    fn outside_a_task_the_thread_owns() {
+        let main = Owner::current();
+        assert_eq!(main, Owner::Thread(std::thread::current().id()));
+        let other = std::thread::spawn(Owner::current).join().unwrap();
+        assert_ne!(main, other);
+    }
+}

@@ -1,0 +1,172 @@
+//! One participant in a lock: its client, its lock path and options, and its hold table
+//! (owner -> hold count), shared by the clones of a recipe object and by its guards.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use dashmap::mapref::entry::Entry;
+use dashmap::DashMap;
+use tokio::sync::futures::OwnedNotified;
+use tokio::sync::Notify;
+use zookeeper_client::{Acl, Client};
+
+use crate::owner::Owner;
+
+/// A participant; see the module docs. Never hold a map reference across an `.await`.
+#[derive(Debug)]
+pub(crate) struct Participant {
+    pub(crate) client: Client,
+    pub(crate) path: String,
+    pub(crate) data: Vec<u8>,
+    pub(crate) acls: Vec<Acl>,
+    holds: DashMap<Owner, Slot>,
+    next_hold_id: AtomicU64,
+}
+
+#[derive(Debug)]
+enum Slot {
+    /// The owner's first acquire is under way; its other acquires wait on this, then re-enter.
+    Acquiring(Arc<Notify>),
+    Held(Hold),
+}
+
+/// One owner's hold on the lock.
+#[derive(Clone, Debug)]
+pub(crate) struct Hold {
+    /// Tells this hold from a later one of the same owner, so a stale guard changes nothing.
+    pub(crate) id: u64,
+    count: usize,
+    pub(crate) node_path: Arc<str>,
+    pub(crate) fencing_token: i64,
+}
+
+/// What an acquiring owner does next.
+#[derive(Debug)]
+pub(crate) enum Admission {
+    /// The owner already held the lock: its count went up.
+    Reentered(Hold),
+    /// The owner's own acquire is under way: wait for it, then ask again.
+    WaitForOwnAcquire(OwnedNotified),
+    /// The owner must take a place in the queue.
+    Queue(Claim),
+}
+
+impl Participant {
+    pub(crate) fn new(client: Client, path: String, data: Vec<u8>, acls: Vec<Acl>) -> Self {
+        Participant {
+            client,
+            path,
+            data,
+            acls,
+            holds: DashMap::new(),
+            next_hold_id: AtomicU64::new(1),
+        }
+    }
+
+    /// Admits `owner`: re-enters a hold, waits behind its own acquire, or claims the right to
+    /// queue.
+    pub(crate) fn admit(self: &Arc<Self>, owner: Owner) -> Admission {
+        match self.holds.entry(owner) {
+            Entry::Occupied(mut slot) => match slot.get_mut() {
+                Slot::Held(hold) => {
+                    hold.count += 1;
+                    Admission::Reentered(hold.clone())
+                }
+                Slot::Acquiring(done) => {
+                    Admission::WaitForOwnAcquire(Arc::clone(done).notified_owned())
+                }
+            },
+            Entry::Vacant(slot) => {
+                slot.insert(Slot::Acquiring(Arc::new(Notify::new())));
+                Admission::Queue(Claim {
+                    participant: Arc::clone(self),
+                    owner,
+                    open: true,
+                })
+            }
+        }
+    }
+
+    /// Ends one hold of `owner`; returns the node to delete when it was the last.
+    pub(crate) fn leave(&self, owner: Owner, hold_id: u64) -> Option<Arc<str>> {
+        let Entry::Occupied(mut slot) = self.holds.entry(owner) else {
+            return None;
+        };
+        let Slot::Held(hold) = slot.get_mut() else {
+            return None;
+        };
+        if hold.id != hold_id {
+            return None;
+        }
+        hold.count -= 1;
+        if hold.count > 0 {
+            return None;
+        }
+        let node = Arc::clone(&hold.node_path);
+        slot.remove();
+        Some(node)
+    }
+
+    pub(crate) fn is_held_by(&self, owner: Owner) -> bool {
+        self.holds
+            .get(&owner)
+            .is_some_and(|slot| matches!(*slot, Slot::Held(_)))
+    }
+
+    pub(crate) fn is_held_by_anyone(&self) -> bool {
+        self.holds.iter().any(|slot| matches!(*slot, Slot::Held(_)))
+    }
+}
+
+/// The right of one owner to queue for the lock. Dropped unused, it lets the owner's other
+/// acquires go on.
+#[derive(Debug)]
+pub(crate) struct Claim {
+    participant: Arc<Participant>,
+    owner: Owner,
+    open: bool,
+}
+
+impl Claim {
+    /// Records the owner's new hold on `node_path`.
+    pub(crate) fn grant(mut self, node_path: &str, fencing_token: i64) -> Hold {
+        let hold = Hold {
+            id: self
+                .participant
+                .next_hold_id
+                .fetch_add(1, Ordering::Relaxed),
+            count: 1,
+            node_path: node_path.into(),
+            fencing_token,
+        };
+        self.close(Some(Slot::Held(hold.clone())));
+        hold
+    }
+
+    pub(crate) fn participant(&self) -> &Arc<Participant> {
+        &self.participant
+    }
+
+    fn close(&mut self, replacement: Option<Slot>) {
+        if !std::mem::take(&mut self.open) {
+            return;
+        }
+        let done = match replacement {
+            Some(slot) => self.participant.holds.insert(self.owner, slot),
+            None => self
+                .participant
+                .holds
+                .remove(&self.owner)
+                .map(|(_, slot)| slot),
+        };
+        if let Some(Slot::Acquiring(done)) = done {
+            done.notify_waiters();
+        }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.close(None);
+    }
+}

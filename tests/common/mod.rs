@@ -1,0 +1,76 @@
+//! Helpers shared by the integration tests: one real ZooKeeper per test binary (started by
+//! `zklock-testcontainers`), clients, unique lock paths, and node inspection.
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use zklock_testcontainers::{shared_server, ZooKeeperServer};
+use zookeeper_client::Client;
+
+pub fn server() -> &'static ZooKeeperServer {
+    shared_server()
+}
+
+/// A new session on the shared server.
+pub async fn connect() -> Client {
+    connect_to(&server().connect_string()).await
+}
+
+pub async fn connect_to(connect_string: &str) -> Client {
+    Client::connector()
+        .with_session_timeout(Duration::from_secs(20))
+        .connect(connect_string)
+        .await
+        .expect("connect to the test server")
+}
+
+/// A lock path no other test uses.
+pub fn unique_path(name: &str) -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "/zklock-tests/{name}-{}-{nanos}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The children of `path`, sorted by name; empty when it does not exist.
+pub async fn children(client: &Client, path: &str) -> Vec<String> {
+    match client.list_children(path).await {
+        Ok(mut children) => {
+            children.sort();
+            children
+        }
+        Err(zookeeper_client::Error::NoNode) => Vec::new(),
+        Err(err) => panic!("list {path}: {err}"),
+    }
+}
+
+/// Polls `condition` until it holds, for at most 10 seconds; panics with `what` otherwise.
+pub async fn eventually<F, Fut>(what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    for _ in 0..200 {
+        if condition().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting until {what}");
+}
+
+/// Waits until `path` has exactly `count` children.
+pub async fn wait_for_children(client: &Client, path: &str, count: usize) {
+    eventually(&format!("{path} has {count} children"), || async {
+        children(client, path).await.len() == count
+    })
+    .await;
+}
