@@ -11,6 +11,7 @@ use crate::driver::naming::MUTEX_LOCK_NAME;
 use crate::driver::path::validate_lock_path;
 use crate::internals::deadline::{within, Patience};
 use crate::internals::queue::{queue_order, take_place, QueueSpec};
+use crate::internals::retry::ended_session;
 use crate::owner::Owner;
 use crate::participant::{Admission, Participant};
 use crate::{Error, LockGuard, Result};
@@ -126,7 +127,8 @@ impl InterProcessMutex {
 
     /// Acquires the mutex, waiting as long as it takes.
     ///
-    /// Re-entering from the owner that holds it returns a new guard at once, with no round trip.
+    /// Re-entering from the owner that holds it returns a new guard at once, with no round trip
+    /// (but an error if the client already knows that its session has ended).
     ///
     /// # Errors
     /// - [`Error::SessionExpired`] / [`Error::SessionClosed`]: the session ended (before or while
@@ -240,6 +242,10 @@ impl InterProcessMutex {
     }
 
     async fn acquire_once(&self, patience: Patience) -> Result<Option<LockGuard>> {
+        // A hold counted here is worth nothing once the session is gone; fail before re-entering.
+        if let Some(ended) = ended_session(&self.participant.client) {
+            return Err(ended);
+        }
         let owner = Owner::current();
         let claim = loop {
             match self.participant.admit(owner) {

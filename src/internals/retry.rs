@@ -8,7 +8,9 @@
 use std::future::Future;
 use std::time::Duration;
 
-use zookeeper_client::Error as ZkError;
+use zookeeper_client::{Client, Error as ZkError, SessionState};
+
+use crate::Error;
 
 /// Calls `operation` again after each `ConnectionLoss`; returns any other outcome.
 pub(crate) async fn retry_on_connection_loss<T, F, Fut>(mut operation: F) -> Result<T, ZkError>
@@ -26,5 +28,16 @@ where
             }
             outcome => return outcome,
         }
+    }
+}
+
+/// The error for a session that has ended, read from the client's state without a request.
+pub(crate) fn ended_session(client: &Client) -> Option<Error> {
+    match client.state() {
+        SessionState::Expired => Some(Error::SessionExpired),
+        SessionState::Closed | SessionState::AuthFailed => Some(Error::SessionClosed),
+        SessionState::Disconnected
+        | SessionState::SyncConnected
+        | SessionState::ConnectedReadOnly => None,
     }
 }

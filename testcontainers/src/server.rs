@@ -24,6 +24,9 @@ pub struct ServerOptions {
     pub start_timeout: Duration,
     /// Maximum Java heap. Defaults to `256m`.
     pub heap: String,
+    /// How often the server deletes empty container nodes (`znode.container.checkIntervalMs`).
+    /// Defaults to 1 s, so tests can watch containers go; ZooKeeper's own default is 60 s.
+    pub container_check_interval: Duration,
 }
 
 impl Default for ServerOptions {
@@ -33,6 +36,7 @@ impl Default for ServerOptions {
             max_session_timeout: Duration::from_secs(60),
             start_timeout: Duration::from_secs(60),
             heap: "256m".into(),
+            container_check_interval: Duration::from_secs(1),
         }
     }
 }
@@ -86,6 +90,10 @@ impl ZooKeeperServer {
             .arg("-XX:+UseSerialGC")
             .arg("-Dzookeeper.admin.enableServer=false")
             .arg("-Dzookeeper.4lw.commands.whitelist=*")
+            .arg(format!(
+                "-Dznode.container.checkIntervalMs={}",
+                options.container_check_interval.as_millis()
+            ))
             .arg("-Dzookeeper.root.logger=INFO,CONSOLE")
             .arg("-Dlog4j.configuration=file:log4j.properties")
             .arg("-cp")

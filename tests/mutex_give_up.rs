@@ -1,0 +1,169 @@
+//! Timeouts, try_acquire and cancelled acquires: whoever gives up leaves no node behind.
+
+mod common;
+
+use std::future::Future;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use common::{children, connect, unique_path, wait_for_children};
+use zklock::InterProcessMutex;
+
+#[tokio::test]
+async fn acquire_timeout_returns_none_in_time_and_leaves_no_node() {
+    let path = unique_path("timeout");
+    let holder_client = connect().await;
+    let holder = InterProcessMutex::new(&holder_client, &path)
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+
+    let timeout = Duration::from_millis(300);
+    let started = Instant::now();
+    let outcome = mutex.acquire_timeout(timeout).await.unwrap();
+    let waited = started.elapsed();
+    assert!(outcome.is_none());
+    assert!(waited >= timeout, "gave up early: {waited:?}");
+    // A generous bound: this checks that the timeout is honoured at all, not how fast.
+    assert!(
+        waited < timeout + Duration::from_secs(5),
+        "gave up late: {waited:?}"
+    );
+    // Deleted before acquire_timeout returned, not eventually.
+    assert_eq!(
+        children(&client, &path).await,
+        [holder.node_path().rsplit('/').next().unwrap()]
+    );
+    assert!(!mutex.is_acquired_in_this_process());
+
+    holder.release().await.unwrap();
+    let guard = mutex
+        .acquire_timeout(Duration::from_secs(5))
+        .await
+        .unwrap()
+        .expect("free now");
+    guard.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn try_acquire_does_not_wait_and_leaves_no_node() {
+    let path = unique_path("try");
+    let holder_client = connect().await;
+    let holder = InterProcessMutex::new(&holder_client, &path)
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    assert!(mutex.try_acquire().await.unwrap().is_none());
+    assert!(
+        mutex
+            .acquire_timeout(Duration::ZERO)
+            .await
+            .unwrap()
+            .is_none(),
+        "zero timeout is try_acquire"
+    );
+    assert_eq!(children(&client, &path).await.len(), 1);
+    holder.release().await.unwrap();
+    let guard = mutex.try_acquire().await.unwrap().expect("free now");
+    guard.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn cancelled_acquires_leave_no_node_whenever_they_are_dropped() {
+    let path = unique_path("cancel");
+    let holder_client = connect().await;
+    let holder = InterProcessMutex::new(&holder_client, &path)
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    // Drop the acquire future after ever longer times: before the create is sent back, between
+    // create and list, while watching, while waiting.
+    let mut cut_short = 0;
+    for micros in [
+        0, 10, 50, 100, 200, 400, 800, 1_600, 3_200, 6_400, 12_800, 50_000,
+    ] {
+        let outcome = tokio::time::timeout(Duration::from_micros(micros), mutex.acquire()).await;
+        assert!(outcome.is_err(), "acquired a held lock");
+        cut_short += 1;
+    }
+    assert_eq!(cut_short, 12);
+    wait_for_children(&client, &path, 1).await;
+    assert!(!mutex.is_acquired_in_this_process());
+    holder.release().await.unwrap();
+    let guard = mutex
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("no abandoned node blocks the lock");
+    guard.release().await.unwrap();
+    wait_for_children(&client, &path, 0).await;
+}
+
+#[tokio::test]
+async fn an_acquire_dropped_between_polls_leaves_no_node() {
+    let path = unique_path("cancel-polls");
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    // A persistent lock path (no container to be reaped meanwhile), so that the very first
+    // poll's create succeeds on the server.
+    let persistent =
+        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    client.mkdir(&path, &persistent).await.unwrap();
+    // Poll by hand, letting replies arrive between polls without being read, then drop: the
+    // first poll sends the create, later polls see its reply, the list, and so on.
+    for polls in 1..=4 {
+        let mut acquire = Box::pin(mutex.acquire());
+        let mut context = Context::from_waker(Waker::noop());
+        let mut acquired = None;
+        for _ in 0..polls {
+            if let Poll::Ready(guard) = acquire.as_mut().poll(&mut context) {
+                acquired = Some(guard.unwrap());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        match acquired {
+            Some(guard) => guard.release().await.unwrap(),
+            None => assert!(!mutex.is_acquired_in_this_process()),
+        }
+        drop(acquire);
+        wait_for_children(&client, &path, 0).await;
+    }
+    client.delete(&path, None).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_cancelled_waiter_behind_a_reentrant_acquire_lets_the_owner_go_on() {
+    let path = unique_path("cancel-pending");
+    let holder_client = connect().await;
+    let holder = InterProcessMutex::new(&holder_client, &path)
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    // The first acquire of this task queues; the second waits for it; both time out.
+    let (first, second) = tokio::join!(
+        mutex.acquire_timeout(Duration::from_millis(200)),
+        mutex.acquire_timeout(Duration::from_millis(100))
+    );
+    assert!(first.unwrap().is_none() && second.unwrap().is_none());
+    assert_eq!(children(&client, &path).await.len(), 1);
+    holder.release().await.unwrap();
+    let guard = mutex
+        .acquire_timeout(Duration::from_secs(5))
+        .await
+        .unwrap()
+        .expect("owner can acquire again");
+    guard.release().await.unwrap();
+}

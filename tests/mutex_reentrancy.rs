@@ -1,0 +1,130 @@
+//! Reentrancy: per owner, nested guards, any release order.
+
+mod common;
+
+use common::{children, connect, unique_path, wait_for_children};
+use zklock::InterProcessMutex;
+
+#[tokio::test]
+async fn nested_acquires_share_one_node_released_by_the_last_guard_in_any_order() {
+    let path = unique_path("nesting");
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    let rival_client = connect().await;
+    let rival = InterProcessMutex::new(&rival_client, &path).unwrap();
+
+    let outer = mutex.acquire().await.unwrap();
+    let middle = mutex.acquire().await.unwrap();
+    let inner = mutex
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("reentrant try_acquire succeeds");
+    assert_eq!(
+        children(&client, &path).await.len(),
+        1,
+        "reentrant acquires create no node"
+    );
+    assert_eq!(outer.node_path(), inner.node_path());
+    assert_eq!(outer.fencing_token(), middle.fencing_token());
+    assert!(mutex.is_acquired_by_current_task());
+
+    // Release out of order: the middle one first, then the outer; the inner still holds.
+    middle.release().await.unwrap();
+    outer.release().await.unwrap();
+    assert!(mutex.is_acquired_by_current_task());
+    assert!(
+        rival.try_acquire().await.unwrap().is_none(),
+        "others stay out until the last release"
+    );
+    assert_eq!(children(&client, &path).await.len(), 1);
+
+    inner.release().await.unwrap();
+    assert!(!mutex.is_acquired_by_current_task());
+    assert!(!mutex.is_acquired_in_this_process());
+    assert!(
+        children(&client, &path).await.is_empty(),
+        "the last release deletes the node"
+    );
+    let guard = rival
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("free after the last release");
+    guard.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn concurrent_acquires_in_one_task_share_the_hold() {
+    let path = unique_path("join");
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    // Both futures run in the same task: the second waits for the first and re-enters instead of
+    // queueing behind its own owner (which would never end).
+    let (first, second) = tokio::join!(mutex.acquire(), mutex.acquire());
+    let (first, second) = (first.unwrap(), second.unwrap());
+    assert_eq!(first.node_path(), second.node_path());
+    assert_eq!(children(&client, &path).await.len(), 1);
+    drop(first);
+    second.release().await.unwrap();
+    assert!(children(&client, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_guard_moved_to_another_task_does_not_make_that_task_an_owner() {
+    let path = unique_path("moved-guard");
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    let other = mutex.clone();
+    let result = tokio::spawn(async move {
+        let reentered = other.try_acquire().await.unwrap();
+        let owned = other.is_acquired_by_current_task();
+        guard.release().await.unwrap();
+        (reentered.is_some(), owned)
+    })
+    .await
+    .unwrap();
+    assert_eq!(result, (false, false));
+    assert!(children(&client, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn dropping_the_guards_releases_in_the_background() {
+    let path = unique_path("drop");
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    let outer = mutex.acquire().await.unwrap();
+    let inner = mutex.acquire().await.unwrap();
+    drop(inner);
+    assert_eq!(
+        children(&client, &path).await.len(),
+        1,
+        "an inner drop keeps the lock"
+    );
+    drop(outer);
+    assert!(
+        !mutex.is_acquired_in_this_process(),
+        "released in this process at once"
+    );
+    wait_for_children(&client, &path, 0).await;
+}
+
+#[test]
+fn outside_a_task_the_thread_is_the_owner() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let path = unique_path("thread-owner");
+        let client = connect().await;
+        let mutex = InterProcessMutex::new(&client, &path).unwrap();
+        let outer = mutex.acquire().await.unwrap();
+        let inner = mutex.acquire().await.unwrap();
+        assert!(mutex.is_acquired_by_current_task());
+        inner.release().await.unwrap();
+        outer.release().await.unwrap();
+        assert!(children(&client, &path).await.is_empty());
+    });
+}
