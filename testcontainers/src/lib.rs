@@ -32,14 +32,17 @@
 #![deny(missing_docs, missing_debug_implementations)]
 
 mod classpath;
+mod ensemble;
 mod error;
 mod four_letter;
+mod process;
 mod proxy;
 mod server;
 mod session;
 mod spawn;
 
 pub use classpath::discover_classpath;
+pub use ensemble::Ensemble;
 pub use error::HarnessError;
 pub use four_letter::four_letter_word;
 pub use proxy::Proxy;

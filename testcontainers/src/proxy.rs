@@ -1,121 +1,174 @@
-use std::io;
+use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::HarnessError;
 
-/// A TCP proxy on a loopback port in front of one server, to cut a client off and let it back.
+/// TCP proxies on loopback ports in front of one server or every member of an ensemble, to cut a
+/// client off, black-hole its traffic, or lose the server's replies, and to heal.
 ///
-/// Connect the client to [`Proxy::connect_string`]. [`Proxy::cut`] closes every proxied
-/// connection and refuses new ones until [`Proxy::heal`]. Dropping the proxy stops it and closes
-/// its connections.
+/// Connect the client to [`Proxy::connect_string`] (one proxied address per server). Dropping
+/// the proxy stops it and closes its connections.
 #[derive(Debug)]
 pub struct Proxy {
-    address: SocketAddr,
     shared: Arc<Shared>,
-    acceptor: Option<JoinHandle<()>>,
+    listeners: Vec<(SocketAddr, SocketAddr)>,
+    acceptors: Vec<JoinHandle<()>>,
 }
 
 #[derive(Debug)]
 struct Shared {
-    target: SocketAddr,
     stopping: AtomicBool,
-    state: Mutex<State>,
+    mode: AtomicU8,
+    connections: Mutex<Vec<TcpStream>>,
 }
 
-#[derive(Debug, Default)]
-struct State {
-    cut: bool,
-    connections: Vec<TcpStream>,
-}
+const PASS: u8 = 0;
+const CUT: u8 = 1;
+const BLACKHOLE: u8 = 2;
+const DROP_REPLIES: u8 = 3;
 
 impl Proxy {
-    /// Starts a proxy to `target` on a free loopback port.
+    /// Starts a proxy to one server.
     ///
     /// # Errors
     /// [`HarnessError::Io`] when no port can be bound.
     pub fn start(target: SocketAddr) -> Result<Self, HarnessError> {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .map_err(HarnessError::io("bind the proxy's port"))?;
-        let address = listener
-            .local_addr()
-            .map_err(HarnessError::io("bind the proxy's port"))?;
+        Self::start_many(&[target])
+    }
+
+    /// Starts one proxied port per target, all controlled together (for an ensemble).
+    ///
+    /// # Errors
+    /// [`HarnessError::Io`] when no port can be bound.
+    pub fn start_many(targets: &[SocketAddr]) -> Result<Self, HarnessError> {
         let shared = Arc::new(Shared {
-            target,
             stopping: AtomicBool::new(false),
-            state: Mutex::default(),
+            mode: AtomicU8::new(PASS),
+            connections: Mutex::default(),
         });
-        let acceptor = {
-            let shared = Arc::clone(&shared);
-            std::thread::Builder::new()
-                .name("zk-proxy".into())
-                .spawn(move || accept_loop(&listener, &shared))
-                .map_err(HarnessError::io("start the proxy thread"))?
-        };
-        Ok(Proxy {
-            address,
+        let mut proxy = Proxy {
             shared,
-            acceptor: Some(acceptor),
-        })
+            listeners: Vec::new(),
+            acceptors: Vec::new(),
+        };
+        for &target in targets {
+            let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                .map_err(HarnessError::io("bind the proxy's port"))?;
+            let address = listener
+                .local_addr()
+                .map_err(HarnessError::io("bind the proxy's port"))?;
+            let shared = Arc::clone(&proxy.shared);
+            let acceptor = std::thread::Builder::new()
+                .name("zk-proxy".into())
+                .spawn(move || accept_loop(&listener, target, &shared))
+                .map_err(HarnessError::io("start the proxy thread"))?;
+            proxy.listeners.push((address, target));
+            proxy.acceptors.push(acceptor);
+        }
+        Ok(proxy)
     }
 
-    /// `host:port` of the proxy, for the client to connect to.
+    /// The proxied addresses, comma separated, for the client to connect to.
     pub fn connect_string(&self) -> String {
-        self.address.to_string()
+        self.listeners
+            .iter()
+            .map(|(address, _)| address.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
-    /// The server behind the proxy.
+    /// The first server behind the proxy.
     pub fn target(&self) -> SocketAddr {
-        self.shared.target
+        self.listeners[0].1
     }
 
-    /// Closes every proxied connection and refuses new ones until [`Self::heal`].
+    /// The servers behind the proxy, comma separated: to reach them without the proxy.
+    pub fn targets_connect_string(&self) -> String {
+        self.listeners
+            .iter()
+            .map(|(_, target)| target.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Closes every proxied connection and refuses new ones, until [`Self::heal`]: the client
+    /// learns at once that it is disconnected.
     pub fn cut(&self) {
-        let mut state = self.shared.lock();
-        state.cut = true;
-        for connection in state.connections.drain(..) {
-            let _ = connection.shutdown(Shutdown::Both);
+        self.shared.mode.store(CUT, Ordering::SeqCst);
+        self.close_connections();
+    }
+
+    /// Keeps connections open but delivers nothing either way, and accepts new connections that
+    /// go nowhere, until [`Self::heal`]: a partition the client only notices by its timeouts.
+    pub fn blackhole(&self) {
+        self.shared.mode.store(BLACKHOLE, Ordering::SeqCst);
+    }
+
+    /// Delivers the client's requests but loses the server's replies, until [`Self::heal`].
+    pub fn drop_replies(&self) {
+        self.shared.mode.store(DROP_REPLIES, Ordering::SeqCst);
+    }
+
+    /// Passes traffic again. Connections that were black-holed are closed, since bytes were lost
+    /// in them; the client reconnects.
+    pub fn heal(&self) {
+        let previous = self.shared.mode.swap(PASS, Ordering::SeqCst);
+        if previous == BLACKHOLE || previous == DROP_REPLIES {
+            self.close_connections();
         }
     }
 
-    /// Lets clients connect through the proxy again.
-    pub fn heal(&self) {
-        self.shared.lock().cut = false;
+    fn close_connections(&self) {
+        for connection in self.shared.lock().drain(..) {
+            let _ = connection.shutdown(Shutdown::Both);
+        }
     }
 }
 
 impl Drop for Proxy {
     fn drop(&mut self) {
         self.shared.stopping.store(true, Ordering::SeqCst);
-        self.cut();
-        // Wake the acceptor out of accept().
-        let _ = TcpStream::connect(self.address);
-        if let Some(acceptor) = self.acceptor.take() {
+        self.close_connections();
+        for (address, _) in &self.listeners {
+            // Wake the acceptor out of accept().
+            let _ = TcpStream::connect(address);
+        }
+        for acceptor in self.acceptors.drain(..) {
             let _ = acceptor.join();
         }
     }
 }
 
 impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<TcpStream>> {
+        self.connections
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
-fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
+fn accept_loop(listener: &TcpListener, target: SocketAddr, shared: &Arc<Shared>) {
     for incoming in listener.incoming() {
         if shared.stopping.load(Ordering::SeqCst) {
             return;
         }
         let Ok(client) = incoming else { continue };
-        if shared.lock().cut {
-            continue; // dropped: the client sees its connection refused at once
+        match shared.mode.load(Ordering::SeqCst) {
+            CUT => continue, // dropped: the client sees the connection closed at once
+            BLACKHOLE => {
+                // Held open, never answered.
+                if let Ok(clone) = client.try_clone() {
+                    shared.lock().push(clone);
+                }
+                let _ = pump(client, None, Arc::clone(shared), false);
+                continue;
+            }
+            _ => {}
         }
-        let Ok(server) = TcpStream::connect(shared.target) else {
+        let Ok(server) = TcpStream::connect(target) else {
             continue;
         };
         if let Err(err) = pump_both_ways(client, server, shared) {
@@ -124,22 +177,52 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     }
 }
 
-fn pump_both_ways(client: TcpStream, server: TcpStream, shared: &Shared) -> io::Result<()> {
+fn pump_both_ways(client: TcpStream, server: TcpStream, shared: &Arc<Shared>) -> io::Result<()> {
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
     {
-        let mut state = shared.lock();
-        state.connections.push(client.try_clone()?);
-        state.connections.push(server.try_clone()?);
+        let mut connections = shared.lock();
+        connections.push(client.try_clone()?);
+        connections.push(server.try_clone()?);
     }
-    for (mut from, mut to) in [(client.try_clone()?, server.try_clone()?), (server, client)] {
-        std::thread::Builder::new()
-            .name("zk-proxy-pump".into())
-            .spawn(move || {
-                let _ = io::copy(&mut from, &mut to);
-                let _ = from.shutdown(Shutdown::Both);
+    pump(
+        client.try_clone()?,
+        Some(server.try_clone()?),
+        Arc::clone(shared),
+        false,
+    )?;
+    pump(server, Some(client), Arc::clone(shared), true)
+}
+
+/// Copies `from` to `to` (nowhere when `None`) in a thread, dropping bytes while the mode says
+/// so; when either side ends, both are shut down.
+fn pump(
+    mut from: TcpStream,
+    mut to: Option<TcpStream>,
+    shared: Arc<Shared>,
+    is_reply: bool,
+) -> io::Result<()> {
+    std::thread::Builder::new()
+        .name("zk-proxy-pump".into())
+        .spawn(move || {
+            let mut buffer = [0u8; 16 * 1024];
+            loop {
+                let read = match from.read(&mut buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(read) => read,
+                };
+                let mode = shared.mode.load(Ordering::SeqCst);
+                let lost = mode == BLACKHOLE || (is_reply && mode == DROP_REPLIES);
+                if let (false, Some(to)) = (lost, to.as_mut()) {
+                    if to.write_all(&buffer[..read]).is_err() {
+                        break;
+                    }
+                }
+            }
+            let _ = from.shutdown(Shutdown::Both);
+            if let Some(to) = to {
                 let _ = to.shutdown(Shutdown::Both);
-            })?;
-    }
+            }
+        })?;
     Ok(())
 }

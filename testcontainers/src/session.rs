@@ -24,7 +24,7 @@ pub async fn expire_session(client: &Client, proxy: &Proxy) -> Result<(), Harnes
     let joined = Client::connector()
         .with_session(client.session().clone())
         .with_session_timeout(client.session_timeout())
-        .connect(&proxy.target().to_string())
+        .connect(&proxy.targets_connect_string())
         .await;
     proxy.heal();
     let intruder = joined.map_err(|source| HarnessError::Client {

@@ -68,3 +68,69 @@ async fn cut_proxy_disconnects_and_heal_reconnects_same_session() {
     assert_eq!(states.changed().await, SessionState::SyncConnected);
     client.list_children("/").await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ensemble_survives_losing_its_leader_and_takes_it_back() {
+    use zklock_testcontainers::Ensemble;
+    let mut ensemble = Ensemble::start(3).expect("start an ensemble");
+    let client = Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .connect(&ensemble.connect_string())
+        .await
+        .unwrap();
+    let persistent =
+        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    client.create("/before", b"", &persistent).await.unwrap();
+    let leader = ensemble.leader().expect("a leader");
+    ensemble.kill(leader);
+    tokio::task::block_in_place(|| ensemble.wait_for_quorum(Duration::from_secs(60))).unwrap();
+    assert_ne!(ensemble.leader(), Some(leader));
+    client.create("/after", b"", &persistent).await.unwrap();
+    tokio::task::block_in_place(|| ensemble.restart(leader)).unwrap();
+    assert!(
+        ensemble.mode(leader).is_some(),
+        "the restarted member serves again"
+    );
+    // Its data was kept, and it caught up.
+    let direct = Client::connect(&ensemble.addresses()[leader].to_string())
+        .await
+        .unwrap();
+    direct.sync("/").await.unwrap();
+    assert!(direct.check_stat("/before").await.unwrap().is_some());
+    assert!(direct.check_stat("/after").await.unwrap().is_some());
+
+    let follower = (0..3).find(|&i| Some(i) != ensemble.leader()).unwrap();
+    ensemble.pause(follower);
+    assert!(
+        ensemble.mode(follower).is_none(),
+        "a paused member does not answer"
+    );
+    ensemble.resume(follower);
+    tokio::task::block_in_place(|| ensemble.wait_for_quorum(Duration::from_secs(60))).unwrap();
+}
+
+#[tokio::test]
+async fn drop_replies_loses_replies_but_delivers_requests() {
+    let server = ZooKeeperServer::start().expect("start zookeeper");
+    let proxy = Proxy::start(server.address()).unwrap();
+    let client = Client::connector()
+        .with_session_timeout(Duration::from_secs(4))
+        .connect(&proxy.connect_string())
+        .await
+        .unwrap();
+    proxy.drop_replies();
+    let persistent =
+        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    let outcome = tokio::time::timeout(
+        Duration::from_millis(500),
+        client.create("/delivered", b"", &persistent),
+    )
+    .await;
+    assert!(outcome.is_err(), "the reply should have been lost");
+    proxy.heal();
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    assert!(
+        observer.check_stat("/delivered").await.unwrap().is_some(),
+        "the request reached the server"
+    );
+}

@@ -1,0 +1,184 @@
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+use crate::process::{free_loopback_ports, ServerProcess};
+use crate::server::temp_dir;
+use crate::{four_letter_word, HarnessError, ServerOptions};
+
+/// A ZooKeeper ensemble of several servers on loopback ports, for fault tests: find the leader,
+/// kill, stop, pause and resume, and restart members with their data kept. Every member is
+/// killed when the ensemble is dropped (and when the test process dies).
+///
+/// Members are numbered from 0. The ensemble uses `tickTime` from its options (default 200 ms),
+/// `initLimit=50` and `syncLimit=15` ticks, so a paused or killed leader is replaced within a few
+/// seconds.
+///
+/// ```no_run
+/// # fn main() -> Result<(), zklock_testcontainers::HarnessError> {
+/// let ensemble = zklock_testcontainers::Ensemble::start(3)?;
+/// let mut ensemble = ensemble;
+/// let leader = ensemble.leader().expect("a leader");
+/// ensemble.kill(leader);
+/// ensemble.wait_for_quorum(std::time::Duration::from_secs(30))?;
+/// ensemble.restart(leader)?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Ensemble {
+    members: Vec<ServerProcess>,
+    options: ServerOptions,
+    // Last: the processes die before their directories are removed.
+    _dir: TempDir,
+}
+
+impl Ensemble {
+    /// Starts `size` servers and waits until they form a quorum with a leader.
+    ///
+    /// # Errors
+    /// As [`crate::ZooKeeperServer::start_with`].
+    pub fn start(size: usize) -> Result<Self, HarnessError> {
+        Self::start_with(size, &ServerOptions::default())
+    }
+
+    /// Starts `size` servers with `options` and waits until they form a quorum with a leader.
+    ///
+    /// # Errors
+    /// As [`crate::ZooKeeperServer::start_with`].
+    pub fn start_with(size: usize, options: &ServerOptions) -> Result<Self, HarnessError> {
+        let dir = temp_dir("zklock-ensemble-")?;
+        let ports = free_loopback_ports(3 * size)?;
+        let peers: String = (0..size)
+            .map(|i| {
+                format!(
+                    "server.{}=127.0.0.1:{}:{}\n",
+                    i + 1,
+                    ports[3 * i + 1],
+                    ports[3 * i + 2]
+                )
+            })
+            .collect();
+        let extra = format!(
+            "initLimit=50\nsyncLimit=15\nreconfigEnabled=false\nstandaloneEnabled=false\n{peers}"
+        );
+        let mut members = Vec::with_capacity(size);
+        for i in 0..size {
+            let member_dir = dir.path().join(format!("server{}", i + 1));
+            std::fs::create_dir_all(&member_dir)
+                .map_err(HarnessError::io("create a member directory"))?;
+            ServerProcess::configure(&member_dir, ports[3 * i], options, &extra)?;
+            std::fs::write(member_dir.join("data/myid"), format!("{}\n", i + 1))
+                .map_err(HarnessError::io("write myid"))?;
+            let address = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[3 * i]));
+            members.push(ServerProcess::launch(&member_dir, address, options)?);
+        }
+        let ensemble = Ensemble {
+            members,
+            options: options.clone(),
+            _dir: dir,
+        };
+        let mut ensemble = ensemble;
+        ensemble.wait_for_quorum(options.start_timeout)?;
+        Ok(ensemble)
+    }
+
+    /// How many members the ensemble has.
+    pub fn size(&self) -> usize {
+        self.members.len()
+    }
+
+    /// All members' client addresses, comma separated, for a client.
+    pub fn connect_string(&self) -> String {
+        self.addresses()
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Every member's client address, by member number.
+    pub fn addresses(&self) -> Vec<SocketAddr> {
+        self.members.iter().map(|m| m.client_address).collect()
+    }
+
+    /// The member that answers `srvr` with `Mode: leader`, if any.
+    pub fn leader(&self) -> Option<usize> {
+        (0..self.size()).find(|&i| self.mode(i).as_deref() == Some("leader"))
+    }
+
+    /// The mode member `member` reports (`leader`, `follower`), or `None` when it does not serve.
+    pub fn mode(&self, member: usize) -> Option<String> {
+        let answer = four_letter_word(self.members[member].client_address, "srvr").ok()?;
+        answer
+            .lines()
+            .find_map(|line| line.strip_prefix("Mode: ").map(str::to_owned))
+    }
+
+    /// Waits until a majority of members serve and one of them leads.
+    ///
+    /// # Errors
+    /// [`HarnessError::NotReady`] when that does not happen within `timeout`.
+    pub fn wait_for_quorum(&mut self, timeout: Duration) -> Result<(), HarnessError> {
+        let started = Instant::now();
+        loop {
+            let serving = (0..self.size()).filter(|&i| self.mode(i).is_some()).count();
+            if serving > self.size() / 2 && self.leader().is_some() {
+                return Ok(());
+            }
+            if started.elapsed() > timeout {
+                let log = self
+                    .members
+                    .iter()
+                    .map(|m| m.log_tail(10))
+                    .collect::<Vec<_>>()
+                    .join("\n---\n");
+                return Err(HarnessError::NotReady {
+                    waited: timeout,
+                    log,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Kills member `member` with SIGKILL (a crash).
+    pub fn kill(&mut self, member: usize) {
+        self.members[member].kill();
+    }
+
+    /// Stops member `member` with SIGTERM (a clean shutdown).
+    pub fn stop(&mut self, member: usize) {
+        self.members[member].stop();
+    }
+
+    /// Freezes member `member` with SIGSTOP: its connections stay open but nothing answers.
+    pub fn pause(&mut self, member: usize) {
+        self.members[member].signal(libc::SIGSTOP);
+    }
+
+    /// Thaws a member frozen by [`Self::pause`].
+    pub fn resume(&mut self, member: usize) {
+        self.members[member].signal(libc::SIGCONT);
+    }
+
+    /// Starts a killed or stopped member again with its data, and waits until it serves.
+    ///
+    /// # Errors
+    /// As [`crate::ZooKeeperServer::start_with`].
+    pub fn restart(&mut self, member: usize) -> Result<(), HarnessError> {
+        let timeout = self.options.start_timeout;
+        let process = &mut self.members[member];
+        process.start()?;
+        process.wait_until("srvr", &["Mode: leader", "Mode: follower"], timeout)
+    }
+
+    /// Sends a four-letter word to member `member`.
+    ///
+    /// # Errors
+    /// As [`four_letter_word`].
+    pub fn four_letter_word(&self, member: usize, word: &str) -> Result<String, HarnessError> {
+        four_letter_word(self.members[member].client_address, word)
+    }
+}

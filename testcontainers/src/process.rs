@@ -1,0 +1,225 @@
+//! One ZooKeeper server process: its directory, configuration, launch, readiness and signals.
+
+use std::fs;
+use std::io::Read;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::spawn::spawn_tied_to_process;
+use crate::{four_letter_word, HarnessError, ServerOptions};
+
+/// A server's process and where it lives; the process is killed when this is dropped.
+#[derive(Debug)]
+pub(crate) struct ServerProcess {
+    child: Option<Child>,
+    dir: PathBuf,
+    classpath: String,
+    heap: String,
+    container_check_interval: Duration,
+    pub(crate) client_address: SocketAddr,
+}
+
+impl ServerProcess {
+    /// Writes `zoo.cfg` (with `extra_config` appended) and `log4j.properties` into `dir`.
+    pub(crate) fn configure(
+        dir: &Path,
+        client_port: u16,
+        options: &ServerOptions,
+        extra_config: &str,
+    ) -> Result<(), HarnessError> {
+        let data = dir.join("data");
+        fs::create_dir_all(&data).map_err(HarnessError::io("create the data directory"))?;
+        let config = format!(
+            "tickTime={tick}\n\
+             dataDir={data}\n\
+             clientPort={client_port}\n\
+             clientPortAddress=127.0.0.1\n\
+             maxSessionTimeout={max_session}\n\
+             maxClientCnxns=0\n\
+             forceSync=no\n\
+             admin.enableServer=false\n\
+             4lw.commands.whitelist=*\n\
+             {extra_config}",
+            tick = options.tick_time.as_millis(),
+            data = data.display(),
+            max_session = options.max_session_timeout.as_millis(),
+        );
+        fs::write(dir.join("zoo.cfg"), config).map_err(HarnessError::io("write zoo.cfg"))?;
+        let logging = "log4j.rootLogger=INFO, CONSOLE\n\
+                       log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\n\
+                       log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n\
+                       log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{1} - %m%n\n";
+        fs::write(dir.join("log4j.properties"), logging)
+            .map_err(HarnessError::io("write log4j.properties"))
+    }
+
+    /// Starts the server configured in `dir` (without waiting for it).
+    pub(crate) fn launch(
+        dir: &Path,
+        client_address: SocketAddr,
+        options: &ServerOptions,
+    ) -> Result<Self, HarnessError> {
+        let mut process = ServerProcess {
+            child: None,
+            dir: dir.to_path_buf(),
+            classpath: crate::discover_classpath()?,
+            heap: options.heap.clone(),
+            container_check_interval: options.container_check_interval,
+            client_address,
+        };
+        process.start()?;
+        Ok(process)
+    }
+
+    /// Starts the process again (after [`Self::kill`] or [`Self::stop`]), with its data kept.
+    pub(crate) fn start(&mut self) -> Result<(), HarnessError> {
+        if self.is_running() {
+            return Ok(());
+        }
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("zookeeper.log"))
+            .map_err(HarnessError::io("open the server's log file"))?;
+        let log_err = log
+            .try_clone()
+            .map_err(HarnessError::io("open the server's log file"))?;
+        let mut command = Command::new(java());
+        command
+            .arg(format!("-Xmx{}", self.heap))
+            .arg("-XX:+UseSerialGC")
+            .arg("-Dzookeeper.admin.enableServer=false")
+            .arg("-Dzookeeper.4lw.commands.whitelist=*")
+            .arg(format!(
+                "-Dznode.container.checkIntervalMs={}",
+                self.container_check_interval.as_millis()
+            ))
+            .arg("-Dzookeeper.root.logger=INFO,CONSOLE")
+            .arg("-Dlog4j.configuration=file:log4j.properties")
+            .arg("-cp")
+            .arg(format!("{}:{}", self.dir.display(), self.classpath))
+            .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+            .arg("zoo.cfg")
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err);
+        self.child = Some(spawn_tied_to_process(command).map_err(HarnessError::JavaNotStarted)?);
+        Ok(())
+    }
+
+    pub(crate) fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|child| matches!(child.try_wait(), Ok(None)))
+    }
+
+    /// Waits until the server answers `word` with text containing one of `expected`.
+    pub(crate) fn wait_until(
+        &mut self,
+        word: &str,
+        expected: &[&str],
+        timeout: Duration,
+    ) -> Result<(), HarnessError> {
+        let started = Instant::now();
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Err(HarnessError::ExitedEarly {
+                        status,
+                        log: self.log_tail(30),
+                    });
+                }
+            }
+            if let Ok(answer) = four_letter_word(self.client_address, word) {
+                if expected.iter().any(|e| answer.contains(e)) {
+                    return Ok(());
+                }
+            }
+            if started.elapsed() > timeout {
+                return Err(HarnessError::NotReady {
+                    waited: timeout,
+                    log: self.log_tail(30),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Sends `signal` to the process, if it runs.
+    pub(crate) fn signal(&mut self, signal: libc::c_int) {
+        if let Some(child) = self.child.as_ref() {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, signal);
+            }
+        }
+    }
+
+    /// SIGKILL, and reap.
+    pub(crate) fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM (a clean shutdown), and reap; SIGKILL after 10 s.
+    pub(crate) fn stop(&mut self) {
+        self.signal(libc::SIGCONT);
+        self.signal(libc::SIGTERM);
+        if let Some(mut child) = self.child.take() {
+            let started = Instant::now();
+            while matches!(child.try_wait(), Ok(None))
+                && started.elapsed() < Duration::from_secs(10)
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub(crate) fn log_tail(&self, lines: usize) -> String {
+        let mut text = String::new();
+        if let Ok(mut file) = fs::File::open(self.dir.join("zookeeper.log")) {
+            let _ = file.read_to_string(&mut text);
+        }
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Loopback ports that were free a moment ago, all distinct.
+pub(crate) fn free_loopback_ports(count: usize) -> Result<Vec<u16>, HarnessError> {
+    // Hold every listener until all are chosen, so that none is handed out twice.
+    let listeners = (0..count)
+        .map(|_| {
+            TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                .map_err(HarnessError::io("find a free loopback port"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    listeners
+        .iter()
+        .map(|l| {
+            l.local_addr()
+                .map(|a| a.port())
+                .map_err(HarnessError::io("find a free loopback port"))
+        })
+        .collect()
+}
+
+fn java() -> PathBuf {
+    match std::env::var_os("JAVA_HOME").filter(|home| !home.is_empty()) {
+        Some(home) => PathBuf::from(home).join("bin/java"),
+        None => PathBuf::from("java"),
+    }
+}
