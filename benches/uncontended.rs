@@ -25,17 +25,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             (server.connect_string(), Some(server))
         }
     };
-    let client = Client::connector()
-        .with_session_timeout(Duration::from_secs(30))
-        .connect(&connect)
-        .await?;
+    let client = Client::connector().with_session_timeout(Duration::from_secs(30)).connect(&connect).await?;
     let raw_parent = format!("/bench-uncontended-{}", std::process::id());
-    client
-        .mkdir(
-            &raw_parent,
-            &CreateMode::Persistent.with_acls(Acls::anyone_all()),
-        )
-        .await?;
+    client.mkdir(&raw_parent, &CreateMode::Persistent.with_acls(Acls::anyone_all())).await?;
     let mutex = InterProcessMutex::new(&client, &format!("{raw_parent}-lock"))?;
 
     raw_cycles(&client, &raw_parent, warmup).await?;
@@ -55,32 +47,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     client.delete(&raw_parent, None).await?;
 
-    println!(
-        "uncontended cycle, {rounds} rounds x {cycles} cycles, one session, medians (min-max):\n"
-    );
+    println!("uncontended cycle, {rounds} rounds x {cycles} cycles, one session, medians (min-max):\n");
     println!("| cycle | per cycle | ratio to raw floor |");
     println!("|---|---|---|");
-    println!(
-        "| raw create+delete (floor) | {} µs | 1.00 |",
-        spread(&mut raw_us, 0)
-    );
-    println!(
-        "| zklock acquire+release | {} µs | {} |",
-        spread(&mut lock_us, 0),
-        spread(&mut ratios, 3)
-    );
-    println!(
-        "| zklock reentrant acquire+release | {} ns | — |",
-        spread(&mut reentrant_ns, 0)
-    );
+    println!("| raw create+delete (floor) | {} µs | 1.00 |", spread(&mut raw_us, 0));
+    println!("| zklock acquire+release | {} µs | {} |", spread(&mut lock_us, 0), spread(&mut ratios, 3));
+    println!("| zklock reentrant acquire+release | {} ns | — |", spread(&mut reentrant_ns, 0));
     Ok(())
 }
 
-async fn raw_cycles(
-    client: &Client,
-    parent: &str,
-    cycles: usize,
-) -> Result<Duration, zookeeper_client::Error> {
+async fn raw_cycles(client: &Client, parent: &str, cycles: usize) -> Result<Duration, zookeeper_client::Error> {
     let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
     let prefix = format!("{parent}/raw-");
     let started = Instant::now();
@@ -115,9 +91,5 @@ async fn reentrant_cycles(mutex: &InterProcessMutex, cycles: usize) -> zklock::R
 fn spread(values: &mut [f64], decimals: usize) -> String {
     values.sort_by(f64::total_cmp);
     let median = values[values.len() / 2];
-    format!(
-        "{median:.decimals$} ({:.decimals$}–{:.decimals$})",
-        values[0],
-        values[values.len() - 1]
-    )
+    format!("{median:.decimals$} ({:.decimals$}–{:.decimals$})", values[0], values[values.len() - 1])
 }

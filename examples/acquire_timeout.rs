@@ -18,24 +18,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Two clients stand for two services: each has its own ZooKeeper session.
     let alpha = Client::connect(&connect).await?;
     let beta = Client::connect(&connect).await?;
-    let alpha_lock = InterProcessMutex::builder(&alpha, LOCK_PATH)
-        .node_data("alpha")
-        .build()?;
-    let beta_lock = InterProcessMutex::builder(&beta, LOCK_PATH)
-        .node_data("beta")
-        .build()?;
+    let alpha_lock = InterProcessMutex::builder(&alpha, LOCK_PATH).node_data("alpha").build()?;
+    let beta_lock = InterProcessMutex::builder(&beta, LOCK_PATH).node_data("beta").build()?;
 
     let guard = alpha_lock.acquire().await?;
-    println!(
-        "alpha holds {} (fencing token {})",
-        guard.node_path(),
-        guard.fencing_token()
-    );
+    println!("alpha holds {} (fencing token {})", guard.node_path(), guard.fencing_token());
 
-    match beta_lock
-        .acquire_timeout(Duration::from_millis(500))
-        .await?
-    {
+    match beta_lock.acquire_timeout(Duration::from_millis(500)).await? {
         Some(unexpected) => {
             println!("beta got the lock while alpha held it: this must never happen");
             unexpected.release().await?;
@@ -52,11 +41,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     match beta_lock.acquire_timeout(Duration::from_secs(5)).await? {
         Some(guard) => {
-            println!(
-                "beta holds {} (fencing token {}, higher than alpha's)",
-                guard.node_path(),
-                guard.fencing_token()
-            );
+            println!("beta holds {} (fencing token {}, higher than alpha's)", guard.node_path(), guard.fencing_token());
             guard.release().await?;
         }
         None => println!("beta timed out again"),

@@ -24,11 +24,7 @@ async fn transfer(ledger: &InterProcessMutex, amount: u32) -> Result<()> {
 async fn audit(ledger: &InterProcessMutex) -> Result<()> {
     // Same task: no round trip, a second guard on the same node.
     let guard = ledger.acquire().await?;
-    println!(
-        "  audit: re-entered {} (held by this task: {})",
-        guard.node_path(),
-        ledger.is_acquired_by_current_task()
-    );
+    println!("  audit: re-entered {} (held by this task: {})", guard.node_path(), ledger.is_acquired_by_current_task());
     guard.release().await
 }
 
@@ -45,10 +41,7 @@ async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let waiting = tokio::spawn(async move {
         let started = std::time::Instant::now();
         let result = transfer(&other, 20).await;
-        println!(
-            "the other task got the ledger after waiting {:?}",
-            started.elapsed()
-        );
+        println!("the other task got the ledger after waiting {:?}", started.elapsed());
         result
     });
 
@@ -57,9 +50,6 @@ async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     println!("main task releases its outer hold");
     outer.release().await?;
     waiting.await??;
-    println!(
-        "held in this process now: {}",
-        ledger.is_acquired_in_this_process()
-    );
+    println!("held in this process now: {}", ledger.is_acquired_in_this_process());
     Ok(())
 }

@@ -40,6 +40,12 @@ pub enum Error {
         path: String,
     },
 
+    /// The lock this guard (or reentrant acquire) stands for was lost; see
+    /// [`LockGuard::lost`](crate::LockGuard::lost). Drop every guard of the lost hold before the
+    /// owner acquires again.
+    #[error("lock lost: {0}")]
+    LockLost(crate::LossReason),
+
     /// ZooKeeper refused an operation, or it failed in a way zklock does not retry
     /// (for example `NoAuth` when the ACL of the lock path forbids us).
     #[error("zookeeper {operation} {path}: {source}")]
@@ -56,29 +62,16 @@ pub enum Error {
 
 impl Error {
     /// Wraps a client error, turning the terminal session errors into their own variants.
-    pub(crate) fn zookeeper(
-        operation: &'static str,
-        path: &str,
-        source: zookeeper_client::Error,
-    ) -> Self {
+    pub(crate) fn zookeeper(operation: &'static str, path: &str, source: zookeeper_client::Error) -> Self {
         match source {
             zookeeper_client::Error::SessionExpired => Error::SessionExpired,
-            zookeeper_client::Error::ClientClosed | zookeeper_client::Error::AuthFailed => {
-                Error::SessionClosed
-            }
-            source => Error::ZooKeeper {
-                operation,
-                path: path.to_owned(),
-                source,
-            },
+            zookeeper_client::Error::ClientClosed | zookeeper_client::Error::AuthFailed => Error::SessionClosed,
+            source => Error::ZooKeeper { operation, path: path.to_owned(), source },
         }
     }
 
     /// A closure for `map_err` that wraps a client error with its context.
-    pub(crate) fn on<'a>(
-        operation: &'static str,
-        path: &'a str,
-    ) -> impl FnOnce(zookeeper_client::Error) -> Self + 'a {
+    pub(crate) fn on<'a>(operation: &'static str, path: &'a str) -> impl FnOnce(zookeeper_client::Error) -> Self + 'a {
         move |source| Error::zookeeper(operation, path, source)
     }
 }
@@ -90,20 +83,11 @@ mod tests {
     #[test]
     fn terminal_session_errors_get_their_own_variants() {
         use zookeeper_client::Error as Zk;
-        assert!(matches!(
-            Error::zookeeper("create", "/a", Zk::SessionExpired),
-            Error::SessionExpired
-        ));
-        assert!(matches!(
-            Error::zookeeper("create", "/a", Zk::ClientClosed),
-            Error::SessionClosed
-        ));
+        assert!(matches!(Error::zookeeper("create", "/a", Zk::SessionExpired), Error::SessionExpired));
+        assert!(matches!(Error::zookeeper("create", "/a", Zk::ClientClosed), Error::SessionClosed));
         let other = Error::zookeeper("create", "/a", Zk::NoAuth);
         assert_eq!(other.to_string(), "zookeeper create /a: not authorized");
-        assert!(
-            std::error::Error::source(&other).is_some(),
-            "the client error is kept as the source"
-        );
+        assert!(std::error::Error::source(&other).is_some(), "the client error is kept as the source");
     }
 
     #[test]

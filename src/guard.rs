@@ -3,10 +3,12 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::internals::loss::watch_node;
 use crate::internals::node::{delete_node, Deleted};
+use crate::internals::retry::ended_session;
 use crate::owner::Owner;
 use crate::participant::{Hold, Participant};
-use crate::{Error, Result};
+use crate::{Error, LossReason, Result};
 
 /// Proof that the lock is held; releases it when dropped or [released](LockGuard::release).
 ///
@@ -18,6 +20,12 @@ use crate::{Error, Result};
 /// [`release`](LockGuard::release) to learn the outcome. Outside a runtime the node stays until
 /// the session ends (a warning is logged). Either way the node is ephemeral: it never outlives
 /// the session.
+///
+/// A lock held through ZooKeeper can be lost without the holder doing anything: the session
+/// expires, the client stays disconnected too long (see [`LossPolicy`](crate::LossPolicy)), or
+/// someone deletes the node. [`is_held`](LockGuard::is_held) and [`lost`](LockGuard::lost) tell;
+/// [`fencing_token`](LockGuard::fencing_token) lets the protected resource refuse a holder that
+/// has not noticed yet.
 #[must_use = "the lock is released as soon as the guard is dropped"]
 pub struct LockGuard {
     participant: Arc<Participant>,
@@ -28,18 +36,15 @@ pub struct LockGuard {
 
 impl LockGuard {
     pub(crate) fn new(participant: Arc<Participant>, owner: Owner, hold: Hold) -> Self {
-        LockGuard {
-            participant,
-            owner,
-            hold,
-            released: false,
-        }
+        LockGuard { participant, owner, hold, released: false }
     }
 
     /// Releases this hold; when it was the owner's last, deletes the lock node and waits for
     /// ZooKeeper to confirm.
     ///
     /// # Errors
+    /// - [`Error::LockLost`]: the lock had been lost before this release (the reason says how);
+    ///   the node, if it still exists, is deleted in the background;
     /// - [`Error::LockNodeDeleted`]: the node was already gone (deleted by someone else, so the
     ///   lock may have been held by another participant meanwhile);
     /// - [`Error::SessionExpired`] / [`Error::SessionClosed`]: the session ended, and with it the
@@ -54,24 +59,50 @@ impl LockGuard {
     /// dropped.
     pub async fn release(mut self) -> Result<()> {
         self.released = true;
+        let lost = self.hold.signal.reason();
         let Some(node) = self.participant.leave(self.owner, self.hold.id) else {
-            return Ok(());
+            return lost.map_or(Ok(()), |reason| Err(Error::LockLost(reason)));
         };
+        if let Some(reason) = lost {
+            // Do not wait on a session that may be gone; the node goes with it at the latest.
+            delete_in_background(&self.participant, node);
+            return Err(Error::LockLost(reason));
+        }
         let client = self.participant.client.clone();
-        let deletion = tokio::spawn(async move {
-            delete_node(&client, &node)
-                .await
-                .map(|deleted| (deleted, node))
-        });
+        let deletion = tokio::spawn(async move { delete_node(&client, &node).await.map(|deleted| (deleted, node)) });
         match deletion.await {
             Ok(Ok((Deleted::ByUs, _))) => Ok(()),
-            Ok(Ok((Deleted::AlreadyGone, node))) => Err(Error::LockNodeDeleted {
-                path: node.to_string(),
-            }),
+            Ok(Ok((Deleted::AlreadyGone, node))) => Err(Error::LockNodeDeleted { path: node.to_string() }),
             Ok(Err(err)) => Err(err),
             // Only a runtime shutting down cancels the task; the node goes with the session.
             Err(_) => Err(Error::SessionClosed),
         }
+    }
+
+    /// Whether the lock is still held, as far as this process knows.
+    ///
+    /// `false` once the session has expired or closed, once the client has been disconnected
+    /// longer than the [`LossPolicy`](crate::LossPolicy) allows, or once the node is known to
+    /// have been deleted by someone else. Node deletion is noticed by a watch that is set when
+    /// [`lost`](Self::lost) is first awaited, or after the lock has been held for a second; before
+    /// that, a deletion by a third party is not seen here (the fencing token still protects).
+    /// Never sends a request.
+    pub fn is_held(&self) -> bool {
+        self.hold.signal.reason().is_none() && ended_session(&self.participant.client).is_none()
+    }
+
+    /// Resolves when the lock is lost, with the reason; stays pending while it is held (and
+    /// after it is released by its owner).
+    ///
+    /// The first call sets a watch on the lock node (one request, shared by every guard of this
+    /// hold), so that a deletion by a third party is noticed within a round trip. Use it in a
+    /// `select!` beside the critical section to stop work the moment the lock goes.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future leaves the watch in place for the next call.
+    pub async fn lost(&self) -> LossReason {
+        watch_node(&self.participant.client, &self.hold.node_path, &self.hold.signal);
+        self.hold.signal.lost().await
     }
 
     /// The full path of the lock node.
@@ -105,19 +136,25 @@ impl Drop for LockGuard {
         if self.released {
             return;
         }
-        let Some(node) = self.participant.leave(self.owner, self.hold.id) else {
-            return;
-        };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(node = %node, "lock guard dropped outside a tokio runtime; the node goes when the session ends");
-            return;
-        };
-        let client = self.participant.client.clone();
-        runtime.spawn(async move {
-            match delete_node(&client, &node).await {
-                Ok(_) | Err(Error::SessionExpired | Error::SessionClosed) => {}
-                Err(err) => tracing::warn!(node = %node, error = %err, "could not delete a released lock node"),
-            }
-        });
+        if let Some(node) = self.participant.leave(self.owner, self.hold.id) {
+            delete_in_background(&self.participant, node);
+        }
     }
+}
+
+/// Deletes a released node in a spawned task; failures are logged.
+fn delete_in_background(participant: &Participant, node: Arc<str>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!(node = %node, "lock released outside a tokio runtime; the node goes when the session ends");
+        return;
+    };
+    let client = participant.client.clone();
+    runtime.spawn(async move {
+        match delete_node(&client, &node).await {
+            Ok(_) | Err(Error::SessionExpired | Error::SessionClosed) => {}
+            Err(err) => {
+                tracing::warn!(node = %node, error = %err, "could not delete a released lock node")
+            }
+        }
+    });
 }

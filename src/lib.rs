@@ -31,10 +31,12 @@ mod driver;
 mod error;
 mod guard;
 mod internals;
+mod loss;
 mod mutex;
 mod owner;
 mod participant;
 
 pub use error::{Error, Result};
 pub use guard::LockGuard;
+pub use loss::{LossPolicy, LossReason};
 pub use mutex::{InterProcessMutex, MutexBuilder};

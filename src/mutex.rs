@@ -10,11 +10,12 @@ use zookeeper_client::{Acl, Acls, Client};
 use crate::driver::naming::MUTEX_LOCK_NAME;
 use crate::driver::path::validate_lock_path;
 use crate::internals::deadline::{within, Patience};
+use crate::internals::loss::watch_node_later;
 use crate::internals::queue::{queue_order, take_place, QueueSpec};
 use crate::internals::retry::ended_session;
 use crate::owner::Owner;
 use crate::participant::{Admission, Participant};
-use crate::{Error, LockGuard, Result};
+use crate::{Error, LockGuard, LossPolicy, Result};
 
 /// A reentrant mutex shared by every process that uses the same ZooKeeper path, in the style of
 /// Apache Curator's `InterProcessMutex`, and wire-compatible with it.
@@ -69,9 +70,17 @@ pub struct MutexBuilder {
     path: String,
     data: Vec<u8>,
     acls: Vec<Acl>,
+    loss_policy: LossPolicy,
 }
 
 impl MutexBuilder {
+    /// When a disconnection counts as losing a held lock. Defaults to
+    /// [`LossPolicy::SessionTimeout`].
+    pub fn loss_policy(mut self, policy: LossPolicy) -> Self {
+        self.loss_policy = policy;
+        self
+    }
+
     /// The data stored in each lock node, shown by [`InterProcessMutex::participants`]'s nodes
     /// to anyone who reads them (for example a host name). Defaults to empty.
     pub fn node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
@@ -98,10 +107,8 @@ impl MutexBuilder {
         if self.acls.is_empty() {
             return Err(Error::InvalidOptions("the ACL list is empty"));
         }
-        let participant = Participant::new(self.client, self.path, self.data, self.acls);
-        Ok(InterProcessMutex {
-            participant: Arc::new(participant),
-        })
+        let participant = Participant::new(self.client, self.path, self.data, self.acls, self.loss_policy);
+        Ok(InterProcessMutex { participant: Arc::new(participant) })
     }
 }
 
@@ -122,6 +129,7 @@ impl InterProcessMutex {
             path: path.to_owned(),
             data: Vec::new(),
             acls: Acls::anyone_all().to_vec(),
+            loss_policy: LossPolicy::default(),
         }
     }
 
@@ -133,7 +141,8 @@ impl InterProcessMutex {
     /// # Errors
     /// - [`Error::SessionExpired`] / [`Error::SessionClosed`]: the session ended (before or while
     ///   waiting); returned promptly;
-    /// - [`Error::LockNodeDeleted`]: our node was deleted while we waited;
+    /// - [`Error::LockLost`]: a reentrant acquire by an owner whose hold is lost (drop its guards
+    ///   first);
     /// - [`Error::ZooKeeper`]: ZooKeeper refused an operation (for example `NoAuth`).
     ///
     /// Connection loss is not an error: every step is retried while the session lives.
@@ -249,14 +258,11 @@ impl InterProcessMutex {
         let owner = Owner::current();
         let claim = loop {
             match self.participant.admit(owner) {
-                Admission::Reentered(hold) => {
-                    return Ok(Some(LockGuard::new(self.participant.clone(), owner, hold)))
-                }
+                Admission::Reentered(hold) => return Ok(Some(LockGuard::new(self.participant.clone(), owner, hold))),
+                Admission::Lost(reason) => return Err(Error::LockLost(reason)),
                 Admission::Queue(claim) => break claim,
                 Admission::WaitForOwnAcquire(done) => {
-                    if patience == Patience::NoWait
-                        || within(patience.deadline(), done).await.is_none()
-                    {
+                    if patience == Patience::NoWait || within(patience.deadline(), done).await.is_none() {
                         return Ok(None);
                     }
                 }
@@ -276,6 +282,8 @@ impl InterProcessMutex {
         };
         let participant = Arc::clone(participant);
         let hold = claim.grant(&node.path, node.czxid);
+        participant.session_watch.register(&hold.signal);
+        watch_node_later(&participant.client, &hold.node_path, &hold.signal);
         Ok(Some(LockGuard::new(participant, owner, hold)))
     }
 }
@@ -285,10 +293,7 @@ impl fmt::Debug for InterProcessMutex {
         f.debug_struct("InterProcessMutex")
             .field("path", &self.participant.path)
             .field("session", &self.participant.client.session_id())
-            .field(
-                "acquired_in_this_process",
-                &self.is_acquired_in_this_process(),
-            )
+            .field("acquired_in_this_process", &self.is_acquired_in_this_process())
             .finish()
     }
 }

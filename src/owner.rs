@@ -32,9 +32,7 @@ mod tests {
 
     #[tokio::test]
     async fn tasks_are_distinct_owners_and_stable_within_a_task() {
-        let here = tokio::spawn(async { (Owner::current(), Owner::current()) })
-            .await
-            .unwrap();
+        let here = tokio::spawn(async { (Owner::current(), Owner::current()) }).await.unwrap();
         assert_eq!(here.0, here.1);
         let there = tokio::spawn(async { Owner::current() }).await.unwrap();
         assert_ne!(here.0, there);

@@ -10,7 +10,9 @@ use tokio::sync::futures::OwnedNotified;
 use tokio::sync::Notify;
 use zookeeper_client::{Acl, Client};
 
+use crate::internals::loss::{HoldSignal, SessionWatch};
 use crate::owner::Owner;
+use crate::{LossPolicy, LossReason};
 
 /// A participant; see the module docs. Never hold a map reference across an `.await`.
 #[derive(Debug)]
@@ -19,6 +21,7 @@ pub(crate) struct Participant {
     pub(crate) path: String,
     pub(crate) data: Vec<u8>,
     pub(crate) acls: Vec<Acl>,
+    pub(crate) session_watch: Arc<SessionWatch>,
     holds: DashMap<Owner, Slot>,
     next_hold_id: AtomicU64,
 }
@@ -38,6 +41,7 @@ pub(crate) struct Hold {
     count: usize,
     pub(crate) node_path: Arc<str>,
     pub(crate) fencing_token: i64,
+    pub(crate) signal: Arc<HoldSignal>,
 }
 
 /// What an acquiring owner does next.
@@ -45,6 +49,8 @@ pub(crate) struct Hold {
 pub(crate) enum Admission {
     /// The owner already held the lock: its count went up.
     Reentered(Hold),
+    /// The owner holds the lock, but it is lost: no new guard.
+    Lost(LossReason),
     /// The owner's own acquire is under way: wait for it, then ask again.
     WaitForOwnAcquire(OwnedNotified),
     /// The owner must take a place in the queue.
@@ -52,15 +58,9 @@ pub(crate) enum Admission {
 }
 
 impl Participant {
-    pub(crate) fn new(client: Client, path: String, data: Vec<u8>, acls: Vec<Acl>) -> Self {
-        Participant {
-            client,
-            path,
-            data,
-            acls,
-            holds: DashMap::new(),
-            next_hold_id: AtomicU64::new(1),
-        }
+    pub(crate) fn new(client: Client, path: String, data: Vec<u8>, acls: Vec<Acl>, policy: LossPolicy) -> Self {
+        let session_watch = SessionWatch::new(&client, policy);
+        Participant { client, path, data, acls, session_watch, holds: DashMap::new(), next_hold_id: AtomicU64::new(1) }
     }
 
     /// Admits `owner`: re-enters a hold, waits behind its own acquire, or claims the right to
@@ -68,26 +68,24 @@ impl Participant {
     pub(crate) fn admit(self: &Arc<Self>, owner: Owner) -> Admission {
         match self.holds.entry(owner) {
             Entry::Occupied(mut slot) => match slot.get_mut() {
-                Slot::Held(hold) => {
-                    hold.count += 1;
-                    Admission::Reentered(hold.clone())
-                }
-                Slot::Acquiring(done) => {
-                    Admission::WaitForOwnAcquire(Arc::clone(done).notified_owned())
-                }
+                Slot::Held(hold) => match hold.signal.reason() {
+                    Some(reason) => Admission::Lost(reason),
+                    None => {
+                        hold.count += 1;
+                        Admission::Reentered(hold.clone())
+                    }
+                },
+                Slot::Acquiring(done) => Admission::WaitForOwnAcquire(Arc::clone(done).notified_owned()),
             },
             Entry::Vacant(slot) => {
                 slot.insert(Slot::Acquiring(Arc::new(Notify::new())));
-                Admission::Queue(Claim {
-                    participant: Arc::clone(self),
-                    owner,
-                    open: true,
-                })
+                Admission::Queue(Claim { participant: Arc::clone(self), owner, open: true })
             }
         }
     }
 
-    /// Ends one hold of `owner`; returns the node to delete when it was the last.
+    /// Ends one hold of `owner`; returns the node to delete when it was the last, after telling
+    /// its loss watchers that the deletion is ours.
     pub(crate) fn leave(&self, owner: Owner, hold_id: u64) -> Option<Arc<str>> {
         let Entry::Occupied(mut slot) = self.holds.entry(owner) else {
             return None;
@@ -103,14 +101,13 @@ impl Participant {
             return None;
         }
         let node = Arc::clone(&hold.node_path);
+        hold.signal.mark_released();
         slot.remove();
         Some(node)
     }
 
     pub(crate) fn is_held_by(&self, owner: Owner) -> bool {
-        self.holds
-            .get(&owner)
-            .is_some_and(|slot| matches!(*slot, Slot::Held(_)))
+        self.holds.get(&owner).is_some_and(|slot| matches!(*slot, Slot::Held(_)))
     }
 
     pub(crate) fn is_held_by_anyone(&self) -> bool {
@@ -131,13 +128,11 @@ impl Claim {
     /// Records the owner's new hold on `node_path`.
     pub(crate) fn grant(mut self, node_path: &str, fencing_token: i64) -> Hold {
         let hold = Hold {
-            id: self
-                .participant
-                .next_hold_id
-                .fetch_add(1, Ordering::Relaxed),
+            id: self.participant.next_hold_id.fetch_add(1, Ordering::Relaxed),
             count: 1,
             node_path: node_path.into(),
             fencing_token,
+            signal: HoldSignal::new(),
         };
         self.close(Some(Slot::Held(hold.clone())));
         hold
@@ -153,11 +148,7 @@ impl Claim {
         }
         let done = match replacement {
             Some(slot) => self.participant.holds.insert(self.owner, slot),
-            None => self
-                .participant
-                .holds
-                .remove(&self.owner)
-                .map(|(_, slot)| slot),
+            None => self.participant.holds.remove(&self.owner).map(|(_, slot)| slot),
         };
         if let Some(Slot::Acquiring(done)) = done {
             done.notify_waiters();

@@ -25,12 +25,8 @@ async fn at_most_one_holder_under_contention_and_everyone_gets_in() {
         // other through the hold table and the queue alike.
         let mutex = InterProcessMutex::new(&client, &path).unwrap();
         for _ in 0..TASKS_PER_CLIENT {
-            let (mutex, inside, most_inside, completed) = (
-                mutex.clone(),
-                inside.clone(),
-                most_inside.clone(),
-                completed.clone(),
-            );
+            let (mutex, inside, most_inside, completed) =
+                (mutex.clone(), inside.clone(), most_inside.clone(), completed.clone());
             tasks.push(tokio::spawn(async move {
                 for _ in 0..ROUNDS {
                     let guard = mutex.acquire().await.unwrap();
@@ -48,15 +44,9 @@ async fn at_most_one_holder_under_contention_and_everyone_gets_in() {
         task.await.unwrap();
     }
     assert_eq!(most_inside.load(Ordering::SeqCst), 1, "two holders at once");
-    assert_eq!(
-        completed.load(Ordering::SeqCst),
-        CLIENTS * TASKS_PER_CLIENT * ROUNDS
-    );
+    assert_eq!(completed.load(Ordering::SeqCst), CLIENTS * TASKS_PER_CLIENT * ROUNDS);
     let observer = connect().await;
-    assert!(
-        children(&observer, &path).await.is_empty(),
-        "nodes left behind"
-    );
+    assert!(children(&observer, &path).await.is_empty(), "nodes left behind");
 }
 
 #[tokio::test]
@@ -64,11 +54,7 @@ async fn waiters_get_the_lock_in_arrival_order() {
     const WAITERS: usize = 5;
     let path = unique_path("fifo");
     let holder_client = connect().await;
-    let holder = InterProcessMutex::new(&holder_client, &path)
-        .unwrap()
-        .acquire()
-        .await
-        .unwrap();
+    let holder = InterProcessMutex::new(&holder_client, &path).unwrap().acquire().await.unwrap();
     let order = Arc::new(Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for id in 0..WAITERS {
@@ -100,17 +86,9 @@ async fn two_mutexes_on_one_client_contend() {
     let guard = first.acquire().await.unwrap();
     // Same task, same session, but another participant: not reentrant.
     assert!(second.try_acquire().await.unwrap().is_none());
-    assert!(second
-        .acquire_timeout(Duration::from_millis(200))
-        .await
-        .unwrap()
-        .is_none());
+    assert!(second.acquire_timeout(Duration::from_millis(200)).await.unwrap().is_none());
     guard.release().await.unwrap();
-    let guard = second
-        .try_acquire()
-        .await
-        .unwrap()
-        .expect("free after release");
+    let guard = second.try_acquire().await.unwrap().expect("free after release");
     guard.release().await.unwrap();
 }
 
@@ -123,10 +101,7 @@ async fn another_task_of_the_same_process_waits_its_turn() {
     let other = mutex.clone();
     let waiter = tokio::spawn(async move {
         assert!(!other.is_acquired_by_current_task());
-        assert!(
-            other.try_acquire().await.unwrap().is_none(),
-            "another task must not re-enter"
-        );
+        assert!(other.try_acquire().await.unwrap().is_none(), "another task must not re-enter");
         let guard = other.acquire().await.unwrap();
         assert!(other.is_acquired_by_current_task());
         guard.release().await.unwrap();

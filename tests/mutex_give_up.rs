@@ -13,11 +13,7 @@ use zklock::InterProcessMutex;
 async fn acquire_timeout_returns_none_in_time_and_leaves_no_node() {
     let path = unique_path("timeout");
     let holder_client = connect().await;
-    let holder = InterProcessMutex::new(&holder_client, &path)
-        .unwrap()
-        .acquire()
-        .await
-        .unwrap();
+    let holder = InterProcessMutex::new(&holder_client, &path).unwrap().acquire().await.unwrap();
     let client = connect().await;
     let mutex = InterProcessMutex::new(&client, &path).unwrap();
 
@@ -28,23 +24,13 @@ async fn acquire_timeout_returns_none_in_time_and_leaves_no_node() {
     assert!(outcome.is_none());
     assert!(waited >= timeout, "gave up early: {waited:?}");
     // A generous bound: this checks that the timeout is honoured at all, not how fast.
-    assert!(
-        waited < timeout + Duration::from_secs(5),
-        "gave up late: {waited:?}"
-    );
+    assert!(waited < timeout + Duration::from_secs(5), "gave up late: {waited:?}");
     // Deleted before acquire_timeout returned, not eventually.
-    assert_eq!(
-        children(&client, &path).await,
-        [holder.node_path().rsplit('/').next().unwrap()]
-    );
+    assert_eq!(children(&client, &path).await, [holder.node_path().rsplit('/').next().unwrap()]);
     assert!(!mutex.is_acquired_in_this_process());
 
     holder.release().await.unwrap();
-    let guard = mutex
-        .acquire_timeout(Duration::from_secs(5))
-        .await
-        .unwrap()
-        .expect("free now");
+    let guard = mutex.acquire_timeout(Duration::from_secs(5)).await.unwrap().expect("free now");
     guard.release().await.unwrap();
 }
 
@@ -52,22 +38,11 @@ async fn acquire_timeout_returns_none_in_time_and_leaves_no_node() {
 async fn try_acquire_does_not_wait_and_leaves_no_node() {
     let path = unique_path("try");
     let holder_client = connect().await;
-    let holder = InterProcessMutex::new(&holder_client, &path)
-        .unwrap()
-        .acquire()
-        .await
-        .unwrap();
+    let holder = InterProcessMutex::new(&holder_client, &path).unwrap().acquire().await.unwrap();
     let client = connect().await;
     let mutex = InterProcessMutex::new(&client, &path).unwrap();
     assert!(mutex.try_acquire().await.unwrap().is_none());
-    assert!(
-        mutex
-            .acquire_timeout(Duration::ZERO)
-            .await
-            .unwrap()
-            .is_none(),
-        "zero timeout is try_acquire"
-    );
+    assert!(mutex.acquire_timeout(Duration::ZERO).await.unwrap().is_none(), "zero timeout is try_acquire");
     assert_eq!(children(&client, &path).await.len(), 1);
     holder.release().await.unwrap();
     let guard = mutex.try_acquire().await.unwrap().expect("free now");
@@ -78,19 +53,13 @@ async fn try_acquire_does_not_wait_and_leaves_no_node() {
 async fn cancelled_acquires_leave_no_node_whenever_they_are_dropped() {
     let path = unique_path("cancel");
     let holder_client = connect().await;
-    let holder = InterProcessMutex::new(&holder_client, &path)
-        .unwrap()
-        .acquire()
-        .await
-        .unwrap();
+    let holder = InterProcessMutex::new(&holder_client, &path).unwrap().acquire().await.unwrap();
     let client = connect().await;
     let mutex = InterProcessMutex::new(&client, &path).unwrap();
     // Drop the acquire future after ever longer times: before the create is sent back, between
     // create and list, while watching, while waiting.
     let mut cut_short = 0;
-    for micros in [
-        0, 10, 50, 100, 200, 400, 800, 1_600, 3_200, 6_400, 12_800, 50_000,
-    ] {
+    for micros in [0, 10, 50, 100, 200, 400, 800, 1_600, 3_200, 6_400, 12_800, 50_000] {
         let outcome = tokio::time::timeout(Duration::from_micros(micros), mutex.acquire()).await;
         assert!(outcome.is_err(), "acquired a held lock");
         cut_short += 1;
@@ -99,11 +68,7 @@ async fn cancelled_acquires_leave_no_node_whenever_they_are_dropped() {
     wait_for_children(&client, &path, 1).await;
     assert!(!mutex.is_acquired_in_this_process());
     holder.release().await.unwrap();
-    let guard = mutex
-        .try_acquire()
-        .await
-        .unwrap()
-        .expect("no abandoned node blocks the lock");
+    let guard = mutex.try_acquire().await.unwrap().expect("no abandoned node blocks the lock");
     guard.release().await.unwrap();
     wait_for_children(&client, &path, 0).await;
 }
@@ -115,8 +80,7 @@ async fn an_acquire_dropped_between_polls_leaves_no_node() {
     let mutex = InterProcessMutex::new(&client, &path).unwrap();
     // A persistent lock path (no container to be reaped meanwhile), so that the very first
     // poll's create succeeds on the server.
-    let persistent =
-        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    let persistent = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
     client.mkdir(&path, &persistent).await.unwrap();
     // Poll by hand, letting replies arrive between polls without being read, then drop: the
     // first poll sends the create, later polls see its reply, the list, and so on.
@@ -145,11 +109,7 @@ async fn an_acquire_dropped_between_polls_leaves_no_node() {
 async fn a_cancelled_waiter_behind_a_reentrant_acquire_lets_the_owner_go_on() {
     let path = unique_path("cancel-pending");
     let holder_client = connect().await;
-    let holder = InterProcessMutex::new(&holder_client, &path)
-        .unwrap()
-        .acquire()
-        .await
-        .unwrap();
+    let holder = InterProcessMutex::new(&holder_client, &path).unwrap().acquire().await.unwrap();
     let client = connect().await;
     let mutex = InterProcessMutex::new(&client, &path).unwrap();
     // The first acquire of this task queues; the second waits for it; both time out.
@@ -160,10 +120,6 @@ async fn a_cancelled_waiter_behind_a_reentrant_acquire_lets_the_owner_go_on() {
     assert!(first.unwrap().is_none() && second.unwrap().is_none());
     assert_eq!(children(&client, &path).await.len(), 1);
     holder.release().await.unwrap();
-    let guard = mutex
-        .acquire_timeout(Duration::from_secs(5))
-        .await
-        .unwrap()
-        .expect("owner can acquire again");
+    let guard = mutex.acquire_timeout(Duration::from_secs(5)).await.unwrap().expect("owner can acquire again");
     guard.release().await.unwrap();
 }

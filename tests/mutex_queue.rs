@@ -23,8 +23,7 @@ fn watches_under(prefix: &str) -> BTreeMap<String, usize> {
                 }
             }
         } else {
-            current = (line == prefix || line.starts_with(&format!("{prefix}/")))
-                .then(|| line.to_owned());
+            current = (line == prefix || line.starts_with(&format!("{prefix}/"))).then(|| line.to_owned());
         }
     }
     watches
@@ -37,31 +36,18 @@ fn is_curator_mutex_name(name: &str) -> bool {
     };
     let (uuid, sequence) = rest.split_at(36.min(rest.len()));
     uuid::Uuid::parse_str(uuid).is_ok()
-        && sequence
-            .strip_prefix("-lock-")
-            .is_some_and(|s| s.len() == 10 && s.bytes().all(|b| b.is_ascii_digit()))
+        && sequence.strip_prefix("-lock-").is_some_and(|s| s.len() == 10 && s.bytes().all(|b| b.is_ascii_digit()))
 }
 
 #[tokio::test]
 async fn nodes_are_named_as_curator_names_them_under_container_parents() {
     let path = unique_path("naming") + "/deeper/lock";
     let client = connect().await;
-    let guard = InterProcessMutex::new(&client, &path)
-        .unwrap()
-        .acquire()
-        .await
-        .unwrap();
-    let name = guard
-        .node_path()
-        .strip_prefix(&format!("{path}/"))
-        .expect("node under the lock path");
+    let guard = InterProcessMutex::new(&client, &path).unwrap().acquire().await.unwrap();
+    let name = guard.node_path().strip_prefix(&format!("{path}/")).expect("node under the lock path");
     assert!(is_curator_mutex_name(name), "{name}");
     let (_, stat) = client.get_data(guard.node_path()).await.unwrap();
-    assert_eq!(
-        stat.ephemeral_owner,
-        client.session_id().0,
-        "lock node is ephemeral and ours"
-    );
+    assert_eq!(stat.ephemeral_owner, client.session_id().0, "lock node is ephemeral and ours");
     guard.release().await.unwrap();
     // Clients cannot see that a node is a container, but the server deletes empty containers
     // (every second on the test server); a persistent parent would stay.
@@ -77,47 +63,28 @@ async fn each_waiter_watches_only_its_predecessor() {
     const WAITERS: usize = 4;
     let path = unique_path("watches");
     let holder_client = connect().await;
-    let holder = InterProcessMutex::new(&holder_client, &path)
-        .unwrap()
-        .acquire()
-        .await
-        .unwrap();
+    let holder = InterProcessMutex::new(&holder_client, &path).unwrap().acquire().await.unwrap();
     let mut clients = Vec::new();
     let mut waiters = Vec::new();
     for _ in 0..WAITERS {
         let client = connect().await;
         let mutex = InterProcessMutex::new(&client, &path).unwrap();
-        waiters.push(tokio::spawn(async move {
-            mutex.acquire().await.unwrap().release().await.unwrap()
-        }));
+        waiters.push(tokio::spawn(async move { mutex.acquire().await.unwrap().release().await.unwrap() }));
         clients.push(client);
     }
     wait_for_children(&holder_client, &path, WAITERS + 1).await;
-    let queue = InterProcessMutex::new(&holder_client, &path)
-        .unwrap()
-        .participants()
-        .await
-        .unwrap();
+    let queue = InterProcessMutex::new(&holder_client, &path).unwrap().participants().await.unwrap();
     // Every node but the last is watched, each by exactly one session; nobody watches the lock
     // path itself (no herd on release).
-    let expected: BTreeMap<String, usize> = queue[..WAITERS]
-        .iter()
-        .map(|node| (node.clone(), 1))
-        .collect();
-    eventually("every waiter has set its watch", || async {
-        watches_under(&path).len() == WAITERS
-    })
-    .await;
+    let expected: BTreeMap<String, usize> = queue[..WAITERS].iter().map(|node| (node.clone(), 1)).collect();
+    eventually("every waiter has set its watch", || async { watches_under(&path).len() == WAITERS }).await;
     assert_eq!(watches_under(&path), expected);
     holder.release().await.unwrap();
     for waiter in waiters {
         waiter.await.unwrap();
     }
     wait_for_children(&holder_client, &path, 0).await;
-    eventually("no watch is left", || async {
-        watches_under(&path).is_empty()
-    })
-    .await;
+    eventually("no watch is left", || async { watches_under(&path).is_empty() }).await;
 }
 
 #[tokio::test]
@@ -125,15 +92,11 @@ async fn participants_are_listed_in_queue_order_holder_first() {
     let path = unique_path("participants");
     let client = connect().await;
     let mutex = InterProcessMutex::new(&client, &path).unwrap();
-    assert!(
-        mutex.participants().await.unwrap().is_empty(),
-        "no lock path yet"
-    );
+    assert!(mutex.participants().await.unwrap().is_empty(), "no lock path yet");
     let holder = mutex.acquire().await.unwrap();
     let other_client = connect().await;
     let other = InterProcessMutex::new(&other_client, &path).unwrap();
-    let waiter =
-        tokio::spawn(async move { other.acquire().await.unwrap().release().await.unwrap() });
+    let waiter = tokio::spawn(async move { other.acquire().await.unwrap().release().await.unwrap() });
     wait_for_children(&client, &path, 2).await;
     let participants = mutex.participants().await.unwrap();
     assert_eq!(participants.len(), 2);
@@ -147,24 +110,13 @@ async fn participants_are_listed_in_queue_order_holder_first() {
 async fn fencing_tokens_strictly_increase_from_holder_to_holder() {
     let path = unique_path("fencing");
     let clients = [connect().await, connect().await];
-    let mutexes: Vec<_> = clients
-        .iter()
-        .map(|c| InterProcessMutex::new(c, &path).unwrap())
-        .collect();
+    let mutexes: Vec<_> = clients.iter().map(|c| InterProcessMutex::new(c, &path).unwrap()).collect();
     let mut last = i64::MIN;
     for round in 0..6 {
         let guard = mutexes[round % 2].acquire().await.unwrap();
         let (_, stat) = clients[0].get_data(guard.node_path()).await.unwrap();
-        assert_eq!(
-            guard.fencing_token(),
-            stat.czxid,
-            "the token is the node's czxid"
-        );
-        assert!(
-            guard.fencing_token() > last,
-            "token went from {last} to {}",
-            guard.fencing_token()
-        );
+        assert_eq!(guard.fencing_token(), stat.czxid, "the token is the node's czxid");
+        assert!(guard.fencing_token() > last, "token went from {last} to {}", guard.fencing_token());
         last = guard.fencing_token();
         guard.release().await.unwrap();
     }
@@ -174,17 +126,12 @@ async fn fencing_tokens_strictly_increase_from_holder_to_holder() {
 async fn node_data_and_acls_come_from_the_builder() {
     let path = unique_path("builder");
     let client = connect().await;
-    let mutex = InterProcessMutex::builder(&client, &path)
-        .node_data(b"host-a".to_vec())
-        .build()
-        .unwrap();
+    let mutex = InterProcessMutex::builder(&client, &path).node_data(b"host-a".to_vec()).build().unwrap();
     let guard = mutex.acquire().await.unwrap();
     let (data, _) = client.get_data(guard.node_path()).await.unwrap();
     assert_eq!(data, b"host-a");
     guard.release().await.unwrap();
-    let empty_acls = InterProcessMutex::builder(&client, &path)
-        .acls(Vec::new())
-        .build();
+    let empty_acls = InterProcessMutex::builder(&client, &path).acls(Vec::new()).build();
     assert!(matches!(empty_acls, Err(zklock::Error::InvalidOptions(_))));
 }
 
@@ -192,17 +139,8 @@ async fn node_data_and_acls_come_from_the_builder() {
 fn requests_received(client: &Client) -> u64 {
     let session = format!("sid={:#x}", client.session_id().0);
     let answer = server().four_letter_word("cons").unwrap();
-    let line = answer
-        .lines()
-        .find(|line| line.contains(&session))
-        .unwrap_or_else(|| panic!("{session} in {answer}"));
-    let received = line
-        .split("recved=")
-        .nth(1)
-        .unwrap()
-        .split(',')
-        .next()
-        .unwrap();
+    let line = answer.lines().find(|line| line.contains(&session)).unwrap_or_else(|| panic!("{session} in {answer}"));
+    let received = line.split("recved=").nth(1).unwrap().split(',').next().unwrap();
     received.parse().unwrap()
 }
 
@@ -223,18 +161,10 @@ async fn an_uncontended_cycle_costs_three_requests_and_reentry_none() {
     let after_acquire = requests_received(&client);
     let reentered = mutex.acquire().await.unwrap();
     drop(reentered);
-    assert_eq!(
-        requests_received(&client),
-        after_acquire,
-        "reentry sends nothing"
-    );
+    assert_eq!(requests_received(&client), after_acquire, "reentry sends nothing");
     guard.release().await.unwrap();
     let after_release = requests_received(&client);
-    assert_eq!(
-        after_acquire - before,
-        2,
-        "acquire is create + list, sent together"
-    );
+    assert_eq!(after_acquire - before, 2, "acquire is create + list, sent together");
     assert_eq!(after_release - after_acquire, 1, "release is one delete");
     assert!(children(&client, &path).await.is_empty());
     let _ = connect_to; // shared helper, used elsewhere

@@ -15,16 +15,8 @@ async fn nested_acquires_share_one_node_released_by_the_last_guard_in_any_order(
 
     let outer = mutex.acquire().await.unwrap();
     let middle = mutex.acquire().await.unwrap();
-    let inner = mutex
-        .try_acquire()
-        .await
-        .unwrap()
-        .expect("reentrant try_acquire succeeds");
-    assert_eq!(
-        children(&client, &path).await.len(),
-        1,
-        "reentrant acquires create no node"
-    );
+    let inner = mutex.try_acquire().await.unwrap().expect("reentrant try_acquire succeeds");
+    assert_eq!(children(&client, &path).await.len(), 1, "reentrant acquires create no node");
     assert_eq!(outer.node_path(), inner.node_path());
     assert_eq!(outer.fencing_token(), middle.fencing_token());
     assert!(mutex.is_acquired_by_current_task());
@@ -33,24 +25,14 @@ async fn nested_acquires_share_one_node_released_by_the_last_guard_in_any_order(
     middle.release().await.unwrap();
     outer.release().await.unwrap();
     assert!(mutex.is_acquired_by_current_task());
-    assert!(
-        rival.try_acquire().await.unwrap().is_none(),
-        "others stay out until the last release"
-    );
+    assert!(rival.try_acquire().await.unwrap().is_none(), "others stay out until the last release");
     assert_eq!(children(&client, &path).await.len(), 1);
 
     inner.release().await.unwrap();
     assert!(!mutex.is_acquired_by_current_task());
     assert!(!mutex.is_acquired_in_this_process());
-    assert!(
-        children(&client, &path).await.is_empty(),
-        "the last release deletes the node"
-    );
-    let guard = rival
-        .try_acquire()
-        .await
-        .unwrap()
-        .expect("free after the last release");
+    assert!(children(&client, &path).await.is_empty(), "the last release deletes the node");
+    let guard = rival.try_acquire().await.unwrap().expect("free after the last release");
     guard.release().await.unwrap();
 }
 
@@ -97,25 +79,15 @@ async fn dropping_the_guards_releases_in_the_background() {
     let outer = mutex.acquire().await.unwrap();
     let inner = mutex.acquire().await.unwrap();
     drop(inner);
-    assert_eq!(
-        children(&client, &path).await.len(),
-        1,
-        "an inner drop keeps the lock"
-    );
+    assert_eq!(children(&client, &path).await.len(), 1, "an inner drop keeps the lock");
     drop(outer);
-    assert!(
-        !mutex.is_acquired_in_this_process(),
-        "released in this process at once"
-    );
+    assert!(!mutex.is_acquired_in_this_process(), "released in this process at once");
     wait_for_children(&client, &path, 0).await;
 }
 
 #[test]
 fn outside_a_task_the_thread_is_the_owner() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let path = unique_path("thread-owner");
         let client = connect().await;

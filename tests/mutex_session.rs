@@ -5,7 +5,7 @@ mod common;
 use std::time::Duration;
 
 use common::{children, connect, connect_to, server, unique_path, wait_for_children};
-use zklock::{Error, InterProcessMutex};
+use zklock::{Error, InterProcessMutex, LossReason};
 use zklock_testcontainers::{expire_session, Proxy};
 
 /// Generous bound for "promptly": a hang would exceed it, a slow machine would not.
@@ -14,23 +14,11 @@ const PROMPTLY: Duration = Duration::from_secs(10);
 #[tokio::test]
 async fn bad_paths_are_errors_not_panics() {
     let client = connect().await;
-    for path in [
-        "",
-        "relative",
-        "/trailing/",
-        "/a//b",
-        "/zookeeper",
-        "/zookeeper/quota",
-        "/a\0b",
-        "/a/./b",
-        "/a/../b",
-        "/",
-    ] {
+    for path in
+        ["", "relative", "/trailing/", "/a//b", "/zookeeper", "/zookeeper/quota", "/a\0b", "/a/./b", "/a/../b", "/"]
+    {
         match InterProcessMutex::new(&client, path) {
-            Err(Error::InvalidPath {
-                path: reported,
-                reason,
-            }) => {
+            Err(Error::InvalidPath { path: reported, reason }) => {
                 assert_eq!(reported, path);
                 assert!(!reason.is_empty());
             }
@@ -50,43 +38,24 @@ async fn after_session_expiry_acquire_and_release_fail_promptly_and_the_lock_is_
     expire_session(&client, &proxy).await.unwrap();
 
     // The hold table still counts the guard: re-entering must fail, not hand out another guard.
-    let reentered = tokio::time::timeout(PROMPTLY, mutex.acquire())
-        .await
-        .expect("acquire hung");
-    assert!(
-        matches!(reentered, Err(Error::SessionExpired)),
-        "{reentered:?}"
-    );
-    assert!(matches!(
-        mutex.try_acquire().await,
-        Err(Error::SessionExpired)
-    ));
+    let reentered = tokio::time::timeout(PROMPTLY, mutex.acquire()).await.expect("acquire hung");
+    assert!(matches!(reentered, Err(Error::SessionExpired | Error::LockLost(_))), "{reentered:?}");
+    assert!(matches!(mutex.try_acquire().await, Err(Error::SessionExpired | Error::LockLost(_))));
     let fresh = InterProcessMutex::new(&client, &path).unwrap();
-    let outcome = tokio::time::timeout(PROMPTLY, fresh.acquire())
-        .await
-        .expect("acquire hung");
+    let outcome = tokio::time::timeout(PROMPTLY, fresh.acquire()).await.expect("acquire hung");
     assert!(matches!(outcome, Err(Error::SessionExpired)), "{outcome:?}");
-    let outcome = tokio::time::timeout(PROMPTLY, fresh.acquire_timeout(Duration::from_secs(30)))
-        .await
-        .unwrap();
+    let outcome = tokio::time::timeout(PROMPTLY, fresh.acquire_timeout(Duration::from_secs(30))).await.unwrap();
     assert!(matches!(outcome, Err(Error::SessionExpired)), "{outcome:?}");
 
-    let released = tokio::time::timeout(PROMPTLY, guard.release())
-        .await
-        .expect("release hung");
-    assert!(
-        matches!(released, Err(Error::SessionExpired)),
-        "{released:?}"
-    );
+    assert!(!guard.is_held());
+    assert_eq!(guard.lost().await, LossReason::SessionExpired);
+    let released = tokio::time::timeout(PROMPTLY, guard.release()).await.expect("release hung");
+    assert!(matches!(released, Err(Error::LockLost(LossReason::SessionExpired))), "{released:?}");
 
     // The ephemeral node went with the session: another client gets the lock at once.
     let other_client = connect().await;
     let other = InterProcessMutex::new(&other_client, &path).unwrap();
-    let guard = other
-        .try_acquire()
-        .await
-        .unwrap()
-        .expect("the expired holder's node is gone");
+    let guard = other.try_acquire().await.unwrap().expect("the expired holder's node is gone");
     guard.release().await.unwrap();
 }
 
@@ -94,11 +63,7 @@ async fn after_session_expiry_acquire_and_release_fail_promptly_and_the_lock_is_
 async fn a_waiter_whose_session_expires_gets_an_error_and_leaves_no_node() {
     let path = unique_path("expired-waiter");
     let holder_client = connect().await;
-    let holder = InterProcessMutex::new(&holder_client, &path)
-        .unwrap()
-        .acquire()
-        .await
-        .unwrap();
+    let holder = InterProcessMutex::new(&holder_client, &path).unwrap().acquire().await.unwrap();
     let proxy = Proxy::start(server().address()).unwrap();
     let client = connect_to(&proxy.connect_string()).await;
     let mutex = InterProcessMutex::new(&client, &path).unwrap();
@@ -107,16 +72,9 @@ async fn a_waiter_whose_session_expires_gets_an_error_and_leaves_no_node() {
 
     expire_session(&client, &proxy).await.unwrap();
 
-    let outcome = tokio::time::timeout(PROMPTLY, waiter)
-        .await
-        .expect("waiter hung")
-        .unwrap();
+    let outcome = tokio::time::timeout(PROMPTLY, waiter).await.expect("waiter hung").unwrap();
     assert!(matches!(outcome, Err(Error::SessionExpired)), "{outcome:?}");
-    assert_eq!(
-        children(&holder_client, &path).await.len(),
-        1,
-        "only the holder's node is left"
-    );
+    assert_eq!(children(&holder_client, &path).await.len(), 1, "only the holder's node is left");
     holder.release().await.unwrap();
 }
 
@@ -124,11 +82,7 @@ async fn a_waiter_whose_session_expires_gets_an_error_and_leaves_no_node() {
 async fn a_short_disconnection_does_not_disturb_a_waiter() {
     let path = unique_path("blip");
     let holder_client = connect().await;
-    let holder = InterProcessMutex::new(&holder_client, &path)
-        .unwrap()
-        .acquire()
-        .await
-        .unwrap();
+    let holder = InterProcessMutex::new(&holder_client, &path).unwrap().acquire().await.unwrap();
     let proxy = Proxy::start(server().address()).unwrap();
     let client = connect_to(&proxy.connect_string()).await;
     let mutex = InterProcessMutex::new(&client, &path).unwrap();
@@ -140,10 +94,7 @@ async fn a_short_disconnection_does_not_disturb_a_waiter() {
     proxy.heal();
     // The watch is re-set on reconnect; the release reaches the waiter.
     holder.release().await.unwrap();
-    let outcome = tokio::time::timeout(PROMPTLY, waiter)
-        .await
-        .expect("waiter missed the release")
-        .unwrap();
+    let outcome = tokio::time::timeout(PROMPTLY, waiter).await.expect("waiter missed the release").unwrap();
     assert!(outcome.is_ok(), "{outcome:?}");
     wait_for_children(&holder_client, &path, 0).await;
 }

@@ -13,9 +13,6 @@ pub fn zookeeper() -> Result<(String, Option<ZooKeeperServer>), Box<dyn std::err
     }
     println!("ZK_CONNECT is not set: starting a throwaway ZooKeeper ...");
     let server = ZooKeeperServer::start()?;
-    println!(
-        "throwaway ZooKeeper listening on {}",
-        server.connect_string()
-    );
+    println!("throwaway ZooKeeper listening on {}", server.connect_string());
     Ok((server.connect_string(), Some(server)))
 }

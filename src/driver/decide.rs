@@ -29,10 +29,7 @@ pub(crate) fn decide<'a>(sorted: &'a [String], ours: &str, max_leases: usize) ->
     if index < max_leases {
         return Decision::Hold;
     }
-    Decision::Watch {
-        predecessor: &sorted[index - max_leases],
-        holds_when_gone: index == max_leases,
-    }
+    Decision::Watch { predecessor: &sorted[index - max_leases], holds_when_gone: index == max_leases }
 }
 
 #[cfg(test)]
@@ -53,10 +50,7 @@ mod tests {
     fn second_watches_the_first_and_holds_when_it_goes() {
         assert_eq!(
             decide(&queue(&["a", "b", "c"]), "b", 1),
-            Decision::Watch {
-                predecessor: "a",
-                holds_when_gone: true
-            }
+            Decision::Watch { predecessor: "a", holds_when_gone: true }
         );
     }
 
@@ -64,10 +58,7 @@ mod tests {
     fn later_waiters_watch_only_their_predecessor() {
         assert_eq!(
             decide(&queue(&["a", "b", "c", "d"]), "d", 1),
-            Decision::Watch {
-                predecessor: "c",
-                holds_when_gone: false
-            }
+            Decision::Watch { predecessor: "c", holds_when_gone: false }
         );
     }
 
@@ -81,20 +72,8 @@ mod tests {
     fn several_leases_hold_together_and_watch_max_leases_back() {
         let q = queue(&["a", "b", "c", "d", "e"]);
         assert_eq!(decide(&q, "c", 3), Decision::Hold);
-        assert_eq!(
-            decide(&q, "d", 3),
-            Decision::Watch {
-                predecessor: "a",
-                holds_when_gone: true
-            }
-        );
-        assert_eq!(
-            decide(&q, "e", 3),
-            Decision::Watch {
-                predecessor: "b",
-                holds_when_gone: false
-            }
-        );
+        assert_eq!(decide(&q, "d", 3), Decision::Watch { predecessor: "a", holds_when_gone: true });
+        assert_eq!(decide(&q, "e", 3), Decision::Watch { predecessor: "b", holds_when_gone: false });
     }
 
     #[test]

@@ -36,9 +36,26 @@ pub(crate) fn sort_key<'a>(child: &'a str, lock_name: &str) -> &'a str {
     }
 }
 
-/// Sorts children into queue order, holder first.
-pub(crate) fn sort_children(children: &mut [String], lock_name: &str) {
+/// Keeps the children that are lock nodes and sorts them into queue order, holder first.
+///
+/// Unrelated children of the lock path (a `config` node, say) are not contenders (CURATOR-43).
+/// Curator itself orders every child; a foreign child that sorted ahead would make Curator
+/// participants wait for it, never hold alongside us, so ignoring it is safe in a mixed queue.
+pub(crate) fn contenders(mut children: Vec<String>, lock_name: &str) -> Vec<String> {
+    children.retain(|child| parse_sequence(child, lock_name).is_some());
     children.sort_by(|a, b| sort_key(a, lock_name).cmp(sort_key(b, lock_name)));
+    children
+}
+
+/// The sequence number of a lock node: the text after the last lock name, ten digits or more
+/// with an optional minus sign (negative after the counter wraps); `None` for other children.
+pub(crate) fn parse_sequence(child: &str, lock_name: &str) -> Option<i32> {
+    let key = child.rfind(lock_name).map(|at| &child[at + lock_name.len()..])?;
+    let digits = key.strip_prefix('-').unwrap_or(key);
+    if digits.len() < 9 || key.len() < 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    key.parse().ok()
 }
 
 /// The name ZooKeeper gives a sequential node created as `prefix` with counter `sequence`.
@@ -53,10 +70,7 @@ mod tests {
     #[test]
     fn protected_prefix_is_curators() {
         let id = Uuid::parse_str("6ba7b810-9dad-11d1-80b4-00c04fd430c8").unwrap();
-        assert_eq!(
-            protected_prefix(&id, MUTEX_LOCK_NAME),
-            "_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-lock-"
-        );
+        assert_eq!(protected_prefix(&id, MUTEX_LOCK_NAME), "_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-lock-");
     }
 
     #[test]
@@ -69,8 +83,30 @@ mod tests {
     }
 
     #[test]
+    fn parses_sequences_including_negative_ones() {
+        assert_eq!(parse_sequence("_c_x-lock-0000000007", MUTEX_LOCK_NAME), Some(7));
+        assert_eq!(parse_sequence("_c_x-lock-2147483647", MUTEX_LOCK_NAME), Some(i32::MAX));
+        assert_eq!(parse_sequence("_c_x-lock--000000001", MUTEX_LOCK_NAME), Some(-1));
+        assert_eq!(parse_sequence("_c_x-lock--2147483648", MUTEX_LOCK_NAME), Some(i32::MIN));
+        assert_eq!(parse_sequence("_c_x-lock-12", MUTEX_LOCK_NAME), None);
+        assert_eq!(parse_sequence("_c_x-lock-+000000001", MUTEX_LOCK_NAME), None);
+        assert_eq!(parse_sequence("_c_x-lock-00000000x1", MUTEX_LOCK_NAME), None);
+        assert_eq!(parse_sequence("_c_x-lock-2147483648", MUTEX_LOCK_NAME), None, "beyond i32");
+        assert_eq!(parse_sequence("config", MUTEX_LOCK_NAME), None);
+        assert_eq!(parse_sequence("0000000001", MUTEX_LOCK_NAME), None, "no lock name");
+    }
+
+    #[test]
+    fn unrelated_children_are_not_contenders() {
+        let children = ["config", "_c_b-lock-0000000002", "0000000000", "_c_a-lock-0000000001", "lock-"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(contenders(children, MUTEX_LOCK_NAME), ["_c_a-lock-0000000001", "_c_b-lock-0000000002"]);
+    }
+
+    #[test]
     fn sorts_by_text_after_the_last_lock_name_like_curator() {
-        let mut children: Vec<String> = [
+        let children: Vec<String> = [
             "_c_bbb-lock-0000000003",
             "_c_aaa-lock-0000000010",
             "_c_ccc-lock-0000000001",
@@ -79,7 +115,7 @@ mod tests {
         ]
         .map(String::from)
         .to_vec();
-        sort_children(&mut children, MUTEX_LOCK_NAME);
+        let children = contenders(children, MUTEX_LOCK_NAME);
         assert_eq!(
             children,
             [
@@ -93,11 +129,8 @@ mod tests {
 
     #[test]
     fn after_the_wrap_a_negative_sequence_sorts_first_as_documented() {
-        let mut children = vec![
-            "_c_a-lock-2147483647".to_owned(),
-            "_c_b-lock--2147483648".to_owned(),
-        ];
-        sort_children(&mut children, MUTEX_LOCK_NAME);
+        let children = vec!["_c_a-lock-2147483647".to_owned(), "_c_b-lock--2147483648".to_owned()];
+        let children = contenders(children, MUTEX_LOCK_NAME);
         assert_eq!(children[0], "_c_b-lock--2147483648");
     }
 }

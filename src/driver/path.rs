@@ -9,12 +9,7 @@ use crate::{Error, Result};
 /// # Errors
 /// [`Error::InvalidPath`] saying what is wrong.
 pub(crate) fn validate_lock_path(path: &str) -> Result<()> {
-    let invalid = |reason| {
-        Err(Error::InvalidPath {
-            path: path.to_owned(),
-            reason,
-        })
-    };
+    let invalid = |reason| Err(Error::InvalidPath { path: path.to_owned(), reason });
     if path.is_empty() {
         return invalid("empty");
     }
@@ -64,15 +59,8 @@ mod tests {
 
     #[test]
     fn accepts_ordinary_lock_paths() {
-        for path in [
-            "/locks",
-            "/a/b/c",
-            "/app/locks/order-42",
-            "/zookeeperish",
-            "/x/zookeeper",
-            "/ünïcödé",
-            "/a.b/..c",
-        ] {
+        for path in ["/locks", "/a/b/c", "/app/locks/order-42", "/zookeeperish", "/x/zookeeper", "/ünïcödé", "/a.b/..c"]
+        {
             assert!(validate_lock_path(path).is_ok(), "{path:?}");
         }
     }
@@ -86,19 +74,10 @@ mod tests {
         assert_eq!(reason("/a//b"), "has an empty segment ('//')");
         assert_eq!(reason("/a/./b"), "has a '.' or '..' segment");
         assert_eq!(reason("/a/.."), "has a '.' or '..' segment");
-        assert_eq!(
-            reason("/zookeeper"),
-            "/zookeeper is reserved for the server"
-        );
-        assert_eq!(
-            reason("/zookeeper/quota"),
-            "/zookeeper is reserved for the server"
-        );
+        assert_eq!(reason("/zookeeper"), "/zookeeper is reserved for the server");
+        assert_eq!(reason("/zookeeper/quota"), "/zookeeper is reserved for the server");
         assert_eq!(reason("/a\0b"), "contains a NUL character");
         assert_eq!(reason("/a\u{7}b"), "contains a character ZooKeeper refuses");
-        assert_eq!(
-            reason("/a\u{fff5}"),
-            "contains a character ZooKeeper refuses"
-        );
+        assert_eq!(reason("/a\u{fff5}"), "contains a character ZooKeeper refuses");
     }
 }

@@ -20,11 +20,7 @@ pub(crate) struct LockNode {
 
 impl LockNode {
     fn new(lock_path: &str, name: &str, czxid: i64) -> Self {
-        LockNode {
-            path: format!("{lock_path}/{name}"),
-            name_at: lock_path.len() + 1,
-            czxid,
-        }
+        LockNode { path: format!("{lock_path}/{name}"), name_at: lock_path.len() + 1, czxid }
     }
 
     /// The node's name within the lock path.
@@ -57,22 +53,18 @@ pub(crate) async fn create_and_list(
         let created = create.await;
         let listed = list.await;
         let node = match created {
-            Ok((stat, sequence)) => LockNode::new(
-                spec.lock_path,
-                &sequential_name(prefix, sequence.into_i64()),
-                stat.czxid,
-            ),
+            Ok((stat, sequence)) => {
+                LockNode::new(spec.lock_path, &sequential_name(prefix, sequence.into_i64()), stat.czxid)
+            }
             Err(ZkError::NoNode) => {
                 cleanup.trace = Trace::Nothing;
                 create_parents(spec.client, spec.lock_path, acls).await?;
                 continue;
             }
-            Err(ZkError::ConnectionLoss) => {
-                match find_ours(spec.client, spec.lock_path, prefix).await? {
-                    Some(node) => node,
-                    None => continue,
-                }
-            }
+            Err(ZkError::ConnectionLoss) => match find_ours(spec.client, spec.lock_path, prefix).await? {
+                Some(node) => node,
+                None => continue,
+            },
             Err(err) => {
                 cleanup.trace = Trace::Nothing;
                 return Err(Error::zookeeper("create", &prefix_path, err));
@@ -82,9 +74,7 @@ pub(crate) async fn create_and_list(
         let children = match listed {
             Ok(children) if children.iter().any(|child| child == node.name()) => children,
             // The list was lost, or (after a ConnectionLoss) ran before the create: list again.
-            Ok(_) | Err(ZkError::ConnectionLoss) => {
-                list_children(spec.client, spec.lock_path).await?
-            }
+            Ok(_) | Err(ZkError::ConnectionLoss) => list_children(spec.client, spec.lock_path).await?,
             Err(err) => return Err(Error::zookeeper("list", spec.lock_path, err)),
         };
         return Ok((node, children));
@@ -93,9 +83,7 @@ pub(crate) async fn create_and_list(
 
 /// Lists the children of `lock_path`, retrying through connection loss.
 pub(crate) async fn list_children(client: &Client, lock_path: &str) -> Result<Vec<String>> {
-    retry_on_connection_loss(|| client.list_children(lock_path))
-        .await
-        .map_err(Error::on("list", lock_path))
+    retry_on_connection_loss(|| client.list_children(lock_path)).await.map_err(Error::on("list", lock_path))
 }
 
 async fn create_parents(client: &Client, lock_path: &str, acls: Acls<'_>) -> Result<()> {
@@ -108,25 +96,18 @@ async fn create_parents(client: &Client, lock_path: &str, acls: Acls<'_>) -> Res
 /// Finds the node created with `prefix` by this session, if any.
 async fn find_ours(client: &Client, lock_path: &str, prefix: &str) -> Result<Option<LockNode>> {
     let children = match list_children(client, lock_path).await {
-        Err(Error::ZooKeeper {
-            source: ZkError::NoNode,
-            ..
-        }) => return Ok(None),
+        Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => return Ok(None),
         other => other?,
     };
     let Some(name) = children.into_iter().find(|child| child.starts_with(prefix)) else {
         return Ok(None);
     };
     let node = LockNode::new(lock_path, &name, 0);
-    let stat = retry_on_connection_loss(|| client.check_stat(&node.path))
-        .await
-        .map_err(Error::on("stat", &node.path))?;
+    let stat =
+        retry_on_connection_loss(|| client.check_stat(&node.path)).await.map_err(Error::on("stat", &node.path))?;
     Ok(stat
         .filter(|stat| stat.ephemeral_owner == client.session_id().0)
-        .map(|stat| LockNode {
-            czxid: stat.czxid,
-            ..node
-        }))
+        .map(|stat| LockNode { czxid: stat.czxid, ..node }))
 }
 
 /// How a delete ended.
@@ -208,24 +189,23 @@ impl NodeCleanup {
 
 impl Drop for NodeCleanup {
     fn drop(&mut self) {
-        if self.trace == Trace::Nothing {
+        let trace = std::mem::replace(&mut self.trace, Trace::Nothing);
+        if trace == Trace::Nothing {
             return;
         }
-        let mut job = NodeCleanup {
-            client: self.client.clone(),
-            lock_path: std::mem::take(&mut self.lock_path),
-            prefix: std::mem::take(&mut self.prefix),
-            trace: std::mem::replace(&mut self.trace, Trace::Nothing),
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(lock_path = %self.lock_path, "no tokio runtime to delete an abandoned lock node; it goes when the session ends");
+            return;
         };
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime.spawn(async move { job.run().await });
+        // The spawned future owns plain data, not a NodeCleanup: a runtime that is shutting down
+        // drops it unpolled, and that must not spawn again.
+        let (client, lock_path, prefix) =
+            (self.client.clone(), std::mem::take(&mut self.lock_path), std::mem::take(&mut self.prefix));
+        runtime.spawn(async move {
+            if let Err(err) = clean_up(&client, &lock_path, &prefix, &trace).await {
+                tracing::warn!(%lock_path, error = %err, "could not delete an abandoned lock node");
             }
-            Err(_) => {
-                tracing::warn!(lock_path = %job.lock_path, "no tokio runtime to delete an abandoned lock node; it goes when the session ends");
-                job.trace = Trace::Nothing;
-            }
-        }
+        });
     }
 }
 

@@ -1,12 +1,14 @@
 //! Taking a place in a lock queue and waiting for our turn.
 
+use std::time::{Duration, Instant};
+
 use zookeeper_client::{Acl, Client, Error as ZkError, EventType, SessionState};
 
 use super::deadline::{within, Patience};
 use super::node::{create_and_list, list_children, LockNode, NodeCleanup};
-use super::retry::retry_on_connection_loss;
+use super::retry::{ended_session, retry_on_connection_loss};
 use crate::driver::decide::{decide, Decision};
-use crate::driver::naming::{protected_prefix, sort_children};
+use crate::driver::naming::{contenders, protected_prefix};
 use crate::{Error, Result};
 
 /// Which queue, and how our node in it looks.
@@ -22,62 +24,60 @@ pub(crate) struct QueueSpec<'a> {
     pub(crate) acls: &'a [Acl],
 }
 
+/// How long a timed-out acquire may still spend deleting its node before it returns; past
+/// that (ZooKeeper unreachable) the deletion goes on in the background.
+const CLEANUP_AFTER_DEADLINE: Duration = Duration::from_secs(2);
+
 /// Puts a node of ours in the queue and waits until it is among the first `max_leases`.
 ///
-/// Returns `Ok(None)` when `patience` runs out; our node is deleted before that returns, and
-/// before an error returns.
+/// Returns `Ok(None)` when `patience` runs out; our node is deleted before that returns (when
+/// ZooKeeper answers within [`CLEANUP_AFTER_DEADLINE`]), and before an error returns. If our node
+/// is deleted by someone else while we wait, we queue again with a new node, as Curator does.
 ///
 /// # Cancel safety
 /// Dropping the future at any point leaves no node behind: a cleanup armed before the create
 /// deletes it (or finds it by its protected prefix first) in a spawned task.
-pub(crate) async fn take_place(
-    spec: &QueueSpec<'_>,
-    patience: Patience,
-) -> Result<Option<LockNode>> {
-    let prefix = protected_prefix(&uuid::Uuid::new_v4(), spec.lock_name);
-    let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
+pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Result<Option<LockNode>> {
     let deadline = patience.deadline();
-    let outcome = match within(deadline, create_and_list(spec, &prefix, &mut cleanup)).await {
-        Some(Ok((node, children))) => {
-            match within(deadline, wait_turn(spec, &node, children, patience)).await {
+    loop {
+        let prefix = protected_prefix(&uuid::Uuid::new_v4(), spec.lock_name);
+        let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
+        let outcome = match within(deadline, create_and_list(spec, &prefix, &mut cleanup)).await {
+            Some(Ok((node, children))) => match within(deadline, wait_turn(spec, &node, children, patience)).await {
                 Some(Ok(Turn::Hold)) => Ok(Some(node)),
                 Some(Ok(Turn::GaveUp)) | None => Ok(None),
                 Some(Err(err)) => Err(err),
+            },
+            None => Ok(None),
+            Some(Err(err)) => Err(err),
+        };
+        match outcome {
+            Ok(Some(node)) => {
+                cleanup.disarm();
+                return Ok(Some(node));
             }
-        }
-        None => Ok(None),
-        Some(Err(err)) => Err(err),
-    };
-    match outcome {
-        Ok(Some(node)) => {
-            cleanup.disarm();
-            Ok(Some(node))
-        }
-        other => {
-            cleanup.run().await;
-            other
+            // Our node went while we waited, but the session lives: queue again.
+            Err(Error::LockNodeDeleted { path }) if ended_session(spec.client).is_none() => {
+                tracing::debug!(node = %path, "our queue node was deleted while waiting; queueing again");
+            }
+            other => {
+                // Bounded, so a timed acquire returns even when ZooKeeper is unreachable; an
+                // unfinished cleanup is finished by its Drop in the background.
+                let grace = deadline.map(|_| Instant::now() + CLEANUP_AFTER_DEADLINE);
+                within(grace, cleanup.run()).await;
+                return other;
+            }
         }
     }
 }
 
 /// The queue of `lock_path` as full paths, holder first; empty when the path does not exist.
-pub(crate) async fn queue_order(
-    client: &Client,
-    lock_path: &str,
-    lock_name: &str,
-) -> Result<Vec<String>> {
-    let mut children = match list_children(client, lock_path).await {
-        Err(Error::ZooKeeper {
-            source: ZkError::NoNode,
-            ..
-        }) => return Ok(Vec::new()),
+pub(crate) async fn queue_order(client: &Client, lock_path: &str, lock_name: &str) -> Result<Vec<String>> {
+    let children = match list_children(client, lock_path).await {
+        Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => return Ok(Vec::new()),
         other => other?,
     };
-    sort_children(&mut children, lock_name);
-    Ok(children
-        .into_iter()
-        .map(|child| format!("{lock_path}/{child}"))
-        .collect())
+    Ok(contenders(children, lock_name).into_iter().map(|child| format!("{lock_path}/{child}")).collect())
 }
 
 #[derive(Debug)]
@@ -88,37 +88,24 @@ enum Turn {
 
 /// Waits until `node` is among the first `max_leases` of the queue, watching only the node
 /// `max_leases` places ahead of it. `children` is a listing taken after our node was created.
-async fn wait_turn(
-    spec: &QueueSpec<'_>,
-    node: &LockNode,
-    children: Vec<String>,
-    patience: Patience,
-) -> Result<Turn> {
+async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, children: Vec<String>, patience: Patience) -> Result<Turn> {
     let mut listing = Some(children);
     loop {
-        let mut children = match listing.take() {
+        let children = match listing.take() {
             Some(children) => children,
             None => match list_children(spec.client, spec.lock_path).await {
                 // The lock path went, and our node with it.
-                Err(Error::ZooKeeper {
-                    source: ZkError::NoNode,
-                    ..
-                }) => Vec::new(),
+                Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => Vec::new(),
                 other => other?,
             },
         };
-        sort_children(&mut children, spec.lock_name);
+        let children = contenders(children, spec.lock_name);
         let (predecessor, holds_when_gone) = match decide(&children, node.name(), spec.max_leases) {
             Decision::Hold => return Ok(Turn::Hold),
-            Decision::Missing => {
-                return Err(Error::LockNodeDeleted {
-                    path: node.path.clone(),
-                })
+            Decision::Missing => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
+            Decision::Watch { predecessor, holds_when_gone } => {
+                (format!("{}/{predecessor}", spec.lock_path), holds_when_gone)
             }
-            Decision::Watch {
-                predecessor,
-                holds_when_gone,
-            } => (format!("{}/{predecessor}", spec.lock_path), holds_when_gone),
         };
         if patience == Patience::NoWait {
             return Ok(Turn::GaveUp);

@@ -36,8 +36,6 @@ pub(crate) fn ended_session(client: &Client) -> Option<Error> {
     match client.state() {
         SessionState::Expired => Some(Error::SessionExpired),
         SessionState::Closed | SessionState::AuthFailed => Some(Error::SessionClosed),
-        SessionState::Disconnected
-        | SessionState::SyncConnected
-        | SessionState::ConnectedReadOnly => None,
+        SessionState::Disconnected | SessionState::SyncConnected | SessionState::ConnectedReadOnly => None,
     }
 }

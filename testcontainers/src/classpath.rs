@@ -6,10 +6,7 @@ use crate::HarnessError;
 const DEBIAN_JAR: &str = "/usr/share/java/zookeeper.jar";
 /// Debian's jar names its dependencies in its manifest, but no logging backend: log4j 1.2 is the
 /// one the package itself configures.
-const DEBIAN_LOGGING: [&str; 2] = [
-    "/usr/share/java/slf4j-log4j12.jar",
-    "/usr/share/java/log4j-1.2.jar",
-];
+const DEBIAN_LOGGING: [&str; 2] = ["/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"];
 
 /// Returns the Java classpath of the ZooKeeper server, without the configuration directory.
 ///
@@ -26,12 +23,7 @@ pub fn discover_classpath() -> Result<String, HarnessError> {
     }
     if Path::new(DEBIAN_JAR).is_file() {
         let mut parts = vec![DEBIAN_JAR];
-        parts.extend(
-            DEBIAN_LOGGING
-                .iter()
-                .copied()
-                .filter(|jar| Path::new(jar).is_file()),
-        );
+        parts.extend(DEBIAN_LOGGING.iter().copied().filter(|jar| Path::new(jar).is_file()));
         return Ok(parts.join(":"));
     }
     Err(HarnessError::JarsNotFound(format!(
@@ -45,18 +37,11 @@ fn release_classpath(home: &Path) -> Result<String, HarnessError> {
     let lib = home.join("lib");
     let has_jars = |dir: &PathBuf| {
         std::fs::read_dir(dir)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .any(|e| e.path().extension().is_some_and(|x| x == "jar"))
-            })
+            .map(|entries| entries.flatten().any(|e| e.path().extension().is_some_and(|x| x == "jar")))
             .unwrap_or(false)
     };
     if !has_jars(&lib) {
-        return Err(HarnessError::JarsNotFound(format!(
-            "ZOOKEEPER_HOME={} has no jars in lib/",
-            home.display()
-        )));
+        return Err(HarnessError::JarsNotFound(format!("ZOOKEEPER_HOME={} has no jars in lib/", home.display())));
     }
     Ok(format!("{}/*:{}/*", lib.display(), home.display()))
 }

@@ -51,34 +51,20 @@ impl Ensemble {
         let dir = temp_dir("zklock-ensemble-")?;
         let ports = free_loopback_ports(3 * size)?;
         let peers: String = (0..size)
-            .map(|i| {
-                format!(
-                    "server.{}=127.0.0.1:{}:{}\n",
-                    i + 1,
-                    ports[3 * i + 1],
-                    ports[3 * i + 2]
-                )
-            })
+            .map(|i| format!("server.{}=127.0.0.1:{}:{}\n", i + 1, ports[3 * i + 1], ports[3 * i + 2]))
             .collect();
-        let extra = format!(
-            "initLimit=50\nsyncLimit=15\nreconfigEnabled=false\nstandaloneEnabled=false\n{peers}"
-        );
+        let extra = format!("initLimit=50\nsyncLimit=15\nreconfigEnabled=false\nstandaloneEnabled=false\n{peers}");
         let mut members = Vec::with_capacity(size);
         for i in 0..size {
             let member_dir = dir.path().join(format!("server{}", i + 1));
-            std::fs::create_dir_all(&member_dir)
-                .map_err(HarnessError::io("create a member directory"))?;
+            std::fs::create_dir_all(&member_dir).map_err(HarnessError::io("create a member directory"))?;
             ServerProcess::configure(&member_dir, ports[3 * i], options, &extra)?;
             std::fs::write(member_dir.join("data/myid"), format!("{}\n", i + 1))
                 .map_err(HarnessError::io("write myid"))?;
             let address = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[3 * i]));
             members.push(ServerProcess::launch(&member_dir, address, options)?);
         }
-        let ensemble = Ensemble {
-            members,
-            options: options.clone(),
-            _dir: dir,
-        };
+        let ensemble = Ensemble { members, options: options.clone(), _dir: dir };
         let mut ensemble = ensemble;
         ensemble.wait_for_quorum(options.start_timeout)?;
         Ok(ensemble)
@@ -91,11 +77,7 @@ impl Ensemble {
 
     /// All members' client addresses, comma separated, for a client.
     pub fn connect_string(&self) -> String {
-        self.addresses()
-            .iter()
-            .map(|a| a.to_string())
-            .collect::<Vec<_>>()
-            .join(",")
+        self.addresses().iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")
     }
 
     /// Every member's client address, by member number.
@@ -111,9 +93,7 @@ impl Ensemble {
     /// The mode member `member` reports (`leader`, `follower`), or `None` when it does not serve.
     pub fn mode(&self, member: usize) -> Option<String> {
         let answer = four_letter_word(self.members[member].client_address, "srvr").ok()?;
-        answer
-            .lines()
-            .find_map(|line| line.strip_prefix("Mode: ").map(str::to_owned))
+        answer.lines().find_map(|line| line.strip_prefix("Mode: ").map(str::to_owned))
     }
 
     /// Waits until a majority of members serve and one of them leads.
@@ -128,16 +108,8 @@ impl Ensemble {
                 return Ok(());
             }
             if started.elapsed() > timeout {
-                let log = self
-                    .members
-                    .iter()
-                    .map(|m| m.log_tail(10))
-                    .collect::<Vec<_>>()
-                    .join("\n---\n");
-                return Err(HarnessError::NotReady {
-                    waited: timeout,
-                    log,
-                });
+                let log = self.members.iter().map(|m| m.log_tail(10)).collect::<Vec<_>>().join("\n---\n");
+                return Err(HarnessError::NotReady { waited: timeout, log });
             }
             std::thread::sleep(Duration::from_millis(50));
         }

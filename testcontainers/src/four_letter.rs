@@ -14,17 +14,10 @@ use crate::HarnessError;
 pub fn four_letter_word(address: SocketAddr, word: &str) -> Result<String, HarnessError> {
     let context = || format!("four-letter word {word:?} to {address}");
     let timeout = Duration::from_secs(5);
-    let mut stream =
-        TcpStream::connect_timeout(&address, timeout).map_err(HarnessError::io(context()))?;
-    stream
-        .set_read_timeout(Some(timeout))
-        .map_err(HarnessError::io(context()))?;
-    stream
-        .write_all(word.as_bytes())
-        .map_err(HarnessError::io(context()))?;
+    let mut stream = TcpStream::connect_timeout(&address, timeout).map_err(HarnessError::io(context()))?;
+    stream.set_read_timeout(Some(timeout)).map_err(HarnessError::io(context()))?;
+    stream.write_all(word.as_bytes()).map_err(HarnessError::io(context()))?;
     let mut answer = String::new();
-    stream
-        .read_to_string(&mut answer)
-        .map_err(HarnessError::io(context()))?;
+    stream.read_to_string(&mut answer).map_err(HarnessError::io(context()))?;
     Ok(answer)
 }

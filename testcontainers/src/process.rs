@@ -51,8 +51,7 @@ impl ServerProcess {
                        log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\n\
                        log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n\
                        log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{1} - %m%n\n";
-        fs::write(dir.join("log4j.properties"), logging)
-            .map_err(HarnessError::io("write log4j.properties"))
+        fs::write(dir.join("log4j.properties"), logging).map_err(HarnessError::io("write log4j.properties"))
     }
 
     /// Starts the server configured in `dir` (without waiting for it).
@@ -83,19 +82,14 @@ impl ServerProcess {
             .append(true)
             .open(self.dir.join("zookeeper.log"))
             .map_err(HarnessError::io("open the server's log file"))?;
-        let log_err = log
-            .try_clone()
-            .map_err(HarnessError::io("open the server's log file"))?;
+        let log_err = log.try_clone().map_err(HarnessError::io("open the server's log file"))?;
         let mut command = Command::new(java());
         command
             .arg(format!("-Xmx{}", self.heap))
             .arg("-XX:+UseSerialGC")
             .arg("-Dzookeeper.admin.enableServer=false")
             .arg("-Dzookeeper.4lw.commands.whitelist=*")
-            .arg(format!(
-                "-Dznode.container.checkIntervalMs={}",
-                self.container_check_interval.as_millis()
-            ))
+            .arg(format!("-Dznode.container.checkIntervalMs={}", self.container_check_interval.as_millis()))
             .arg("-Dzookeeper.root.logger=INFO,CONSOLE")
             .arg("-Dlog4j.configuration=file:log4j.properties")
             .arg("-cp")
@@ -111,26 +105,16 @@ impl ServerProcess {
     }
 
     pub(crate) fn is_running(&mut self) -> bool {
-        self.child
-            .as_mut()
-            .is_some_and(|child| matches!(child.try_wait(), Ok(None)))
+        self.child.as_mut().is_some_and(|child| matches!(child.try_wait(), Ok(None)))
     }
 
     /// Waits until the server answers `word` with text containing one of `expected`.
-    pub(crate) fn wait_until(
-        &mut self,
-        word: &str,
-        expected: &[&str],
-        timeout: Duration,
-    ) -> Result<(), HarnessError> {
+    pub(crate) fn wait_until(&mut self, word: &str, expected: &[&str], timeout: Duration) -> Result<(), HarnessError> {
         let started = Instant::now();
         loop {
             if let Some(child) = self.child.as_mut() {
                 if let Ok(Some(status)) = child.try_wait() {
-                    return Err(HarnessError::ExitedEarly {
-                        status,
-                        log: self.log_tail(30),
-                    });
+                    return Err(HarnessError::ExitedEarly { status, log: self.log_tail(30) });
                 }
             }
             if let Ok(answer) = four_letter_word(self.client_address, word) {
@@ -139,10 +123,7 @@ impl ServerProcess {
                 }
             }
             if started.elapsed() > timeout {
-                return Err(HarnessError::NotReady {
-                    waited: timeout,
-                    log: self.log_tail(30),
-                });
+                return Err(HarnessError::NotReady { waited: timeout, log: self.log_tail(30) });
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -172,9 +153,7 @@ impl ServerProcess {
         self.signal(libc::SIGTERM);
         if let Some(mut child) = self.child.take() {
             let started = Instant::now();
-            while matches!(child.try_wait(), Ok(None))
-                && started.elapsed() < Duration::from_secs(10)
-            {
+            while matches!(child.try_wait(), Ok(None)) && started.elapsed() < Duration::from_secs(10) {
                 std::thread::sleep(Duration::from_millis(20));
             }
             let _ = child.kill();
@@ -202,18 +181,11 @@ impl Drop for ServerProcess {
 pub(crate) fn free_loopback_ports(count: usize) -> Result<Vec<u16>, HarnessError> {
     // Hold every listener until all are chosen, so that none is handed out twice.
     let listeners = (0..count)
-        .map(|_| {
-            TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-                .map_err(HarnessError::io("find a free loopback port"))
-        })
+        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(HarnessError::io("find a free loopback port")))
         .collect::<Result<Vec<_>, _>>()?;
     listeners
         .iter()
-        .map(|l| {
-            l.local_addr()
-                .map(|a| a.port())
-                .map_err(HarnessError::io("find a free loopback port"))
-        })
+        .map(|l| l.local_addr().map(|a| a.port()).map_err(HarnessError::io("find a free loopback port")))
         .collect()
 }
 

@@ -49,17 +49,11 @@ impl Proxy {
             mode: AtomicU8::new(PASS),
             connections: Mutex::default(),
         });
-        let mut proxy = Proxy {
-            shared,
-            listeners: Vec::new(),
-            acceptors: Vec::new(),
-        };
+        let mut proxy = Proxy { shared, listeners: Vec::new(), acceptors: Vec::new() };
         for &target in targets {
-            let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-                .map_err(HarnessError::io("bind the proxy's port"))?;
-            let address = listener
-                .local_addr()
-                .map_err(HarnessError::io("bind the proxy's port"))?;
+            let listener =
+                TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(HarnessError::io("bind the proxy's port"))?;
+            let address = listener.local_addr().map_err(HarnessError::io("bind the proxy's port"))?;
             let shared = Arc::clone(&proxy.shared);
             let acceptor = std::thread::Builder::new()
                 .name("zk-proxy".into())
@@ -73,11 +67,7 @@ impl Proxy {
 
     /// The proxied addresses, comma separated, for the client to connect to.
     pub fn connect_string(&self) -> String {
-        self.listeners
-            .iter()
-            .map(|(address, _)| address.to_string())
-            .collect::<Vec<_>>()
-            .join(",")
+        self.listeners.iter().map(|(address, _)| address.to_string()).collect::<Vec<_>>().join(",")
     }
 
     /// The first server behind the proxy.
@@ -87,11 +77,7 @@ impl Proxy {
 
     /// The servers behind the proxy, comma separated: to reach them without the proxy.
     pub fn targets_connect_string(&self) -> String {
-        self.listeners
-            .iter()
-            .map(|(_, target)| target.to_string())
-            .collect::<Vec<_>>()
-            .join(",")
+        self.listeners.iter().map(|(_, target)| target.to_string()).collect::<Vec<_>>().join(",")
     }
 
     /// Closes every proxied connection and refuses new ones, until [`Self::heal`]: the client
@@ -144,9 +130,7 @@ impl Drop for Proxy {
 
 impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<TcpStream>> {
-        self.connections
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.connections.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -185,44 +169,32 @@ fn pump_both_ways(client: TcpStream, server: TcpStream, shared: &Arc<Shared>) ->
         connections.push(client.try_clone()?);
         connections.push(server.try_clone()?);
     }
-    pump(
-        client.try_clone()?,
-        Some(server.try_clone()?),
-        Arc::clone(shared),
-        false,
-    )?;
+    pump(client.try_clone()?, Some(server.try_clone()?), Arc::clone(shared), false)?;
     pump(server, Some(client), Arc::clone(shared), true)
 }
 
 /// Copies `from` to `to` (nowhere when `None`) in a thread, dropping bytes while the mode says
 /// so; when either side ends, both are shut down.
-fn pump(
-    mut from: TcpStream,
-    mut to: Option<TcpStream>,
-    shared: Arc<Shared>,
-    is_reply: bool,
-) -> io::Result<()> {
-    std::thread::Builder::new()
-        .name("zk-proxy-pump".into())
-        .spawn(move || {
-            let mut buffer = [0u8; 16 * 1024];
-            loop {
-                let read = match from.read(&mut buffer) {
-                    Ok(0) | Err(_) => break,
-                    Ok(read) => read,
-                };
-                let mode = shared.mode.load(Ordering::SeqCst);
-                let lost = mode == BLACKHOLE || (is_reply && mode == DROP_REPLIES);
-                if let (false, Some(to)) = (lost, to.as_mut()) {
-                    if to.write_all(&buffer[..read]).is_err() {
-                        break;
-                    }
+fn pump(mut from: TcpStream, mut to: Option<TcpStream>, shared: Arc<Shared>, is_reply: bool) -> io::Result<()> {
+    std::thread::Builder::new().name("zk-proxy-pump".into()).spawn(move || {
+        let mut buffer = [0u8; 16 * 1024];
+        loop {
+            let read = match from.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(read) => read,
+            };
+            let mode = shared.mode.load(Ordering::SeqCst);
+            let lost = mode == BLACKHOLE || (is_reply && mode == DROP_REPLIES);
+            if let (false, Some(to)) = (lost, to.as_mut()) {
+                if to.write_all(&buffer[..read]).is_err() {
+                    break;
                 }
             }
-            let _ = from.shutdown(Shutdown::Both);
-            if let Some(to) = to {
-                let _ = to.shutdown(Shutdown::Both);
-            }
-        })?;
+        }
+        let _ = from.shutdown(Shutdown::Both);
+        if let Some(to) = to {
+            let _ = to.shutdown(Shutdown::Both);
+        }
+    })?;
     Ok(())
 }

@@ -115,14 +115,9 @@ impl ZooKeeperServer {
 /// (for example, which package to install).
 pub fn shared_server() -> &'static ZooKeeperServer {
     static SERVER: OnceLock<ZooKeeperServer> = OnceLock::new();
-    SERVER.get_or_init(|| {
-        ZooKeeperServer::start().unwrap_or_else(|err| panic!("cannot start ZooKeeper: {err}"))
-    })
+    SERVER.get_or_init(|| ZooKeeperServer::start().unwrap_or_else(|err| panic!("cannot start ZooKeeper: {err}")))
 }
 
 pub(crate) fn temp_dir(prefix: &str) -> Result<TempDir, HarnessError> {
-    tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir()
-        .map_err(HarnessError::io("create a temporary directory"))
+    tempfile::Builder::new().prefix(prefix).tempdir().map_err(HarnessError::io("create a temporary directory"))
 }

@@ -27,10 +27,8 @@ pub async fn expire_session(client: &Client, proxy: &Proxy) -> Result<(), Harnes
         .connect(&proxy.targets_connect_string())
         .await;
     proxy.heal();
-    let intruder = joined.map_err(|source| HarnessError::Client {
-        context: "join the session to expire".into(),
-        source,
-    })?;
+    let intruder =
+        joined.map_err(|source| HarnessError::Client { context: "join the session to expire".into(), source })?;
     // Dropping the last handle of a client sends CloseSession.
     drop(intruder);
     let seen = tokio::time::timeout(WAIT_FOR_EXPIRY, async {

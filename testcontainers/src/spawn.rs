@@ -52,7 +52,5 @@ pub(crate) fn spawn_tied_to_process(mut command: Command) -> io::Result<Child> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
         .send((command, reply))
         .map_err(|_| io::Error::other("the spawner thread is gone"))?;
-    result
-        .recv()
-        .map_err(|_| io::Error::other("the spawner thread is gone"))?
+    result.recv().map_err(|_| io::Error::other("the spawner thread is gone"))?
 }

@@ -16,10 +16,7 @@ async fn server_answers_and_dies_on_drop() {
     let dir = server.dir().to_path_buf();
     drop(client);
     drop(server);
-    assert!(
-        TcpStream::connect_timeout(&address, Duration::from_millis(500)).is_err(),
-        "server still listens"
-    );
+    assert!(TcpStream::connect_timeout(&address, Duration::from_millis(500)).is_err(), "server still listens");
     assert!(!dir.exists(), "server directory left behind");
 }
 
@@ -36,8 +33,7 @@ async fn expire_session_expires_the_session() {
         .create(
             "/ephemeral",
             b"",
-            &zookeeper_client::CreateMode::Ephemeral
-                .with_acls(zookeeper_client::Acls::anyone_all()),
+            &zookeeper_client::CreateMode::Ephemeral.with_acls(zookeeper_client::Acls::anyone_all()),
         )
         .await
         .unwrap();
@@ -45,11 +41,7 @@ async fn expire_session_expires_the_session() {
     assert_eq!(client.state(), SessionState::Expired);
     assert!(client.list_children("/").await.is_err());
     let observer = Client::connect(&server.connect_string()).await.unwrap();
-    assert_eq!(
-        observer.check_stat("/ephemeral").await.unwrap(),
-        None,
-        "ephemeral node outlived its session"
-    );
+    assert_eq!(observer.check_stat("/ephemeral").await.unwrap(), None, "ephemeral node outlived its session");
 }
 
 #[tokio::test]
@@ -78,8 +70,7 @@ async fn an_ensemble_survives_losing_its_leader_and_takes_it_back() {
         .connect(&ensemble.connect_string())
         .await
         .unwrap();
-    let persistent =
-        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    let persistent = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
     client.create("/before", b"", &persistent).await.unwrap();
     let leader = ensemble.leader().expect("a leader");
     ensemble.kill(leader);
@@ -87,24 +78,16 @@ async fn an_ensemble_survives_losing_its_leader_and_takes_it_back() {
     assert_ne!(ensemble.leader(), Some(leader));
     client.create("/after", b"", &persistent).await.unwrap();
     tokio::task::block_in_place(|| ensemble.restart(leader)).unwrap();
-    assert!(
-        ensemble.mode(leader).is_some(),
-        "the restarted member serves again"
-    );
+    assert!(ensemble.mode(leader).is_some(), "the restarted member serves again");
     // Its data was kept, and it caught up.
-    let direct = Client::connect(&ensemble.addresses()[leader].to_string())
-        .await
-        .unwrap();
+    let direct = Client::connect(&ensemble.addresses()[leader].to_string()).await.unwrap();
     direct.sync("/").await.unwrap();
     assert!(direct.check_stat("/before").await.unwrap().is_some());
     assert!(direct.check_stat("/after").await.unwrap().is_some());
 
     let follower = (0..3).find(|&i| Some(i) != ensemble.leader()).unwrap();
     ensemble.pause(follower);
-    assert!(
-        ensemble.mode(follower).is_none(),
-        "a paused member does not answer"
-    );
+    assert!(ensemble.mode(follower).is_none(), "a paused member does not answer");
     ensemble.resume(follower);
     tokio::task::block_in_place(|| ensemble.wait_for_quorum(Duration::from_secs(60))).unwrap();
 }
@@ -119,18 +102,10 @@ async fn drop_replies_loses_replies_but_delivers_requests() {
         .await
         .unwrap();
     proxy.drop_replies();
-    let persistent =
-        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
-    let outcome = tokio::time::timeout(
-        Duration::from_millis(500),
-        client.create("/delivered", b"", &persistent),
-    )
-    .await;
+    let persistent = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    let outcome = tokio::time::timeout(Duration::from_millis(500), client.create("/delivered", b"", &persistent)).await;
     assert!(outcome.is_err(), "the reply should have been lost");
     proxy.heal();
     let observer = Client::connect(&server.connect_string()).await.unwrap();
-    assert!(
-        observer.check_stat("/delivered").await.unwrap().is_some(),
-        "the request reached the server"
-    );
+    assert!(observer.check_stat("/delivered").await.unwrap().is_some(), "the request reached the server");
 }

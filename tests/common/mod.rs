@@ -29,15 +29,8 @@ pub async fn connect_to(connect_string: &str) -> Client {
 /// A lock path no other test uses.
 pub fn unique_path(name: &str) -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "/zklock-tests/{name}-{}-{nanos}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("/zklock-tests/{name}-{}-{nanos}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// The children of `path`, sorted by name; empty when it does not exist.
@@ -69,8 +62,5 @@ where
 
 /// Waits until `path` has exactly `count` children.
 pub async fn wait_for_children(client: &Client, path: &str, count: usize) {
-    eventually(&format!("{path} has {count} children"), || async {
-        children(client, path).await.len() == count
-    })
-    .await;
+    eventually(&format!("{path} has {count} children"), || async { children(client, path).await.len() == count }).await;
 }

@@ -1,0 +1,229 @@
+//! Loss signals for held locks: from the session's state (no request at all) and from a watch on
+//! our own node (one request, set lazily, left to fire on our own delete).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::{watch, Notify};
+use zookeeper_client::{Client, Error as ZkError, EventType, SessionState, StateWatcher};
+
+use super::retry::retry_on_connection_loss;
+use crate::{LossPolicy, LossReason};
+
+/// How long a lock is held before the watch on its node is set without being asked for: short
+/// critical sections never pay for it; long ones learn of a deleted node within this time plus
+/// a round trip.
+pub(crate) const NODE_WATCH_DELAY: Duration = Duration::from_secs(1);
+
+/// The loss state of one hold, shared by its guards and the tasks that watch it.
+#[derive(Debug)]
+pub(crate) struct HoldSignal {
+    loss: watch::Sender<Option<LossReason>>,
+    released: AtomicBool,
+    released_notify: Notify,
+    node_watch_started: AtomicBool,
+}
+
+impl HoldSignal {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(HoldSignal {
+            loss: watch::Sender::new(None),
+            released: AtomicBool::new(false),
+            released_notify: Notify::new(),
+            node_watch_started: AtomicBool::new(false),
+        })
+    }
+
+    /// Records the first reason the hold was lost; later ones are ignored.
+    pub(crate) fn mark_lost(&self, reason: LossReason) {
+        if self.released.load(Ordering::SeqCst) {
+            return;
+        }
+        let first = self.loss.send_if_modified(|current| current.is_none().then(|| *current = Some(reason)).is_some());
+        if first {
+            tracing::warn!(%reason, "lock lost");
+        }
+    }
+
+    pub(crate) fn reason(&self) -> Option<LossReason> {
+        *self.loss.borrow()
+    }
+
+    /// Resolves with the reason once the hold is lost.
+    pub(crate) async fn lost(&self) -> LossReason {
+        let mut receiver = self.loss.subscribe();
+        loop {
+            if let Some(reason) = *receiver.borrow_and_update() {
+                return reason;
+            }
+            // The sender lives in `self`, so this only returns on a change.
+            let _ = receiver.changed().await;
+        }
+    }
+
+    /// Our own release is deleting the node: its deletion is not a loss.
+    pub(crate) fn mark_released(&self) {
+        self.released.store(true, Ordering::SeqCst);
+        self.released_notify.notify_waiters();
+    }
+
+    fn is_released(&self) -> bool {
+        self.released.load(Ordering::SeqCst)
+    }
+}
+
+/// Sets a getData watch on our node (once per hold) in a spawned task, and turns its firing into
+/// a loss unless our own release deleted the node. The watch is never removed: it fires on our
+/// delete, which costs nothing, where dropping it unfired would cost a RemoveWatches request.
+pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<HoldSignal>) {
+    if signal.node_watch_started.swap(true, Ordering::SeqCst) || signal.is_released() {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let (client, node_path, signal) = (client.clone(), Arc::clone(node_path), Arc::clone(signal));
+    runtime.spawn(async move {
+        loop {
+            let watcher = match retry_on_connection_loss(|| client.get_and_watch_data(&node_path)).await {
+                Ok((_data, _stat, watcher)) => watcher,
+                Err(ZkError::NoNode) => return signal.mark_lost(LossReason::NodeDeleted),
+                Err(ZkError::SessionExpired) => return signal.mark_lost(LossReason::SessionExpired),
+                Err(ZkError::ClientClosed | ZkError::AuthFailed) => return signal.mark_lost(LossReason::SessionClosed),
+                Err(err) => return tracing::warn!(node = %node_path, error = %err, "cannot watch the lock node"),
+            };
+            let event = watcher.changed().await;
+            match (event.event_type, event.session_state) {
+                (EventType::NodeDeleted, _) => return signal.mark_lost(LossReason::NodeDeleted),
+                (EventType::Session, SessionState::Expired) => return signal.mark_lost(LossReason::SessionExpired),
+                (EventType::Session, _) => return signal.mark_lost(LossReason::SessionClosed),
+                // Data written to our node (a revocation request, say): watch again.
+                _ if signal.is_released() => return,
+                _ => {}
+            }
+        }
+    });
+}
+
+/// Sets the node watch once the hold has lasted [`NODE_WATCH_DELAY`], unless released first.
+pub(crate) fn watch_node_later(client: &Client, node_path: &Arc<str>, signal: &Arc<HoldSignal>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let (client, node_path, signal) = (client.clone(), Arc::clone(node_path), Arc::clone(signal));
+    runtime.spawn(async move {
+        let released = signal.released_notify.notified();
+        tokio::pin!(released);
+        released.as_mut().enable();
+        if signal.is_released() {
+            return;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(NODE_WATCH_DELAY) => watch_node(&client, &node_path, &signal),
+            _ = released => {}
+        }
+    });
+}
+
+/// Watches one client's session state for the holds of one participant, and marks them lost
+/// when the session ends or stays disconnected past the policy's grace. Costs no request.
+#[derive(Debug)]
+pub(crate) struct SessionWatch {
+    client: Client,
+    policy: LossPolicy,
+    holds: Mutex<Vec<Weak<HoldSignal>>>,
+    started: AtomicBool,
+    stop: Arc<Notify>,
+}
+
+impl SessionWatch {
+    pub(crate) fn new(client: &Client, policy: LossPolicy) -> Arc<Self> {
+        Arc::new(SessionWatch {
+            client: client.clone(),
+            policy,
+            holds: Mutex::default(),
+            started: AtomicBool::new(false),
+            stop: Arc::new(Notify::new()),
+        })
+    }
+
+    /// Starts watching for `signal`'s hold (and the task, on first use).
+    pub(crate) fn register(self: &Arc<Self>, signal: &Arc<HoldSignal>) {
+        {
+            let mut holds = self.lock();
+            holds.retain(|hold| hold.strong_count() > 0);
+            holds.push(Arc::downgrade(signal));
+        }
+        if let Some(reason) = terminal_reason(self.client.state()) {
+            signal.mark_lost(reason);
+        }
+        if !self.started.swap(true, Ordering::SeqCst) {
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                return;
+            };
+            let grace = self.policy.grace(self.client.session_timeout());
+            runtime.spawn(watch_session(
+                Arc::downgrade(self),
+                self.client.state_watcher(),
+                grace,
+                Arc::clone(&self.stop),
+            ));
+        }
+    }
+
+    fn mark_all(&self, reason: LossReason) {
+        for hold in self.lock().iter().filter_map(Weak::upgrade) {
+            hold.mark_lost(reason);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Weak<HoldSignal>>> {
+        self.holds.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Drop for SessionWatch {
+    fn drop(&mut self) {
+        // notify_one keeps a permit, so the task stops even if it is not waiting yet.
+        self.stop.notify_one();
+    }
+}
+
+fn terminal_reason(state: SessionState) -> Option<LossReason> {
+    match state {
+        SessionState::Expired => Some(LossReason::SessionExpired),
+        SessionState::Closed | SessionState::AuthFailed => Some(LossReason::SessionClosed),
+        SessionState::Disconnected | SessionState::SyncConnected | SessionState::ConnectedReadOnly => None,
+    }
+}
+
+async fn watch_session(watch: Weak<SessionWatch>, mut states: StateWatcher, grace: Duration, stop: Arc<Notify>) {
+    let mut state = states.peek_state();
+    loop {
+        if let Some(reason) = terminal_reason(state) {
+            if let Some(watch) = watch.upgrade() {
+                watch.mark_all(reason);
+            }
+            return;
+        }
+        let next = async {
+            if state != SessionState::Disconnected {
+                return states.changed().await;
+            }
+            tokio::select! {
+                next = states.changed() => next,
+                _ = tokio::time::sleep(grace) => {
+                    if let Some(watch) = watch.upgrade() {
+                        watch.mark_all(LossReason::Disconnected { after: grace });
+                    }
+                    states.changed().await
+                }
+            }
+        };
+        tokio::select! {
+            next = next => state = next,
+            _ = stop.notified() => return,
+        }
+    }
+}
