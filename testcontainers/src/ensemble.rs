@@ -135,7 +135,17 @@ impl Ensemble {
         self.members[member].signal(libc::SIGCONT);
     }
 
-    /// Starts a killed or stopped member again with its data, and waits until it serves.
+    /// Starts a killed or stopped member again with its data, without waiting for it (to bring a
+    /// whole ensemble back, start every member, then [`Self::wait_for_quorum`]).
+    ///
+    /// # Errors
+    /// [`HarnessError::JavaNotStarted`] or [`HarnessError::Io`].
+    pub fn start_member(&mut self, member: usize) -> Result<(), HarnessError> {
+        self.members[member].start()
+    }
+
+    /// Starts a killed or stopped member again with its data, and waits until it serves (which
+    /// needs a quorum of the others).
     ///
     /// # Errors
     /// As [`crate::ZooKeeperServer::start_with`].

@@ -1,0 +1,101 @@
+//! The acquire loop and the hold survive what a real cluster does: the leader dies mid-wait,
+//! the whole ensemble restarts, a watch fires while the waiter is reconnecting.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{connect, server, unique_path, wait_for_children};
+use zklock::InterProcessMutex;
+use zklock_testcontainers::{Ensemble, Proxy};
+use zookeeper_client::Client;
+
+const PROMPTLY: Duration = Duration::from_secs(30);
+
+async fn connect_to_ensemble(ensemble: &Ensemble) -> Client {
+    Client::connector()
+        .with_session_timeout(Duration::from_secs(15))
+        .connect(&ensemble.connect_string())
+        .await
+        .expect("connect to the ensemble")
+}
+
+fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(work)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_gets_the_lock_after_the_leader_dies_mid_wait_and_the_ensemble_restarts() {
+    let mut ensemble = blocking(|| Ensemble::start(3)).expect("start an ensemble");
+    let path = unique_path("leader-loss");
+    let holder_client = connect_to_ensemble(&ensemble).await;
+    let waiter_client = connect_to_ensemble(&ensemble).await;
+    let holder = InterProcessMutex::new(&holder_client, &path).unwrap().acquire().await.unwrap();
+    let waiter = InterProcessMutex::new(&waiter_client, &path).unwrap();
+    let waiting = tokio::spawn(async move { waiter.acquire().await.map(|guard| guard.fencing_token()) });
+    wait_for_children(&holder_client, &path, 2).await;
+
+    let leader = ensemble.leader().expect("a leader");
+    ensemble.kill(leader);
+    blocking(|| ensemble.wait_for_quorum(Duration::from_secs(60))).unwrap();
+    blocking(|| ensemble.restart(leader)).unwrap();
+    assert!(!waiting.is_finished(), "the waiter must not get a held lock");
+
+    // Every member goes down and comes back with its data; sessions and watches survive.
+    for member in 0..ensemble.size() {
+        ensemble.stop(member);
+    }
+    for member in 0..ensemble.size() {
+        ensemble.start_member(member).unwrap();
+    }
+    blocking(|| ensemble.wait_for_quorum(Duration::from_secs(60))).unwrap();
+    assert!(!waiting.is_finished(), "the waiter must not get a held lock");
+
+    let holder_token = holder.fencing_token();
+    tokio::time::timeout(PROMPTLY, holder.release()).await.expect("release hung").unwrap();
+    let waiter_token = tokio::time::timeout(PROMPTLY, waiting).await.expect("waiter stuck").unwrap().unwrap();
+    assert!(waiter_token > holder_token);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_leader_delays_but_does_not_break_the_handoff() {
+    let mut ensemble = blocking(|| Ensemble::start(3)).expect("start an ensemble");
+    let path = unique_path("leader-pause");
+    let holder_client = connect_to_ensemble(&ensemble).await;
+    let waiter_client = connect_to_ensemble(&ensemble).await;
+    let holder = InterProcessMutex::new(&holder_client, &path).unwrap().acquire().await.unwrap();
+    let waiter = InterProcessMutex::new(&waiter_client, &path).unwrap();
+    let waiting = tokio::spawn(async move { waiter.acquire().await.map(drop) });
+    wait_for_children(&holder_client, &path, 2).await;
+
+    let leader = ensemble.leader().expect("a leader");
+    ensemble.pause(leader);
+    let release = tokio::spawn(holder.release());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    ensemble.resume(leader);
+    tokio::time::timeout(PROMPTLY, release).await.expect("release hung").unwrap().unwrap();
+    tokio::time::timeout(PROMPTLY, waiting).await.expect("waiter stuck").unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_release_while_the_waiter_is_reconnecting_still_wakes_it() {
+    let path = unique_path("watch-during-reconnect");
+    let holder_client = connect().await;
+    let holder = InterProcessMutex::new(&holder_client, &path).unwrap().acquire().await.unwrap();
+    let proxy = Proxy::start(server().address()).unwrap();
+    let waiter_client = Client::connector()
+        .with_session_timeout(Duration::from_secs(15))
+        .connect(&proxy.connect_string())
+        .await
+        .unwrap();
+    let waiter = InterProcessMutex::new(&waiter_client, &path).unwrap();
+    let waiting = tokio::spawn(async move { waiter.acquire().await.map(drop) });
+    wait_for_children(&holder_client, &path, 2).await;
+
+    proxy.cut();
+    holder.release().await.unwrap(); // the watch fires while the waiter cannot hear it
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy.heal(); // on reconnect the client re-sets its watches and the server fires them
+    tokio::time::timeout(PROMPTLY, waiting).await.expect("waiter missed the release").unwrap().unwrap();
+    wait_for_children(&holder_client, &path, 0).await;
+}
