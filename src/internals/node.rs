@@ -4,7 +4,7 @@
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
 
 use super::queue::QueueSpec;
-use super::retry::retry_on_connection_loss;
+use super::retry::{is_connection_loss, retry_on_connection_loss};
 use crate::driver::naming::sequential_name;
 use crate::{Error, Result};
 
@@ -61,7 +61,7 @@ pub(crate) async fn create_and_list(
                 create_parents(spec.client, spec.lock_path, acls).await?;
                 continue;
             }
-            Err(ZkError::ConnectionLoss) => match find_ours(spec.client, spec.lock_path, prefix).await? {
+            Err(err) if is_connection_loss(&err) => match find_ours(spec.client, spec.lock_path, prefix).await? {
                 Some(node) => node,
                 None => continue,
             },
@@ -74,7 +74,8 @@ pub(crate) async fn create_and_list(
         let children = match listed {
             Ok(children) if children.iter().any(|child| child == node.name()) => children,
             // The list was lost, or (after a ConnectionLoss) ran before the create: list again.
-            Ok(_) | Err(ZkError::ConnectionLoss) => list_children(spec.client, spec.lock_path).await?,
+            Ok(_) => list_children(spec.client, spec.lock_path).await?,
+            Err(err) if is_connection_loss(&err) => list_children(spec.client, spec.lock_path).await?,
             Err(err) => return Err(Error::zookeeper("list", spec.lock_path, err)),
         };
         return Ok((node, children));
