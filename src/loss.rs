@@ -41,7 +41,7 @@ impl fmt::Display for LossReason {
 /// A held lock really ends only when the server expires the session. While disconnected, a
 /// client cannot know whether that has happened yet; these policies decide when it stops
 /// trusting the lock.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum LossPolicy {
     /// The lock is assumed lost once the client has been disconnected for a third of the

@@ -59,7 +59,7 @@ pub(crate) enum Admission {
 
 impl Participant {
     pub(crate) fn new(client: Client, path: String, data: Vec<u8>, acls: Vec<Acl>, policy: LossPolicy) -> Self {
-        let session_watch = SessionWatch::new(&client, policy);
+        let session_watch = SessionWatch::for_client(&client, policy);
         Participant { client, path, data, acls, session_watch, holds: DashMap::new(), next_hold_id: AtomicU64::new(1) }
     }
 

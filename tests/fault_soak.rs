@@ -16,6 +16,7 @@
 
 mod common;
 
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -160,7 +161,9 @@ async fn fault_soak() {
     let stale_held = counts.stale_accepted_while_held.load(Ordering::SeqCst);
     let violations = overlaps + stale_held + left.len() as u64;
     let get = |counter: &AtomicU64| counter.load(Ordering::SeqCst);
-    println!(
+    // Written to stderr directly, past the test harness's capture, so CI logs always show it.
+    let _ = writeln!(
+        std::io::stderr(),
         "soak: {seconds}s of faults, {CLIENTS} clients, 3-node ensemble, session {}s | acquisitions={} timeouts={} \
          cancellations={} faults={} (leader kills={} leader pauses={} partitions={} expiries={}) losses signalled={} \
          reconnects={} stale writes refused after loss={} errors={} | violations={violations} (stale while held={stale_held} \

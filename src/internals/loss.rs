@@ -2,9 +2,10 @@
 //! our own node (one request, set lazily, left to fire on our own delete).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Duration;
 
+use dashmap::DashMap;
 use tokio::sync::{watch, Notify};
 use zookeeper_client::{Client, Error as ZkError, EventType, SessionState, StateWatcher};
 
@@ -126,34 +127,60 @@ pub(crate) fn watch_node_later(client: &Client, node_path: &Arc<str>, signal: &A
     });
 }
 
-/// Watches one client's session state for the holds of one participant, and marks them lost
-/// when the session ends or stays disconnected past the policy's grace. Costs no request.
+/// One watcher per session and policy, shared by every participant on that session: 10,000
+/// mutexes on one client cost one task, not 10,000.
+static SESSION_WATCHES: LazyLock<DashMap<WatchKey, Weak<SessionWatch>>> = LazyLock::new(DashMap::new);
+
+type WatchKey = (i64, LossPolicy);
+
+/// Watches one session's state for the holds taken through it under one policy, and marks them
+/// lost when the session ends or stays disconnected past the policy's grace. Costs no request.
 #[derive(Debug)]
 pub(crate) struct SessionWatch {
+    key: WatchKey,
     client: Client,
     policy: LossPolicy,
-    holds: Mutex<Vec<Weak<HoldSignal>>>,
+    holds: Mutex<Holds>,
     started: AtomicBool,
     stop: Arc<Notify>,
 }
 
+/// Weak references to live holds; dead ones are pruned whenever the list doubles.
+#[derive(Debug, Default)]
+struct Holds {
+    signals: Vec<Weak<HoldSignal>>,
+    prune_at: usize,
+}
+
 impl SessionWatch {
-    pub(crate) fn new(client: &Client, policy: LossPolicy) -> Arc<Self> {
-        Arc::new(SessionWatch {
+    /// The watch of `client`'s session under `policy`, made on first use.
+    pub(crate) fn for_client(client: &Client, policy: LossPolicy) -> Arc<Self> {
+        let key = (client.session_id().0, policy);
+        let mut entry = SESSION_WATCHES.entry(key).or_default();
+        if let Some(watch) = entry.upgrade() {
+            return watch;
+        }
+        let watch = Arc::new(SessionWatch {
+            key,
             client: client.clone(),
             policy,
             holds: Mutex::default(),
             started: AtomicBool::new(false),
             stop: Arc::new(Notify::new()),
-        })
+        });
+        *entry = Arc::downgrade(&watch);
+        watch
     }
 
     /// Starts watching for `signal`'s hold (and the task, on first use).
     pub(crate) fn register(self: &Arc<Self>, signal: &Arc<HoldSignal>) {
         {
             let mut holds = self.lock();
-            holds.retain(|hold| hold.strong_count() > 0);
-            holds.push(Arc::downgrade(signal));
+            if holds.signals.len() >= holds.prune_at {
+                holds.signals.retain(|hold| hold.strong_count() > 0);
+                holds.prune_at = (2 * holds.signals.len()).max(64);
+            }
+            holds.signals.push(Arc::downgrade(signal));
         }
         if let Some(reason) = terminal_reason(self.client.state()) {
             signal.mark_lost(reason);
@@ -163,22 +190,18 @@ impl SessionWatch {
                 return;
             };
             let grace = self.policy.grace(self.client.session_timeout());
-            runtime.spawn(watch_session(
-                Arc::downgrade(self),
-                self.client.state_watcher(),
-                grace,
-                Arc::clone(&self.stop),
-            ));
+            let states = self.client.state_watcher();
+            runtime.spawn(watch_session(Arc::downgrade(self), states, grace, Arc::clone(&self.stop)));
         }
     }
 
     fn mark_all(&self, reason: LossReason) {
-        for hold in self.lock().iter().filter_map(Weak::upgrade) {
+        for hold in self.lock().signals.iter().filter_map(Weak::upgrade) {
             hold.mark_lost(reason);
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Weak<HoldSignal>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Holds> {
         self.holds.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
@@ -187,6 +210,7 @@ impl Drop for SessionWatch {
     fn drop(&mut self) {
         // notify_one keeps a permit, so the task stops even if it is not waiting yet.
         self.stop.notify_one();
+        SESSION_WATCHES.remove_if(&self.key, |_, watch| watch.strong_count() == 0);
     }
 }
 
