@@ -29,6 +29,11 @@
 //!
 //! For a whole test binary, share one server through a `static` and give each test its own
 //! lock path; see [`shared_server`].
+//!
+//! For fault tests: [`Ensemble`] runs 3 or 5 servers whose members can be killed, stopped,
+//! paused and restarted with their data; [`Proxy`] stands between a client and the servers and
+//! can cut it off, black-hole its traffic or lose the server's replies; [`expire_session`]
+//! expires a client's session at once and deterministically.
 #![deny(missing_docs, missing_debug_implementations)]
 
 mod classpath;
