@@ -189,3 +189,56 @@ async fn a_waiter_survives_its_predecessor_or_its_own_node_being_deleted() {
     drop(holder);
     let _ = connect_to;
 }
+
+#[tokio::test]
+async fn a_timed_acquire_returns_in_time_while_partitioned() {
+    let path = unique_path("partitioned-acquire");
+    let proxy = Proxy::start(server().address()).unwrap();
+    let client = connect_through(&proxy, Duration::from_secs(20)).await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    mutex.acquire().await.unwrap().release().await.unwrap();
+    proxy.blackhole();
+    let started = std::time::Instant::now();
+    let outcome = mutex.acquire_timeout(Duration::from_millis(300)).await.unwrap();
+    assert!(outcome.is_none());
+    // The deadline plus the bounded cleanup; far below the 20 s session (generous for slow CI).
+    assert!(started.elapsed() < Duration::from_secs(5), "returned after {:?}", started.elapsed());
+    proxy.heal();
+    // The cleanup finishes in the background once the client is back: no node stays.
+    wait_for_children(&connect().await, &path, 0).await;
+}
+
+#[tokio::test]
+async fn the_lock_path_deleted_during_contention_is_survived_and_signalled() {
+    let path = unique_path("deleteall");
+    let clients = [connect().await, connect().await, connect().await];
+    let holder = InterProcessMutex::new(&clients[0], &path).unwrap().acquire().await.unwrap();
+    let next = InterProcessMutex::new(&clients[1], &path).unwrap();
+    let next_waiting = tokio::spawn(async move { next.acquire().await });
+    wait_for_children(&clients[0], &path, 2).await;
+    let last = InterProcessMutex::new(&clients[2], &path).unwrap();
+    let last_waiting = tokio::spawn({
+        let last = last.clone();
+        async move { last.acquire().await.map(|guard| guard.fencing_token()) }
+    });
+    wait_for_children(&clients[0], &path, 3).await;
+
+    // An operator deletes the whole lock path, children first (zkCli's deleteall).
+    let operator = connect().await;
+    for child in common::children(&operator, &path).await {
+        operator.delete(&format!("{path}/{child}"), None).await.unwrap();
+    }
+    let _ = operator.delete(&path, None).await;
+
+    assert_eq!(tokio::time::timeout(PROMPTLY, holder.lost()).await.unwrap(), LossReason::NodeDeleted);
+    // The next waiter saw its only predecessor go and took the lock without listing (see
+    // DESIGN.md); its node is gone too, and its loss signal says so.
+    let next_guard = tokio::time::timeout(PROMPTLY, next_waiting).await.unwrap().unwrap().unwrap();
+    assert_eq!(tokio::time::timeout(PROMPTLY, next_guard.lost()).await.unwrap(), LossReason::NodeDeleted);
+    // The last waiter listed, found its node gone, and queued again under a recreated path.
+    let last_token = tokio::time::timeout(PROMPTLY, last_waiting).await.unwrap().unwrap().unwrap();
+    assert!(last_token > next_guard.fencing_token(), "the newer holder carries the higher token");
+    drop((holder, next_guard));
+    wait_for_children(&operator, &path, 0).await;
+    assert!(last.try_acquire().await.unwrap().is_some(), "the lock works again");
+}

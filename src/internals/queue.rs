@@ -26,7 +26,7 @@ pub(crate) struct QueueSpec<'a> {
 
 /// How long a timed-out acquire may still spend deleting its node before it returns; past
 /// that (ZooKeeper unreachable) the deletion goes on in the background.
-const CLEANUP_AFTER_DEADLINE: Duration = Duration::from_secs(2);
+const CLEANUP_AFTER_DEADLINE: Duration = Duration::from_millis(500);
 
 /// Puts a node of ours in the queue and waits until it is among the first `max_leases`.
 ///
