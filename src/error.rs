@@ -46,6 +46,11 @@ pub enum Error {
     #[error("lock lost: {0}")]
     LockLost(crate::LossReason),
 
+    /// The request would wait for ever on the caller itself (for example the holder of a read
+    /// lock asking for the write lock of the same read-write lock).
+    #[error("would deadlock: {0}")]
+    WouldDeadlock(&'static str),
+
     /// ZooKeeper refused an operation, or it failed in a way zklock does not retry
     /// (for example `NoAuth` when the ACL of the lock path forbids us).
     #[error("zookeeper {operation} {path}: {source}")]

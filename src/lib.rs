@@ -35,8 +35,10 @@ mod loss;
 mod mutex;
 mod owner;
 mod participant;
+mod rwlock;
 
 pub use error::{Error, Result};
 pub use guard::LockGuard;
 pub use loss::{LossPolicy, LossReason};
 pub use mutex::{InterProcessMutex, MutexBuilder};
+pub use rwlock::InterProcessReadWriteLock;

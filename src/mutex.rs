@@ -7,14 +7,15 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 use zookeeper_client::{Acl, Acls, Client};
 
-use crate::driver::naming::MUTEX_LOCK_NAME;
+use crate::driver::decide::Rule;
+use crate::driver::naming::WRITE_NAME;
 use crate::driver::path::validate_lock_path;
 use crate::internals::deadline::{within, Patience};
 use crate::internals::loss::watch_node_later;
 use crate::internals::queue::{queue_order, take_place, QueueSpec};
 use crate::internals::retry::ended_session;
 use crate::owner::Owner;
-use crate::participant::{Admission, Participant};
+use crate::participant::{Admission, Participant, Role};
 use crate::{Error, LockGuard, LossPolicy, Result};
 
 /// A reentrant mutex shared by every process that uses the same ZooKeeper path, in the style of
@@ -107,8 +108,31 @@ impl MutexBuilder {
         if self.acls.is_empty() {
             return Err(Error::InvalidOptions("the ACL list is empty"));
         }
-        let participant = Participant::new(self.client, self.path, self.data, self.acls, self.loss_policy);
-        Ok(InterProcessMutex { participant: Arc::new(participant) })
+        Ok(InterProcessMutex { participant: Arc::new(self.participant(Role::Mutex)) })
+    }
+
+    /// Builds a read-write lock on the path, with these options for both sides; see
+    /// [`InterProcessReadWriteLock`](crate::InterProcessReadWriteLock).
+    ///
+    /// # Errors
+    /// As [`Self::build`].
+    pub fn build_read_write(self) -> Result<crate::InterProcessReadWriteLock> {
+        validate_lock_path(&self.path)?;
+        if self.acls.is_empty() {
+            return Err(Error::InvalidOptions("the ACL list is empty"));
+        }
+        let read = Arc::new(self.participant(Role::Read));
+        let write = Arc::new(self.participant(Role::Write));
+        Participant::pair(&read, &write);
+        Ok(crate::InterProcessReadWriteLock::from_sides(
+            InterProcessMutex { participant: read },
+            InterProcessMutex { participant: write },
+        ))
+    }
+
+    fn participant(&self, role: Role) -> Participant {
+        let (client, path, data, acls) = (self.client.clone(), self.path.clone(), self.data.clone(), self.acls.clone());
+        Participant::new(role, client, path, data, acls, self.loss_policy)
     }
 }
 
@@ -220,7 +244,7 @@ impl InterProcessMutex {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<String>> {
-        queue_order(&self.participant.client, self.path(), MUTEX_LOCK_NAME).await
+        queue_order(&self.participant.client, self.path(), self.participant.role.schema()).await
     }
 
     async fn acquire_with(&self, patience: Patience) -> Result<Option<LockGuard>> {
@@ -256,6 +280,13 @@ impl InterProcessMutex {
             return Err(ended);
         }
         let owner = Owner::current();
+        // A read holder's write node would queue behind its own read node for ever.
+        if self.participant.role == Role::Write
+            && self.participant.sibling_held_by(owner)
+            && !self.participant.is_held_by(owner)
+        {
+            return Err(Error::WouldDeadlock("a read lock holder cannot take the write lock (no upgrades)"));
+        }
         let claim = loop {
             match self.participant.admit(owner) {
                 Admission::Reentered(hold) => return Ok(Some(LockGuard::new(self.participant.clone(), owner, hold))),
@@ -269,11 +300,17 @@ impl InterProcessMutex {
             }
         };
         let participant = claim.participant();
+        let rule = match participant.role {
+            Role::Mutex | Role::Write => Rule::FirstN(1),
+            // The write holder may take the read lock: a downgrade, never a wait.
+            Role::Read if participant.sibling_held_by(owner) => Rule::Always,
+            Role::Read => Rule::Reader { writer_name: WRITE_NAME },
+        };
         let spec = QueueSpec {
             client: &participant.client,
             lock_path: &participant.path,
-            lock_name: MUTEX_LOCK_NAME,
-            max_leases: 1,
+            schema: participant.role.schema(),
+            rule,
             data: &participant.data,
             acls: &participant.acls,
         };

@@ -2,7 +2,7 @@
 //! (owner -> hold count), shared by the clones of a recipe object and by its guards.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 
 use dashmap::mapref::entry::Entry;
 use dashmap::DashMap;
@@ -10,13 +10,35 @@ use tokio::sync::futures::OwnedNotified;
 use tokio::sync::Notify;
 use zookeeper_client::{Acl, Client};
 
+use crate::driver::naming::{Schema, MUTEX, READ, WRITE};
 use crate::internals::loss::{HoldSignal, SessionWatch};
 use crate::owner::Owner;
 use crate::{LossPolicy, LossReason};
 
+/// Which queue a participant stands in, and on which side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    Mutex,
+    Read,
+    Write,
+}
+
+impl Role {
+    pub(crate) fn schema(self) -> Schema {
+        match self {
+            Role::Mutex => MUTEX,
+            Role::Read => READ,
+            Role::Write => WRITE,
+        }
+    }
+}
+
 /// A participant; see the module docs. Never hold a map reference across an `.await`.
 #[derive(Debug)]
 pub(crate) struct Participant {
+    pub(crate) role: Role,
+    /// The other side of a read-write lock.
+    sibling: OnceLock<Weak<Participant>>,
     pub(crate) client: Client,
     pub(crate) path: String,
     pub(crate) data: Vec<u8>,
@@ -58,9 +80,26 @@ pub(crate) enum Admission {
 }
 
 impl Participant {
-    pub(crate) fn new(client: Client, path: String, data: Vec<u8>, acls: Vec<Acl>, policy: LossPolicy) -> Self {
+    pub(crate) fn new(
+        role: Role,
+        client: Client,
+        path: String,
+        data: Vec<u8>,
+        acls: Vec<Acl>,
+        policy: LossPolicy,
+    ) -> Self {
         let session_watch = SessionWatch::for_client(&client, policy);
-        Participant { client, path, data, acls, session_watch, holds: DashMap::new(), next_hold_id: AtomicU64::new(1) }
+        Participant {
+            role,
+            sibling: OnceLock::new(),
+            client,
+            path,
+            data,
+            acls,
+            session_watch,
+            holds: DashMap::new(),
+            next_hold_id: AtomicU64::new(1),
+        }
     }
 
     /// Admits `owner`: re-enters a hold, waits behind its own acquire, or claims the right to
@@ -104,6 +143,17 @@ impl Participant {
         hold.signal.mark_released();
         slot.remove();
         Some(node)
+    }
+
+    /// Links the two sides of a read-write lock.
+    pub(crate) fn pair(read: &Arc<Participant>, write: &Arc<Participant>) {
+        let _ = read.sibling.set(Arc::downgrade(write));
+        let _ = write.sibling.set(Arc::downgrade(read));
+    }
+
+    /// Whether `owner` holds the other side of this read-write lock.
+    pub(crate) fn sibling_held_by(&self, owner: Owner) -> bool {
+        self.sibling.get().and_then(Weak::upgrade).is_some_and(|sibling| sibling.is_held_by(owner))
     }
 
     pub(crate) fn is_held_by(&self, owner: Owner) -> bool {

@@ -20,42 +20,68 @@ use uuid::Uuid;
 /// Curator's protection marker: every protected node name starts with it.
 pub(crate) const PROTECTED_MARKER: &str = "_c_";
 
-/// The lock name of `InterProcessMutex` nodes.
-pub(crate) const MUTEX_LOCK_NAME: &str = "lock-";
-
-/// The start of a protected node's name: `_c_{uuid}-{lock_name}`.
-pub(crate) fn protected_prefix(id: &Uuid, lock_name: &str) -> String {
-    format!("{PROTECTED_MARKER}{}-{lock_name}", id.hyphenated())
+/// How one kind of queue names and orders its nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Schema {
+    /// The lock name in our own nodes' names.
+    pub(crate) own_name: &'static str,
+    /// Every lock name in the queue. Curator strips each, in this order, to find the sort key
+    /// (`SortingLockInternalsDriver` for the read-write lock).
+    pub(crate) names: &'static [&'static str],
 }
 
-/// The part of a child's name that orders it among the others.
-pub(crate) fn sort_key<'a>(child: &'a str, lock_name: &str) -> &'a str {
-    match child.rfind(lock_name) {
-        Some(at) => &child[at + lock_name.len()..],
-        None => child,
+/// The lock name of Curator's read-lock nodes.
+pub(crate) const READ_NAME: &str = "__READ__";
+/// The lock name of Curator's write-lock nodes.
+pub(crate) const WRITE_NAME: &str = "__WRIT__";
+
+/// `InterProcessMutex`: `_c_{uuid}-lock-{seq}`.
+pub(crate) const MUTEX: Schema = Schema { own_name: "lock-", names: &["lock-"] };
+/// The read side of `InterProcessReadWriteLock`: `_c_{uuid}-__READ__{seq}`.
+pub(crate) const READ: Schema = Schema { own_name: READ_NAME, names: &[READ_NAME, WRITE_NAME] };
+/// The write side of `InterProcessReadWriteLock`: `_c_{uuid}-__WRIT__{seq}`.
+pub(crate) const WRITE: Schema = Schema { own_name: WRITE_NAME, names: &[READ_NAME, WRITE_NAME] };
+
+impl Schema {
+    /// The start of a protected node's name: `_c_{uuid}-{own_name}`.
+    pub(crate) fn protected_prefix(&self, id: &Uuid) -> String {
+        format!("{PROTECTED_MARKER}{}-{}", id.hyphenated(), self.own_name)
     }
-}
 
-/// Keeps the children that are lock nodes and sorts them into queue order, holder first.
-///
-/// Unrelated children of the lock path (a `config` node, say) are not contenders (CURATOR-43).
-/// Curator itself orders every child; a foreign child that sorted ahead would make Curator
-/// participants wait for it, never hold alongside us, so ignoring it is safe in a mixed queue.
-pub(crate) fn contenders(mut children: Vec<String>, lock_name: &str) -> Vec<String> {
-    children.retain(|child| parse_sequence(child, lock_name).is_some());
-    children.sort_by(|a, b| sort_key(a, lock_name).cmp(sort_key(b, lock_name)));
-    children
-}
-
-/// The sequence number of a lock node: the text after the last lock name, ten digits or more
-/// with an optional minus sign (negative after the counter wraps); `None` for other children.
-pub(crate) fn parse_sequence(child: &str, lock_name: &str) -> Option<i32> {
-    let key = child.rfind(lock_name).map(|at| &child[at + lock_name.len()..])?;
-    let digits = key.strip_prefix('-').unwrap_or(key);
-    if digits.len() < 9 || key.len() < 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+    /// The part of a child's name that orders it among the others: what is left after the text
+    /// up to the last occurrence of each lock name is cut off, name by name, as Curator does.
+    pub(crate) fn sort_key<'a>(&self, child: &'a str) -> &'a str {
+        self.names.iter().fold(child, |key, name| match key.rfind(name) {
+            Some(at) => &key[at + name.len()..],
+            None => key,
+        })
     }
-    key.parse().ok()
+
+    /// The sequence number of a lock node: ten digits or more after its lock name, with an
+    /// optional minus sign (negative after the counter wraps); `None` for other children.
+    pub(crate) fn parse_sequence(&self, child: &str) -> Option<i32> {
+        if !self.names.iter().any(|name| child.contains(name)) {
+            return None;
+        }
+        let key = self.sort_key(child);
+        let digits = key.strip_prefix('-').unwrap_or(key);
+        if digits.len() < 9 || key.len() < 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        key.parse().ok()
+    }
+
+    /// Keeps the children that are lock nodes and sorts them into queue order, holder first.
+    ///
+    /// Unrelated children of the lock path (a `config` node, say) are not contenders
+    /// (CURATOR-43). Curator itself orders every child; a foreign child that sorted ahead would
+    /// make Curator participants wait for it, never hold alongside us, so ignoring it is safe in
+    /// a mixed queue.
+    pub(crate) fn contenders(&self, mut children: Vec<String>) -> Vec<String> {
+        children.retain(|child| self.parse_sequence(child).is_some());
+        children.sort_by(|a, b| self.sort_key(a).cmp(self.sort_key(b)));
+        children
+    }
 }
 
 /// The name ZooKeeper gives a sequential node created as `prefix` with counter `sequence`.
@@ -68,9 +94,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn protected_prefix_is_curators() {
+    fn protected_prefixes_are_curators() {
         let id = Uuid::parse_str("6ba7b810-9dad-11d1-80b4-00c04fd430c8").unwrap();
-        assert_eq!(protected_prefix(&id, MUTEX_LOCK_NAME), "_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-lock-");
+        assert_eq!(MUTEX.protected_prefix(&id), "_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-lock-");
+        assert_eq!(READ.protected_prefix(&id), "_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-__READ__");
+        assert_eq!(WRITE.protected_prefix(&id), "_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-__WRIT__");
+    }
+
+    #[test]
+    fn readers_and_writers_share_one_order() {
+        let children = ["_c_a-__WRIT__0000000003", "_c_b-__READ__0000000001", "_c_c-__READ__0000000002", "x"]
+            .map(String::from)
+            .to_vec();
+        let expected = ["_c_b-__READ__0000000001", "_c_c-__READ__0000000002", "_c_a-__WRIT__0000000003"];
+        assert_eq!(READ.contenders(children.clone()), expected);
+        assert_eq!(WRITE.contenders(children), expected);
+        assert_eq!(MUTEX.parse_sequence("_c_b-__READ__0000000001"), None, "a mutex ignores rw nodes");
     }
 
     #[test]
@@ -84,16 +123,16 @@ mod tests {
 
     #[test]
     fn parses_sequences_including_negative_ones() {
-        assert_eq!(parse_sequence("_c_x-lock-0000000007", MUTEX_LOCK_NAME), Some(7));
-        assert_eq!(parse_sequence("_c_x-lock-2147483647", MUTEX_LOCK_NAME), Some(i32::MAX));
-        assert_eq!(parse_sequence("_c_x-lock--000000001", MUTEX_LOCK_NAME), Some(-1));
-        assert_eq!(parse_sequence("_c_x-lock--2147483648", MUTEX_LOCK_NAME), Some(i32::MIN));
-        assert_eq!(parse_sequence("_c_x-lock-12", MUTEX_LOCK_NAME), None);
-        assert_eq!(parse_sequence("_c_x-lock-+000000001", MUTEX_LOCK_NAME), None);
-        assert_eq!(parse_sequence("_c_x-lock-00000000x1", MUTEX_LOCK_NAME), None);
-        assert_eq!(parse_sequence("_c_x-lock-2147483648", MUTEX_LOCK_NAME), None, "beyond i32");
-        assert_eq!(parse_sequence("config", MUTEX_LOCK_NAME), None);
-        assert_eq!(parse_sequence("0000000001", MUTEX_LOCK_NAME), None, "no lock name");
+        assert_eq!(MUTEX.parse_sequence("_c_x-lock-0000000007"), Some(7));
+        assert_eq!(MUTEX.parse_sequence("_c_x-lock-2147483647"), Some(i32::MAX));
+        assert_eq!(MUTEX.parse_sequence("_c_x-lock--000000001"), Some(-1));
+        assert_eq!(MUTEX.parse_sequence("_c_x-lock--2147483648"), Some(i32::MIN));
+        assert_eq!(MUTEX.parse_sequence("_c_x-lock-12"), None);
+        assert_eq!(MUTEX.parse_sequence("_c_x-lock-+000000001"), None);
+        assert_eq!(MUTEX.parse_sequence("_c_x-lock-00000000x1"), None);
+        assert_eq!(MUTEX.parse_sequence("_c_x-lock-2147483648"), None, "beyond i32");
+        assert_eq!(MUTEX.parse_sequence("config"), None);
+        assert_eq!(MUTEX.parse_sequence("0000000001"), None, "no lock name");
     }
 
     #[test]
@@ -101,7 +140,7 @@ mod tests {
         let children = ["config", "_c_b-lock-0000000002", "0000000000", "_c_a-lock-0000000001", "lock-"]
             .map(String::from)
             .to_vec();
-        assert_eq!(contenders(children, MUTEX_LOCK_NAME), ["_c_a-lock-0000000001", "_c_b-lock-0000000002"]);
+        assert_eq!(MUTEX.contenders(children), ["_c_a-lock-0000000001", "_c_b-lock-0000000002"]);
     }
 
     #[test]
@@ -115,7 +154,7 @@ mod tests {
         ]
         .map(String::from)
         .to_vec();
-        let children = contenders(children, MUTEX_LOCK_NAME);
+        let children = MUTEX.contenders(children);
         assert_eq!(
             children,
             [
@@ -130,7 +169,7 @@ mod tests {
     #[test]
     fn after_the_wrap_a_negative_sequence_sorts_first_as_documented() {
         let children = vec!["_c_a-lock-2147483647".to_owned(), "_c_b-lock--2147483648".to_owned()];
-        let children = contenders(children, MUTEX_LOCK_NAME);
+        let children = MUTEX.contenders(children);
         assert_eq!(children[0], "_c_b-lock--2147483648");
     }
 }

@@ -7,8 +7,8 @@ use zookeeper_client::{Acl, Client, Error as ZkError, EventType, SessionState};
 use super::deadline::{within, Patience};
 use super::node::{create_and_list, list_children, LockNode, NodeCleanup};
 use super::retry::{ended_session, retry_on_connection_loss};
-use crate::driver::decide::{decide, Decision};
-use crate::driver::naming::{contenders, protected_prefix};
+use crate::driver::decide::{decide, Decision, Rule};
+use crate::driver::naming::Schema;
 use crate::{Error, Result};
 
 /// Which queue, and how our node in it looks.
@@ -16,10 +16,10 @@ use crate::{Error, Result};
 pub(crate) struct QueueSpec<'a> {
     pub(crate) client: &'a Client,
     pub(crate) lock_path: &'a str,
-    /// `lock-` for a mutex: names the node and orders the queue.
-    pub(crate) lock_name: &'static str,
-    /// How many may hold at once.
-    pub(crate) max_leases: usize,
+    /// How nodes are named and ordered.
+    pub(crate) schema: Schema,
+    /// Who may hold.
+    pub(crate) rule: Rule,
     pub(crate) data: &'a [u8],
     pub(crate) acls: &'a [Acl],
 }
@@ -28,7 +28,7 @@ pub(crate) struct QueueSpec<'a> {
 /// that (ZooKeeper unreachable) the deletion goes on in the background.
 const CLEANUP_AFTER_DEADLINE: Duration = Duration::from_millis(500);
 
-/// Puts a node of ours in the queue and waits until it is among the first `max_leases`.
+/// Puts a node of ours in the queue and waits until the rule lets it hold.
 ///
 /// Returns `Ok(None)` when `patience` runs out; our node is deleted before that returns (when
 /// ZooKeeper answers within [`CLEANUP_AFTER_DEADLINE`]), and before an error returns. If our node
@@ -40,7 +40,7 @@ const CLEANUP_AFTER_DEADLINE: Duration = Duration::from_millis(500);
 pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Result<Option<LockNode>> {
     let deadline = patience.deadline();
     loop {
-        let prefix = protected_prefix(&uuid::Uuid::new_v4(), spec.lock_name);
+        let prefix = spec.schema.protected_prefix(&uuid::Uuid::new_v4());
         let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
         let outcome = match within(deadline, create_and_list(spec, &prefix, &mut cleanup)).await {
             Some(Ok((node, children))) => match within(deadline, wait_turn(spec, &node, children, patience)).await {
@@ -72,12 +72,12 @@ pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Resu
 }
 
 /// The queue of `lock_path` as full paths, holder first; empty when the path does not exist.
-pub(crate) async fn queue_order(client: &Client, lock_path: &str, lock_name: &str) -> Result<Vec<String>> {
+pub(crate) async fn queue_order(client: &Client, lock_path: &str, schema: Schema) -> Result<Vec<String>> {
     let children = match list_children(client, lock_path).await {
         Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => return Ok(Vec::new()),
         other => other?,
     };
-    Ok(contenders(children, lock_name).into_iter().map(|child| format!("{lock_path}/{child}")).collect())
+    Ok(schema.contenders(children).into_iter().map(|child| format!("{lock_path}/{child}")).collect())
 }
 
 #[derive(Debug)]
@@ -86,8 +86,7 @@ enum Turn {
     GaveUp,
 }
 
-/// Waits until `node` is among the first `max_leases` of the queue, watching only the node
-/// `max_leases` places ahead of it. `children` is a listing taken after our node was created.
+/// Waits until the rule lets `node` hold, watching only the one node the decision names. `children` is a listing taken after our node was created.
 async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, children: Vec<String>, patience: Patience) -> Result<Turn> {
     let mut listing = Some(children);
     loop {
@@ -99,8 +98,8 @@ async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, children: Vec<String>,
                 other => other?,
             },
         };
-        let children = contenders(children, spec.lock_name);
-        let (predecessor, holds_when_gone) = match decide(&children, node.name(), spec.max_leases) {
+        let children = spec.schema.contenders(children);
+        let (predecessor, holds_when_gone) = match decide(&children, node.name(), spec.rule) {
             Decision::Hold => return Ok(Turn::Hold),
             Decision::Missing => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
             Decision::Watch { predecessor, holds_when_gone } => {

@@ -1,0 +1,91 @@
+//! InterProcessReadWriteLock: readers share, writers exclude, downgrade yes, upgrade no.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{children, connect, unique_path, wait_for_children};
+use zklock::{Error, InterProcessReadWriteLock};
+
+#[tokio::test]
+async fn readers_share_and_a_writer_is_alone() {
+    let path = unique_path("rw-share");
+    let (a, b, c) = (connect().await, connect().await, connect().await);
+    let (lock_a, lock_b, lock_c) = (
+        InterProcessReadWriteLock::new(&a, &path).unwrap(),
+        InterProcessReadWriteLock::new(&b, &path).unwrap(),
+        InterProcessReadWriteLock::new(&c, &path).unwrap(),
+    );
+    let read_a = lock_a.read_lock().acquire().await.unwrap();
+    let read_b = lock_b.read_lock().try_acquire().await.unwrap().expect("readers share");
+    assert!(lock_c.write_lock().try_acquire().await.unwrap().is_none(), "a writer waits for readers");
+    read_a.release().await.unwrap();
+    read_b.release().await.unwrap();
+    let write_c = lock_c.write_lock().try_acquire().await.unwrap().expect("free for a writer");
+    assert!(lock_a.read_lock().try_acquire().await.unwrap().is_none(), "a writer excludes readers");
+    assert!(lock_b.write_lock().try_acquire().await.unwrap().is_none(), "and writers");
+    assert!(write_c.node_path().contains("-__WRIT__"), "{}", write_c.node_path());
+    write_c.release().await.unwrap();
+    assert!(children(&a, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_waiting_writer_keeps_later_readers_out() {
+    let path = unique_path("rw-fair");
+    let (a, b, c) = (connect().await, connect().await, connect().await);
+    let reader = InterProcessReadWriteLock::new(&a, &path).unwrap().read_lock().acquire().await.unwrap();
+    let writer_lock = InterProcessReadWriteLock::new(&b, &path).unwrap();
+    let writer = tokio::spawn(async move { writer_lock.write_lock().acquire().await.map(|g| g.fencing_token()) });
+    wait_for_children(&a, &path, 2).await;
+    let late_reader = InterProcessReadWriteLock::new(&c, &path).unwrap();
+    assert!(late_reader.read_lock().acquire_timeout(Duration::from_millis(200)).await.unwrap().is_none());
+    reader.release().await.unwrap();
+    writer.await.unwrap().unwrap();
+    let guard = late_reader.read_lock().acquire_timeout(Duration::from_secs(10)).await.unwrap();
+    assert!(guard.is_some(), "readers go once the writer is done");
+}
+
+#[tokio::test]
+async fn the_writer_may_downgrade_but_a_reader_may_not_upgrade() {
+    let path = unique_path("rw-grade");
+    let client = connect().await;
+    let lock = InterProcessReadWriteLock::new(&client, &path).unwrap();
+    let other_client = connect().await;
+    let other = InterProcessReadWriteLock::new(&other_client, &path).unwrap();
+
+    let write = lock.write_lock().acquire().await.unwrap();
+    let nested_write = lock.write_lock().acquire().await.unwrap(); // each side is reentrant
+    let read = tokio::time::timeout(Duration::from_secs(10), lock.read_lock().acquire()).await.unwrap().unwrap();
+    assert!(other.read_lock().try_acquire().await.unwrap().is_none(), "still writing");
+    nested_write.release().await.unwrap();
+    write.release().await.unwrap();
+    // Downgraded: we read, and so may others, but nobody writes.
+    let other_read = other.read_lock().try_acquire().await.unwrap().expect("readers share after a downgrade");
+    other_read.release().await.unwrap();
+    assert!(other.write_lock().try_acquire().await.unwrap().is_none(), "nobody writes while we read");
+
+    assert!(matches!(lock.write_lock().acquire().await, Err(Error::WouldDeadlock(_))));
+    assert!(matches!(lock.write_lock().try_acquire().await, Err(Error::WouldDeadlock(_))));
+    read.release().await.unwrap();
+    let write = lock.write_lock().try_acquire().await.unwrap().expect("released readers may write");
+    write.release().await.unwrap();
+    assert!(children(&client, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn participants_list_readers_and_writers_in_queue_order() {
+    let path = unique_path("rw-participants");
+    let (a, b) = (connect().await, connect().await);
+    let lock = InterProcessReadWriteLock::new(&a, &path).unwrap();
+    let read = lock.read_lock().acquire().await.unwrap();
+    let writer = InterProcessReadWriteLock::new(&b, &path).unwrap();
+    let waiting = tokio::spawn(async move { writer.write_lock().acquire().await.map(drop) });
+    wait_for_children(&a, &path, 2).await;
+    let queue = lock.write_lock().participants().await.unwrap();
+    assert_eq!(queue.len(), 2);
+    assert_eq!(queue[0], read.node_path());
+    assert!(queue[1].contains("-__WRIT__"));
+    assert_eq!(queue, lock.read_lock().participants().await.unwrap());
+    read.release().await.unwrap();
+    waiting.await.unwrap().unwrap();
+}
