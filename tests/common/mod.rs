@@ -2,6 +2,8 @@
 //! `zklock-testcontainers`), clients, unique lock paths, and node inspection.
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod interop;
+
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;

@@ -1,0 +1,58 @@
+// A Curator participant for zklock's interop tests: takes a lock N times on one path and appends
+// "enter NAME MODE" / "exit NAME MODE" lines to a shared log while holding it.
+//
+// java -cp <classes>:/usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar \
+//     CuratorLocker CONNECT PATH mutex|read|write ITERATIONS HOLD_MILLIS LOG NAME
+
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.retry.RetryNTimes;
+
+public class CuratorLocker {
+    public static void main(String[] args) throws Exception {
+        String connect = args[0], path = args[1], mode = args[2];
+        int iterations = Integer.parseInt(args[3]);
+        long holdMillis = Long.parseLong(args[4]);
+        String log = args[5], name = args[6];
+
+        CuratorFramework client = CuratorFrameworkFactory.newClient(connect, 20_000, 10_000, new RetryNTimes(20, 200));
+        client.start();
+        if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
+            System.err.println("cannot connect to " + connect);
+            System.exit(3);
+        }
+        InterProcessLock lock = switch (mode) {
+            case "mutex" -> new InterProcessMutex(client, path);
+            case "read" -> new InterProcessReadWriteLock(client, path).readLock();
+            case "write" -> new InterProcessReadWriteLock(client, path).writeLock();
+            default -> throw new IllegalArgumentException("mode: mutex, read or write");
+        };
+        // Append mode: every line is one O_APPEND write, ordered with the other participants'.
+        try (FileOutputStream out = new FileOutputStream(log, true)) {
+            for (int i = 0; i < iterations; i++) {
+                if (!lock.acquire(120, TimeUnit.SECONDS)) {
+                    System.err.println(name + ": timed out waiting for the lock");
+                    System.exit(2);
+                }
+                append(out, "enter " + name + " " + mode);
+                Thread.sleep(holdMillis);
+                append(out, "exit " + name + " " + mode);
+                lock.release();
+            }
+        }
+        client.close();
+    }
+
+    private static void append(FileOutputStream out, String line) throws IOException {
+        out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+        out.flush();
+    }
+}

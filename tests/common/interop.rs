@@ -1,0 +1,123 @@
+//! Running real Curator (Java) and kazoo (Python) participants beside zklock, and checking the
+//! log they all append to.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Where Debian's `libcurator-recipes-java` puts Curator (its manifest names the rest).
+const CURATOR_JAR: &str = "/usr/share/java/curator-recipes.jar";
+const SLF4J_NOP_JAR: &str = "/usr/share/java/slf4j-nop.jar";
+
+/// Compiles `interop/CuratorLocker.java` once per test binary; returns the classpath to run it.
+pub fn curator_classpath() -> String {
+    static CLASSES: OnceLock<PathBuf> = OnceLock::new();
+    let classes = CLASSES.get_or_init(|| {
+        assert!(
+            Path::new(CURATOR_JAR).is_file(),
+            "Curator is missing: run scripts/install-deps (apt-get install -y libcurator-recipes-java)"
+        );
+        let classes = std::env::temp_dir().join(format!("zklock-interop-classes-{}", std::process::id()));
+        std::fs::create_dir_all(&classes).unwrap();
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/CuratorLocker.java");
+        let status = Command::new("javac")
+            .args(["-d".as_ref(), classes.as_os_str(), "-cp".as_ref(), CURATOR_JAR.as_ref(), source.as_os_str()])
+            .status()
+            .expect("run javac (install a JDK: apt-get install -y default-jdk-headless)");
+        assert!(status.success(), "javac failed");
+        classes
+    });
+    format!("{}:{CURATOR_JAR}:{SLF4J_NOP_JAR}", classes.display())
+}
+
+/// A peer process, killed if it is still running when dropped.
+pub struct Peer {
+    name: String,
+    child: Child,
+}
+
+impl Peer {
+    /// Starts a Curator participant: `mode` is `mutex`, `read` or `write`.
+    pub fn curator(
+        name: &str,
+        connect: &str,
+        path: &str,
+        mode: &str,
+        iterations: u32,
+        hold_ms: u64,
+        log: &Path,
+    ) -> Peer {
+        let child = Command::new("java")
+            .args(["-Xshare:auto", "-XX:+UseSerialGC", "-cp", &curator_classpath(), "CuratorLocker"])
+            .args([connect, path, mode, &iterations.to_string(), &hold_ms.to_string()])
+            .arg(log)
+            .arg(name)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start java");
+        Peer { name: name.to_owned(), child }
+    }
+
+    /// Waits for the peer to exit successfully, for at most `timeout`.
+    pub fn wait_success(mut self, timeout: Duration) {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "{} exited with {status}", self.name);
+                return;
+            }
+            assert!(started.elapsed() < timeout, "{} still running after {timeout:?}", self.name);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Appends one `enter`/`exit` line, as the peers do (one O_APPEND write each).
+pub fn append(log: &Path, event: &str, name: &str, mode: &str) {
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+    file.write_all(format!("{event} {name} {mode}\n").as_bytes()).unwrap();
+}
+
+/// Checks the shared log: writers (and mutex holders) were alone, readers only shared with
+/// readers, and every participant entered as often as expected. Returns the number of times
+/// readers held together, to show that sharing happened.
+pub fn check_log(log: &Path, expected_entries: &[(&str, u32)]) -> u32 {
+    let text = std::fs::read_to_string(log).unwrap();
+    let mut holders: HashMap<String, String> = HashMap::new();
+    let mut entries: HashMap<String, u32> = HashMap::new();
+    let mut shared_reads = 0;
+    for (number, line) in text.lines().enumerate() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let [event, name, mode] = fields[..] else { panic!("bad log line {number}: {line:?}") };
+        match event {
+            "enter" => {
+                let exclusive = mode != "read";
+                assert!(
+                    holders.is_empty() || (!exclusive && holders.values().all(|m| m == "read")),
+                    "line {number}: {name} ({mode}) entered while {holders:?} held\n{text}"
+                );
+                if !holders.is_empty() {
+                    shared_reads += 1;
+                }
+                holders.insert(name.to_owned(), mode.to_owned());
+                *entries.entry(name.to_owned()).or_default() += 1;
+            }
+            "exit" => assert!(holders.remove(name).is_some(), "line {number}: {name} exits without entering"),
+            _ => panic!("bad log line {number}: {line:?}"),
+        }
+    }
+    for (name, count) in expected_entries {
+        assert_eq!(entries.get(*name).copied().unwrap_or(0), *count, "entries of {name}");
+    }
+    shared_reads
+}

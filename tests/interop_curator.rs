@@ -1,0 +1,121 @@
+//! zklock and the real Apache Curator 5.4 (Debian's libcurator-recipes-java) share one lock:
+//! mutual exclusion checked across processes through a log that every holder appends to.
+
+mod common;
+
+use std::time::Duration;
+
+use common::interop::{append, check_log, Peer};
+use common::{connect, server, unique_path};
+use zklock::{InterProcessMutex, InterProcessReadWriteLock};
+
+const ITERATIONS: u32 = 15;
+const PEER_TIMEOUT: Duration = Duration::from_secs(180);
+
+fn temp_log(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("zklock-{name}-{}.log", std::process::id()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zklock_mutex_and_curator_mutex_exclude_each_other() {
+    let path = unique_path("curator-mutex");
+    let log = temp_log("curator-mutex");
+    let connect_string = server().connect_string();
+    let peers = [
+        Peer::curator("curator-1", &connect_string, &path, "mutex", ITERATIONS, 5, &log),
+        Peer::curator("curator-2", &connect_string, &path, "mutex", ITERATIONS, 5, &log),
+    ];
+    let mut rust = Vec::new();
+    for name in ["zklock-1", "zklock-2"] {
+        let (path, log) = (path.clone(), log.clone());
+        rust.push(tokio::spawn(async move {
+            let client = connect().await;
+            let mutex = InterProcessMutex::new(&client, &path).unwrap();
+            for _ in 0..ITERATIONS {
+                let guard = mutex.acquire_timeout(PEER_TIMEOUT).await.unwrap().expect("zklock starved");
+                append(&log, "enter", name, "mutex");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                append(&log, "exit", name, "mutex");
+                guard.release().await.unwrap();
+            }
+        }));
+    }
+    for task in rust {
+        task.await.unwrap();
+    }
+    for peer in peers {
+        tokio::task::block_in_place(|| peer.wait_success(PEER_TIMEOUT));
+    }
+    check_log(
+        &log,
+        &[("curator-1", ITERATIONS), ("curator-2", ITERATIONS), ("zklock-1", ITERATIONS), ("zklock-2", ITERATIONS)],
+    );
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zklock_and_curator_read_write_locks_share_reads_and_exclude_writes() {
+    let path = unique_path("curator-rw");
+    let log = temp_log("curator-rw");
+    let connect_string = server().connect_string();
+    let peers = [
+        Peer::curator("curator-reader", &connect_string, &path, "read", ITERATIONS, 20, &log),
+        Peer::curator("curator-writer", &connect_string, &path, "write", ITERATIONS, 5, &log),
+    ];
+    let mut rust = Vec::new();
+    for (name, write) in [("zklock-reader", false), ("zklock-writer", true)] {
+        let (path, log) = (path.clone(), log.clone());
+        rust.push(tokio::spawn(async move {
+            let client = connect().await;
+            let lock = InterProcessReadWriteLock::new(&client, &path).unwrap();
+            let (side, mode) = if write { (lock.write_lock(), "write") } else { (lock.read_lock(), "read") };
+            for _ in 0..ITERATIONS {
+                let guard = side.acquire_timeout(PEER_TIMEOUT).await.unwrap().expect("zklock starved");
+                append(&log, "enter", name, mode);
+                tokio::time::sleep(Duration::from_millis(if write { 5 } else { 20 })).await;
+                append(&log, "exit", name, mode);
+                guard.release().await.unwrap();
+            }
+        }));
+    }
+    for task in rust {
+        task.await.unwrap();
+    }
+    for peer in peers {
+        tokio::task::block_in_place(|| peer.wait_success(PEER_TIMEOUT));
+    }
+    let shared = check_log(
+        &log,
+        &[
+            ("curator-reader", ITERATIONS),
+            ("curator-writer", ITERATIONS),
+            ("zklock-reader", ITERATIONS),
+            ("zklock-writer", ITERATIONS),
+        ],
+    );
+    eprintln!("readers held together {shared} times");
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_zklock_agree_on_the_holder_and_the_queue() {
+    // A Curator holder keeps zklock out; zklock's view of the queue names Curator's node first.
+    let path = unique_path("curator-queue");
+    let log = temp_log("curator-queue");
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    let peer = Peer::curator("curator", &server().connect_string(), &path, "mutex", 1, 3_000, &log);
+    common::eventually("Curator holds the lock", || async {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.contains("enter"))
+    })
+    .await;
+    assert!(mutex.try_acquire().await.unwrap().is_none(), "Curator's holder must keep zklock out");
+    let queue = mutex.participants().await.unwrap();
+    assert_eq!(queue.len(), 1);
+    assert!(queue[0].rsplit('/').next().unwrap().starts_with("_c_"), "{queue:?}");
+    let guard = mutex.acquire_timeout(PEER_TIMEOUT).await.unwrap().expect("zklock gets it after Curator");
+    assert!(std::fs::read_to_string(&log).unwrap().contains("exit curator"));
+    guard.release().await.unwrap();
+    tokio::task::block_in_place(|| peer.wait_success(PEER_TIMEOUT));
+    let _ = std::fs::remove_file(&log);
+}
