@@ -40,5 +40,5 @@ mod rwlock;
 pub use error::{Error, Result};
 pub use guard::LockGuard;
 pub use loss::{LossPolicy, LossReason};
-pub use mutex::{InterProcessMutex, MutexBuilder};
+pub use mutex::{InterProcessMutex, MutexBuilder, NodeSchema};
 pub use rwlock::InterProcessReadWriteLock;

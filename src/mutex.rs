@@ -8,7 +8,7 @@ use tracing::Instrument;
 use zookeeper_client::{Acl, Acls, Client};
 
 use crate::driver::decide::Rule;
-use crate::driver::naming::WRITE_NAME;
+use crate::driver::naming::{Schema, KAZOO_MUTEX, MUTEX, READ, WRITE, WRITE_NAME};
 use crate::driver::path::validate_lock_path;
 use crate::internals::deadline::{within, Patience};
 use crate::internals::loss::watch_node_later;
@@ -72,9 +72,34 @@ pub struct MutexBuilder {
     data: Vec<u8>,
     acls: Vec<Acl>,
     loss_policy: LossPolicy,
+    node_schema: NodeSchema,
+}
+
+/// How lock nodes are named and ordered, which decides who can share a lock with zklock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NodeSchema {
+    /// Apache Curator's: `_c_{uuid}-lock-{seq}`, ordered by the text after the last `lock-`.
+    /// Shares a lock with Curator's `InterProcessMutex` (and zklock's read-write lock uses
+    /// Curator's `__READ__`/`__WRIT__` layout). The default.
+    #[default]
+    Curator,
+    /// kazoo's `Lock`: `{hex32}__lock__{seq}`, ordered by sequence. Shares a lock with Python
+    /// services using kazoo's `Lock` with its default settings. Never mix it with Curator
+    /// participants on one path: kazoo ignores Curator's nodes unless told otherwise
+    /// (`extra_lock_patterns=["-lock-"]`), and neither Curator nor this schema sees the other's.
+    /// Mutex only.
+    Kazoo,
 }
 
 impl MutexBuilder {
+    /// How lock nodes are named and ordered, to share the lock with Curator (the default) or
+    /// with kazoo. See [`NodeSchema`].
+    pub fn node_schema(mut self, schema: NodeSchema) -> Self {
+        self.node_schema = schema;
+        self
+    }
+
     /// When a disconnection counts as losing a held lock. Defaults to
     /// [`LossPolicy::SessionTimeout`].
     pub fn loss_policy(mut self, policy: LossPolicy) -> Self {
@@ -108,7 +133,11 @@ impl MutexBuilder {
         if self.acls.is_empty() {
             return Err(Error::InvalidOptions("the ACL list is empty"));
         }
-        Ok(InterProcessMutex { participant: Arc::new(self.participant(Role::Mutex)) })
+        let schema = match self.node_schema {
+            NodeSchema::Curator => MUTEX,
+            NodeSchema::Kazoo => KAZOO_MUTEX,
+        };
+        Ok(InterProcessMutex { participant: Arc::new(self.participant(Role::Mutex, schema)) })
     }
 
     /// Builds a read-write lock on the path, with these options for both sides; see
@@ -121,8 +150,11 @@ impl MutexBuilder {
         if self.acls.is_empty() {
             return Err(Error::InvalidOptions("the ACL list is empty"));
         }
-        let read = Arc::new(self.participant(Role::Read));
-        let write = Arc::new(self.participant(Role::Write));
+        if self.node_schema != NodeSchema::Curator {
+            return Err(Error::InvalidOptions("the read-write lock has Curator's node schema only"));
+        }
+        let read = Arc::new(self.participant(Role::Read, READ));
+        let write = Arc::new(self.participant(Role::Write, WRITE));
         Participant::pair(&read, &write);
         Ok(crate::InterProcessReadWriteLock::from_sides(
             InterProcessMutex { participant: read },
@@ -130,9 +162,9 @@ impl MutexBuilder {
         ))
     }
 
-    fn participant(&self, role: Role) -> Participant {
+    fn participant(&self, role: Role, schema: Schema) -> Participant {
         let (client, path, data, acls) = (self.client.clone(), self.path.clone(), self.data.clone(), self.acls.clone());
-        Participant::new(role, client, path, data, acls, self.loss_policy)
+        Participant::new(role, schema, client, path, data, acls, self.loss_policy)
     }
 }
 
@@ -154,6 +186,7 @@ impl InterProcessMutex {
             data: Vec::new(),
             acls: Acls::anyone_all().to_vec(),
             loss_policy: LossPolicy::default(),
+            node_schema: NodeSchema::default(),
         }
     }
 
@@ -244,7 +277,7 @@ impl InterProcessMutex {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<String>> {
-        queue_order(&self.participant.client, self.path(), self.participant.role.schema()).await
+        queue_order(&self.participant.client, self.path(), self.participant.schema).await
     }
 
     async fn acquire_with(&self, patience: Patience) -> Result<Option<LockGuard>> {
@@ -309,7 +342,7 @@ impl InterProcessMutex {
         let spec = QueueSpec {
             client: &participant.client,
             lock_path: &participant.path,
-            schema: participant.role.schema(),
+            schema: participant.schema,
             rule,
             data: &participant.data,
             acls: &participant.acls,

@@ -10,7 +10,7 @@ use tokio::sync::futures::OwnedNotified;
 use tokio::sync::Notify;
 use zookeeper_client::{Acl, Client};
 
-use crate::driver::naming::{Schema, MUTEX, READ, WRITE};
+use crate::driver::naming::Schema;
 use crate::internals::loss::{HoldSignal, SessionWatch};
 use crate::owner::Owner;
 use crate::{LossPolicy, LossReason};
@@ -23,20 +23,12 @@ pub(crate) enum Role {
     Write,
 }
 
-impl Role {
-    pub(crate) fn schema(self) -> Schema {
-        match self {
-            Role::Mutex => MUTEX,
-            Role::Read => READ,
-            Role::Write => WRITE,
-        }
-    }
-}
-
 /// A participant; see the module docs. Never hold a map reference across an `.await`.
 #[derive(Debug)]
 pub(crate) struct Participant {
     pub(crate) role: Role,
+    /// How its nodes are named and ordered.
+    pub(crate) schema: Schema,
     /// The other side of a read-write lock.
     sibling: OnceLock<Weak<Participant>>,
     pub(crate) client: Client,
@@ -82,6 +74,7 @@ pub(crate) enum Admission {
 impl Participant {
     pub(crate) fn new(
         role: Role,
+        schema: Schema,
         client: Client,
         path: String,
         data: Vec<u8>,
@@ -91,6 +84,7 @@ impl Participant {
         let session_watch = SessionWatch::for_client(&client, policy);
         Participant {
             role,
+            schema,
             sibling: OnceLock::new(),
             client,
             path,

@@ -28,6 +28,17 @@ pub(crate) struct Schema {
     /// Every lock name in the queue. Curator strips each, in this order, to find the sort key
     /// (`SortingLockInternalsDriver` for the read-write lock).
     pub(crate) names: &'static [&'static str],
+    /// How the protected prefix is written.
+    pub(crate) protection: Protection,
+}
+
+/// How a node's name carries the id that finds it again after a lost create reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Protection {
+    /// Curator: `_c_{uuid with hyphens}-{lock name}`.
+    Curator,
+    /// kazoo: `{uuid as 32 hex digits}{lock name}`.
+    Kazoo,
 }
 
 /// The lock name of Curator's read-lock nodes.
@@ -36,16 +47,25 @@ pub(crate) const READ_NAME: &str = "__READ__";
 pub(crate) const WRITE_NAME: &str = "__WRIT__";
 
 /// `InterProcessMutex`: `_c_{uuid}-lock-{seq}`.
-pub(crate) const MUTEX: Schema = Schema { own_name: "lock-", names: &["lock-"] };
+pub(crate) const MUTEX: Schema = Schema { own_name: "lock-", names: &["lock-"], protection: Protection::Curator };
+/// kazoo's `Lock`: `{hex32}__lock__{seq}`, ordered by the sequence after `__lock__`.
+pub(crate) const KAZOO_MUTEX: Schema =
+    Schema { own_name: "__lock__", names: &["__lock__"], protection: Protection::Kazoo };
 /// The read side of `InterProcessReadWriteLock`: `_c_{uuid}-__READ__{seq}`.
-pub(crate) const READ: Schema = Schema { own_name: READ_NAME, names: &[READ_NAME, WRITE_NAME] };
+pub(crate) const READ: Schema =
+    Schema { own_name: READ_NAME, names: &[READ_NAME, WRITE_NAME], protection: Protection::Curator };
 /// The write side of `InterProcessReadWriteLock`: `_c_{uuid}-__WRIT__{seq}`.
-pub(crate) const WRITE: Schema = Schema { own_name: WRITE_NAME, names: &[READ_NAME, WRITE_NAME] };
+pub(crate) const WRITE: Schema =
+    Schema { own_name: WRITE_NAME, names: &[READ_NAME, WRITE_NAME], protection: Protection::Curator };
 
 impl Schema {
-    /// The start of a protected node's name: `_c_{uuid}-{own_name}`.
+    /// The start of a protected node's name: `_c_{uuid}-{own_name}` (Curator) or
+    /// `{hex32}{own_name}` (kazoo).
     pub(crate) fn protected_prefix(&self, id: &Uuid) -> String {
-        format!("{PROTECTED_MARKER}{}-{}", id.hyphenated(), self.own_name)
+        match self.protection {
+            Protection::Curator => format!("{PROTECTED_MARKER}{}-{}", id.hyphenated(), self.own_name),
+            Protection::Kazoo => format!("{}{}", id.simple(), self.own_name),
+        }
     }
 
     /// The part of a child's name that orders it among the others: what is left after the text
@@ -99,6 +119,15 @@ mod tests {
         assert_eq!(MUTEX.protected_prefix(&id), "_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-lock-");
         assert_eq!(READ.protected_prefix(&id), "_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-__READ__");
         assert_eq!(WRITE.protected_prefix(&id), "_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-__WRIT__");
+        assert_eq!(KAZOO_MUTEX.protected_prefix(&id), "6ba7b8109dad11d180b400c04fd430c8__lock__");
+    }
+
+    #[test]
+    fn the_kazoo_schema_orders_as_kazoo_and_ignores_curator_nodes() {
+        let children = ["b__lock__0000000002", "_c_x-lock-0000000000", "a__lock__0000000001", "c__rlock__0000000003"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(KAZOO_MUTEX.contenders(children), ["a__lock__0000000001", "b__lock__0000000002"]);
     }
 
     #[test]

@@ -61,6 +61,35 @@ impl Peer {
         Peer { name: name.to_owned(), child }
     }
 
+    /// Starts a kazoo participant (Debian's `python3-kazoo`, run by `/usr/bin/python3`), with
+    /// kazoo's `extra_lock_patterns`.
+    pub fn kazoo(
+        name: &str,
+        connect: &str,
+        path: &str,
+        iterations: u32,
+        hold_ms: u64,
+        log: &Path,
+        extra_patterns: &[&str],
+    ) -> Peer {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/kazoo_locker.py");
+        let child = Command::new("/usr/bin/python3")
+            .arg(script)
+            .args([connect, path, &iterations.to_string(), &hold_ms.to_string()])
+            .arg(log)
+            .arg(name)
+            .args(extra_patterns)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start /usr/bin/python3 (install python3-kazoo: scripts/install-deps)");
+        Peer { name: name.to_owned(), child }
+    }
+
+    /// Whether the peer has exited.
+    pub fn has_exited(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_some()
+    }
+
     /// Waits for the peer to exit successfully, for at most `timeout`.
     pub fn wait_success(mut self, timeout: Duration) {
         let started = Instant::now();
