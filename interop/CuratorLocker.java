@@ -2,7 +2,10 @@
 // "enter NAME MODE" / "exit NAME MODE" lines to a shared log while holding it.
 //
 // java -cp <classes>:/usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar \
-//     CuratorLocker CONNECT PATH mutex|read|write ITERATIONS HOLD_MILLIS LOG NAME
+//     CuratorLocker CONNECT PATH MODE ITERATIONS HOLD_MILLIS LOG NAME
+//
+// MODE: mutex, read, write (InterProcessReadWriteLock), semaphore-mutex
+// (InterProcessSemaphoreMutex), or lease:N (one lease of an InterProcessSemaphoreV2 of N).
 
 import java.io.FileOutputStream;
 import java.io.IOException;
@@ -14,6 +17,9 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.RetryNTimes;
 
 public class CuratorLocker {
@@ -29,12 +35,19 @@ public class CuratorLocker {
             System.err.println("cannot connect to " + connect);
             System.exit(3);
         }
-        InterProcessLock lock = switch (mode) {
-            case "mutex" -> new InterProcessMutex(client, path);
-            case "read" -> new InterProcessReadWriteLock(client, path).readLock();
-            case "write" -> new InterProcessReadWriteLock(client, path).writeLock();
-            default -> throw new IllegalArgumentException("mode: mutex, read or write");
-        };
+        InterProcessLock lock;
+        if (mode.startsWith("lease:")) {
+            lock = leaseLock(new InterProcessSemaphoreV2(client, path, Integer.parseInt(mode.substring(6))));
+            mode = "lease";
+        } else {
+            lock = switch (mode) {
+                case "mutex" -> new InterProcessMutex(client, path);
+                case "read" -> new InterProcessReadWriteLock(client, path).readLock();
+                case "write" -> new InterProcessReadWriteLock(client, path).writeLock();
+                case "semaphore-mutex" -> new InterProcessSemaphoreMutex(client, path);
+                default -> throw new IllegalArgumentException("mode: mutex, read, write, semaphore-mutex, lease:N");
+            };
+        }
         // Append mode: every line is one O_APPEND write, ordered with the other participants'.
         try (FileOutputStream out = new FileOutputStream(log, true)) {
             for (int i = 0; i < iterations; i++) {
@@ -49,6 +62,24 @@ public class CuratorLocker {
             }
         }
         client.close();
+    }
+
+    /** One lease of a semaphore, seen as a lock. */
+    private static InterProcessLock leaseLock(InterProcessSemaphoreV2 semaphore) {
+        return new InterProcessLock() {
+            private Lease lease;
+
+            public void acquire() throws Exception { lease = semaphore.acquire(); }
+
+            public boolean acquire(long time, TimeUnit unit) throws Exception {
+                lease = semaphore.acquire(time, unit);
+                return lease != null;
+            }
+
+            public void release() throws Exception { semaphore.returnLease(lease); lease = null; }
+
+            public boolean isAcquiredInThisProcess() { return lease != null; }
+        };
     }
 
     private static void append(FileOutputStream out, String line) throws IOException {

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::internals::loss::watch_node;
-use crate::internals::node::{delete_node, Deleted};
+use crate::internals::node::{delete_in_background, delete_released};
 use crate::internals::retry::ended_session;
 use crate::owner::Owner;
 use crate::participant::{Hold, Participant};
@@ -65,18 +65,10 @@ impl LockGuard {
         };
         if let Some(reason) = lost {
             // Do not wait on a session that may be gone; the node goes with it at the latest.
-            delete_in_background(&self.participant, node);
+            delete_in_background(&self.participant.client, node);
             return Err(Error::LockLost(reason));
         }
-        let client = self.participant.client.clone();
-        let deletion = tokio::spawn(async move { delete_node(&client, &node).await.map(|deleted| (deleted, node)) });
-        match deletion.await {
-            Ok(Ok((Deleted::ByUs, _))) => Ok(()),
-            Ok(Ok((Deleted::AlreadyGone, node))) => Err(Error::LockNodeDeleted { path: node.to_string() }),
-            Ok(Err(err)) => Err(err),
-            // Only a runtime shutting down cancels the task; the node goes with the session.
-            Err(_) => Err(Error::SessionClosed),
-        }
+        delete_released(&self.participant.client, &node).await
     }
 
     /// Whether the lock is still held, as far as this process knows.
@@ -137,24 +129,7 @@ impl Drop for LockGuard {
             return;
         }
         if let Some(node) = self.participant.leave(self.owner, self.hold.id) {
-            delete_in_background(&self.participant, node);
+            delete_in_background(&self.participant.client, node);
         }
     }
-}
-
-/// Deletes a released node in a spawned task; failures are logged.
-fn delete_in_background(participant: &Participant, node: Arc<str>) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        tracing::warn!(node = %node, "lock released outside a tokio runtime; the node goes when the session ends");
-        return;
-    };
-    let client = participant.client.clone();
-    runtime.spawn(async move {
-        match delete_node(&client, &node).await {
-            Ok(_) | Err(Error::SessionExpired | Error::SessionClosed) => {}
-            Err(err) => {
-                tracing::warn!(node = %node, error = %err, "could not delete a released lock node")
-            }
-        }
-    });
 }

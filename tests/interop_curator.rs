@@ -5,9 +5,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::interop::{append, check_log, Peer};
+use common::interop::{append, check_leases, check_log, Peer};
 use common::{connect, server, unique_path};
-use zklock::{InterProcessMutex, InterProcessReadWriteLock};
+use zklock::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
 
 const ITERATIONS: u32 = 15;
 const PEER_TIMEOUT: Duration = Duration::from_secs(180);
@@ -117,5 +117,67 @@ async fn curator_and_zklock_agree_on_the_holder_and_the_queue() {
     assert!(std::fs::read_to_string(&log).unwrap().contains("exit curator"));
     guard.release().await.unwrap();
     tokio::task::block_in_place(|| peer.wait_success(PEER_TIMEOUT));
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zklock_and_curator_semaphores_never_hold_more_than_max_leases() {
+    const LEASES: usize = 3;
+    let path = unique_path("curator-semaphore");
+    let log = temp_log("curator-semaphore");
+    let connect_string = server().connect_string();
+    let peers = [
+        Peer::curator("curator-1", &connect_string, &path, "lease:3", ITERATIONS, 30, &log),
+        Peer::curator("curator-2", &connect_string, &path, "lease:3", ITERATIONS, 30, &log),
+    ];
+    let mut rust = Vec::new();
+    for name in ["zklock-1", "zklock-2", "zklock-3"] {
+        let (path, log) = (path.clone(), log.clone());
+        rust.push(tokio::spawn(async move {
+            let client = connect().await;
+            let semaphore = InterProcessSemaphoreV2::new(&client, &path, LEASES as u32).unwrap();
+            for _ in 0..ITERATIONS {
+                let lease = semaphore.acquire_timeout(PEER_TIMEOUT).await.unwrap().expect("zklock starved");
+                append(&log, "enter", name, "lease");
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                append(&log, "exit", name, "lease");
+                lease.release().await.unwrap();
+            }
+        }));
+    }
+    for task in rust {
+        task.await.unwrap();
+    }
+    for peer in peers {
+        tokio::task::block_in_place(|| peer.wait_success(PEER_TIMEOUT));
+    }
+    let expected = [
+        ("curator-1", ITERATIONS),
+        ("curator-2", ITERATIONS),
+        ("zklock-1", ITERATIONS),
+        ("zklock-2", ITERATIONS),
+        ("zklock-3", ITERATIONS),
+    ];
+    let most = check_leases(&log, LEASES, &expected);
+    eprintln!("at most {most} leases held at once");
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zklock_and_curator_semaphore_mutexes_exclude_each_other() {
+    let path = unique_path("curator-semaphore-mutex");
+    let log = temp_log("curator-semaphore-mutex");
+    let peer = Peer::curator("curator", &server().connect_string(), &path, "semaphore-mutex", ITERATIONS, 5, &log);
+    let client = connect().await;
+    let mutex = InterProcessSemaphoreMutex::new(&client, &path).unwrap();
+    for _ in 0..ITERATIONS {
+        let lease = mutex.acquire_timeout(PEER_TIMEOUT).await.unwrap().expect("zklock starved");
+        append(&log, "enter", "zklock", "semaphore-mutex");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        append(&log, "exit", "zklock", "semaphore-mutex");
+        lease.release().await.unwrap();
+    }
+    tokio::task::block_in_place(|| peer.wait_success(PEER_TIMEOUT));
+    check_log(&log, &[("curator", ITERATIONS), ("zklock", ITERATIONS)]);
     let _ = std::fs::remove_file(&log);
 }

@@ -48,6 +48,8 @@ pub(crate) const WRITE_NAME: &str = "__WRIT__";
 
 /// `InterProcessMutex`: `_c_{uuid}-lock-{seq}`.
 pub(crate) const MUTEX: Schema = Schema { own_name: "lock-", names: &["lock-"], protection: Protection::Curator };
+/// Leases of `InterProcessSemaphoreV2`: `{path}/leases/_c_{uuid}-lease-{seq}`.
+pub(crate) const LEASE: Schema = Schema { own_name: "lease-", names: &["lease-"], protection: Protection::Curator };
 /// kazoo's `Lock`: `{hex32}__lock__{seq}`, ordered by the sequence after `__lock__`.
 pub(crate) const KAZOO_MUTEX: Schema =
     Schema { own_name: "__lock__", names: &["__lock__"], protection: Protection::Kazoo };

@@ -1,7 +1,7 @@
 //! How long an acquire may wait.
 
 use std::future::Future;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// How long an acquire is willing to wait for other holders.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,3 +30,7 @@ pub(crate) async fn within<F: Future>(deadline: Option<Instant>, future: F) -> O
         Some(deadline) => tokio::time::timeout_at(deadline.into(), future).await.ok(),
     }
 }
+
+/// How long a timed-out acquire may still spend deleting its node before it returns; past that
+/// (ZooKeeper unreachable) the deletion goes on in the background.
+pub(crate) const CLEANUP_AFTER_DEADLINE: Duration = Duration::from_millis(500);

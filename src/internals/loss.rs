@@ -69,7 +69,7 @@ impl HoldSignal {
         self.released_notify.notify_waiters();
     }
 
-    fn is_released(&self) -> bool {
+    pub(crate) fn is_released(&self) -> bool {
         self.released.load(Ordering::SeqCst)
     }
 }

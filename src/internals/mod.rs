@@ -3,6 +3,7 @@
 //! talks to ZooKeeper.
 
 pub(crate) mod deadline;
+pub(crate) mod lease;
 pub(crate) mod loss;
 pub(crate) mod node;
 pub(crate) mod queue;

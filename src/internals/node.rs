@@ -3,6 +3,10 @@
 
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
 
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::deadline::{within, CLEANUP_AFTER_DEADLINE};
 use super::queue::QueueSpec;
 use super::retry::{is_connection_loss, retry_on_connection_loss};
 use crate::driver::naming::sequential_name;
@@ -138,6 +142,36 @@ pub(crate) async fn delete_node(client: &Client, path: &str) -> Result<Deleted> 
     }
 }
 
+/// Deletes a released node and reports how it went: the guards' `release`.
+///
+/// The delete runs in a spawned task, so that dropping the caller's future cannot leave the node
+/// behind.
+pub(crate) async fn delete_released(client: &Client, node: &Arc<str>) -> Result<()> {
+    let (client, task_node) = (client.clone(), Arc::clone(node));
+    match tokio::spawn(async move { delete_node(&client, &task_node).await }).await {
+        Ok(Ok(Deleted::ByUs)) => Ok(()),
+        Ok(Ok(Deleted::AlreadyGone)) => Err(Error::LockNodeDeleted { path: node.to_string() }),
+        Ok(Err(err)) => Err(err),
+        // Only a runtime shutting down cancels the task; the node goes with the session.
+        Err(_) => Err(Error::SessionClosed),
+    }
+}
+
+/// Deletes a released node in a spawned task; failures are logged: a guard's `Drop`.
+pub(crate) fn delete_in_background(client: &Client, node: Arc<str>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!(node = %node, "released outside a tokio runtime; the node goes when the session ends");
+        return;
+    };
+    let client = client.clone();
+    runtime.spawn(async move {
+        match delete_node(&client, &node).await {
+            Ok(_) | Err(Error::SessionExpired | Error::SessionClosed) => {}
+            Err(err) => tracing::warn!(node = %node, error = %err, "could not delete a released node"),
+        }
+    });
+}
+
 /// What may exist of our node, as far as the acquire got.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Trace {
@@ -173,6 +207,23 @@ impl NodeCleanup {
     /// The node now belongs to a guard: nothing to clean up.
     pub(crate) fn disarm(&mut self) {
         self.trace = Trace::Nothing;
+    }
+
+    /// Ends an acquire: a node we hold now belongs to its guard; on timeout or error, what may
+    /// exist of our node is deleted, spending at most [`CLEANUP_AFTER_DEADLINE`] past a deadline
+    /// (an unfinished cleanup goes on in the background, from `Drop`).
+    pub(crate) async fn settle(
+        &mut self,
+        outcome: Result<Option<LockNode>>,
+        deadline: Option<Instant>,
+    ) -> Result<Option<LockNode>> {
+        if let Ok(Some(_)) = &outcome {
+            self.disarm();
+        } else {
+            let grace = deadline.map(|_| Instant::now() + CLEANUP_AFTER_DEADLINE);
+            within(grace, self.run()).await;
+        }
+        outcome
     }
 
     /// Deletes what may exist of our node. Failures are logged: a session that ended took the

@@ -1,7 +1,5 @@
 //! Taking a place in a lock queue and waiting for our turn.
 
-use std::time::{Duration, Instant};
-
 use zookeeper_client::{Acl, Client, Error as ZkError, EventType, SessionState};
 
 use super::deadline::{within, Patience};
@@ -24,14 +22,10 @@ pub(crate) struct QueueSpec<'a> {
     pub(crate) acls: &'a [Acl],
 }
 
-/// How long a timed-out acquire may still spend deleting its node before it returns; past
-/// that (ZooKeeper unreachable) the deletion goes on in the background.
-const CLEANUP_AFTER_DEADLINE: Duration = Duration::from_millis(500);
-
 /// Puts a node of ours in the queue and waits until the rule lets it hold.
 ///
 /// Returns `Ok(None)` when `patience` runs out; our node is deleted before that returns (when
-/// ZooKeeper answers within [`CLEANUP_AFTER_DEADLINE`]), and before an error returns. If our node
+/// ZooKeeper answers within `CLEANUP_AFTER_DEADLINE`), and before an error returns. If our node
 /// is deleted by someone else while we wait, we queue again with a new node, as Curator does.
 ///
 /// # Cancel safety
@@ -52,21 +46,11 @@ pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Resu
             Some(Err(err)) => Err(err),
         };
         match outcome {
-            Ok(Some(node)) => {
-                cleanup.disarm();
-                return Ok(Some(node));
-            }
             // Our node went while we waited, but the session lives: queue again.
             Err(Error::LockNodeDeleted { path }) if ended_session(spec.client).is_none() => {
                 tracing::debug!(node = %path, "our queue node was deleted while waiting; queueing again");
             }
-            other => {
-                // Bounded, so a timed acquire returns even when ZooKeeper is unreachable; an
-                // unfinished cleanup is finished by its Drop in the background.
-                let grace = deadline.map(|_| Instant::now() + CLEANUP_AFTER_DEADLINE);
-                within(grace, cleanup.run()).await;
-                return other;
-            }
+            other => return cleanup.settle(other, deadline).await,
         }
     }
 }

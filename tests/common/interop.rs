@@ -117,6 +117,34 @@ pub fn append(log: &Path, event: &str, name: &str, mode: &str) {
     file.write_all(format!("{event} {name} {mode}\n").as_bytes()).unwrap();
 }
 
+/// Checks a log of `lease` entries: never more than `max_leases` holders at once, and every
+/// participant entered as often as expected. Returns the most holders seen at once.
+pub fn check_leases(log: &Path, max_leases: usize, expected_entries: &[(&str, u32)]) -> usize {
+    let text = std::fs::read_to_string(log).unwrap();
+    let mut holders: HashMap<String, u32> = HashMap::new();
+    let mut entries: HashMap<String, u32> = HashMap::new();
+    let mut most = 0;
+    for (number, line) in text.lines().enumerate() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let [event, name, _] = fields[..] else { panic!("bad log line {number}: {line:?}") };
+        match event {
+            "enter" => {
+                *holders.entry(name.to_owned()).or_default() += 1;
+                *entries.entry(name.to_owned()).or_default() += 1;
+                let held: u32 = holders.values().sum();
+                assert!(held as usize <= max_leases, "line {number}: {held} leases held at once\n{text}");
+                most = most.max(held as usize);
+            }
+            "exit" => *holders.get_mut(name).expect("exit without enter") -= 1,
+            _ => panic!("bad log line {number}: {line:?}"),
+        }
+    }
+    for (name, count) in expected_entries {
+        assert_eq!(entries.get(*name).copied().unwrap_or(0), *count, "entries of {name}");
+    }
+    most
+}
+
 /// Checks the shared log: writers (and mutex holders) were alone, readers only shared with
 /// readers, and every participant entered as often as expected. Returns the number of times
 /// readers held together, to show that sharing happened.

@@ -1,0 +1,236 @@
+//! `InterProcessSemaphoreV2`: a counting semaphore shared through ZooKeeper.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zookeeper_client::{Acl, Acls, Client};
+
+use crate::driver::decide::Rule;
+use crate::driver::naming::LEASE;
+use crate::driver::path::validate_lock_path;
+use crate::internals::deadline::Patience;
+use crate::internals::lease::take_lease;
+use crate::internals::loss::SessionWatch;
+use crate::internals::queue::{queue_order, QueueSpec};
+use crate::internals::retry::ended_session;
+use crate::{Error, InterProcessMutex, Lease, LossPolicy, Result};
+
+/// A counting semaphore: at most `max_leases` leases are held at once by every process that
+/// uses the same ZooKeeper path; Apache Curator's `InterProcessSemaphoreV2`, wire-compatible.
+///
+/// Layout, as Curator's: `{path}/locks` is an [`InterProcessMutex`] that lease takers hold while
+/// they take their leases, and each lease is an ephemeral node
+/// `{path}/leases/_c_{uuid}-lease-{seq}`. A taker holding the mutex creates its lease node, and
+/// waits while the leases directory has more than `max_leases` children. Every participant must
+/// use the same `max_leases` (as with Curator).
+///
+/// Leases are not reentrant: each acquire takes new leases. A crashed holder's leases vanish
+/// with its session. Every acquire is cancel safe: a dropped future leaves no lease node and
+/// releases the mutex.
+///
+/// # Examples
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// // At most three exports run at once, cluster-wide.
+/// let exports = zklock::InterProcessSemaphoreV2::new(&client, "/app/semaphores/exports", 3)?;
+/// let lease = exports.acquire().await?;
+/// // ... run one export ...
+/// lease.release().await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct InterProcessSemaphoreV2 {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Client,
+    path: String,
+    leases_path: String,
+    max_leases: u32,
+    lock: InterProcessMutex,
+    data: Vec<u8>,
+    acls: Vec<Acl>,
+    session_watch: Arc<SessionWatch>,
+}
+
+impl InterProcessSemaphoreV2 {
+    /// Makes a semaphore of `max_leases` on `path`. Sends nothing to ZooKeeper.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidOptions`] when `max_leases` is 0.
+    pub fn new(client: &Client, path: &str, max_leases: u32) -> Result<Self> {
+        validate_lock_path(path)?;
+        if max_leases == 0 {
+            return Err(Error::InvalidOptions("a semaphore needs at least one lease"));
+        }
+        let lock = InterProcessMutex::new(client, &format!("{path}/locks"))?;
+        Ok(InterProcessSemaphoreV2 {
+            inner: Arc::new(Inner {
+                client: client.clone(),
+                path: path.to_owned(),
+                leases_path: format!("{path}/leases"),
+                max_leases,
+                lock,
+                data: Vec::new(),
+                acls: Acls::anyone_all().to_vec(),
+                session_watch: SessionWatch::for_client(client, LossPolicy::default()),
+            }),
+        })
+    }
+
+    /// Takes one lease, waiting as long as it takes.
+    ///
+    /// # Errors
+    /// [`Error::SessionExpired`], [`Error::SessionClosed`], [`Error::ZooKeeper`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped future leaves no lease node and releases the semaphore's mutex.
+    pub async fn acquire(&self) -> Result<Lease> {
+        loop {
+            if let Some(mut leases) = self.acquire_with(1, Patience::Forever).await? {
+                if let Some(lease) = leases.pop() {
+                    return Ok(lease);
+                }
+            }
+        }
+    }
+
+    /// Takes `quantity` leases at once, all or none, waiting as long as it takes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOptions`] when `quantity` is 0 or more than the semaphore has; otherwise as
+    /// [`Self::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Self::acquire`].
+    pub async fn acquire_many(&self, quantity: u32) -> Result<Vec<Lease>> {
+        loop {
+            if let Some(leases) = self.acquire_with(quantity, Patience::Forever).await? {
+                return Ok(leases);
+            }
+        }
+    }
+
+    /// Takes one lease, giving up after `timeout` (`Ok(None)`, with nothing left behind).
+    ///
+    /// # Errors
+    /// As [`Self::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Self::acquire`].
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Lease>> {
+        Ok(self.acquire_many_timeout(1, timeout).await?.and_then(|mut leases| leases.pop()))
+    }
+
+    /// Takes `quantity` leases, all or none, giving up after `timeout` (`Ok(None)`; leases taken
+    /// so far are returned first).
+    ///
+    /// # Errors
+    /// As [`Self::acquire_many`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Self::acquire`].
+    pub async fn acquire_many_timeout(&self, quantity: u32, timeout: Duration) -> Result<Option<Vec<Lease>>> {
+        let patience = match Instant::now().checked_add(timeout) {
+            _ if timeout.is_zero() => Patience::NoWait,
+            Some(deadline) => Patience::Until(deadline),
+            None => Patience::Forever,
+        };
+        self.acquire_with(quantity, patience).await
+    }
+
+    /// Takes one lease only if one is free now; never waits for other holders.
+    ///
+    /// # Errors
+    /// As [`Self::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Self::acquire`].
+    pub async fn try_acquire(&self) -> Result<Option<Lease>> {
+        Ok(self.acquire_with(1, Patience::NoWait).await?.and_then(|mut leases| leases.pop()))
+    }
+
+    /// The semaphore's path.
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// How many leases the semaphore has.
+    pub fn max_leases(&self) -> u32 {
+        self.inner.max_leases
+    }
+
+    /// The full paths of the lease nodes held now, oldest first.
+    ///
+    /// # Errors
+    /// [`Error::SessionExpired`], [`Error::SessionClosed`] or [`Error::ZooKeeper`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<String>> {
+        queue_order(&self.inner.client, &self.inner.leases_path, LEASE).await
+    }
+
+    async fn acquire_with(&self, quantity: u32, patience: Patience) -> Result<Option<Vec<Lease>>> {
+        let inner = &self.inner;
+        if quantity == 0 || quantity > inner.max_leases {
+            return Err(Error::InvalidOptions("the quantity of leases must be between 1 and max_leases"));
+        }
+        if let Some(ended) = ended_session(&inner.client) {
+            return Err(ended);
+        }
+        let guard = match patience {
+            Patience::Forever => Some(inner.lock.acquire().await?),
+            Patience::Until(deadline) => {
+                inner.lock.acquire_timeout(deadline.saturating_duration_since(Instant::now())).await?
+            }
+            Patience::NoWait => inner.lock.try_acquire().await?,
+        };
+        let Some(guard) = guard else { return Ok(None) };
+        let spec = QueueSpec {
+            client: &inner.client,
+            lock_path: &inner.leases_path,
+            schema: LEASE,
+            rule: Rule::FirstN(inner.max_leases as usize),
+            data: &inner.data,
+            acls: &inner.acls,
+        };
+        let mut leases = Vec::with_capacity(quantity as usize);
+        let mut outcome = Ok(true);
+        while leases.len() < quantity as usize {
+            match take_lease(&spec, inner.max_leases as usize, patience).await {
+                Ok(Some(node)) => leases.push(Lease::new(&inner.client, node, &inner.session_watch)),
+                Ok(None) => outcome = Ok(false),
+                Err(err) => outcome = Err(err),
+            }
+            if !matches!(outcome, Ok(true)) {
+                break;
+            }
+        }
+        if !matches!(outcome, Ok(true)) {
+            // All or none: return what was taken before giving up.
+            for lease in leases.drain(..) {
+                let _ = lease.release().await;
+            }
+        }
+        if let Err(err) = guard.release().await {
+            tracing::warn!(path = %inner.path, error = %err, "could not release the semaphore's mutex");
+        }
+        outcome.map(|complete| complete.then_some(leases))
+    }
+}
+
+impl fmt::Debug for InterProcessSemaphoreV2 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InterProcessSemaphoreV2")
+            .field("path", &self.inner.path)
+            .field("max_leases", &self.inner.max_leases)
+            .finish()
+    }
+}

@@ -1,0 +1,109 @@
+//! InterProcessSemaphoreV2 and InterProcessSemaphoreMutex: Curator's layout, never more leases
+//! than allowed, all-or-none, not reentrant where Curator's is not.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{children, connect, unique_path};
+use zklock::{Error, InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn never_more_leases_than_the_semaphore_has() {
+    const LEASES: u32 = 3;
+    let path = unique_path("semaphore");
+    let held = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let (path, held, most) = (path.clone(), held.clone(), most.clone());
+        tasks.push(tokio::spawn(async move {
+            let client = connect().await;
+            let semaphore = InterProcessSemaphoreV2::new(&client, &path, LEASES).unwrap();
+            for _ in 0..4 {
+                let lease = semaphore.acquire().await.unwrap();
+                let now = held.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                held.fetch_sub(1, Ordering::SeqCst);
+                lease.release().await.unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let most = most.load(Ordering::SeqCst);
+    assert!(most <= LEASES as usize, "{most} leases at once");
+    assert!(most >= 2, "leases were never shared ({most})");
+    let client = connect().await;
+    assert!(children(&client, &format!("{path}/leases")).await.is_empty());
+}
+
+#[tokio::test]
+async fn leases_follow_curators_layout_and_several_are_all_or_none() {
+    let path = unique_path("semaphore-many");
+    let client = connect().await;
+    let semaphore = InterProcessSemaphoreV2::new(&client, &path, 3).unwrap();
+    let two = semaphore.acquire_many(2).await.unwrap();
+    assert_eq!(two.len(), 2);
+    for lease in &two {
+        let name = lease.node_path().strip_prefix(&format!("{path}/leases/")).expect("under leases/");
+        assert!(name.starts_with("_c_") && name.contains("-lease-"), "{name}");
+    }
+    assert_eq!(semaphore.participants().await.unwrap().len(), 2);
+    // Two more do not fit: none is taken, and the one that fit is returned.
+    let other_client = connect().await;
+    let other = InterProcessSemaphoreV2::new(&other_client, &path, 3).unwrap();
+    assert!(other.acquire_many_timeout(2, Duration::from_millis(300)).await.unwrap().is_none());
+    assert_eq!(children(&client, &format!("{path}/leases")).await.len(), 2);
+    let one = other.try_acquire().await.unwrap().expect("one lease is free");
+    assert!(other.try_acquire().await.unwrap().is_none(), "all three are taken");
+    assert!(matches!(other.acquire_many(4).await, Err(Error::InvalidOptions(_))));
+    assert!(matches!(other.acquire_many(0).await, Err(Error::InvalidOptions(_))));
+    assert!(matches!(InterProcessSemaphoreV2::new(&client, &path, 0), Err(Error::InvalidOptions(_))));
+    one.release().await.unwrap();
+    for lease in two {
+        lease.release().await.unwrap();
+    }
+    assert!(children(&client, &format!("{path}/leases")).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_cancelled_lease_acquire_leaves_nothing_behind() {
+    let path = unique_path("semaphore-cancel");
+    let client = connect().await;
+    let semaphore = InterProcessSemaphoreV2::new(&client, &path, 1).unwrap();
+    let held = semaphore.acquire().await.unwrap();
+    for micros in [0, 100, 1_000, 5_000, 50_000] {
+        let outcome = tokio::time::timeout(Duration::from_micros(micros), semaphore.acquire()).await;
+        assert!(outcome.is_err());
+    }
+    common::wait_for_children(&client, &format!("{path}/leases"), 1).await;
+    common::wait_for_children(&client, &format!("{path}/locks"), 0).await;
+    held.release().await.unwrap();
+    semaphore.try_acquire().await.unwrap().expect("free again").release().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_semaphore_mutex_is_not_reentrant_but_its_lease_can_move() {
+    let path = unique_path("semaphore-mutex");
+    let client = connect().await;
+    let mutex = InterProcessSemaphoreMutex::new(&client, &path).unwrap();
+    let lease = mutex.acquire().await.unwrap();
+    assert!(matches!(mutex.acquire().await, Err(Error::WouldDeadlock(_))));
+    assert!(matches!(mutex.try_acquire().await, Err(Error::WouldDeadlock(_))));
+    // Another task is not the holder: it waits, and gets it once the lease is returned.
+    let other = mutex.clone();
+    let waiting =
+        tokio::spawn(async move { other.acquire_timeout(Duration::from_secs(10)).await.map(|l| l.is_some()) });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiting.is_finished());
+    // The lease is released from a task that never acquired it.
+    tokio::spawn(lease.release()).await.unwrap().unwrap();
+    assert!(waiting.await.unwrap().unwrap());
+    let again = mutex.try_acquire().await.unwrap().expect("free after release");
+    again.release().await.unwrap();
+}
