@@ -97,6 +97,21 @@ impl LockGuard {
         self.hold.signal.lost().await
     }
 
+    /// Resolves when another participant asks this holder to give the lock up, through
+    /// [`revoke`](crate::revoke) or Curator's `Revoker.attemptRevoke` (which write `__REVOKE__`
+    /// into the lock node). Revocation is cooperative: nothing is taken away; the holder decides
+    /// to finish and release. Stays pending while nobody asks.
+    ///
+    /// The first call sets the watch on the lock node, as [`lost`](Self::lost) does (one request,
+    /// shared by both).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn revocation_requested(&self) {
+        watch_node(&self.participant.client, &self.hold.node_path, &self.hold.signal);
+        self.hold.signal.revocation_requested().await
+    }
+
     /// The full path of the lock node.
     pub fn node_path(&self) -> &str {
         &self.hold.node_path

@@ -63,6 +63,16 @@ impl Lease {
         delete_released(&self.client, &self.node_path).await
     }
 
+    /// Resolves when someone asks for the lease back; see
+    /// [`LockGuard::revocation_requested`](crate::LockGuard::revocation_requested).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn revocation_requested(&self) {
+        watch_node(&self.client, &self.node_path, &self.signal);
+        self.signal.revocation_requested().await
+    }
+
     pub(crate) fn signal(&self) -> std::sync::Weak<HoldSignal> {
         Arc::downgrade(&self.signal)
     }

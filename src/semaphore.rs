@@ -12,9 +12,9 @@ use crate::driver::path::validate_lock_path;
 use crate::internals::deadline::Patience;
 use crate::internals::lease::take_lease;
 use crate::internals::loss::SessionWatch;
-use crate::internals::queue::{queue_order, QueueSpec};
+use crate::internals::queue::{queue_order, queue_with_data, QueueSpec};
 use crate::internals::retry::ended_session;
-use crate::{Error, InterProcessMutex, Lease, LossPolicy, Result};
+use crate::{Error, InterProcessMutex, Lease, LossPolicy, ParticipantNode, Result};
 
 /// A counting semaphore: at most `max_leases` leases are held at once by every process that
 /// uses the same ZooKeeper path; Apache Curator's `InterProcessSemaphoreV2`, wire-compatible.
@@ -175,6 +175,17 @@ impl InterProcessSemaphoreV2 {
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<String>> {
         queue_order(&self.inner.client, &self.inner.leases_path, LEASE).await
+    }
+
+    /// Like [`participants`](Self::participants), with each lease node's data.
+    ///
+    /// # Errors
+    /// As [`participants`](Self::participants).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn participants_with_data(&self) -> Result<Vec<ParticipantNode>> {
+        queue_with_data(&self.inner.client, &self.inner.leases_path, LEASE).await
     }
 
     async fn acquire_with(&self, quantity: u32, patience: Patience) -> Result<Option<Vec<Lease>>> {

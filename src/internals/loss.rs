@@ -12,6 +12,9 @@ use zookeeper_client::{Client, Error as ZkError, EventType, SessionState, StateW
 use super::retry::retry_on_connection_loss;
 use crate::{LossPolicy, LossReason};
 
+/// What Curator's `Revoker.attemptRevoke` writes into a lock node to ask its holder to let go.
+pub(crate) const REVOKE_MARKER: &[u8] = b"__REVOKE__";
+
 /// How long a lock is held before the watch on its node is set without being asked for: short
 /// critical sections never pay for it; long ones learn of a deleted node within this time plus
 /// a round trip.
@@ -21,6 +24,8 @@ pub(crate) const NODE_WATCH_DELAY: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub(crate) struct HoldSignal {
     loss: watch::Sender<Option<LossReason>>,
+    /// Someone asked the holder to give the lock up (Curator's revocation).
+    revoke: watch::Sender<bool>,
     released: AtomicBool,
     released_notify: Notify,
     node_watch_started: AtomicBool,
@@ -30,6 +35,7 @@ impl HoldSignal {
     pub(crate) fn new() -> Arc<Self> {
         Arc::new(HoldSignal {
             loss: watch::Sender::new(None),
+            revoke: watch::Sender::new(false),
             released: AtomicBool::new(false),
             released_notify: Notify::new(),
             node_watch_started: AtomicBool::new(false),
@@ -63,6 +69,13 @@ impl HoldSignal {
         }
     }
 
+    /// Resolves once someone has asked for the lock back.
+    pub(crate) async fn revocation_requested(&self) {
+        let mut receiver = self.revoke.subscribe();
+        // The sender lives in `self`, so wait_for only returns once it is true.
+        let _ = receiver.wait_for(|requested| *requested).await;
+    }
+
     /// Our own release is deleting the node: its deletion is not a loss.
     pub(crate) fn mark_released(&self) {
         self.released.store(true, Ordering::SeqCst);
@@ -88,7 +101,12 @@ pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<Hol
     runtime.spawn(async move {
         loop {
             let watcher = match retry_on_connection_loss(|| client.get_and_watch_data(&node_path)).await {
-                Ok((_data, _stat, watcher)) => watcher,
+                Ok((data, _stat, watcher)) => {
+                    if data == REVOKE_MARKER {
+                        signal.revoke.send_replace(true);
+                    }
+                    watcher
+                }
                 Err(ZkError::NoNode) => return signal.mark_lost(LossReason::NodeDeleted),
                 Err(ZkError::SessionExpired) => return signal.mark_lost(LossReason::SessionExpired),
                 Err(ZkError::ClientClosed | ZkError::AuthFailed) => return signal.mark_lost(LossReason::SessionClosed),
@@ -99,7 +117,7 @@ pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<Hol
                 (EventType::NodeDeleted, _) => return signal.mark_lost(LossReason::NodeDeleted),
                 (EventType::Session, SessionState::Expired) => return signal.mark_lost(LossReason::SessionExpired),
                 (EventType::Session, _) => return signal.mark_lost(LossReason::SessionClosed),
-                // Data written to our node (a revocation request, say): watch again.
+                // Data written to our node (a revocation request, say): read it and watch again.
                 _ if signal.is_released() => return,
                 _ => {}
             }

@@ -1,13 +1,13 @@
 //! Taking a place in a lock queue and waiting for our turn.
 
-use zookeeper_client::{Acl, Client, Error as ZkError, EventType, SessionState};
+use zookeeper_client::{Acl, Client, Error as ZkError, EventType, MultiReadResult, SessionState};
 
 use super::deadline::{within, Patience};
 use super::node::{create_and_list, list_children, LockNode, NodeCleanup};
 use super::retry::{ended_session, retry_on_connection_loss};
 use crate::driver::decide::{decide, Decision, Rule};
 use crate::driver::naming::Schema;
-use crate::{Error, Result};
+use crate::{Error, ParticipantNode, Result};
 
 /// Which queue, and how our node in it looks.
 #[derive(Debug)]
@@ -62,6 +62,32 @@ pub(crate) async fn queue_order(client: &Client, lock_path: &str, schema: Schema
         other => other?,
     };
     Ok(schema.contenders(children).into_iter().map(|child| format!("{lock_path}/{child}")).collect())
+}
+
+/// The queue of `lock_path` with each node's data, holder first: one list, then one multi-read
+/// for every node's data. Nodes that go between the two are left out.
+pub(crate) async fn queue_with_data(client: &Client, lock_path: &str, schema: Schema) -> Result<Vec<ParticipantNode>> {
+    let paths = queue_order(client, lock_path, schema).await?;
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let results = retry_on_connection_loss(|| async {
+        let mut reader = client.new_multi_reader();
+        for path in &paths {
+            reader.add_get_data(path)?;
+        }
+        reader.commit().await
+    })
+    .await
+    .map_err(Error::on("read", lock_path))?;
+    Ok(paths
+        .into_iter()
+        .zip(results)
+        .filter_map(|(path, result)| match result {
+            MultiReadResult::Data { data, .. } => Some(ParticipantNode { path, data }),
+            _ => None,
+        })
+        .collect())
 }
 
 #[derive(Debug)]

@@ -1,0 +1,172 @@
+//! `InterProcessMultiLock`: several locks taken as one, all or none.
+
+use std::time::{Duration, Instant};
+
+use zookeeper_client::Client;
+
+use crate::{Error, InterProcessMutex, LockGuard, Result};
+
+/// Several locks acquired as one, all or none: Apache Curator's `InterProcessMultiLock`.
+///
+/// The locks are taken in the order given, each waiting its turn; if one cannot be had (time
+/// out, error), the ones already taken are released before the acquire returns. Every process
+/// that takes an overlapping set must take it in the same order (sort the paths, say), or two
+/// of them can each hold a part and wait for the other's for ever.
+///
+/// The locks are [`InterProcessMutex`]es (a read-write lock's sides are too), so each is
+/// reentrant and cancel safe; a dropped acquire future releases what it had taken.
+///
+/// # Examples
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let both = zklock::InterProcessMultiLock::from_paths(&client, &["/app/locks/account-1", "/app/locks/account-2"])?;
+/// let guard = both.acquire().await?;
+/// // ... move money between the two accounts ...
+/// guard.release().await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct InterProcessMultiLock {
+    locks: Vec<InterProcessMutex>,
+}
+
+/// The guard of an [`InterProcessMultiLock`]: one [`LockGuard`] per lock, released together.
+#[must_use = "the locks are released as soon as the guard is dropped"]
+#[derive(Debug)]
+pub struct MultiLockGuard {
+    guards: Vec<LockGuard>,
+}
+
+impl InterProcessMultiLock {
+    /// Takes these locks as one, in this order. Sends nothing to ZooKeeper.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOptions`] when `locks` is empty.
+    pub fn new(locks: Vec<InterProcessMutex>) -> Result<Self> {
+        if locks.is_empty() {
+            return Err(Error::InvalidOptions("a multi-lock needs at least one lock"));
+        }
+        Ok(InterProcessMultiLock { locks })
+    }
+
+    /// A multi-lock of one new [`InterProcessMutex`] per path, in this order.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidOptions`] when `paths` is empty.
+    pub fn from_paths(client: &Client, paths: &[&str]) -> Result<Self> {
+        Self::new(paths.iter().map(|path| InterProcessMutex::new(client, path)).collect::<Result<_>>()?)
+    }
+
+    /// The locks, in acquisition order.
+    pub fn locks(&self) -> &[InterProcessMutex] {
+        &self.locks
+    }
+
+    /// Acquires every lock, waiting as long as it takes.
+    ///
+    /// # Errors
+    /// The first error of any lock (see [`InterProcessMutex::acquire`]); the locks already taken
+    /// are released first.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the guards taken so far are dropped, which releases them in the background,
+    /// and the lock being acquired leaves no node.
+    pub async fn acquire(&self) -> Result<MultiLockGuard> {
+        let mut guards = Vec::with_capacity(self.locks.len());
+        for lock in &self.locks {
+            match lock.acquire().await {
+                Ok(guard) => guards.push(guard),
+                Err(err) => {
+                    // Already logged; the acquire's own outcome is what the caller needs.
+                    let _ = release_all(guards).await;
+                    return Err(err);
+                }
+            }
+        }
+        Ok(MultiLockGuard { guards })
+    }
+
+    /// Acquires every lock within `timeout` in all: `Ok(None)` when time runs out, after the
+    /// locks already taken are released.
+    ///
+    /// # Errors
+    /// As [`Self::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Self::acquire`].
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<MultiLockGuard>> {
+        let deadline = Instant::now().checked_add(timeout);
+        let mut guards = Vec::with_capacity(self.locks.len());
+        for lock in &self.locks {
+            let outcome = match deadline {
+                Some(deadline) => lock.acquire_timeout(deadline.saturating_duration_since(Instant::now())).await,
+                None => lock.acquire().await.map(Some),
+            };
+            match outcome {
+                Ok(Some(guard)) => guards.push(guard),
+                other => {
+                    // Already logged; the acquire's own outcome is what the caller needs.
+                    let _ = release_all(guards).await;
+                    return other.map(|_| None);
+                }
+            }
+        }
+        Ok(Some(MultiLockGuard { guards }))
+    }
+
+    /// Acquires every lock only if each is free now: `Ok(None)` otherwise, with nothing held.
+    ///
+    /// # Errors
+    /// As [`Self::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Self::acquire`].
+    pub async fn try_acquire(&self) -> Result<Option<MultiLockGuard>> {
+        self.acquire_timeout(Duration::ZERO).await
+    }
+
+    /// Whether the current task holds every lock.
+    pub fn is_acquired_by_current_task(&self) -> bool {
+        self.locks.iter().all(InterProcessMutex::is_acquired_by_current_task)
+    }
+}
+
+impl MultiLockGuard {
+    /// Releases every lock, in reverse order of acquisition, and reports the first error (every
+    /// lock is released in this process whatever happens; see [`LockGuard::release`]).
+    ///
+    /// # Errors
+    /// The first error of [`LockGuard::release`] among the locks.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: guards not yet released are dropped, which releases them in the background.
+    pub async fn release(self) -> Result<()> {
+        release_all(self.guards).await
+    }
+
+    /// The guards, one per lock, in acquisition order.
+    pub fn guards(&self) -> &[LockGuard] {
+        &self.guards
+    }
+
+    /// Whether every lock is still held; see [`LockGuard::is_held`].
+    pub fn is_held(&self) -> bool {
+        self.guards.iter().all(LockGuard::is_held)
+    }
+}
+
+/// Releases in reverse order; returns the first error.
+async fn release_all(guards: Vec<LockGuard>) -> Result<()> {
+    let mut first_error = None;
+    for guard in guards.into_iter().rev() {
+        if let Err(err) = guard.release().await {
+            tracing::warn!(error = %err, "could not release one lock of a multi-lock");
+            first_error.get_or_insert(err);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}

@@ -1,0 +1,30 @@
+//! Asking a holder to give a lock up.
+
+use zookeeper_client::{Client, Error as ZkError};
+
+use crate::internals::loss::REVOKE_MARKER;
+use crate::internals::retry::retry_on_connection_loss;
+use crate::{Error, Result};
+
+/// Asks the holder of the lock node `node_path` (one of
+/// [`participants`](crate::InterProcessMutex::participants)) to give the lock up, by writing
+/// `__REVOKE__` into the node, as Curator's `Revoker.attemptRevoke` does. A zklock holder sees it
+/// through [`LockGuard::revocation_requested`](crate::LockGuard::revocation_requested), a Curator
+/// holder through the listener of `makeRevocable`. Revocation is cooperative: the holder decides
+/// whether and when to release.
+///
+/// Returns `Ok(())` also when the node is already gone (the lock was released meanwhile).
+///
+/// # Errors
+/// [`Error::SessionExpired`], [`Error::SessionClosed`], or [`Error::ZooKeeper`] (for example
+/// `NoAuth` when the node's ACL does not let us write).
+///
+/// # Cancel safety
+/// The request is sent on the first poll; dropping the future after that may or may not have
+/// delivered it.
+pub async fn revoke(client: &Client, node_path: &str) -> Result<()> {
+    match retry_on_connection_loss(|| client.set_data(node_path, REVOKE_MARKER, None)).await {
+        Ok(_) | Err(ZkError::NoNode) => Ok(()),
+        Err(err) => Err(Error::zookeeper("revoke", node_path, err)),
+    }
+}
