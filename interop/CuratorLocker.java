@@ -5,11 +5,14 @@
 //     CuratorLocker CONNECT PATH MODE ITERATIONS HOLD_MILLIS LOG NAME
 //
 // MODE: mutex, read, write (InterProcessReadWriteLock), semaphore-mutex
-// (InterProcessSemaphoreMutex), or lease:N (one lease of an InterProcessSemaphoreV2 of N).
+// (InterProcessSemaphoreMutex), lease:N (one lease of an InterProcessSemaphoreV2 of N),
+// revocable (an InterProcessMutex made revocable: holds until asked to let go, at most
+// HOLD_MILLIS), or revoke (asks the holder of the lock node PATH to let go, and exits).
 
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
@@ -20,6 +23,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.RetryNTimes;
 
 public class CuratorLocker {
@@ -35,8 +39,18 @@ public class CuratorLocker {
             System.err.println("cannot connect to " + connect);
             System.exit(3);
         }
+        if (mode.equals("revoke")) {
+            Revoker.attemptRevoke(client, path);
+            client.close();
+            return;
+        }
+        CountDownLatch revoked = new CountDownLatch(1);
         InterProcessLock lock;
-        if (mode.startsWith("lease:")) {
+        if (mode.equals("revocable")) {
+            InterProcessMutex mutex = new InterProcessMutex(client, path);
+            mutex.makeRevocable(forLock -> revoked.countDown());
+            lock = mutex;
+        } else if (mode.startsWith("lease:")) {
             lock = leaseLock(new InterProcessSemaphoreV2(client, path, Integer.parseInt(mode.substring(6))));
             mode = "lease";
         } else {
@@ -56,7 +70,12 @@ public class CuratorLocker {
                     System.exit(2);
                 }
                 append(out, "enter " + name + " " + mode);
-                Thread.sleep(holdMillis);
+                if (mode.equals("revocable")) {
+                    boolean asked = revoked.await(holdMillis, TimeUnit.MILLISECONDS);
+                    append(out, (asked ? "revoked " : "unrevoked ") + name + " " + mode);
+                } else {
+                    Thread.sleep(holdMillis);
+                }
                 append(out, "exit " + name + " " + mode);
                 lock.release();
             }

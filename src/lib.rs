@@ -22,6 +22,10 @@
 //! # }
 //! ```
 //!
+//! The recipes: [`InterProcessMutex`], [`InterProcessReadWriteLock`], [`InterProcessSemaphoreV2`],
+//! [`InterProcessSemaphoreMutex`], [`InterProcessMultiLock`], and [`revoke`] to ask a holder to
+//! let go. [`NodeSchema::Kazoo`] makes a mutex share its lock with Python's kazoo instead.
+//!
 //! Runnable versions are in `examples/`; `scripts/example` starts a throwaway ZooKeeper for
 //! them. Every acquire is cancel safe, and [`LockGuard::fencing_token`] gives a strictly
 //! increasing token to fence the resources the lock protects.

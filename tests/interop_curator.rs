@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use common::interop::{append, check_leases, check_log, Peer};
 use common::{connect, server, unique_path};
-use zklock::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
+use zklock::{
+    revoke, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
+};
 
 const ITERATIONS: u32 = 15;
 const PEER_TIMEOUT: Duration = Duration::from_secs(180);
@@ -179,5 +181,33 @@ async fn zklock_and_curator_semaphore_mutexes_exclude_each_other() {
     }
     tokio::task::block_in_place(|| peer.wait_success(PEER_TIMEOUT));
     check_log(&log, &[("curator", ITERATIONS), ("zklock", ITERATIONS)]);
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revocation_requests_cross_between_zklock_and_curator() {
+    let path = unique_path("curator-revoke");
+    let log = temp_log("curator-revoke");
+    let connect_string = server().connect_string();
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+
+    // zklock asks a revocable Curator holder to let go, and gets the lock.
+    let holder = Peer::curator("curator", &connect_string, &path, "revocable", 1, 60_000, &log);
+    common::eventually("Curator holds the lock", || async {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.contains("enter"))
+    })
+    .await;
+    let curator_node = mutex.participants().await.unwrap()[0].clone();
+    revoke(&client, &curator_node).await.unwrap();
+    let guard = mutex.acquire_timeout(Duration::from_secs(30)).await.unwrap().expect("Curator let go");
+    tokio::task::block_in_place(|| holder.wait_success(PEER_TIMEOUT));
+    assert!(std::fs::read_to_string(&log).unwrap().contains("revoked curator"), "Curator heard the request");
+
+    // Curator's Revoker asks the zklock holder to let go.
+    let revoker = Peer::curator("revoker", &connect_string, guard.node_path(), "revoke", 0, 0, &log);
+    tokio::time::timeout(Duration::from_secs(30), guard.revocation_requested()).await.expect("request not heard");
+    tokio::task::block_in_place(|| revoker.wait_success(PEER_TIMEOUT));
+    guard.release().await.unwrap();
     let _ = std::fs::remove_file(&log);
 }
