@@ -7,7 +7,7 @@ use zookeeper_client::Client;
 
 use crate::internals::loss::HoldSignal;
 use crate::owner::Owner;
-use crate::{Error, InterProcessSemaphoreV2, Lease, Result};
+use crate::{Error, InterProcessSemaphoreV2, Lease, ParticipantNode, Result};
 
 /// A mutex that is **not** reentrant, shared through ZooKeeper: Apache Curator's
 /// `InterProcessSemaphoreMutex` (a semaphore of one lease), wire-compatible with it.
@@ -101,6 +101,14 @@ impl InterProcessSemaphoreMutex {
     /// As [`InterProcessSemaphoreV2::participants`].
     pub async fn participants(&self) -> Result<Vec<String>> {
         self.semaphore.participants().await
+    }
+
+    /// Like [`participants`](Self::participants), with the node's data.
+    ///
+    /// # Errors
+    /// As [`InterProcessSemaphoreV2::participants`].
+    pub async fn participants_with_data(&self) -> Result<Vec<ParticipantNode>> {
+        self.semaphore.participants_with_data().await
     }
 
     fn refuse_reentry(&self) -> Result<()> {

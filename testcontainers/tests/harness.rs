@@ -109,3 +109,16 @@ async fn drop_replies_loses_replies_but_delivers_requests() {
     let observer = Client::connect(&server.connect_string()).await.unwrap();
     assert!(observer.check_stat("/delivered").await.unwrap().is_some(), "the request reached the server");
 }
+
+#[test]
+fn an_ensemble_of_five_keeps_quorum_after_losing_two() {
+    use zklock_testcontainers::Ensemble;
+    let mut ensemble = Ensemble::start(5).expect("start five servers");
+    assert_eq!(ensemble.size(), 5);
+    let leader = ensemble.leader().expect("a leader");
+    let follower = (0..5).find(|&i| i != leader).unwrap();
+    ensemble.kill(leader);
+    ensemble.stop(follower);
+    ensemble.wait_for_quorum(Duration::from_secs(60)).expect("three of five are a quorum");
+    assert!(ensemble.leader().is_some_and(|new| new != leader && new != follower));
+}
