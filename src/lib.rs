@@ -47,6 +47,7 @@ mod rwlock;
 mod semaphore;
 mod semaphore_mutex;
 
+pub use driver::path::validate_lock_path;
 pub use error::{Error, Result};
 pub use guard::LockGuard;
 pub use lease::Lease;

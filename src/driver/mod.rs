@@ -3,4 +3,4 @@
 
 pub(crate) mod decide;
 pub(crate) mod naming;
-pub(crate) mod path;
+pub mod path;

@@ -2,13 +2,14 @@
 
 use crate::{Error, Result};
 
-/// Checks `path` as a lock path: an absolute ZooKeeper path, not the root, not under the
+/// Checks `path` as a lock path, without asking ZooKeeper (every recipe's constructor does the
+/// same; use it to check configuration early): an absolute ZooKeeper path, not the root, not under the
 /// reserved `/zookeeper`, with no empty, `.` or `..` segment and none of the characters
 /// ZooKeeper refuses (`PathUtils.validatePath`).
 ///
 /// # Errors
 /// [`Error::InvalidPath`] saying what is wrong.
-pub(crate) fn validate_lock_path(path: &str) -> Result<()> {
+pub fn validate_lock_path(path: &str) -> Result<()> {
     let invalid = |reason| Err(Error::InvalidPath { path: path.to_owned(), reason });
     if path.is_empty() {
         return invalid("empty");

@@ -1,0 +1,62 @@
+//! The exit codes of `zklock`, and the one-line error that goes with each failure.
+
+use std::process::ExitCode;
+
+/// The command's own status is passed through; these are zklock's own outcomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Bad usage: a bad lock path, duration or option, or no command to run.
+    Usage,
+    /// ZooKeeper could not be reached, or the session ended before the lock was held.
+    Unavailable,
+    /// The command could not be started (not found: 127, not executable: 126, as shells do).
+    CannotRun(u8),
+    /// `--timeout` passed before the lock was held.
+    TimedOut,
+    /// The lock was lost while the command ran; the command was stopped.
+    Lost,
+    /// Something else went wrong.
+    Failed,
+}
+
+impl Outcome {
+    pub fn code(self) -> u8 {
+        match self {
+            Outcome::Usage => 64,
+            Outcome::Unavailable => 69,
+            Outcome::Failed => 70,
+            Outcome::TimedOut => 75,
+            Outcome::Lost => 76,
+            Outcome::CannotRun(code) => code,
+        }
+    }
+}
+
+/// A failure: what to print (one line) and how to exit.
+#[derive(Debug)]
+pub struct Failure {
+    pub outcome: Outcome,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(outcome: Outcome, message: impl Into<String>) -> Self {
+        Failure { outcome, message: message.into() }
+    }
+
+    /// Classifies a library error.
+    pub fn from_lock_error(err: zklock::Error) -> Self {
+        let outcome = match &err {
+            zklock::Error::InvalidPath { .. } | zklock::Error::InvalidOptions(_) => Outcome::Usage,
+            zklock::Error::SessionExpired | zklock::Error::SessionClosed => Outcome::Unavailable,
+            zklock::Error::LockLost(_) => Outcome::Lost,
+            _ => Outcome::Failed,
+        };
+        Failure::new(outcome, err.to_string())
+    }
+
+    pub fn report(self) -> ExitCode {
+        eprintln!("zklock: {}", self.message);
+        ExitCode::from(self.outcome.code())
+    }
+}
