@@ -343,7 +343,7 @@ impl InterProcessMutex {
                 }
             }
         };
-        let participant = claim.participant();
+        let participant = &self.participant;
         let rule = match participant.role {
             Role::Mutex | Role::Write => Rule::FirstN(1),
             // The write holder may take the read lock: a downgrade, never a wait.
@@ -361,11 +361,10 @@ impl InterProcessMutex {
         let Some(node) = take_place(&spec, patience).await? else {
             return Ok(None);
         };
-        let participant = Arc::clone(participant);
         let hold = claim.grant(&node.path, node.czxid);
         participant.session_watch.register(&hold.signal);
         watch_node_later(&participant.client, &hold.node_path, &hold.signal);
-        Ok(Some(LockGuard::new(participant, owner, hold)))
+        Ok(Some(LockGuard::new(Arc::clone(participant), owner, hold)))
     }
 }
 

@@ -182,10 +182,6 @@ impl Claim {
         hold
     }
 
-    pub(crate) fn participant(&self) -> &Arc<Participant> {
-        &self.participant
-    }
-
     fn close(&mut self, replacement: Option<Slot>) {
         if !std::mem::take(&mut self.open) {
             return;

@@ -99,6 +99,9 @@ impl InterProcessSemaphoreMutex {
     ///
     /// # Errors
     /// As [`InterProcessSemaphoreV2::participants`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<String>> {
         self.semaphore.participants().await
     }
@@ -107,6 +110,9 @@ impl InterProcessSemaphoreMutex {
     ///
     /// # Errors
     /// As [`InterProcessSemaphoreV2::participants`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
     pub async fn participants_with_data(&self) -> Result<Vec<ParticipantNode>> {
         self.semaphore.participants_with_data().await
     }

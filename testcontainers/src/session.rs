@@ -18,6 +18,9 @@ const WAIT_FOR_EXPIRY: Duration = Duration::from_secs(30);
 /// # Errors
 /// [`HarnessError::Client`] when the second client cannot join the session, or `client` does not
 /// see the expiry within 30 s.
+///
+/// # Cancel safety
+/// Not cancel safe: dropped midway, it may leave the proxy cut off (call [`Proxy::heal`]).
 pub async fn expire_session(client: &Client, proxy: &Proxy) -> Result<(), HarnessError> {
     let mut states = client.state_watcher();
     proxy.cut();
