@@ -8,6 +8,7 @@
 //! `cargo bench --bench uncontended [-- --quick]`; uses `ZK_CONNECT` when set, else starts a
 //! throwaway server.
 
+use std::net::ToSocketAddrs;
 use std::time::{Duration, Instant};
 
 use zklock::InterProcessMutex;
@@ -45,14 +46,31 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         lock_us.push(lock.as_secs_f64() * 1e6 / cycles as f64);
         reentrant_ns.push(reentrant_cycles(&mutex, cycles * 10).await?);
     }
+    // Requests per cycle, from the server's own count for this session (`cons`).
+    let address = connect.split(',').next().and_then(|host| host.to_socket_addrs().ok()?.next());
+    let counted = |before: Option<u64>, after: Option<u64>, cycles: usize| match (before, after) {
+        (Some(before), Some(after)) => format!("{:.2}", (after - before) as f64 / cycles as f64),
+        _ => "n/a".to_owned(),
+    };
+    let before = address.and_then(|a| requests_received(a, &client));
+    raw_cycles(&client, &raw_parent, cycles).await?;
+    let middle = address.and_then(|a| requests_received(a, &client));
+    lock_cycles(&mutex, cycles).await?;
+    let after = address.and_then(|a| requests_received(a, &client));
+    let raw_requests = counted(before, middle, cycles);
+    let lock_requests = counted(middle, after, cycles);
     client.delete(&raw_parent, None).await?;
 
     println!("uncontended cycle, {rounds} rounds x {cycles} cycles, one session, medians (min-max):\n");
-    println!("| cycle | per cycle | ratio to raw floor |");
-    println!("|---|---|---|");
-    println!("| raw create+delete (floor) | {} µs | 1.00 |", spread(&mut raw_us, 0));
-    println!("| zklock acquire+release | {} µs | {} |", spread(&mut lock_us, 0), spread(&mut ratios, 3));
-    println!("| zklock reentrant acquire+release | {} ns | — |", spread(&mut reentrant_ns, 0));
+    println!("| cycle | per cycle | ratio to raw floor | requests per cycle |");
+    println!("|---|---|---|---|");
+    println!("| raw create+delete (floor) | {} µs | 1.00 | {raw_requests} |", spread(&mut raw_us, 0));
+    println!(
+        "| zklock acquire+release | {} µs | {} | {lock_requests} |",
+        spread(&mut lock_us, 0),
+        spread(&mut ratios, 3)
+    );
+    println!("| zklock reentrant acquire+release | {} ns | — | 0 |", spread(&mut reentrant_ns, 0));
     Ok(())
 }
 
@@ -85,6 +103,14 @@ async fn reentrant_cycles(mutex: &InterProcessMutex, cycles: usize) -> zklock::R
     let elapsed = started.elapsed();
     outer.release().await?;
     Ok(elapsed.as_secs_f64() * 1e9 / cycles as f64)
+}
+
+/// Requests the server has received from `client`'s session, from the `cons` four-letter word.
+fn requests_received(server: std::net::SocketAddr, client: &Client) -> Option<u64> {
+    let session = format!("sid={:#x}", client.session_id().0);
+    let answer = zklock_testcontainers::four_letter_word(server, "cons").ok()?;
+    let line = answer.lines().find(|line| line.contains(&session))?;
+    line.split("recved=").nth(1)?.split(',').next()?.parse().ok()
 }
 
 /// "median (min–max)" of `values`, with `decimals` places.

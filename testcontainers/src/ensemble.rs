@@ -126,13 +126,14 @@ impl Ensemble {
     }
 
     /// Freezes member `member` with SIGSTOP: its connections stay open but nothing answers.
+    /// Returns once every thread of the server has stopped.
     pub fn pause(&mut self, member: usize) {
-        self.members[member].signal(libc::SIGSTOP);
+        self.members[member].freeze();
     }
 
-    /// Thaws a member frozen by [`Self::pause`].
+    /// Thaws a member frozen by [`Self::pause`]; returns once it runs again.
     pub fn resume(&mut self, member: usize) {
-        self.members[member].signal(libc::SIGCONT);
+        self.members[member].thaw();
     }
 
     /// Starts a killed or stopped member again with its data, without waiting for it (to bring a

@@ -139,6 +139,32 @@ impl ServerProcess {
         }
     }
 
+    /// SIGSTOP, and waits (up to 5 s) until the kernel reports every thread stopped, so that a
+    /// caller's next request cannot be answered by a thread that had not stopped yet.
+    pub(crate) fn freeze(&mut self) {
+        self.signal(libc::SIGSTOP);
+        self.wait_for_state(|state| state == 'T');
+    }
+
+    /// SIGCONT, and waits (up to 5 s) until the process runs again.
+    pub(crate) fn thaw(&mut self) {
+        self.signal(libc::SIGCONT);
+        self.wait_for_state(|state| state != 'T');
+    }
+
+    /// Polls the state letter of every thread in /proc until `wanted` holds for all of them.
+    fn wait_for_state(&self, wanted: impl Fn(char) -> bool) {
+        let Some(pid) = self.child.as_ref().map(Child::id) else { return };
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(5) {
+            let states = thread_states(pid);
+            if !states.is_empty() && states.into_iter().all(&wanted) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// SIGKILL, and reap.
     pub(crate) fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -175,6 +201,17 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// The state letters (R, S, T, ...) of every thread of `pid`, from /proc.
+fn thread_states(pid: u32) -> Vec<char> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    tasks
+        .flatten()
+        .filter_map(|task| fs::read_to_string(task.path().join("stat")).ok())
+        // The state follows the command name, which is in parentheses and may contain spaces.
+        .filter_map(|stat| stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next()))
+        .collect()
 }
 
 /// Loopback ports that were free a moment ago, all distinct.
