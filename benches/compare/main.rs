@@ -1,0 +1,257 @@
+//! zklock beside the other ways to lock, against one ZooKeeper server in one run.
+//!
+//! `cargo bench --bench compare` (add `-- --quick` for a seconds-long smoke run, as CI does).
+//! Uses `ZK_CONNECT` when set, else starts a throwaway server. Prints markdown tables: medians
+//! over rounds that alternate the rows, so machine noise hits them alike. Reports, never fails
+//! on timing.
+
+mod curator;
+mod rows;
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zklock_testcontainers::{four_letter_word, ZooKeeperServer};
+use zookeeper_client::Client;
+
+use crate::curator::Curator;
+use crate::rows::{prepare, Row, NAMES};
+
+struct Plan {
+    cycles: usize,
+    warmup: usize,
+    rounds: usize,
+    sessions: usize,
+    contended_for: Duration,
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let quick = std::env::args().any(|arg| arg == "--quick");
+    let plan = if quick {
+        Plan { cycles: 50, warmup: 20, rounds: 2, sessions: 4, contended_for: Duration::from_secs(1) }
+    } else {
+        Plan { cycles: 1_000, warmup: 300, rounds: 5, sessions: 8, contended_for: Duration::from_secs(10) }
+    };
+    let (connect, _server) = match std::env::var("ZK_CONNECT") {
+        Ok(connect) if !connect.is_empty() => (connect, None),
+        _ => {
+            let server = ZooKeeperServer::start()?;
+            (server.connect_string(), Some(server))
+        }
+    };
+    let address =
+        connect.split(',').next().and_then(|host| host.to_socket_addrs().ok()?.next()).ok_or("bad ZK_CONNECT")?;
+    let curator = Curator::compile();
+    let base = format!("/bench-{}", std::process::id());
+
+    println!("## Uncontended acquire+release ({} rounds x {} cycles, one session per row)\n", plan.rounds, plan.cycles);
+    uncontended(&connect, address, &base, &plan, &curator).await?;
+    println!("\n## Contended: {} sessions on one lock for {:?}\n", plan.sessions, plan.contended_for);
+    contended(&connect, address, &base, &plan, &curator).await?;
+    Ok(())
+}
+
+async fn session(connect: &str) -> Result<Client, zookeeper_client::Error> {
+    Client::connector().with_session_timeout(Duration::from_secs(30)).connect(connect).await
+}
+
+async fn uncontended(
+    connect: &str,
+    server: SocketAddr,
+    base: &str,
+    plan: &Plan,
+    curator: &Result<Curator, String>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut rows = Vec::new();
+    for index in 0..NAMES.len() {
+        let client = session(connect).await?;
+        let path = format!("{base}/uncontended/{index}");
+        prepare(&client, &path).await;
+        let row = Row::new(index, &client, &path);
+        for _ in 0..plan.warmup {
+            row.cycle(|| {}).await?;
+        }
+        rows.push((row, client, Vec::new(), 0u64));
+    }
+    let curator_path = format!("{base}/uncontended/curator");
+    let mut curator_p50 = Vec::new();
+    let mut curator_p99 = Vec::new();
+    let mut curator_requests = Vec::new();
+    for _ in 0..plan.rounds {
+        for (row, client, samples, requests) in rows.iter_mut() {
+            let before = requests_received(server, client);
+            for _ in 0..plan.cycles {
+                let started = Instant::now();
+                row.cycle(|| {}).await?;
+                samples.push(started.elapsed().as_secs_f64() * 1e6);
+            }
+            *requests += requests_received(server, client).saturating_sub(before);
+        }
+        if let Ok(curator) = curator {
+            let before = packets_received(server);
+            let numbers = curator.run(
+                connect,
+                &curator_path,
+                &["uncontended", &plan.cycles.to_string(), &plan.warmup.to_string()],
+            )?;
+            let total = (plan.cycles + plan.warmup) as f64;
+            curator_requests.push(packets_received(server).saturating_sub(before) as f64 / total);
+            curator_p50.push(numbers[0] as f64);
+            curator_p99.push(numbers[1] as f64);
+        }
+    }
+    let floor_p50 = percentile(&mut rows[2].2.clone(), 50.0);
+    println!("| lock | p50 µs | p99 µs | p50 / raw floor | requests per cycle |");
+    println!("|---|---|---|---|---|");
+    for (index, (_, _, samples, requests)) in rows.iter_mut().enumerate() {
+        let p50 = percentile(samples, 50.0);
+        let per_cycle = *requests as f64 / (plan.rounds * plan.cycles) as f64;
+        println!(
+            "| {} | {p50:.0} | {:.0} | {:.2} | {per_cycle:.2} |",
+            NAMES[index],
+            percentile(samples, 99.0),
+            p50 / floor_p50
+        );
+    }
+    match curator {
+        Ok(_) => {
+            let p50 = percentile(&mut curator_p50, 50.0);
+            println!(
+                "| Curator 5.4 InterProcessMutex (JVM) | {p50:.0} | {:.0} | {:.2} | {:.2} (server-wide count) |",
+                percentile(&mut curator_p99, 50.0),
+                p50 / floor_p50,
+                percentile(&mut curator_requests, 50.0)
+            );
+        }
+        Err(why) => println!("| Curator 5.4 InterProcessMutex | skipped: {why} | | | |"),
+    }
+    let zklock = match &rows[0].0 {
+        Row::Zklock(mutex) => mutex.clone(),
+        _ => unreachable!("row 0 is zklock"),
+    };
+    let outer = zklock.acquire().await?;
+    let started = Instant::now();
+    let pairs = plan.cycles * 100;
+    for _ in 0..pairs {
+        zklock.acquire().await?.release().await?;
+    }
+    let per_pair = started.elapsed().as_secs_f64() * 1e9 / pairs as f64;
+    outer.release().await?;
+    println!("\nReentrant acquire+release (zklock): {per_pair:.0} ns per pair, no request.");
+    Ok(())
+}
+
+async fn contended(
+    connect: &str,
+    server: SocketAddr,
+    base: &str,
+    plan: &Plan,
+    curator: &Result<Curator, String>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    println!("| lock | acquisitions/s | per client min–max | requests per acquisition | exclusion |");
+    println!("|---|---|---|---|---|");
+    for (index, name) in NAMES.iter().enumerate() {
+        let path = format!("{base}/contended/{index}");
+        let setup = session(connect).await?;
+        prepare(&setup, &path).await;
+        if !Row::new(index, &setup, &path).excludes() {
+            continue;
+        }
+        let inside = Arc::new(AtomicUsize::new(0));
+        let violations = Arc::new(AtomicU64::new(0));
+        let mut clients = Vec::new();
+        for _ in 0..plan.sessions {
+            clients.push(session(connect).await?);
+        }
+        let before = packets_received(server);
+        let deadline = Instant::now() + plan.contended_for;
+        let mut tasks = Vec::new();
+        for client in &clients {
+            let row = Row::new(index, client, &path);
+            let (inside, violations) = (inside.clone(), violations.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut count = 0u64;
+                while Instant::now() < deadline {
+                    row.cycle(|| {
+                        if inside.fetch_add(1, Ordering::SeqCst) > 0 {
+                            violations.fetch_add(1, Ordering::SeqCst);
+                        }
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                    })
+                    .await
+                    .expect("a cycle failed");
+                    count += 1;
+                }
+                count
+            }));
+        }
+        let mut counts = Vec::new();
+        for task in tasks {
+            counts.push(task.await?);
+        }
+        let total: u64 = counts.iter().sum();
+        let requests = packets_received(server).saturating_sub(before) as f64 / total.max(1) as f64;
+        let seconds = plan.contended_for.as_secs_f64();
+        println!(
+            "| {name} | {:.0} | {}–{} | {requests:.2} | {} |",
+            total as f64 / seconds,
+            counts.iter().min().unwrap_or(&0),
+            counts.iter().max().unwrap_or(&0),
+            if violations.load(Ordering::SeqCst) == 0 { "held" } else { "VIOLATED" }
+        );
+    }
+    match curator {
+        Ok(curator) => {
+            let before = packets_received(server);
+            let millis = plan.contended_for.as_millis().to_string();
+            let numbers = curator.run(
+                connect,
+                &format!("{base}/contended/curator"),
+                &["contended", &plan.sessions.to_string(), &millis],
+            )?;
+            let (counts, violations) = numbers.split_at(numbers.len() - 1);
+            let total: i64 = counts.iter().sum();
+            let requests = packets_received(server).saturating_sub(before) as f64 / total.max(1) as f64;
+            println!(
+                "| Curator 5.4 InterProcessMutex (JVM, {} threads with a session each) | {:.0} | {}–{} | {requests:.2} | {} |",
+                plan.sessions,
+                total as f64 / plan.contended_for.as_secs_f64(),
+                counts.iter().min().unwrap_or(&0),
+                counts.iter().max().unwrap_or(&0),
+                if violations[0] == 0 { "held" } else { "VIOLATED" }
+            );
+        }
+        Err(why) => println!("| Curator 5.4 InterProcessMutex | skipped: {why} | | | |"),
+    }
+    Ok(())
+}
+
+/// Requests the server has received from `client`'s session (`cons`).
+fn requests_received(server: SocketAddr, client: &Client) -> u64 {
+    let session = format!("sid={:#x}", client.session_id().0);
+    let Ok(answer) = four_letter_word(server, "cons") else { return 0 };
+    let line = answer.lines().find(|line| line.contains(&session));
+    line.and_then(|line| line.split("recved=").nth(1)?.split(',').next()?.parse().ok()).unwrap_or(0)
+}
+
+/// Packets the server has received from everyone (`mntr`).
+fn packets_received(server: SocketAddr) -> u64 {
+    let Ok(answer) = four_letter_word(server, "mntr") else { return 0 };
+    answer
+        .lines()
+        .find_map(|line| line.strip_prefix("zk_packets_received"))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn percentile(samples: &mut [f64], percent: f64) -> f64 {
+    if samples.is_empty() {
+        return f64::NAN;
+    }
+    samples.sort_by(f64::total_cmp);
+    let index = ((samples.len() - 1) as f64 * percent / 100.0).round() as usize;
+    samples[index]
+}
