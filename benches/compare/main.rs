@@ -17,7 +17,7 @@ use zklock_testcontainers::{four_letter_word, ZooKeeperServer};
 use zookeeper_client::Client;
 
 use crate::curator::Curator;
-use crate::rows::{prepare, Row, NAMES};
+use crate::rows::{prepare, Row, FLOOR, NAMES};
 
 struct Plan {
     cycles: usize,
@@ -33,7 +33,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let plan = if quick {
         Plan { cycles: 50, warmup: 20, rounds: 2, sessions: 4, contended_for: Duration::from_secs(1) }
     } else {
-        Plan { cycles: 1_000, warmup: 300, rounds: 5, sessions: 8, contended_for: Duration::from_secs(10) }
+        Plan { cycles: 1_000, warmup: 300, rounds: 3, sessions: 8, contended_for: Duration::from_secs(10) }
     };
     let (connect, _server) = match std::env::var("ZK_CONNECT") {
         Ok(connect) if !connect.is_empty() => (connect, None),
@@ -49,7 +49,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("## Uncontended acquire+release ({} rounds x {} cycles, one session per row)\n", plan.rounds, plan.cycles);
     uncontended(&connect, address, &base, &plan, &curator).await?;
-    println!("\n## Contended: {} sessions on one lock for {:?}\n", plan.sessions, plan.contended_for);
+    println!("\n## Contended: {} sessions on one lock for {:?} per round\n", plan.sessions, plan.contended_for);
     contended(&connect, address, &base, &plan, &curator).await?;
     Ok(())
 }
@@ -80,8 +80,11 @@ async fn uncontended(
     let mut curator_p50 = Vec::new();
     let mut curator_p99 = Vec::new();
     let mut curator_requests = Vec::new();
-    for _ in 0..plan.rounds {
-        for (row, client, samples, requests) in rows.iter_mut() {
+    for round in 0..plan.rounds {
+        // Rotate who goes first, so that no row always meets the server at the same warmth.
+        for offset in 0..rows.len() {
+            let position = (round + offset) % rows.len();
+            let (row, client, samples, requests) = &mut rows[position];
             let before = requests_received(server, client);
             for _ in 0..plan.cycles {
                 let started = Instant::now();
@@ -103,7 +106,7 @@ async fn uncontended(
             curator_p99.push(numbers[1] as f64);
         }
     }
-    let floor_p50 = percentile(&mut rows[2].2.clone(), 50.0);
+    let floor_p50 = percentile(&mut rows[FLOOR].2.clone(), 50.0);
     println!("| lock | p50 µs | p99 µs | p50 / raw floor | requests per cycle |");
     println!("|---|---|---|---|---|");
     for (index, (_, _, samples, requests)) in rows.iter_mut().enumerate() {
@@ -144,6 +147,21 @@ async fn uncontended(
     Ok(())
 }
 
+/// One contended run of one row: acquisitions per client, requests per acquisition, exclusion.
+struct Contention {
+    counts: Vec<u64>,
+    requests_per_acquisition: f64,
+    violations: u64,
+}
+
+impl Contention {
+    fn per_second(&self, plan: &Plan) -> f64 {
+        self.counts.iter().sum::<u64>() as f64 / plan.contended_for.as_secs_f64()
+    }
+}
+
+/// Every row in every round, the starting row rotating, so that a server still warming up does
+/// not favour the rows that run last; the median round of each row is reported.
 async fn contended(
     connect: &str,
     server: SocketAddr,
@@ -151,82 +169,118 @@ async fn contended(
     plan: &Plan,
     curator: &Result<Curator, String>,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    println!("| lock | acquisitions/s | per client min–max | requests per acquisition | exclusion |");
+    let rows: Vec<usize> = (0..NAMES.len()).filter(|&index| index != FLOOR).collect();
+    let curator_row = NAMES.len();
+    let mut runs: Vec<Vec<Contention>> = (0..=NAMES.len()).map(|_| Vec::new()).collect();
+    let mut order: Vec<usize> = rows.clone();
+    if curator.is_ok() {
+        order.push(curator_row);
+    }
+    for round in 0..plan.rounds {
+        for offset in 0..order.len() {
+            let row = order[(round + offset) % order.len()];
+            let path = format!("{base}/contended/{row}-{round}");
+            let run = if row == curator_row {
+                let Ok(curator) = curator else { continue };
+                contend_curator(curator, connect, server, &path, plan)?
+            } else {
+                contend(row, connect, server, &path, plan).await?
+            };
+            runs[row].push(run);
+        }
+    }
+    println!(
+        "| lock | acquisitions/s (median of {} rounds) | per client min–max | requests per acquisition | exclusion |",
+        plan.rounds
+    );
     println!("|---|---|---|---|---|");
-    for (index, name) in NAMES.iter().enumerate() {
-        let path = format!("{base}/contended/{index}");
-        let setup = session(connect).await?;
-        prepare(&setup, &path).await;
-        if !Row::new(index, &setup, &path).excludes() {
+    for row in order.iter().copied().chain(curator.as_ref().err().map(|_| curator_row)) {
+        let name = if row == curator_row {
+            format!("Curator 5.4 InterProcessMutex (JVM, {} threads with a session each)", plan.sessions)
+        } else {
+            NAMES[row].to_owned()
+        };
+        if let (true, Err(why)) = (row == curator_row, curator) {
+            println!("| {name} | skipped: {why} | | | |");
             continue;
         }
-        let inside = Arc::new(AtomicUsize::new(0));
-        let violations = Arc::new(AtomicU64::new(0));
-        let mut clients = Vec::new();
-        for _ in 0..plan.sessions {
-            clients.push(session(connect).await?);
-        }
-        let before = packets_received(server);
-        let deadline = Instant::now() + plan.contended_for;
-        let mut tasks = Vec::new();
-        for client in &clients {
-            let row = Row::new(index, client, &path);
-            let (inside, violations) = (inside.clone(), violations.clone());
-            tasks.push(tokio::spawn(async move {
-                let mut count = 0u64;
-                while Instant::now() < deadline {
-                    row.cycle(|| {
-                        if inside.fetch_add(1, Ordering::SeqCst) > 0 {
-                            violations.fetch_add(1, Ordering::SeqCst);
-                        }
-                        inside.fetch_sub(1, Ordering::SeqCst);
-                    })
-                    .await
-                    .expect("a cycle failed");
-                    count += 1;
-                }
-                count
-            }));
-        }
-        let mut counts = Vec::new();
-        for task in tasks {
-            counts.push(task.await?);
-        }
-        let total: u64 = counts.iter().sum();
-        let requests = packets_received(server).saturating_sub(before) as f64 / total.max(1) as f64;
-        let seconds = plan.contended_for.as_secs_f64();
+        let runs = &mut runs[row];
+        runs.sort_by(|a, b| a.per_second(plan).total_cmp(&b.per_second(plan)));
+        let median = &runs[runs.len() / 2];
         println!(
-            "| {name} | {:.0} | {}–{} | {requests:.2} | {} |",
-            total as f64 / seconds,
-            counts.iter().min().unwrap_or(&0),
-            counts.iter().max().unwrap_or(&0),
-            if violations.load(Ordering::SeqCst) == 0 { "held" } else { "VIOLATED" }
+            "| {name} | {:.0} | {}–{} | {:.2} | {} |",
+            median.per_second(plan),
+            median.counts.iter().min().unwrap_or(&0),
+            median.counts.iter().max().unwrap_or(&0),
+            median.requests_per_acquisition,
+            if runs.iter().all(|run| run.violations == 0) { "held" } else { "VIOLATED" }
         );
     }
-    match curator {
-        Ok(curator) => {
-            let before = packets_received(server);
-            let millis = plan.contended_for.as_millis().to_string();
-            let numbers = curator.run(
-                connect,
-                &format!("{base}/contended/curator"),
-                &["contended", &plan.sessions.to_string(), &millis],
-            )?;
-            let (counts, violations) = numbers.split_at(numbers.len() - 1);
-            let total: i64 = counts.iter().sum();
-            let requests = packets_received(server).saturating_sub(before) as f64 / total.max(1) as f64;
-            println!(
-                "| Curator 5.4 InterProcessMutex (JVM, {} threads with a session each) | {:.0} | {}–{} | {requests:.2} | {} |",
-                plan.sessions,
-                total as f64 / plan.contended_for.as_secs_f64(),
-                counts.iter().min().unwrap_or(&0),
-                counts.iter().max().unwrap_or(&0),
-                if violations[0] == 0 { "held" } else { "VIOLATED" }
-            );
-        }
-        Err(why) => println!("| Curator 5.4 InterProcessMutex | skipped: {why} | | | |"),
-    }
     Ok(())
+}
+
+async fn contend(
+    index: usize,
+    connect: &str,
+    server: SocketAddr,
+    path: &str,
+    plan: &Plan,
+) -> Result<Contention, Box<dyn std::error::Error>> {
+    let setup = session(connect).await?;
+    prepare(&setup, path).await;
+    let inside = Arc::new(AtomicUsize::new(0));
+    let violations = Arc::new(AtomicU64::new(0));
+    let mut clients = Vec::new();
+    for _ in 0..plan.sessions {
+        clients.push(session(connect).await?);
+    }
+    let before = packets_received(server);
+    let deadline = Instant::now() + plan.contended_for;
+    let mut tasks = Vec::new();
+    for client in &clients {
+        let row = Row::new(index, client, path);
+        let (inside, violations) = (inside.clone(), violations.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut count = 0u64;
+            while Instant::now() < deadline {
+                row.cycle(|| {
+                    if inside.fetch_add(1, Ordering::SeqCst) > 0 {
+                        violations.fetch_add(1, Ordering::SeqCst);
+                    }
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                })
+                .await
+                .expect("a cycle failed");
+                count += 1;
+            }
+            count
+        }));
+    }
+    let mut counts = Vec::new();
+    for task in tasks {
+        counts.push(task.await?);
+    }
+    let total: u64 = counts.iter().sum();
+    let requests_per_acquisition = packets_received(server).saturating_sub(before) as f64 / total.max(1) as f64;
+    Ok(Contention { counts, requests_per_acquisition, violations: violations.load(Ordering::SeqCst) })
+}
+
+fn contend_curator(
+    curator: &Curator,
+    connect: &str,
+    server: SocketAddr,
+    path: &str,
+    plan: &Plan,
+) -> Result<Contention, Box<dyn std::error::Error>> {
+    let before = packets_received(server);
+    let millis = plan.contended_for.as_millis().to_string();
+    let numbers = curator.run(connect, path, &["contended", &plan.sessions.to_string(), &millis])?;
+    let (counts, violations) = numbers.split_at(numbers.len().saturating_sub(1));
+    let counts: Vec<u64> = counts.iter().map(|&count| count as u64).collect();
+    let total: u64 = counts.iter().sum();
+    // Includes the JVM sessions' connects and closes: a little above the per-acquisition cost.
+    let requests_per_acquisition = packets_received(server).saturating_sub(before) as f64 / total.max(1) as f64;
+    Ok(Contention { counts, requests_per_acquisition, violations: violations.first().copied().unwrap_or(1) as u64 })
 }
 
 /// Requests the server has received from `client`'s session (`cons`).

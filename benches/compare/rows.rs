@@ -18,6 +18,9 @@ pub enum Row {
     Naive { client: Client, path: String },
 }
 
+/// The row of the raw floor: it does not exclude, so it has no contended figures.
+pub const FLOOR: usize = 2;
+
 /// The names of the rows, in table order.
 pub const NAMES: [&str; 4] = [
     "zklock InterProcessMutex",
@@ -41,11 +44,6 @@ impl Row {
             2 => Row::RawFloor { client: client.clone(), prefix: format!("{path}/raw-") },
             _ => Row::Naive { client: client.clone(), path: format!("{path}/naive") },
         }
-    }
-
-    /// Whether the row excludes (the floor does not, so it has no contended figures).
-    pub fn excludes(&self) -> bool {
-        !matches!(self, Row::RawFloor { .. })
     }
 
     /// Takes the lock, runs `inside` while holding it, gives it back.
