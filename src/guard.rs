@@ -68,7 +68,12 @@ impl LockGuard {
             delete_in_background(&self.participant.client, node);
             return Err(Error::LockLost(reason));
         }
-        delete_released(&self.participant.client, &node).await
+        delete_released(&self.participant.client, &node).await?;
+        if self.hold.uncontended {
+            // Our delete is confirmed: the next acquire may skip its list (DESIGN.md).
+            self.participant.record_alone_after(self.hold.fencing_token);
+        }
+        Ok(())
     }
 
     /// Whether the lock is still held, as far as this process knows.

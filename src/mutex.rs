@@ -12,7 +12,7 @@ use crate::driver::naming::{Schema, KAZOO_MUTEX, MUTEX, READ, WRITE, WRITE_NAME}
 use crate::driver::path::validate_lock_path;
 use crate::internals::deadline::{within, Patience};
 use crate::internals::loss::watch_node_later;
-use crate::internals::queue::{queue_order, queue_with_data, take_place, QueueSpec};
+use crate::internals::queue::{queue_order, queue_with_data, take_place, QueueSpec, Waited};
 use crate::internals::retry::ended_session;
 use crate::owner::Owner;
 use crate::participant::{Admission, Participant, Role};
@@ -357,11 +357,13 @@ impl InterProcessMutex {
             rule,
             data: &participant.data,
             acls: &participant.acls,
+            // Only a mutex's previous hold proves an empty queue (a reader's does not).
+            alone_after: participant.take_alone_after().filter(|_| participant.role == Role::Mutex),
         };
-        let Some(node) = take_place(&spec, patience).await? else {
+        let Some((node, waited)) = take_place(&spec, patience).await? else {
             return Ok(None);
         };
-        let hold = claim.grant(&node.path, node.czxid);
+        let hold = claim.grant(&node.path, node.czxid, waited == Waited::No);
         participant.session_watch.register(&hold.signal);
         watch_node_later(&participant.client, &hold.node_path, &hold.signal);
         Ok(Some(LockGuard::new(Arc::clone(participant), owner, hold)))

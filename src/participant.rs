@@ -38,6 +38,10 @@ pub(crate) struct Participant {
     pub(crate) session_watch: Arc<SessionWatch>,
     holds: DashMap<Owner, Slot>,
     next_hold_id: AtomicU64,
+    /// The czxid of our last node, if it held at once and its delete by us is confirmed: the
+    /// next acquire may skip the list (the uncontended shortcut, DESIGN.md). Taken by the next
+    /// acquire, whatever happens to it.
+    alone_after: std::sync::Mutex<Option<i64>>,
 }
 
 #[derive(Debug)]
@@ -56,6 +60,8 @@ pub(crate) struct Hold {
     pub(crate) node_path: Arc<str>,
     pub(crate) fencing_token: i64,
     pub(crate) signal: Arc<HoldSignal>,
+    /// Held at once, without waiting for anyone.
+    pub(crate) uncontended: bool,
 }
 
 /// What an acquiring owner does next.
@@ -93,6 +99,7 @@ impl Participant {
             session_watch,
             holds: DashMap::new(),
             next_hold_id: AtomicU64::new(1),
+            alone_after: std::sync::Mutex::new(None),
         }
     }
 
@@ -139,6 +146,16 @@ impl Participant {
         Some(node)
     }
 
+    /// Takes the czxid the uncontended shortcut may compare against (see `alone_after`).
+    pub(crate) fn take_alone_after(&self) -> Option<i64> {
+        self.alone_after.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
+    }
+
+    /// Our node `czxid` held at once and our delete of it is confirmed.
+    pub(crate) fn record_alone_after(&self, czxid: i64) {
+        *self.alone_after.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(czxid);
+    }
+
     /// Links the two sides of a read-write lock.
     pub(crate) fn pair(read: &Arc<Participant>, write: &Arc<Participant>) {
         let _ = read.sibling.set(Arc::downgrade(write));
@@ -170,13 +187,14 @@ pub(crate) struct Claim {
 
 impl Claim {
     /// Records the owner's new hold on `node_path`.
-    pub(crate) fn grant(mut self, node_path: &str, fencing_token: i64) -> Hold {
+    pub(crate) fn grant(mut self, node_path: &str, fencing_token: i64, uncontended: bool) -> Hold {
         let hold = Hold {
             id: self.participant.next_hold_id.fetch_add(1, Ordering::Relaxed),
             count: 1,
             node_path: node_path.into(),
             fencing_token,
             signal: HoldSignal::new(),
+            uncontended,
         };
         self.close(Some(Slot::Held(hold.clone())));
         hold

@@ -211,6 +211,7 @@ impl InterProcessSemaphoreV2 {
             rule: Rule::FirstN(inner.max_leases as usize),
             data: &inner.data,
             acls: &inner.acls,
+            alone_after: None,
         };
         let mut leases = Vec::with_capacity(quantity as usize);
         let mut outcome = Ok(true);

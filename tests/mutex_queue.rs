@@ -145,7 +145,7 @@ fn requests_received(client: &Client) -> u64 {
 }
 
 #[tokio::test]
-async fn an_uncontended_cycle_costs_three_requests_and_reentry_none() {
+async fn an_uncontended_cycle_costs_at_most_three_requests_and_reentry_none() {
     let path = unique_path("budget");
     // A long session, so that no ping falls inside the measurement.
     let client = Client::connector()
@@ -164,7 +164,9 @@ async fn an_uncontended_cycle_costs_three_requests_and_reentry_none() {
     assert_eq!(requests_received(&client), after_acquire, "reentry sends nothing");
     guard.release().await.unwrap();
     let after_release = requests_received(&client);
-    assert_eq!(after_acquire - before, 2, "acquire is create + list, sent together");
+    // Create + list sent together; or the create alone when the uncontended shortcut applies
+    // (exactly measured on an idle server in tests/uncontended_shortcut.rs).
+    assert!((1..=2).contains(&(after_acquire - before)), "acquire cost {} requests", after_acquire - before);
     assert_eq!(after_release - after_acquire, 1, "release is one delete");
     assert!(children(&client, &path).await.is_empty());
     let _ = connect_to; // shared helper, used elsewhere

@@ -53,9 +53,13 @@ pub(crate) async fn create_and_list(
     loop {
         cleanup.trace = Trace::MaybeCreated;
         let create = spec.client.create(&prefix_path, spec.data, &options);
-        let list = spec.client.list_children(spec.lock_path);
+        // Sent right behind the create, unless the uncontended shortcut may spare it.
+        let list = spec.alone_after.is_none().then(|| spec.client.list_children(spec.lock_path));
         let created = create.await;
-        let listed = list.await;
+        let listed = match list {
+            Some(list) => list.await,
+            None => Ok(Vec::new()),
+        };
         let node = match created {
             Ok((stat, sequence)) => {
                 LockNode::new(spec.lock_path, &sequential_name(prefix, sequence.into_i64()), stat.czxid)
@@ -75,6 +79,12 @@ pub(crate) async fn create_and_list(
             }
         };
         cleanup.trace = Trace::Created(node.path.clone());
+        if spec.alone_after.is_some_and(|previous| node.czxid == previous + 2) {
+            // The only transaction since our previous node was our own delete of it: the queue
+            // was empty then, and is ours alone now.
+            let alone = vec![node.name().to_owned()];
+            return Ok((node, alone));
+        }
         let children = match listed {
             Ok(children) if children.iter().any(|child| child == node.name()) => children,
             // The list was lost, or (after a ConnectionLoss) ran before the create: list again.

@@ -20,6 +20,10 @@ pub(crate) struct QueueSpec<'a> {
     pub(crate) rule: Rule,
     pub(crate) data: &'a [u8],
     pub(crate) acls: &'a [Acl],
+    /// The czxid of our previous node, when that node held at once and our own delete of it is
+    /// confirmed: the create then goes alone, and if the new czxid is exactly 2 higher, we are
+    /// alone without listing (see DESIGN.md, "the uncontended shortcut").
+    pub(crate) alone_after: Option<i64>,
 }
 
 /// Puts a node of ours in the queue and waits until the rule lets it hold.
@@ -31,14 +35,14 @@ pub(crate) struct QueueSpec<'a> {
 /// # Cancel safety
 /// Dropping the future at any point leaves no node behind: a cleanup armed before the create
 /// deletes it (or finds it by its protected prefix first) in a spawned task.
-pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Result<Option<LockNode>> {
+pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Result<Option<(LockNode, Waited)>> {
     let deadline = patience.deadline();
     loop {
         let prefix = spec.schema.protected_prefix(&uuid::Uuid::new_v4());
         let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
         let outcome = match within(deadline, create_and_list(spec, &prefix, &mut cleanup)).await {
             Some(Ok((node, children))) => match within(deadline, wait_turn(spec, &node, children, patience)).await {
-                Some(Ok(Turn::Hold)) => Ok(Some(node)),
+                Some(Ok(Turn::Hold(waited))) => Ok(Some((node, waited))),
                 Some(Ok(Turn::GaveUp)) | None => Ok(None),
                 Some(Err(err)) => Err(err),
             },
@@ -50,7 +54,7 @@ pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Resu
             Err(Error::LockNodeDeleted { path }) if ended_session(spec.client).is_none() => {
                 tracing::debug!(node = %path, "our queue node was deleted while waiting; queueing again");
             }
-            other => return cleanup.settle(other, deadline).await,
+            other => return settle(&mut cleanup, other, deadline).await,
         }
     }
 }
@@ -90,15 +94,38 @@ pub(crate) async fn queue_with_data(client: &Client, lock_path: &str, schema: Sc
         .collect())
 }
 
+/// Whether an acquire had to wait for another holder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Waited {
+    No,
+    Yes,
+}
+
 #[derive(Debug)]
 enum Turn {
-    Hold,
+    Hold(Waited),
     GaveUp,
+}
+
+/// `NodeCleanup::settle` for an outcome that also says whether we waited.
+async fn settle(
+    cleanup: &mut NodeCleanup,
+    outcome: Result<Option<(LockNode, Waited)>>,
+    deadline: Option<std::time::Instant>,
+) -> Result<Option<(LockNode, Waited)>> {
+    let (node_outcome, waited) = match outcome {
+        Ok(Some((node, waited))) => (Ok(Some(node)), Some(waited)),
+        Ok(None) => (Ok(None), None),
+        Err(err) => (Err(err), None),
+    };
+    let settled = cleanup.settle(node_outcome, deadline).await?;
+    Ok(settled.zip(waited))
 }
 
 /// Waits until the rule lets `node` hold, watching only the one node the decision names. `children` is a listing taken after our node was created.
 async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, children: Vec<String>, patience: Patience) -> Result<Turn> {
     let mut listing = Some(children);
+    let mut waited = Waited::No;
     loop {
         let children = match listing.take() {
             Some(children) => children,
@@ -110,7 +137,7 @@ async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, children: Vec<String>,
         };
         let children = spec.schema.contenders(children);
         let (predecessor, holds_when_gone) = match decide(&children, node.name(), spec.rule) {
-            Decision::Hold => return Ok(Turn::Hold),
+            Decision::Hold => return Ok(Turn::Hold(waited)),
             Decision::Missing => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
             Decision::Watch { predecessor, holds_when_gone } => {
                 (format!("{}/{predecessor}", spec.lock_path), holds_when_gone)
@@ -119,8 +146,9 @@ async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, children: Vec<String>,
         if patience == Patience::NoWait {
             return Ok(Turn::GaveUp);
         }
+        waited = Waited::Yes;
         if predecessor_goes(spec.client, &predecessor).await? && holds_when_gone {
-            return Ok(Turn::Hold);
+            return Ok(Turn::Hold(waited));
         }
     }
 }
