@@ -3,11 +3,11 @@
 mod common;
 
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::interop::{check_leases, check_log};
+use common::interop::{check_leases, check_log, temp_log};
 use common::{connect, server, unique_path, wait_for_children};
 use zklock_testcontainers::Proxy;
 
@@ -21,12 +21,6 @@ fn zklock(zk: &str) -> Command {
     // Its own process group, so a test can kill zklock and its command together.
     command.process_group(0);
     command
-}
-
-fn temp_log(name: &str) -> PathBuf {
-    let log = std::env::temp_dir().join(format!("zklock-cli-{name}-{}.log", std::process::id()));
-    let _ = std::fs::remove_file(&log);
-    log
 }
 
 /// A shell command that logs entering and leaving, as the interop peers do.
@@ -66,7 +60,7 @@ fn wait_with_timeout(child: &mut Child, timeout: Duration) -> ExitStatus {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_zklock_processes_never_run_their_commands_at_once() {
     let path = unique_path("cli-exclusion");
-    let log = temp_log("exclusion");
+    let log = temp_log("cli-exclusion");
     let zk = server().connect_string();
     let mut runs: Vec<Group> = (0..3)
         .map(|i| {
@@ -136,7 +130,7 @@ async fn a_holder_killed_with_sigkill_hands_over_within_the_session_timeout() {
 async fn a_lost_lock_stops_the_command_and_exits_with_the_loss_code() {
     let path = unique_path("cli-lost");
     let proxy = Proxy::start(server().address()).unwrap();
-    let log = temp_log("lost");
+    let log = temp_log("cli-lost");
     let mut run = Group(
         zklock(&proxy.connect_string())
             .args(["--kill-after", "2s"])
@@ -180,7 +174,7 @@ async fn sigterm_to_zklock_reaches_the_command_and_the_lock_is_released() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_semaphore_of_three_lets_exactly_three_run_at_once() {
     let path = unique_path("cli-semaphore");
-    let log = temp_log("semaphore");
+    let log = temp_log("cli-semaphore");
     let zk = server().connect_string();
     let mut runs: Vec<Group> = (0..5)
         .map(|i| {

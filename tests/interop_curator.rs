@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::interop::{append, check_leases, check_log, Peer};
+use common::interop::{check_leases, check_log, finish, logged_section, temp_log, Peer};
 use common::{connect, server, unique_path};
 use zklock::{
     revoke, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
@@ -13,10 +13,6 @@ use zklock::{
 
 const ITERATIONS: u32 = 15;
 const PEER_TIMEOUT: Duration = Duration::from_secs(180);
-
-fn temp_log(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("zklock-{name}-{}.log", std::process::id()))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zklock_mutex_and_curator_mutex_exclude_each_other() {
@@ -35,19 +31,12 @@ async fn zklock_mutex_and_curator_mutex_exclude_each_other() {
             let mutex = InterProcessMutex::new(&client, &path).unwrap();
             for _ in 0..ITERATIONS {
                 let guard = mutex.acquire_timeout(PEER_TIMEOUT).await.unwrap().expect("zklock starved");
-                append(&log, "enter", name, "mutex");
-                tokio::time::sleep(Duration::from_millis(5)).await;
-                append(&log, "exit", name, "mutex");
+                logged_section(&log, name, "mutex", Duration::from_millis(5)).await;
                 guard.release().await.unwrap();
             }
         }));
     }
-    for task in rust {
-        task.await.unwrap();
-    }
-    for peer in peers {
-        tokio::task::block_in_place(|| peer.wait_success(PEER_TIMEOUT));
-    }
+    finish(rust, peers, PEER_TIMEOUT).await;
     check_log(
         &log,
         &[("curator-1", ITERATIONS), ("curator-2", ITERATIONS), ("zklock-1", ITERATIONS), ("zklock-2", ITERATIONS)],
@@ -73,19 +62,12 @@ async fn zklock_and_curator_read_write_locks_share_reads_and_exclude_writes() {
             let (side, mode) = if write { (lock.write_lock(), "write") } else { (lock.read_lock(), "read") };
             for _ in 0..ITERATIONS {
                 let guard = side.acquire_timeout(PEER_TIMEOUT).await.unwrap().expect("zklock starved");
-                append(&log, "enter", name, mode);
-                tokio::time::sleep(Duration::from_millis(if write { 5 } else { 20 })).await;
-                append(&log, "exit", name, mode);
+                logged_section(&log, name, mode, Duration::from_millis(if write { 5 } else { 20 })).await;
                 guard.release().await.unwrap();
             }
         }));
     }
-    for task in rust {
-        task.await.unwrap();
-    }
-    for peer in peers {
-        tokio::task::block_in_place(|| peer.wait_success(PEER_TIMEOUT));
-    }
+    finish(rust, peers, PEER_TIMEOUT).await;
     let shared = check_log(
         &log,
         &[
@@ -140,19 +122,12 @@ async fn zklock_and_curator_semaphores_never_hold_more_than_max_leases() {
             let semaphore = InterProcessSemaphoreV2::new(&client, &path, LEASES as u32).unwrap();
             for _ in 0..ITERATIONS {
                 let lease = semaphore.acquire_timeout(PEER_TIMEOUT).await.unwrap().expect("zklock starved");
-                append(&log, "enter", name, "lease");
-                tokio::time::sleep(Duration::from_millis(30)).await;
-                append(&log, "exit", name, "lease");
+                logged_section(&log, name, "lease", Duration::from_millis(30)).await;
                 lease.release().await.unwrap();
             }
         }));
     }
-    for task in rust {
-        task.await.unwrap();
-    }
-    for peer in peers {
-        tokio::task::block_in_place(|| peer.wait_success(PEER_TIMEOUT));
-    }
+    finish(rust, peers, PEER_TIMEOUT).await;
     let expected = [
         ("curator-1", ITERATIONS),
         ("curator-2", ITERATIONS),
@@ -174,9 +149,7 @@ async fn zklock_and_curator_semaphore_mutexes_exclude_each_other() {
     let mutex = InterProcessSemaphoreMutex::new(&client, &path).unwrap();
     for _ in 0..ITERATIONS {
         let lease = mutex.acquire_timeout(PEER_TIMEOUT).await.unwrap().expect("zklock starved");
-        append(&log, "enter", "zklock", "semaphore-mutex");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        append(&log, "exit", "zklock", "semaphore-mutex");
+        logged_section(&log, "zklock", "semaphore-mutex", Duration::from_millis(5)).await;
         lease.release().await.unwrap();
     }
     tokio::task::block_in_place(|| peer.wait_success(PEER_TIMEOUT));

@@ -5,16 +5,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::interop::{append, check_log, Peer};
+use common::interop::{check_log, finish, logged_section, temp_log, Peer};
 use common::{connect, server, unique_path};
 use zklock::{InterProcessMutex, NodeSchema};
 
 const ITERATIONS: u32 = 15;
 const PEER_TIMEOUT: Duration = Duration::from_secs(180);
-
-fn temp_log(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("zklock-{name}-{}.log", std::process::id()))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zklock_in_kazoo_schema_and_kazoo_exclude_each_other() {
@@ -34,19 +30,12 @@ async fn zklock_in_kazoo_schema_and_kazoo_exclude_each_other() {
             for _ in 0..ITERATIONS {
                 let guard = mutex.acquire_timeout(PEER_TIMEOUT).await.unwrap().expect("zklock starved");
                 assert!(guard.node_path().contains("__lock__"));
-                append(&log, "enter", name, "mutex");
-                tokio::time::sleep(Duration::from_millis(5)).await;
-                append(&log, "exit", name, "mutex");
+                logged_section(&log, name, "mutex", Duration::from_millis(5)).await;
                 guard.release().await.unwrap();
             }
         }));
     }
-    for task in rust {
-        task.await.unwrap();
-    }
-    for peer in peers {
-        tokio::task::block_in_place(|| peer.wait_success(PEER_TIMEOUT));
-    }
+    finish(rust, peers, PEER_TIMEOUT).await;
     check_log(
         &log,
         &[("kazoo-1", ITERATIONS), ("kazoo-2", ITERATIONS), ("zklock-1", ITERATIONS), ("zklock-2", ITERATIONS)],

@@ -47,24 +47,30 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let curator = Curator::compile();
     let base = format!("/bench-{}", std::process::id());
 
+    let bench = Bench { connect: &connect, server: address, base: &base, plan: &plan, curator: &curator };
     println!("## Uncontended acquire+release ({} rounds x {} cycles, one session per row)\n", plan.rounds, plan.cycles);
-    uncontended(&connect, address, &base, &plan, &curator).await?;
+    uncontended(&bench).await?;
     println!("\n## Contended: {} sessions on one lock for {:?} per round\n", plan.sessions, plan.contended_for);
-    contended(&connect, address, &base, &plan, &curator).await?;
+    contended(&bench).await?;
     Ok(())
+}
+
+/// What every scenario needs: where the server is, where to put locks, how long to run, and the
+/// Curator row (or why there is none).
+struct Bench<'a> {
+    connect: &'a str,
+    server: SocketAddr,
+    base: &'a str,
+    plan: &'a Plan,
+    curator: &'a Result<Curator, String>,
 }
 
 async fn session(connect: &str) -> Result<Client, zookeeper_client::Error> {
     Client::connector().with_session_timeout(Duration::from_secs(30)).connect(connect).await
 }
 
-async fn uncontended(
-    connect: &str,
-    server: SocketAddr,
-    base: &str,
-    plan: &Plan,
-    curator: &Result<Curator, String>,
-) -> Result<(), Box<dyn std::error::Error>> {
+async fn uncontended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> {
+    let Bench { connect, server, base, plan, curator } = *bench;
     let mut rows = Vec::new();
     for index in 0..NAMES.len() {
         let client = session(connect).await?;
@@ -162,13 +168,8 @@ impl Contention {
 
 /// Every row in every round, the starting row rotating, so that a server still warming up does
 /// not favour the rows that run last; the median round of each row is reported.
-async fn contended(
-    connect: &str,
-    server: SocketAddr,
-    base: &str,
-    plan: &Plan,
-    curator: &Result<Curator, String>,
-) -> Result<(), Box<dyn std::error::Error>> {
+async fn contended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> {
+    let Bench { connect, server, base, plan, curator } = *bench;
     let rows: Vec<usize> = (0..NAMES.len()).filter(|&index| index != FLOOR).collect();
     let curator_row = NAMES.len();
     let mut runs: Vec<Vec<Contention>> = (0..=NAMES.len()).map(|_| Vec::new()).collect();

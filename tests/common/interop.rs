@@ -111,6 +111,30 @@ impl Drop for Peer {
     }
 }
 
+/// A fresh log file for one test.
+pub fn temp_log(name: &str) -> PathBuf {
+    let log = std::env::temp_dir().join(format!("zklock-{name}-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    log
+}
+
+/// What a zklock holder does in the shared log: enter, hold for `hold`, exit.
+pub async fn logged_section(log: &Path, name: &str, mode: &str, hold: Duration) {
+    append(log, "enter", name, mode);
+    tokio::time::sleep(hold).await;
+    append(log, "exit", name, mode);
+}
+
+/// Waits for the zklock tasks, then for every peer to exit successfully within `timeout`.
+pub async fn finish(tasks: Vec<tokio::task::JoinHandle<()>>, peers: impl IntoIterator<Item = Peer>, timeout: Duration) {
+    for task in tasks {
+        task.await.unwrap();
+    }
+    for peer in peers {
+        tokio::task::block_in_place(|| peer.wait_success(timeout));
+    }
+}
+
 /// Appends one `enter`/`exit` line, as the peers do (one O_APPEND write each).
 pub fn append(log: &Path, event: &str, name: &str, mode: &str) {
     let mut file = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
