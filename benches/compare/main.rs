@@ -6,6 +6,7 @@
 //! on timing.
 
 mod curator;
+mod handoff;
 mod rows;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -25,15 +26,23 @@ struct Plan {
     rounds: usize,
     sessions: usize,
     contended_for: Duration,
+    waiters: usize,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let quick = std::env::args().any(|arg| arg == "--quick");
     let plan = if quick {
-        Plan { cycles: 50, warmup: 20, rounds: 2, sessions: 4, contended_for: Duration::from_secs(1) }
+        Plan { cycles: 50, warmup: 20, rounds: 2, sessions: 4, contended_for: Duration::from_secs(1), waiters: 20 }
     } else {
-        Plan { cycles: 1_000, warmup: 300, rounds: 3, sessions: 8, contended_for: Duration::from_secs(10) }
+        Plan {
+            cycles: 1_000,
+            warmup: 300,
+            rounds: 3,
+            sessions: 8,
+            contended_for: Duration::from_secs(10),
+            waiters: 200,
+        }
     };
     let (connect, _server) = match std::env::var("ZK_CONNECT") {
         Ok(connect) if !connect.is_empty() => (connect, None),
@@ -52,20 +61,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     uncontended(&bench).await?;
     println!("\n## Contended: {} sessions on one lock for {:?} per round\n", plan.sessions, plan.contended_for);
     contended(&bench).await?;
+    println!("\n## Handoff: {} waiters queued on one lock, one session each\n", plan.waiters);
+    println!("| lock | release to next holder p50 µs | p99 µs | most sessions watching one node |");
+    println!("|---|---|---|---|");
+    for index in [0, 1] {
+        let result = handoff::handoff(&bench, index, plan.waiters).await?;
+        println!("| {} | {:.0} | {:.0} | {} |", NAMES[index], result.p50_us, result.p99_us, result.watchers_per_node);
+    }
     Ok(())
 }
 
 /// What every scenario needs: where the server is, where to put locks, how long to run, and the
 /// Curator row (or why there is none).
-struct Bench<'a> {
-    connect: &'a str,
-    server: SocketAddr,
-    base: &'a str,
+pub(crate) struct Bench<'a> {
+    pub(crate) connect: &'a str,
+    pub(crate) server: SocketAddr,
+    pub(crate) base: &'a str,
     plan: &'a Plan,
     curator: &'a Result<Curator, String>,
 }
 
-async fn session(connect: &str) -> Result<Client, zookeeper_client::Error> {
+pub(crate) async fn session(connect: &str) -> Result<Client, zookeeper_client::Error> {
     Client::connector().with_session_timeout(Duration::from_secs(30)).connect(connect).await
 }
 
@@ -302,7 +318,7 @@ fn packets_received(server: SocketAddr) -> u64 {
         .unwrap_or(0)
 }
 
-fn percentile(samples: &mut [f64], percent: f64) -> f64 {
+pub(crate) fn percentile(samples: &mut [f64], percent: f64) -> f64 {
     if samples.is_empty() {
         return f64::NAN;
     }
