@@ -21,7 +21,9 @@ pub struct Handoff {
 /// Queues `waiters` participants of row `index` behind a zklock holder, releases, and times the
 /// chain of handoffs (each waiter releases as soon as it holds).
 pub async fn handoff(bench: &Bench<'_>, index: usize, waiters: usize) -> Result<Handoff, Box<dyn std::error::Error>> {
-    let path = format!("{}/handoff/{index}", bench.base);
+    static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = format!("{}/handoff/{index}-{run}", bench.base);
     let holder_client = session(bench.connect).await?;
     prepare(&holder_client, &path).await;
     let holder = InterProcessMutex::new(&holder_client, &path)?.acquire().await?;

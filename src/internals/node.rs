@@ -154,11 +154,12 @@ pub(crate) async fn delete_node(client: &Client, path: &str) -> Result<Deleted> 
 
 /// Deletes a released node and reports how it went: the guards' `release`.
 ///
-/// The delete runs in a spawned task, so that dropping the caller's future cannot leave the node
-/// behind.
+/// The delete is sent at once, in call order; a spawned task waits for it (and retries through
+/// connection loss), so that dropping the caller's future cannot leave the node behind.
 pub(crate) async fn delete_released(client: &Client, node: &Arc<str>) -> Result<()> {
+    let first = client.delete(node, None);
     let (client, task_node) = (client.clone(), Arc::clone(node));
-    match tokio::spawn(async move { delete_node(&client, &task_node).await }).await {
+    match tokio::spawn(async move { finish_delete(first, &client, &task_node).await }).await {
         Ok(Ok(Deleted::ByUs)) => Ok(()),
         Ok(Ok(Deleted::AlreadyGone)) => Err(Error::LockNodeDeleted { path: node.to_string() }),
         Ok(Err(err)) => Err(err),
@@ -167,19 +168,36 @@ pub(crate) async fn delete_released(client: &Client, node: &Arc<str>) -> Result<
     }
 }
 
-/// Deletes a released node in a spawned task; failures are logged: a guard's `Drop`.
+/// Deletes a released node, sending the delete at once and waiting for it in a spawned task;
+/// failures are logged: a guard's `Drop`.
 pub(crate) fn delete_in_background(client: &Client, node: Arc<str>) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         tracing::warn!(node = %node, "released outside a tokio runtime; the node goes when the session ends");
         return;
     };
+    let first = client.delete(&node, None);
     let client = client.clone();
     runtime.spawn(async move {
-        match delete_node(&client, &node).await {
+        match finish_delete(first, &client, &node).await {
             Ok(_) | Err(Error::SessionExpired | Error::SessionClosed) => {}
             Err(err) => tracing::warn!(node = %node, error = %err, "could not delete a released node"),
         }
     });
+}
+
+/// Waits for a delete already sent; after a connection loss, deletes again until it is done.
+async fn finish_delete(
+    first: impl std::future::Future<Output = std::result::Result<(), ZkError>>,
+    client: &Client,
+    path: &str,
+) -> Result<Deleted> {
+    match first.await {
+        Ok(()) => Ok(Deleted::ByUs),
+        Err(ZkError::NoNode) => Ok(Deleted::AlreadyGone),
+        // The lost attempt may have deleted it: a NoNode now means ours went through.
+        Err(err) if is_connection_loss(&err) => delete_node(client, path).await.map(|_| Deleted::ByUs),
+        Err(err) => Err(Error::zookeeper("delete", path, err)),
+    }
 }
 
 /// What may exist of our node, as far as the acquire got.
