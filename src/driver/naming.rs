@@ -81,7 +81,14 @@ impl Schema {
 
     /// The sequence number of a lock node: ten digits or more after its lock name, with an
     /// optional minus sign (negative after the counter wraps); `None` for other children.
+    #[cfg(test)]
     pub(crate) fn parse_sequence(&self, child: &str) -> Option<i32> {
+        self.sequence_at(child).map(|(_, sequence)| sequence)
+    }
+
+    /// Where the sort key of a lock node starts, and its sequence number; `None` for a child
+    /// that is not a lock node.
+    fn sequence_at(&self, child: &str) -> Option<(usize, i32)> {
         if !self.names.iter().any(|name| child.contains(name)) {
             return None;
         }
@@ -90,7 +97,7 @@ impl Schema {
         if digits.len() < 9 || key.len() < 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
-        key.parse().ok()
+        Some((child.len() - key.len(), key.parse().ok()?))
     }
 
     /// Keeps the children that are lock nodes and sorts them into queue order, holder first.
@@ -98,11 +105,13 @@ impl Schema {
     /// Unrelated children of the lock path (a `config` node, say) are not contenders
     /// (CURATOR-43). Curator itself orders every child; a foreign child that sorted ahead would
     /// make Curator participants wait for it, never hold alongside us, so ignoring it is safe in
-    /// a mixed queue.
-    pub(crate) fn contenders(&self, mut children: Vec<String>) -> Vec<String> {
-        children.retain(|child| self.parse_sequence(child).is_some());
-        children.sort_by(|a, b| self.sort_key(a).cmp(self.sort_key(b)));
-        children
+    /// a mixed queue. Each key is found once (a waiter in a queue of hundreds sorts on every
+    /// handoff).
+    pub(crate) fn contenders(&self, children: Vec<String>) -> Vec<String> {
+        let mut keyed: Vec<(usize, String)> =
+            children.into_iter().filter_map(|child| Some((self.sequence_at(&child)?.0, child))).collect();
+        keyed.sort_unstable_by(|(a_start, a), (b_start, b)| a[*a_start..].cmp(&b[*b_start..]));
+        keyed.into_iter().map(|(_, child)| child).collect()
     }
 }
 
