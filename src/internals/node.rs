@@ -240,11 +240,11 @@ impl NodeCleanup {
     /// Ends an acquire: a node we hold now belongs to its guard; on timeout or error, what may
     /// exist of our node is deleted, spending at most [`CLEANUP_AFTER_DEADLINE`] past a deadline
     /// (an unfinished cleanup goes on in the background, from `Drop`).
-    pub(crate) async fn settle(
+    pub(crate) async fn settle<T>(
         &mut self,
-        outcome: Result<Option<LockNode>>,
+        outcome: Result<Option<T>>,
         deadline: Option<Instant>,
-    ) -> Result<Option<LockNode>> {
+    ) -> Result<Option<T>> {
         if let Ok(Some(_)) = &outcome {
             self.disarm();
         } else {

@@ -54,7 +54,7 @@ pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Resu
             Err(Error::LockNodeDeleted { path }) if ended_session(spec.client).is_none() => {
                 tracing::debug!(node = %path, "our queue node was deleted while waiting; queueing again");
             }
-            other => return settle(&mut cleanup, other, deadline).await,
+            other => return cleanup.settle(other, deadline).await,
         }
     }
 }
@@ -105,21 +105,6 @@ pub(crate) enum Waited {
 enum Turn {
     Hold(Waited),
     GaveUp,
-}
-
-/// `NodeCleanup::settle` for an outcome that also says whether we waited.
-async fn settle(
-    cleanup: &mut NodeCleanup,
-    outcome: Result<Option<(LockNode, Waited)>>,
-    deadline: Option<std::time::Instant>,
-) -> Result<Option<(LockNode, Waited)>> {
-    let (node_outcome, waited) = match outcome {
-        Ok(Some((node, waited))) => (Ok(Some(node)), Some(waited)),
-        Ok(None) => (Ok(None), None),
-        Err(err) => (Err(err), None),
-    };
-    let settled = cleanup.settle(node_outcome, deadline).await?;
-    Ok(settled.zip(waited))
 }
 
 /// Waits until the rule lets `node` hold, watching only the one node the decision names. `children` is a listing taken after our node was created.

@@ -141,30 +141,43 @@ pub fn append(log: &Path, event: &str, name: &str, mode: &str) {
     file.write_all(format!("{event} {name} {mode}\n").as_bytes()).unwrap();
 }
 
+/// One line of the shared log: (line number, entering?, who, mode).
+type Event<'a> = (usize, bool, &'a str, &'a str);
+
+/// Parses the shared log, and checks that every participant entered as often as expected.
+fn events<'a>(text: &'a str, expected_entries: &[(&str, u32)]) -> Vec<Event<'a>> {
+    let events: Vec<Event> = text
+        .lines()
+        .enumerate()
+        .map(|(number, line)| match line.split(' ').collect::<Vec<_>>()[..] {
+            ["enter", name, mode] => (number, true, name, mode),
+            ["exit", name, mode] => (number, false, name, mode),
+            _ => panic!("bad log line {number}: {line:?}"),
+        })
+        .collect();
+    for (name, count) in expected_entries {
+        let entered = events.iter().filter(|(_, enter, who, _)| *enter && who == name).count();
+        assert_eq!(entered, *count as usize, "entries of {name}");
+    }
+    events
+}
+
 /// Checks a log of `lease` entries: never more than `max_leases` holders at once, and every
 /// participant entered as often as expected. Returns the most holders seen at once.
 pub fn check_leases(log: &Path, max_leases: usize, expected_entries: &[(&str, u32)]) -> usize {
     let text = std::fs::read_to_string(log).unwrap();
-    let mut holders: HashMap<String, u32> = HashMap::new();
-    let mut entries: HashMap<String, u32> = HashMap::new();
+    let mut holders: HashMap<&str, usize> = HashMap::new();
     let mut most = 0;
-    for (number, line) in text.lines().enumerate() {
-        let fields: Vec<&str> = line.split(' ').collect();
-        let [event, name, _] = fields[..] else { panic!("bad log line {number}: {line:?}") };
-        match event {
-            "enter" => {
-                *holders.entry(name.to_owned()).or_default() += 1;
-                *entries.entry(name.to_owned()).or_default() += 1;
-                let held: u32 = holders.values().sum();
-                assert!(held as usize <= max_leases, "line {number}: {held} leases held at once\n{text}");
-                most = most.max(held as usize);
-            }
-            "exit" => *holders.get_mut(name).expect("exit without enter") -= 1,
-            _ => panic!("bad log line {number}: {line:?}"),
+    for (number, enter, name, _) in events(&text, expected_entries) {
+        let count = holders.entry(name).or_default();
+        if enter {
+            *count += 1;
+            let held: usize = holders.values().sum();
+            assert!(held <= max_leases, "line {number}: {held} leases held at once\n{text}");
+            most = most.max(held);
+        } else {
+            *count = count.checked_sub(1).unwrap_or_else(|| panic!("line {number}: {name} exits without entering"));
         }
-    }
-    for (name, count) in expected_entries {
-        assert_eq!(entries.get(*name).copied().unwrap_or(0), *count, "entries of {name}");
     }
     most
 }
@@ -174,31 +187,22 @@ pub fn check_leases(log: &Path, max_leases: usize, expected_entries: &[(&str, u3
 /// readers held together, to show that sharing happened.
 pub fn check_log(log: &Path, expected_entries: &[(&str, u32)]) -> u32 {
     let text = std::fs::read_to_string(log).unwrap();
-    let mut holders: HashMap<String, String> = HashMap::new();
-    let mut entries: HashMap<String, u32> = HashMap::new();
+    let mut holders: HashMap<&str, &str> = HashMap::new();
     let mut shared_reads = 0;
-    for (number, line) in text.lines().enumerate() {
-        let fields: Vec<&str> = line.split(' ').collect();
-        let [event, name, mode] = fields[..] else { panic!("bad log line {number}: {line:?}") };
-        match event {
-            "enter" => {
-                let exclusive = mode != "read";
-                assert!(
-                    holders.is_empty() || (!exclusive && holders.values().all(|m| m == "read")),
-                    "line {number}: {name} ({mode}) entered while {holders:?} held\n{text}"
-                );
-                if !holders.is_empty() {
-                    shared_reads += 1;
-                }
-                holders.insert(name.to_owned(), mode.to_owned());
-                *entries.entry(name.to_owned()).or_default() += 1;
+    for (number, enter, name, mode) in events(&text, expected_entries) {
+        if enter {
+            let exclusive = mode != "read";
+            assert!(
+                holders.is_empty() || (!exclusive && holders.values().all(|m| *m == "read")),
+                "line {number}: {name} ({mode}) entered while {holders:?} held\n{text}"
+            );
+            if !holders.is_empty() {
+                shared_reads += 1;
             }
-            "exit" => assert!(holders.remove(name).is_some(), "line {number}: {name} exits without entering"),
-            _ => panic!("bad log line {number}: {line:?}"),
+            holders.insert(name, mode);
+        } else {
+            assert!(holders.remove(name).is_some(), "line {number}: {name} exits without entering");
         }
-    }
-    for (name, count) in expected_entries {
-        assert_eq!(entries.get(*name).copied().unwrap_or(0), *count, "entries of {name}");
     }
     shared_reads
 }
