@@ -69,10 +69,8 @@ impl LockGuard {
             return Err(Error::LockLost(reason));
         }
         delete_released(&self.participant.client, &node).await?;
-        if self.hold.uncontended {
-            // Our delete is confirmed: the next acquire may skip its list (DESIGN.md).
-            self.participant.record_alone_after(self.hold.fencing_token);
-        }
+        // Our delete is confirmed: the next acquire may send something cheaper than a list.
+        self.participant.record_opening(std::mem::take(&mut self.hold.next_opening));
         Ok(())
     }
 

@@ -12,7 +12,7 @@ use crate::driver::naming::{Schema, KAZOO_MUTEX, MUTEX, READ, WRITE, WRITE_NAME}
 use crate::driver::path::validate_lock_path;
 use crate::internals::deadline::{within, Patience};
 use crate::internals::loss::watch_node_later;
-use crate::internals::queue::{queue_order, queue_with_data, take_place, QueueSpec, Waited};
+use crate::internals::queue::{queue_order, queue_with_data, take_place, Opening, QueueSpec};
 use crate::internals::retry::ended_session;
 use crate::owner::Owner;
 use crate::participant::{Admission, Participant, Role};
@@ -357,16 +357,27 @@ impl InterProcessMutex {
             rule,
             data: &participant.data,
             acls: &participant.acls,
-            // Only a mutex's previous hold proves an empty queue (a reader's does not).
-            alone_after: participant.take_alone_after().filter(|_| participant.role == Role::Mutex),
+            opening: opening_for(participant.take_opening(), participant.role, rule, patience),
         };
-        let Some((node, waited)) = take_place(&spec, patience).await? else {
+        let Some((node, arrival)) = take_place(&spec, patience).await? else {
             return Ok(None);
         };
-        let hold = claim.grant(&node.path, node.czxid, waited == Waited::No);
+        let hold = claim.grant(&node.path, node.czxid, arrival.next_opening);
         participant.session_watch.register(&hold.signal);
         watch_node_later(&participant.client, &hold.node_path, &hold.signal);
         Ok(Some(LockGuard::new(Arc::clone(participant), owner, hold)))
+    }
+}
+
+/// Keeps from a remembered opening only what is safe and useful for this acquire: the
+/// uncontended shortcut needs a mutex's hold (a reader's does not prove an empty queue), and a
+/// watch on a node behind our last hold needs a rule that any node ahead blocks, and an acquire
+/// that may wait.
+fn opening_for(remembered: Opening, role: Role, rule: Rule, patience: Patience) -> Opening {
+    match remembered {
+        Opening::AloneAfter(_) if role == Role::Mutex => remembered,
+        Opening::Behind(_) if rule == Rule::FirstN(1) && patience != Patience::NoWait => remembered,
+        _ => Opening::CreateAndList,
     }
 }
 

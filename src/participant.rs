@@ -12,6 +12,7 @@ use zookeeper_client::{Acl, Client};
 
 use crate::driver::naming::Schema;
 use crate::internals::loss::{HoldSignal, SessionWatch};
+use crate::internals::queue::Opening;
 use crate::owner::Owner;
 use crate::{LossPolicy, LossReason};
 
@@ -38,10 +39,9 @@ pub(crate) struct Participant {
     pub(crate) session_watch: Arc<SessionWatch>,
     holds: DashMap<Owner, Slot>,
     next_hold_id: AtomicU64,
-    /// The czxid of our last node, if it held at once and its delete by us is confirmed: the
-    /// next acquire may skip the list (the uncontended shortcut, DESIGN.md). Taken by the next
-    /// acquire, whatever happens to it.
-    alone_after: std::sync::Mutex<Option<i64>>,
+    /// What our last released hold lets the next acquire send with its create instead of a
+    /// listing (DESIGN.md, "Round trips"). Taken by the next acquire, whatever happens to it.
+    next_opening: std::sync::Mutex<Opening>,
 }
 
 #[derive(Debug)]
@@ -60,8 +60,8 @@ pub(crate) struct Hold {
     pub(crate) node_path: Arc<str>,
     pub(crate) fencing_token: i64,
     pub(crate) signal: Arc<HoldSignal>,
-    /// Held at once, without waiting for anyone.
-    pub(crate) uncontended: bool,
+    /// What the next acquire may open with once this hold's delete is confirmed.
+    pub(crate) next_opening: Opening,
 }
 
 /// What an acquiring owner does next.
@@ -99,7 +99,7 @@ impl Participant {
             session_watch,
             holds: DashMap::new(),
             next_hold_id: AtomicU64::new(1),
-            alone_after: std::sync::Mutex::new(None),
+            next_opening: std::sync::Mutex::new(Opening::CreateAndList),
         }
     }
 
@@ -146,14 +146,14 @@ impl Participant {
         Some(node)
     }
 
-    /// Takes the czxid the uncontended shortcut may compare against (see `alone_after`).
-    pub(crate) fn take_alone_after(&self) -> Option<i64> {
-        self.alone_after.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
+    /// Takes what the next acquire may send with its create (see `next_opening`).
+    pub(crate) fn take_opening(&self) -> Opening {
+        std::mem::take(&mut *self.next_opening.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
 
-    /// Our node `czxid` held at once and our delete of it is confirmed.
-    pub(crate) fn record_alone_after(&self, czxid: i64) {
-        *self.alone_after.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(czxid);
+    /// A hold whose delete by us is confirmed left `opening` for the next acquire.
+    pub(crate) fn record_opening(&self, opening: Opening) {
+        *self.next_opening.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = opening;
     }
 
     /// Links the two sides of a read-write lock.
@@ -187,14 +187,14 @@ pub(crate) struct Claim {
 
 impl Claim {
     /// Records the owner's new hold on `node_path`.
-    pub(crate) fn grant(mut self, node_path: &str, fencing_token: i64, uncontended: bool) -> Hold {
+    pub(crate) fn grant(mut self, node_path: &str, fencing_token: i64, next_opening: Opening) -> Hold {
         let hold = Hold {
             id: self.participant.next_hold_id.fetch_add(1, Ordering::Relaxed),
             count: 1,
             node_path: node_path.into(),
             fencing_token,
             signal: HoldSignal::new(),
-            uncontended,
+            next_opening,
         };
         self.close(Some(Slot::Held(hold.clone())));
         hold

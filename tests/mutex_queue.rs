@@ -165,7 +165,7 @@ async fn an_uncontended_cycle_costs_at_most_three_requests_and_reentry_none() {
     guard.release().await.unwrap();
     let after_release = requests_received(&client);
     // Create + list sent together; or the create alone when the uncontended shortcut applies
-    // (exactly measured on an idle server in tests/uncontended_shortcut.rs).
+    // (exactly measured on an idle server in tests/request_budget.rs).
     assert!((1..=2).contains(&(after_acquire - before)), "acquire cost {} requests", after_acquire - before);
     assert_eq!(after_release - after_acquire, 1, "release is one delete");
     assert!(children(&client, &path).await.is_empty());

@@ -5,7 +5,7 @@
 use zookeeper_client::Error as ZkError;
 
 use super::deadline::{within, Patience};
-use super::node::{create_and_list, LockNode, NodeCleanup};
+use super::node::{create_and_list, FirstLook, LockNode, NodeCleanup};
 use super::queue::QueueSpec;
 use super::retry::retry_on_connection_loss;
 use crate::{Error, Result};
@@ -28,9 +28,9 @@ pub(crate) async fn take_lease(
     let prefix = spec.schema.protected_prefix(&uuid::Uuid::new_v4());
     let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
     let outcome = match within(deadline, create_and_list(spec, &prefix, &mut cleanup)).await {
-        Some(Ok((node, children))) => {
+        Some(Ok((node, first))) => {
             let waits = patience != Patience::NoWait;
-            match within(deadline, wait_for_room(spec, &node, children, max_leases, waits)).await {
+            match within(deadline, wait_for_room(spec, &node, first, max_leases, waits)).await {
                 Some(Ok(true)) => Ok(Some(node)),
                 Some(Ok(false)) | None => Ok(None),
                 Some(Err(err)) => Err(err),
@@ -47,11 +47,11 @@ pub(crate) async fn take_lease(
 async fn wait_for_room(
     spec: &QueueSpec<'_>,
     node: &LockNode,
-    children: Vec<String>,
+    first: FirstLook,
     max_leases: usize,
     waits: bool,
 ) -> Result<bool> {
-    let mut children = children;
+    let mut children = first.into_listing(spec.client, spec.lock_path).await?;
     loop {
         if !children.iter().any(|child| child == node.name()) {
             return Err(Error::LockNodeDeleted { path: node.path.clone() });

@@ -1,13 +1,13 @@
 //! Our node in the queue: the protected create (pipelined with the first list), finding the
 //! node again after a lost reply, and deleting it on every way out.
 
-use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
+use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, OneshotWatcher};
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::deadline::{within, CLEANUP_AFTER_DEADLINE};
-use super::queue::QueueSpec;
+use super::queue::{Opening, QueueSpec};
 use super::retry::{is_connection_loss, retry_on_connection_loss};
 use crate::driver::naming::sequential_name;
 use crate::{Error, Result};
@@ -33,12 +33,37 @@ impl LockNode {
     }
 }
 
-/// Creates our node as `{lock_path}/{prefix}{seq}` and lists the queue, in one round trip.
+/// What came back with our create, besides the node.
+#[derive(Debug)]
+pub(crate) enum FirstLook {
+    /// A listing of the lock path taken after our node was created.
+    Listing(Vec<String>),
+    /// A watch on a node that sorts ahead of ours and still existed after our create
+    /// ([`Opening::Behind`]).
+    Watching(OneshotWatcher),
+    /// Nothing yet: list.
+    Nothing,
+}
+
+impl FirstLook {
+    /// The listing, taking one if none came back.
+    pub(crate) async fn into_listing(self, client: &Client, lock_path: &str) -> Result<Vec<String>> {
+        match self {
+            FirstLook::Listing(children) => Ok(children),
+            FirstLook::Watching(_) | FirstLook::Nothing => list_children(client, lock_path).await,
+        }
+    }
+}
+
+/// Creates our node as `{lock_path}/{prefix}{seq}` and, in the same round trip, sends what
+/// `spec.opening` asks for: a listing of the queue, a watch on a node known to be ahead, or
+/// nothing (the uncontended shortcut).
 ///
 /// Both requests are sent before either is awaited; the server runs a session's requests in
-/// order, so the list already shows our node. Missing parents are created as containers. After
-/// a `ConnectionLoss` on the create, the node is looked for by its protected prefix and taken
-/// only if our session owns it (CURATOR-498); else the create is sent again.
+/// order, so the list already shows our node, and a watched node that still exists was there
+/// after our create. Missing parents are created as containers. After a `ConnectionLoss` on the
+/// create, the node is looked for by its protected prefix and taken only if our session owns it
+/// (CURATOR-498); else the create is sent again.
 ///
 /// `cleanup` is kept up to date so that whatever happens to this future, the node can be found
 /// and deleted.
@@ -46,19 +71,27 @@ pub(crate) async fn create_and_list(
     spec: &QueueSpec<'_>,
     prefix: &str,
     cleanup: &mut NodeCleanup,
-) -> Result<(LockNode, Vec<String>)> {
+) -> Result<(LockNode, FirstLook)> {
     let prefix_path = format!("{}/{prefix}", spec.lock_path);
     let acls = Acls::new(spec.acls);
     let options = CreateMode::EphemeralSequential.with_acls(acls);
     loop {
         cleanup.trace = Trace::MaybeCreated;
         let create = spec.client.create(&prefix_path, spec.data, &options);
-        // Sent right behind the create, unless the uncontended shortcut may spare it.
-        let list = spec.alone_after.is_none().then(|| spec.client.list_children(spec.lock_path));
+        // Sent right behind the create.
+        let list = (spec.opening == Opening::CreateAndList).then(|| spec.client.list_children(spec.lock_path));
+        let watch = match &spec.opening {
+            Opening::Behind(name) => Some(spec.client.get_and_watch_data(&format!("{}/{name}", spec.lock_path))),
+            _ => None,
+        };
         let created = create.await;
         let listed = match list {
-            Some(list) => list.await,
-            None => Ok(Vec::new()),
+            Some(list) => Some(list.await),
+            None => None,
+        };
+        let watched = match watch {
+            Some(watch) => Some(watch.await),
+            None => None,
         };
         let node = match created {
             Ok((stat, sequence)) => {
@@ -79,20 +112,29 @@ pub(crate) async fn create_and_list(
             }
         };
         cleanup.trace = Trace::Created(node.path.clone());
-        if spec.alone_after.is_some_and(|previous| node.czxid == previous + 2) {
-            // The only transaction since our previous node was our own delete of it: the queue
-            // was empty then, and is ours alone now.
-            let alone = vec![node.name().to_owned()];
-            return Ok((node, alone));
+        if let Opening::AloneAfter(previous) = spec.opening {
+            if node.czxid == previous + 2 {
+                // The only transaction since our previous node was our own delete of it: the
+                // queue was empty then, and is ours alone now.
+                let alone = vec![node.name().to_owned()];
+                return Ok((node, FirstLook::Listing(alone)));
+            }
         }
-        let children = match listed {
-            Ok(children) if children.iter().any(|child| child == node.name()) => children,
-            // The list was lost, or (after a ConnectionLoss) ran before the create: list again.
-            Ok(_) => list_children(spec.client, spec.lock_path).await?,
-            Err(err) if is_connection_loss(&err) => list_children(spec.client, spec.lock_path).await?,
-            Err(err) => return Err(Error::zookeeper("list", spec.lock_path, err)),
+        let look = match (listed, watched) {
+            (Some(Ok(children)), _) if children.iter().any(|child| child == node.name()) => {
+                FirstLook::Listing(children)
+            }
+            (Some(Err(err)), _) if !is_connection_loss(&err) => {
+                return Err(Error::zookeeper("list", spec.lock_path, err));
+            }
+            // Answered after our create ran (on its connection, or on a later one after a lost
+            // reply): the node was there after ours was made, so it sorts ahead of ours.
+            (_, Some(Ok((_data, _stat, watcher)))) => FirstLook::Watching(watcher),
+            // No listing, a lost one, one that (after a ConnectionLoss) ran before the create, or
+            // a watched node already gone: list.
+            _ => FirstLook::Nothing,
         };
-        return Ok((node, children));
+        return Ok((node, look));
     }
 }
 

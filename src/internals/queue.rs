@@ -1,9 +1,9 @@
 //! Taking a place in a lock queue and waiting for our turn.
 
-use zookeeper_client::{Acl, Client, Error as ZkError, EventType, MultiReadResult, SessionState};
+use zookeeper_client::{Acl, Client, Error as ZkError, EventType, MultiReadResult, OneshotWatcher, SessionState};
 
 use super::deadline::{within, Patience};
-use super::node::{create_and_list, list_children, LockNode, NodeCleanup};
+use super::node::{create_and_list, list_children, FirstLook, LockNode, NodeCleanup};
 use super::retry::{ended_session, retry_on_connection_loss};
 use crate::driver::decide::{decide, Decision, Rule};
 use crate::driver::naming::Schema;
@@ -20,11 +20,32 @@ pub(crate) struct QueueSpec<'a> {
     pub(crate) rule: Rule,
     pub(crate) data: &'a [u8],
     pub(crate) acls: &'a [Acl],
-    /// The czxid of our previous node, when that node held at once and our own delete of it is
-    /// confirmed: the create then goes alone, and if the new czxid is exactly 2 higher, we are
-    /// alone without listing (see DESIGN.md, "the uncontended shortcut").
-    pub(crate) alone_after: Option<i64>,
+    /// What goes out with the create.
+    pub(crate) opening: Opening,
 }
+
+/// What an acquire sends with its create, chosen from what the participant's previous hold
+/// showed (DESIGN.md, "Round trips").
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Opening {
+    /// A listing, pipelined: the general case.
+    #[default]
+    CreateAndList,
+    /// Nothing: the create goes alone, and if its czxid is exactly this + 2 we hold without
+    /// listing (the uncontended shortcut). The czxid of our previous node, which held at once
+    /// and whose delete by us is confirmed.
+    AloneAfter(i64),
+    /// A watch on this node (a name under the lock path), pipelined: it was queued behind our
+    /// previous hold, so it sorts ahead of our new node, and we list only once it changes. Only
+    /// for a rule that any node ahead blocks (`Rule::FirstN(1)`), and never for a try: a node
+    /// ahead that still exists proves we cannot hold yet, but not the converse.
+    Behind(String),
+}
+
+/// The shortest queue behind our hold worth an [`Opening::Behind`]: with two or more nodes
+/// behind us at our hold, our next node will most likely find a node ahead whose deletion it
+/// could not read as a handoff without listing anyway (DESIGN.md).
+pub(crate) const BEHIND_WORTH_WATCHING: usize = 2;
 
 /// Puts a node of ours in the queue and waits until the rule lets it hold.
 ///
@@ -35,14 +56,14 @@ pub(crate) struct QueueSpec<'a> {
 /// # Cancel safety
 /// Dropping the future at any point leaves no node behind: a cleanup armed before the create
 /// deletes it (or finds it by its protected prefix first) in a spawned task.
-pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Result<Option<(LockNode, Waited)>> {
+pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Result<Option<(LockNode, Arrival)>> {
     let deadline = patience.deadline();
     loop {
         let prefix = spec.schema.protected_prefix(&uuid::Uuid::new_v4());
         let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
         let outcome = match within(deadline, create_and_list(spec, &prefix, &mut cleanup)).await {
-            Some(Ok((node, children))) => match within(deadline, wait_turn(spec, &node, children, patience)).await {
-                Some(Ok(Turn::Hold(waited))) => Ok(Some((node, waited))),
+            Some(Ok((node, first))) => match within(deadline, wait_turn(spec, &node, first, patience)).await {
+                Some(Ok(Turn::Hold(arrival))) => Ok(Some((node, arrival))),
                 Some(Ok(Turn::GaveUp)) | None => Ok(None),
                 Some(Err(err)) => Err(err),
             },
@@ -96,25 +117,63 @@ pub(crate) async fn queue_with_data(client: &Client, lock_path: &str, schema: Sc
 
 /// Whether an acquire had to wait for another holder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Waited {
+enum Waited {
     No,
     Yes,
 }
 
+/// How our node came to hold, and what that lets the participant's next acquire send with its
+/// create once this hold's delete is confirmed.
+#[derive(Debug)]
+pub(crate) struct Arrival {
+    pub(crate) next_opening: Opening,
+}
+
+impl Arrival {
+    /// From the listing (queue order) that let `ours` hold, taken after `waited` or not.
+    fn listed(sorted: &[String], ours: &LockNode, waited: Waited) -> Self {
+        Arrival { next_opening: opening_after(sorted, ours.name(), ours.czxid, waited) }
+    }
+}
+
+/// What a hold of `ours` (created at `czxid`) lets the next acquire send with its create, from
+/// the listing that let it hold: nothing, if it held at once alone; a watch on the last node
+/// behind it, if at least [`BEHIND_WORTH_WATCHING`] were; else a listing.
+fn opening_after(sorted: &[String], ours: &str, czxid: i64, waited: Waited) -> Opening {
+    let Some(index) = sorted.iter().position(|child| child == ours) else {
+        return Opening::CreateAndList;
+    };
+    match (sorted.len() - index - 1, waited) {
+        (0, Waited::No) => Opening::AloneAfter(czxid),
+        (behind, _) if behind >= BEHIND_WORTH_WATCHING => Opening::Behind(sorted[sorted.len() - 1].clone()),
+        _ => Opening::CreateAndList,
+    }
+}
+
 #[derive(Debug)]
 enum Turn {
-    Hold(Waited),
+    Hold(Arrival),
     GaveUp,
 }
 
-/// Waits until the rule lets `node` hold, watching only the one node the decision names. `children` is a listing taken after our node was created.
-async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, children: Vec<String>, patience: Patience) -> Result<Turn> {
-    let mut listing = Some(children);
+/// Waits until the rule lets `node` hold, watching only the one node the decision names.
+/// `first` is what came back with the create.
+async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, first: FirstLook, patience: Patience) -> Result<Turn> {
+    let mut look = first;
     let mut waited = Waited::No;
     loop {
-        let children = match listing.take() {
-            Some(children) => children,
-            None => match list_children(spec.client, spec.lock_path).await {
+        let children = match std::mem::replace(&mut look, FirstLook::Nothing) {
+            FirstLook::Listing(children) => children,
+            FirstLook::Watching(watcher) => {
+                // A node ahead of ours exists: we cannot hold yet. List once it changes.
+                if patience == Patience::NoWait {
+                    return Ok(Turn::GaveUp);
+                }
+                waited = Waited::Yes;
+                changed(watcher).await?;
+                continue;
+            }
+            FirstLook::Nothing => match list_children(spec.client, spec.lock_path).await {
                 // The lock path went, and our node with it.
                 Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => Vec::new(),
                 other => other?,
@@ -122,7 +181,7 @@ async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, children: Vec<String>,
         };
         let children = spec.schema.contenders(children);
         let (predecessor, holds_when_gone) = match decide(&children, node.name(), spec.rule) {
-            Decision::Hold => return Ok(Turn::Hold(waited)),
+            Decision::Hold => return Ok(Turn::Hold(Arrival::listed(&children, node, waited))),
             Decision::Missing => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
             Decision::Watch { predecessor, holds_when_gone } => {
                 (format!("{}/{predecessor}", spec.lock_path), holds_when_gone)
@@ -133,7 +192,8 @@ async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, children: Vec<String>,
         }
         waited = Waited::Yes;
         if predecessor_goes(spec.client, &predecessor).await? && holds_when_gone {
-            return Ok(Turn::Hold(waited));
+            // Held without a listing: nothing known of who is behind.
+            return Ok(Turn::Hold(Arrival { next_opening: Opening::CreateAndList }));
         }
     }
 }
@@ -143,11 +203,15 @@ async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, children: Vec<String>,
 /// A getData watch, as Curator sets: on a node that is already gone it fails with `NoNode` and
 /// leaves no watch behind (an exists-watch would stay, waiting for a creation).
 async fn predecessor_goes(client: &Client, predecessor: &str) -> Result<bool> {
-    let watcher = match retry_on_connection_loss(|| client.get_and_watch_data(predecessor)).await {
-        Ok((_data, _stat, watcher)) => watcher,
-        Err(ZkError::NoNode) => return Ok(true),
-        Err(err) => return Err(Error::zookeeper("watch", predecessor, err)),
-    };
+    match retry_on_connection_loss(|| client.get_and_watch_data(predecessor)).await {
+        Ok((_data, _stat, watcher)) => changed(watcher).await,
+        Err(ZkError::NoNode) => Ok(true),
+        Err(err) => Err(Error::zookeeper("watch", predecessor, err)),
+    }
+}
+
+/// Waits for the watched node to change; `true` when it was deleted.
+async fn changed(watcher: OneshotWatcher) -> Result<bool> {
     let event = watcher.changed().await;
     match event.event_type {
         EventType::NodeDeleted => Ok(true),
@@ -157,5 +221,41 @@ async fn predecessor_goes(client: &Client, predecessor: &str) -> Result<bool> {
             _ => Ok(false),
         },
         _ => Ok(false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
+    #[test]
+    fn alone_at_once_arms_the_uncontended_shortcut() {
+        assert_eq!(opening_after(&queue(&["a"]), "a", 7, Waited::No), Opening::AloneAfter(7));
+        // After a wait, the czxid proves nothing: someone else's delete came between.
+        assert_eq!(opening_after(&queue(&["a"]), "a", 7, Waited::Yes), Opening::CreateAndList);
+    }
+
+    #[test]
+    fn one_behind_lists_with_the_create() {
+        // The one behind will hold next and our next node will be right behind it: a listing
+        // then shows it as the head, whose deletion is a handoff without listing again.
+        assert_eq!(opening_after(&queue(&["a", "b"]), "a", 7, Waited::No), Opening::CreateAndList);
+        assert_eq!(opening_after(&queue(&["a", "b"]), "a", 7, Waited::Yes), Opening::CreateAndList);
+    }
+
+    #[test]
+    fn two_or_more_behind_watch_the_last() {
+        assert_eq!(opening_after(&queue(&["a", "b", "c"]), "a", 7, Waited::Yes), Opening::Behind("c".into()));
+        assert_eq!(opening_after(&queue(&["a", "b", "c", "d"]), "a", 7, Waited::No), Opening::Behind("d".into()));
+    }
+
+    #[test]
+    fn a_listing_without_our_node_arms_nothing_it_cannot_prove() {
+        assert_eq!(opening_after(&queue(&["b", "c"]), "a", 7, Waited::Yes), Opening::CreateAndList);
+        assert_eq!(opening_after(&[], "a", 7, Waited::No), Opening::CreateAndList);
     }
 }

@@ -1,0 +1,226 @@
+//! The request budget (DESIGN.md, "Round trips"), counted exactly by the server: the uncontended
+//! shortcut (an acquire right after our own release skips the list when the new node's czxid
+//! proves that nothing else happened in between), the handoff to the next in line without a
+//! list, and the watch on the node that was queued behind our last hold. These tests own their
+//! server, so that no other test's traffic blurs the request counts.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use zklock::InterProcessMutex;
+use zklock_testcontainers::ZooKeeperServer;
+use zookeeper_client::Client;
+
+fn server() -> &'static ZooKeeperServer {
+    static SERVER: OnceLock<ZooKeeperServer> = OnceLock::new();
+    SERVER.get_or_init(|| ZooKeeperServer::start().expect("start zookeeper"))
+}
+
+async fn connect() -> Client {
+    // A long session: no ping falls inside a measurement.
+    Client::connector().with_session_timeout(Duration::from_secs(60)).connect(&server().connect_string()).await.unwrap()
+}
+
+/// Requests the server has received from `client`'s session (`cons`).
+fn requests_received(client: &Client) -> u64 {
+    let session = format!("sid={:#x}", client.session_id().0);
+    let answer = server().four_letter_word("cons").unwrap();
+    let line = answer.lines().find(|line| line.contains(&session)).unwrap();
+    line.split("recved=").nth(1).unwrap().split(',').next().unwrap().parse().unwrap()
+}
+
+/// Serialises the tests of this file: the shortcut's counts need a quiet server.
+static QUIET: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+#[tokio::test]
+async fn on_a_quiet_lock_a_cycle_costs_what_the_floor_costs() {
+    let _quiet = QUIET.lock().await;
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, "/shortcut/quiet").unwrap();
+    mutex.acquire().await.unwrap().release().await.unwrap(); // parents, and the first record
+    for _ in 0..5 {
+        let before = requests_received(&client);
+        let guard = mutex.acquire().await.unwrap();
+        let acquired = requests_received(&client);
+        guard.release().await.unwrap();
+        assert_eq!(acquired - before, 1, "the create alone");
+        assert_eq!(requests_received(&client) - acquired, 1, "the delete");
+    }
+}
+
+#[tokio::test]
+async fn the_shortcut_never_holds_beside_another_participant() {
+    let _quiet = QUIET.lock().await;
+    let (a, b) = (connect().await, connect().await);
+    let path = "/shortcut/contended";
+    let mine = InterProcessMutex::new(&a, path).unwrap();
+    let theirs = InterProcessMutex::new(&b, path).unwrap();
+
+    mine.acquire().await.unwrap().release().await.unwrap(); // armed
+    let held = theirs.acquire().await.unwrap();
+    assert!(mine.try_acquire().await.unwrap().is_none(), "the shortcut must see the other holder");
+
+    // A waiter that timed out holds nothing, and must not arm the shortcut: its own create and
+    // delete are the only transactions before its next create, as after a real hold.
+    assert!(mine.acquire_timeout(Duration::from_millis(200)).await.unwrap().is_none());
+    assert!(mine.try_acquire().await.unwrap().is_none(), "armed by a timeout");
+    held.release().await.unwrap();
+
+    // Armed again; someone else takes and gives back the lock in between: the shortcut falls back
+    // to listing, and the lock is ours.
+    mine.acquire().await.unwrap().release().await.unwrap();
+    theirs.acquire().await.unwrap().release().await.unwrap();
+    let guard = mine.try_acquire().await.unwrap().expect("free after the other's release");
+    guard.release().await.unwrap();
+}
+
+/// A participant in a spawned task: it acquires, says so, and releases when told.
+struct Queued {
+    held: oneshot::Receiver<()>,
+    release: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+fn queue_up(mutex: &InterProcessMutex) -> Queued {
+    let mutex = mutex.clone();
+    let (held_tx, held) = oneshot::channel();
+    let (release, release_rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let guard = mutex.acquire().await.unwrap();
+        let _ = held_tx.send(());
+        let _ = release_rx.await;
+        guard.release().await.unwrap();
+    });
+    Queued { held, release, task }
+}
+
+impl Queued {
+    async fn hold_then_release(self) {
+        self.held.await.expect("held");
+        self.release.send(()).unwrap();
+        self.task.await.unwrap();
+    }
+}
+
+/// Waits until `path` has `count` children (every participant queued).
+async fn wait_for_queue(client: &Client, path: &str, count: usize) {
+    for _ in 0..500 {
+        if client.list_children(path).await.unwrap().len() == count {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{path} never had {count} children");
+}
+
+/// Requests from `client` once at least `expected` more than `before` have arrived (a waiter's
+/// watch goes out after its create is answered, so a queue that shows its node may not show
+/// its watch yet), or after five seconds.
+async fn requests_after(client: &Client, before: u64, expected: u64) -> u64 {
+    for _ in 0..500 {
+        let now = requests_received(client);
+        if now - before >= expected {
+            return now;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    requests_received(client)
+}
+
+/// Four sessions on one lock; the test drives who queues and releases when.
+async fn four(path: &str) -> (Vec<Client>, Vec<InterProcessMutex>) {
+    let mut clients = Vec::new();
+    let mut mutexes = Vec::new();
+    for _ in 0..4 {
+        let client = connect().await;
+        mutexes.push(InterProcessMutex::new(&client, path).unwrap());
+        clients.push(client);
+    }
+    (clients, mutexes)
+}
+
+#[tokio::test]
+async fn the_next_in_line_takes_the_lock_without_listing_again() {
+    let _quiet = QUIET.lock().await;
+    let path = "/budget/next-in-line";
+    let (clients, mutexes) = four(path).await;
+    let holder = mutexes[0].acquire().await.unwrap();
+    let before = requests_received(&clients[1]);
+    let next = queue_up(&mutexes[1]);
+    wait_for_queue(&clients[0], path, 2).await;
+    let queued = requests_after(&clients[1], before, 3).await;
+    holder.release().await.unwrap();
+    next.held.await.unwrap();
+    // Create and list (one round trip), the watch on the holder; its deletion alone proves we
+    // are first: sequence numbers only grow, so nothing can have come ahead of us.
+    assert_eq!(queued - before, 3, "create, list, watch");
+    assert_eq!(requests_received(&clients[1]), queued, "no request after the holder's release");
+    next.release.send(()).unwrap();
+    next.task.await.unwrap();
+}
+
+/// Builds the state the `Behind` opening starts from: `mutexes[1]` held with two nodes queued
+/// behind it (2 and 3), then released, so that 2 holds and 3 waits. Returns 2 and 3.
+async fn held_with_two_behind(clients: &[Client], mutexes: &[InterProcessMutex], path: &str) -> (Queued, Queued) {
+    let first = mutexes[0].acquire().await.unwrap();
+    // Another task of the same participant: next in line, it will hold without listing.
+    let next_in_line = queue_up(&mutexes[0]);
+    wait_for_queue(&clients[0], path, 2).await;
+    // Two nodes ahead when it queued, ours lists again once the one it watches goes, and that
+    // listing shows 2 and 3 behind it.
+    let ours = queue_up(&mutexes[1]);
+    wait_for_queue(&clients[0], path, 3).await;
+    let second = queue_up(&mutexes[2]);
+    wait_for_queue(&clients[0], path, 4).await;
+    let third = queue_up(&mutexes[3]);
+    wait_for_queue(&clients[0], path, 5).await;
+    first.release().await.unwrap();
+    next_in_line.hold_then_release().await;
+    ours.hold_then_release().await;
+    (second, third)
+}
+
+#[tokio::test]
+async fn queued_again_behind_the_last_node_it_saw_a_participant_skips_the_first_list() {
+    let _quiet = QUIET.lock().await;
+    let path = "/budget/behind";
+    let (clients, mutexes) = four(path).await;
+    let (second, third) = held_with_two_behind(&clients, &mutexes, path).await;
+    second.held.await.unwrap();
+    let before = requests_received(&clients[1]);
+    let again = queue_up(&mutexes[1]);
+    wait_for_queue(&clients[0], path, 3).await;
+    let queued = requests_after(&clients[1], before, 2).await;
+    assert_eq!(queued - before, 2, "create, and the watch on the last node it saw (no list)");
+    second.release.send(()).unwrap();
+    second.task.await.unwrap();
+    third.hold_then_release().await;
+    again.held.await.unwrap();
+    assert_eq!(requests_received(&clients[1]) - queued, 1, "one list once the watched node went");
+    again.release.send(()).unwrap();
+    again.task.await.unwrap();
+    assert_eq!(requests_received(&clients[1]) - before, 4, "create, watch, list, delete");
+}
+
+#[tokio::test]
+async fn a_watched_node_that_gives_up_is_not_taken_for_a_handoff() {
+    let _quiet = QUIET.lock().await;
+    let path = "/budget/behind-gives-up";
+    let (clients, mutexes) = four(path).await;
+    let (second, third) = held_with_two_behind(&clients, &mutexes, path).await;
+    second.held.await.unwrap();
+    // Ours queues again watching 3's node, behind 2 (holding) and 3 (waiting).
+    let mut again = queue_up(&mutexes[1]);
+    wait_for_queue(&clients[0], path, 3).await;
+    // 3 gives up: its node goes while 2 still holds. Its deletion is no handoff.
+    third.task.abort();
+    wait_for_queue(&clients[0], path, 2).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(again.held.try_recv().is_err(), "took the lock while another participant held it");
+    second.release.send(()).unwrap();
+    second.task.await.unwrap();
+    again.hold_then_release().await;
+    assert!(clients[0].list_children(path).await.unwrap().is_empty(), "nothing left behind");
+}
