@@ -1,13 +1,18 @@
 //! zklock beside the other ways to lock, against one ZooKeeper server in one run.
 //!
 //! `cargo bench --bench compare` (add `-- --quick` for a seconds-long smoke run, as CI does).
-//! Uses `ZK_CONNECT` when set, else starts a throwaway server. Prints markdown tables: medians
-//! over rounds that alternate the rows, so machine noise hits them alike. Reports, never fails
-//! on timing.
+//! Uses `ZK_CONNECT` when set, else starts a throwaway server. The Redis and MariaDB rows start
+//! servers of their own, and are skipped (with the reason) when those are not installed: see
+//! `scripts/install-bench-deps`. Prints markdown tables: medians over rounds that alternate the
+//! rows, so machine noise hits them alike. Reports, never fails on timing.
 
 mod curator;
 mod handoff;
+mod mariadb;
+mod redis;
 mod rows;
+mod spawned;
+mod spin;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -18,6 +23,8 @@ use zklock_testcontainers::{four_letter_word, ZooKeeperServer};
 use zookeeper_client::Client;
 
 use crate::curator::Curator;
+use crate::mariadb::MariaDb;
+use crate::redis::Redis;
 use crate::rows::{prepare, Row, FLOOR, NAMES};
 
 struct Plan {
@@ -55,8 +62,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         connect.split(',').next().and_then(|host| host.to_socket_addrs().ok()?.next()).ok_or("bad ZK_CONNECT")?;
     let curator = Curator::compile();
     let base = format!("/bench-{}", std::process::id());
+    // Their processes are killed when these drop, at the end or on an early return or panic.
+    let others = [Redis::start().await.map(Other::Redis), MariaDb::start().await.map(Other::MariaDb)];
 
-    let bench = Bench { connect: &connect, server: address, base: &base, plan: &plan, curator: &curator };
+    let bench =
+        Bench { connect: &connect, server: address, base: &base, plan: &plan, curator: &curator, others: &others };
     println!("## Uncontended acquire+release ({} rounds x {} cycles, one session per row)\n", plan.rounds, plan.cycles);
     uncontended(&bench).await?;
     println!("\n## Contended: {} sessions on one lock for {:?} per round\n", plan.sessions, plan.contended_for);
@@ -94,6 +104,38 @@ pub(crate) struct Bench<'a> {
     pub(crate) base: &'a str,
     plan: &'a Plan,
     curator: &'a Result<Curator, String>,
+    others: &'a [Result<Other, String>; 2],
+}
+
+/// The names of the rows on servers other than ZooKeeper, in the order of [`Bench::others`].
+const OTHER_NAMES: [&str; 2] = ["Redis SET NX PX + Lua delete, 1 ms retry", "MariaDB unique-key insert, 1 ms retry"];
+
+/// The uncontended runs of an [`Other`] row: µs per cycle, and requests per cycle of each round.
+type OtherRuns = (Vec<f64>, Vec<f64>);
+
+/// A lock on a server other than ZooKeeper, with the server it started.
+enum Other {
+    Redis(Redis),
+    MariaDb(MariaDb),
+}
+
+impl Other {
+    /// µs per timed cycle on one connection, and requests per cycle from the server's count.
+    async fn uncontended(&self, name: &str, plan: &Plan) -> Result<(Vec<f64>, f64), String> {
+        match self {
+            Other::Redis(redis) => redis.uncontended(name, plan.warmup, plan.cycles).await,
+            Other::MariaDb(mariadb) => mariadb.uncontended(name, plan.warmup, plan.cycles).await,
+        }
+    }
+
+    /// `plan.sessions` connections contending for `plan.contended_for`, one task each.
+    async fn contended(&self, name: &str, plan: &Plan) -> Result<Contention, String> {
+        let (counts, violations, requests_per_acquisition) = match self {
+            Other::Redis(redis) => redis.contended(name, plan.sessions, plan.contended_for).await?,
+            Other::MariaDb(mariadb) => mariadb.contended(name, plan.sessions, plan.contended_for).await?,
+        };
+        Ok(Contention { counts, requests_per_acquisition, violations })
+    }
 }
 
 pub(crate) async fn session(connect: &str) -> Result<Client, zookeeper_client::Error> {
@@ -101,7 +143,7 @@ pub(crate) async fn session(connect: &str) -> Result<Client, zookeeper_client::E
 }
 
 async fn uncontended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> {
-    let Bench { connect, server, base, plan, curator } = *bench;
+    let Bench { connect, server, base, plan, curator, others } = *bench;
     let mut rows = Vec::new();
     for index in 0..NAMES.len() {
         let client = session(connect).await?;
@@ -117,10 +159,28 @@ async fn uncontended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>
     let mut curator_p50 = Vec::new();
     let mut curator_p99 = Vec::new();
     let mut curator_requests = Vec::new();
+    // µs samples and the requests per cycle of each round, or why the row has none.
+    let mut other_runs: Vec<Result<OtherRuns, String>> = others
+        .iter()
+        .map(|other| other.as_ref().map(|_| Default::default()).map_err(|why| format!("skipped: {why}")))
+        .collect();
     for round in 0..plan.rounds {
         // Rotate who goes first, so that no row always meets the server at the same warmth.
-        for offset in 0..rows.len() {
-            let position = (round + offset) % rows.len();
+        let turns = rows.len() + others.len();
+        for offset in 0..turns {
+            let position = (round + offset) % turns;
+            if let Some(which) = position.checked_sub(rows.len()) {
+                if let (Ok(other), Ok((samples, requests))) = (&others[which], &mut other_runs[which]) {
+                    match other.uncontended(&format!("{base}/uncontended/other-{which}"), plan).await {
+                        Ok((more, per_cycle)) => {
+                            samples.extend(more);
+                            requests.push(per_cycle);
+                        }
+                        Err(why) => other_runs[which] = Err(format!("failed: {why}")),
+                    }
+                }
+                continue;
+            }
             let (row, client, samples, requests) = &mut rows[position];
             let before = requests_received(server, client);
             for _ in 0..plan.cycles {
@@ -168,6 +228,20 @@ async fn uncontended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>
         }
         Err(why) => println!("| Curator 5.4 InterProcessMutex | skipped: {why} | | | |"),
     }
+    for (name, run) in OTHER_NAMES.iter().zip(&mut other_runs) {
+        match run {
+            Ok((samples, requests)) => {
+                let p50 = percentile(samples, 50.0);
+                println!(
+                    "| {name} | {p50:.0} | {:.0} | {:.2} | {:.2} (server-wide count) |",
+                    percentile(samples, 99.0),
+                    p50 / floor_p50,
+                    percentile(requests, 50.0)
+                );
+            }
+            Err(why) => println!("| {name} | {why} | | | |"),
+        }
+    }
     let zklock = match &rows[0].0 {
         Row::Zklock(mutex) => mutex.clone(),
         _ => unreachable!("row 0 is zklock"),
@@ -200,14 +274,19 @@ impl Contention {
 /// Every row in every round, the starting row rotating, so that a server still warming up does
 /// not favour the rows that run last; the median round of each row is reported.
 async fn contended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> {
-    let Bench { connect, server, base, plan, curator } = *bench;
+    let Bench { connect, server, base, plan, curator, others } = *bench;
     let rows: Vec<usize> = (0..NAMES.len()).filter(|&index| index != FLOOR).collect();
     let curator_row = NAMES.len();
-    let mut runs: Vec<Vec<Contention>> = (0..=NAMES.len()).map(|_| Vec::new()).collect();
-    let mut order: Vec<usize> = rows.clone();
-    if curator.is_ok() {
-        order.push(curator_row);
+    // The other servers' rows come after Curator's; `skipped[row]` says why a row has no runs.
+    let other_row = |which: usize| curator_row + 1 + which;
+    let mut skipped: Vec<Option<String>> = vec![None; other_row(others.len())];
+    skipped[curator_row] = curator.as_ref().err().map(|why| format!("skipped: {why}"));
+    for (which, other) in others.iter().enumerate() {
+        skipped[other_row(which)] = other.as_ref().err().map(|why| format!("skipped: {why}"));
     }
+    let mut runs: Vec<Vec<Contention>> = skipped.iter().map(|_| Vec::new()).collect();
+    let mut order: Vec<usize> = rows.clone();
+    order.extend((curator_row..skipped.len()).filter(|&row| skipped[row].is_none()));
     for round in 0..plan.rounds {
         for offset in 0..order.len() {
             let row = order[(round + offset) % order.len()];
@@ -215,6 +294,15 @@ async fn contended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> 
             let run = if row == curator_row {
                 let Ok(curator) = curator else { continue };
                 contend_curator(curator, connect, server, &path, plan)?
+            } else if let Some(which) = row.checked_sub(other_row(0)) {
+                let (Ok(other), None) = (&others[which], &skipped[row]) else { continue };
+                match other.contended(&path, plan).await {
+                    Ok(run) => run,
+                    Err(why) => {
+                        skipped[row] = Some(format!("failed: {why}"));
+                        continue;
+                    }
+                }
             } else {
                 contend(row, connect, server, &path, plan).await?
             };
@@ -226,14 +314,16 @@ async fn contended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> 
         plan.rounds
     );
     println!("|---|---|---|---|---|");
-    for row in order.iter().copied().chain(curator.as_ref().err().map(|_| curator_row)) {
+    for row in rows.iter().copied().chain(curator_row..skipped.len()) {
         let name = if row == curator_row {
             format!("Curator 5.4 InterProcessMutex (JVM, {} threads with a session each)", plan.sessions)
+        } else if let Some(which) = row.checked_sub(other_row(0)) {
+            format!("{} ({} connections)", OTHER_NAMES[which], plan.sessions)
         } else {
             NAMES[row].to_owned()
         };
-        if let (true, Err(why)) = (row == curator_row, curator) {
-            println!("| {name} | skipped: {why} | | | |");
+        if let Some(why) = &skipped[row] {
+            println!("| {name} | {why} | | | |");
             continue;
         }
         let runs = &mut runs[row];

@@ -53,3 +53,4 @@ pub use four_letter::four_letter_word;
 pub use proxy::Proxy;
 pub use server::{shared_server, ServerOptions, ZooKeeperServer};
 pub use session::expire_session;
+pub use spawn::spawn_tied_to_process;

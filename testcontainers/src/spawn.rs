@@ -13,8 +13,13 @@ type SpawnRequest = (Command, mpsc::Sender<io::Result<Child>>);
 
 static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
 
-/// Spawns `command` so that it receives `SIGKILL` when this process exits.
-pub(crate) fn spawn_tied_to_process(mut command: Command) -> io::Result<Child> {
+/// Spawns `command` so that it receives `SIGKILL` when this process exits, however it exits
+/// (for other servers a test or benchmark starts, such as Redis in the comparison benchmark).
+///
+/// # Errors
+///
+/// Those of [`Command::spawn`], and an error when the spawner thread is gone.
+pub fn spawn_tied_to_process(mut command: Command) -> io::Result<Child> {
     use std::os::unix::process::CommandExt;
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: prctl, getppid and _exit are async-signal-safe, as pre_exec requires.

@@ -1,0 +1,201 @@
+//! The Redis row: the seed articles' spin lock on a `redis-server` of our own. Acquire is
+//! `SET key token NX PX 10000`, retried every millisecond while someone else holds the key;
+//! release is a Lua compare-and-delete, so that nobody deletes a key they do not own.
+//!
+//! The client is a few lines of RESP over one TCP connection per lock, enough for these
+//! commands, so the row costs no dependency.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufStream};
+use tokio::net::TcpStream;
+use uuid::Uuid;
+
+use crate::spawned::{find_program, free_port, Spawned};
+use crate::spin::{contend, time_cycles, Cycle};
+
+/// Deletes the key only if it still holds our token (the recipe's release).
+const RELEASE: &str = "if redis.call('get',KEYS[1])==ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end";
+
+/// A `redis-server` on a free loopback port, without persistence (like ZooKeeper's
+/// `forceSync=no`); killed when dropped.
+pub struct Redis {
+    address: SocketAddr,
+    _process: Spawned,
+}
+
+impl Redis {
+    /// Starts `redis-server` and waits until it answers `PING`.
+    ///
+    /// # Errors
+    ///
+    /// Why there is no Redis row: not installed, or it did not start within 10 s.
+    pub async fn start() -> Result<Redis, String> {
+        let program = find_program("redis-server").ok_or("redis-server not installed (scripts/install-bench-deps)")?;
+        let mut process = Spawned::new("redis")?;
+        let port = free_port()?.to_string();
+        let mut command = Command::new(program);
+        command
+            .args(["--port", &port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(process.dir());
+        process.start(command)?;
+        let address = SocketAddr::from((Ipv4Addr::LOCALHOST, port.parse::<u16>().map_err(|e| e.to_string())?));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            process.check_running()?;
+            if let Ok(mut connection) = Connection::open(address).await {
+                if let Ok(Reply::Simple(pong)) = connection.command(&["PING"]).await {
+                    if pong == "PONG" {
+                        return Ok(Redis { address, _process: process });
+                    }
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(format!("redis-server did not answer within 10 s: {}", process.log_tail()));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// One connection cycling on `key`: µs per timed cycle, and requests per cycle (warmup
+    /// included) from the server's own count.
+    pub async fn uncontended(&self, key: &str, warmup: usize, cycles: usize) -> Result<(Vec<f64>, f64), String> {
+        let mut lock = SpinLock { connection: Connection::open(self.address).await?, key: key.to_owned() };
+        let before = self.lock_commands().await?;
+        let samples = time_cycles(&mut lock, warmup, cycles).await?;
+        let commands = self.lock_commands().await?.saturating_sub(before);
+        Ok((samples, commands as f64 / (warmup + cycles).max(1) as f64))
+    }
+
+    /// `sessions` connections cycling on `key` for `duration`, a task each: acquisitions per
+    /// connection, exclusion violations, and requests per acquisition (retries included).
+    pub async fn contended(
+        &self,
+        key: &str,
+        sessions: usize,
+        duration: Duration,
+    ) -> Result<(Vec<u64>, u64, f64), String> {
+        let mut locks = Vec::with_capacity(sessions);
+        for _ in 0..sessions {
+            locks.push(SpinLock { connection: Connection::open(self.address).await?, key: key.to_owned() });
+        }
+        let before = self.lock_commands().await?;
+        let (counts, violations) = contend(locks, duration).await?;
+        let commands = self.lock_commands().await?.saturating_sub(before);
+        let total: u64 = counts.iter().sum();
+        Ok((counts, violations, commands as f64 / total.max(1) as f64))
+    }
+
+    /// The `SET` and `EVAL` commands the server has run, from `INFO commandstats`, read on a
+    /// connection of its own. They are what the lock's clients send; `total_commands_processed`
+    /// would also count the `GET` and `DEL` that each `EVAL` runs inside.
+    async fn lock_commands(&self) -> Result<u64, String> {
+        let mut connection = Connection::open(self.address).await?;
+        let Reply::Bulk(Some(info)) = connection.command(&["INFO", "commandstats"]).await? else {
+            return Err("INFO commandstats answered no text".into());
+        };
+        let calls = |command: &str| {
+            let prefix = format!("cmdstat_{command}:calls=");
+            String::from_utf8_lossy(&info)
+                .lines()
+                .find_map(|line| line.strip_prefix(&prefix)?.split(',').next()?.parse::<u64>().ok())
+                // A command not run yet has no line.
+                .unwrap_or(0)
+        };
+        Ok(calls("set") + calls("eval"))
+    }
+}
+
+/// The spin lock on one connection.
+struct SpinLock {
+    connection: Connection,
+    key: String,
+}
+
+impl Cycle for SpinLock {
+    async fn cycle(&mut self, inside: impl FnOnce() + Send) -> Result<(), String> {
+        // A fresh token per acquisition: a late release from an earlier hold cannot delete this one.
+        let token = Uuid::new_v4().to_string();
+        loop {
+            match self.connection.command(&["SET", &self.key, &token, "NX", "PX", "10000"]).await? {
+                Reply::Simple(ok) if ok == "OK" => break,
+                Reply::Bulk(None) => tokio::time::sleep(Duration::from_millis(1)).await,
+                other => return Err(format!("SET NX answered {other:?}")),
+            }
+        }
+        inside();
+        match self.connection.command(&["EVAL", RELEASE, "1", &self.key, &token]).await? {
+            Reply::Integer(1) => Ok(()),
+            other => Err(format!("the release found the key gone or someone else's ({other:?})")),
+        }
+    }
+}
+
+/// The replies these commands get; an error reply (`-ERR ...`) is an `Err` of
+/// [`Connection::command`].
+#[derive(Debug)]
+enum Reply {
+    Simple(String),
+    Integer(i64),
+    Bulk(Option<Vec<u8>>),
+}
+
+/// One RESP connection: commands go out as arrays of bulk strings, one at a time.
+struct Connection {
+    stream: BufStream<TcpStream>,
+    buffer: Vec<u8>,
+}
+
+impl Connection {
+    async fn open(address: SocketAddr) -> Result<Connection, String> {
+        let stream = TcpStream::connect(address).await.map_err(|e| format!("connect to redis: {e}"))?;
+        // One small request at a time: Nagle would hold each back for the previous answer's ACK.
+        stream.set_nodelay(true).map_err(|e| e.to_string())?;
+        Ok(Connection { stream: BufStream::new(stream), buffer: Vec::new() })
+    }
+
+    async fn command(&mut self, args: &[&str]) -> Result<Reply, String> {
+        self.buffer.clear();
+        self.buffer.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+        for arg in args {
+            self.buffer.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+            self.buffer.extend_from_slice(arg.as_bytes());
+            self.buffer.extend_from_slice(b"\r\n");
+        }
+        self.stream.write_all(&self.buffer).await.map_err(broken)?;
+        self.stream.flush().await.map_err(broken)?;
+        self.reply().await
+    }
+
+    async fn reply(&mut self) -> Result<Reply, String> {
+        let mut line = Vec::new();
+        if self.stream.read_until(b'\n', &mut line).await.map_err(broken)? == 0 {
+            return Err("redis closed the connection".into());
+        }
+        let text = String::from_utf8_lossy(line.strip_suffix(b"\r\n").unwrap_or(&line)).into_owned();
+        let (kind, rest) = text.split_at_checked(1).ok_or("redis sent an empty line")?;
+        let number = || rest.parse::<i64>().map_err(|_| format!("redis sent a bad number: {text}"));
+        match kind {
+            "+" => Ok(Reply::Simple(rest.to_owned())),
+            "-" => Err(format!("redis: {rest}")),
+            ":" => Ok(Reply::Integer(number()?)),
+            "$" => match usize::try_from(number()?) {
+                Err(_) => Ok(Reply::Bulk(None)),
+                Ok(length) => {
+                    let mut data = vec![0; length + 2];
+                    self.stream.read_exact(&mut data).await.map_err(broken)?;
+                    data.truncate(length);
+                    Ok(Reply::Bulk(Some(data)))
+                }
+            },
+            _ => Err(format!("unexpected reply from redis: {text}")),
+        }
+    }
+}
+
+fn broken(error: std::io::Error) -> String {
+    format!("redis connection: {error}")
+}
