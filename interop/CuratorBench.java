@@ -3,7 +3,15 @@
 // java -cp <classes>:/usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar \
 //     CuratorBench CONNECT PATH uncontended CYCLES WARMUP   -> "latencies_us P50 P99"
 //     CuratorBench CONNECT PATH contended SESSIONS MILLIS   -> "counts N1 N2 ... violations V"
+//     CuratorBench CONNECT PATH handoff WAITERS
+//         -> after one unmeasured pass (JIT warmup), prints "queued" once a Curator holder has
+//            the lock and WAITERS clients are queued behind it, waits for a line on stdin (the
+//            caller reads the server's watches meanwhile), lets go, and prints
+//            "handoff_us P50 P99": the gaps between consecutive acquisitions, the first from the
+//            holder's release (each waiter lets go as soon as it holds).
 
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -17,11 +25,18 @@ public class CuratorBench {
     public static void main(String[] args) throws Exception {
         String connect = args[0], path = args[1], scenario = args[2];
         int first = Integer.parseInt(args[3]);
-        long second = Long.parseLong(args[4]);
-        if (scenario.equals("uncontended")) {
-            uncontended(connect, path, first, (int) second);
-        } else {
-            contended(connect, path, first, second);
+        try {
+            if (scenario.equals("uncontended")) {
+                uncontended(connect, path, first, Integer.parseInt(args[4]));
+            } else if (scenario.equals("contended")) {
+                contended(connect, path, first, Long.parseLong(args[4]));
+            } else {
+                handoff(connect, path, first);
+            }
+        } catch (Exception e) {
+            // Threads still blocked in acquire would keep the JVM, and the benchmark, waiting.
+            e.printStackTrace();
+            System.exit(1);
         }
     }
 
@@ -32,6 +47,21 @@ public class CuratorBench {
             throw new IllegalStateException("cannot connect to " + connect);
         }
         return client;
+    }
+
+    /** Connects {@code count} clients at once: one after the other, 200 take several seconds. */
+    static CuratorFramework[] clients(String connect, int count) throws Exception {
+        CuratorFramework[] clients = new CuratorFramework[count];
+        for (int i = 0; i < count; i++) {
+            clients[i] = CuratorFrameworkFactory.newClient(connect, 30_000, 10_000, new RetryNTimes(3, 100));
+            clients[i].start();
+        }
+        for (CuratorFramework client : clients) {
+            if (!client.blockUntilConnected(120, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("cannot connect to " + connect);
+            }
+        }
+        return clients;
     }
 
     static void uncontended(String connect, String path, int cycles, int warmup) throws Exception {
@@ -94,5 +124,91 @@ public class CuratorBench {
         for (CuratorFramework client : clients) {
             client.close();
         }
+    }
+
+    static void handoff(String connect, String path, int waiters) throws Exception {
+        long started = System.nanoTime();
+        CuratorFramework[] clients = clients(connect, waiters + 1);
+        long connected = System.nanoTime();
+        // A first pass unmeasured, on a path of its own: the JVM compiles the code that waits and
+        // takes over, as our rows run compiled code from the start.
+        handoffPass(clients, path + "-warmup", false);
+        long warm = System.nanoTime();
+        double[] gaps = handoffPass(clients, path, true);
+        System.out.printf("handoff_us %.0f %.0f%n", percentile(gaps, 50), percentile(gaps, 99));
+        System.out.flush();
+        // For the report on how long a run takes; the benchmark reads only stdout.
+        System.err.printf("Curator handoff: %d clients connected in %.1f s, warmup pass %.1f s, measured pass %.1f s%n",
+                waiters + 1, (connected - started) / 1e9, (warm - connected) / 1e9, (System.nanoTime() - warm) / 1e9);
+        // About 100 ms each, and no faster from many threads: ZooKeeper's Java client sleeps in
+        // its socket cleanup while holding a lock that all its clients share. 200 take 20 s.
+        for (CuratorFramework client : clients) {
+            client.close();
+        }
+    }
+
+    /**
+     * Queues {@code clients[1..]} behind {@code clients[0]} on {@code path}; once all are queued
+     * (and, if {@code measured}, once the caller has answered "queued"), the holder releases.
+     * Returns the gaps in µs between consecutive acquisitions, the first from the release.
+     */
+    static double[] handoffPass(CuratorFramework[] clients, String path, boolean measured) throws Exception {
+        int waiters = clients.length - 1;
+        InterProcessMutex holder = new InterProcessMutex(clients[0], path);
+        holder.acquire();
+        long[] acquired = new long[waiters];
+        AtomicInteger failures = new AtomicInteger();
+        Thread[] threads = new Thread[waiters];
+        for (int w = 0; w < waiters; w++) {
+            final int waiter = w;
+            InterProcessMutex mutex = new InterProcessMutex(clients[w + 1], path);
+            threads[w] = new Thread(() -> {
+                try {
+                    mutex.acquire();
+                    acquired[waiter] = System.nanoTime();
+                    mutex.release();
+                } catch (Exception e) {
+                    e.printStackTrace();
+                    failures.incrementAndGet();
+                }
+            });
+            threads[w].start();
+        }
+        // Everyone queued: the holder's node and one per waiter.
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        while (clients[0].getChildren().forPath(path).size() < waiters + 1) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("the waiters did not queue in time");
+            }
+            Thread.sleep(20);
+        }
+        if (measured) {
+            System.out.println("queued");
+            System.out.flush();
+            new BufferedReader(new InputStreamReader(System.in)).readLine();
+        }
+        long released = System.nanoTime();
+        holder.release();
+        for (Thread thread : threads) {
+            thread.join();
+        }
+        if (failures.get() > 0) {
+            throw new IllegalStateException(failures.get() + " waiters failed");
+        }
+        Arrays.sort(acquired);
+        double[] gaps = new double[waiters];
+        long before = released;
+        for (int w = 0; w < waiters; w++) {
+            gaps[w] = (acquired[w] - before) / 1_000.0;
+            before = acquired[w];
+        }
+        return gaps;
+    }
+
+    /** The same nearest-rank percentile as the Rust side of the benchmark. */
+    static double percentile(double[] samples, double percent) {
+        double[] sorted = samples.clone();
+        Arrays.sort(sorted);
+        return sorted[(int) Math.round((sorted.length - 1) * percent / 100)];
     }
 }

@@ -12,6 +12,7 @@ pub struct Curator {
 }
 
 impl Curator {
+    /// Compiles `interop/CuratorBench.java` against Debian's Curator.
     pub fn compile() -> Result<Curator, String> {
         if !Path::new(CURATOR_JAR).is_file() {
             return Err("Curator not installed (apt-get install -y libcurator-recipes-java)".into());
@@ -29,17 +30,10 @@ impl Curator {
         Ok(Curator { classpath: format!("{}:{CURATOR_JAR}:{SLF4J_NOP_JAR}", classes.display()) })
     }
 
-    /// Runs one scenario and returns the numbers of its output line after the tag.
-    pub fn run(&self, connect: &str, path: &str, args: &[&str]) -> Result<Vec<i64>, String> {
-        let output = Command::new("java")
-            .args(["-XX:+UseSerialGC", "-cp", &self.classpath, "CuratorBench", connect, path])
-            .args(args)
-            .output()
-            .map_err(|e| format!("java: {e}"))?;
-        if !output.status.success() {
-            return Err(format!("CuratorBench failed: {}", String::from_utf8_lossy(&output.stderr)));
-        }
-        let text = String::from_utf8_lossy(&output.stdout);
-        Ok(text.split_whitespace().filter_map(|word| word.parse().ok()).collect())
+    /// The command that runs a scenario on the lock at `path`; its arguments follow.
+    pub fn command(&self, connect: &str, path: &str) -> Command {
+        let mut command = Command::new("java");
+        command.args(["-XX:+UseSerialGC", "-cp", &self.classpath, "CuratorBench", connect, path]);
+        command
     }
 }

@@ -8,7 +8,9 @@
 
 mod curator;
 mod handoff;
+mod kazoo;
 mod mariadb;
+mod peers;
 mod redis;
 mod rows;
 mod spawned;
@@ -22,8 +24,8 @@ use std::time::{Duration, Instant};
 use zklock_testcontainers::{four_letter_word, ZooKeeperServer};
 use zookeeper_client::Client;
 
-use crate::curator::Curator;
 use crate::mariadb::MariaDb;
+use crate::peers::{Peer, Uncontended};
 use crate::redis::Redis;
 use crate::rows::{prepare, Row, FLOOR, NAMES};
 
@@ -60,13 +62,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let address =
         connect.split(',').next().and_then(|host| host.to_socket_addrs().ok()?.next()).ok_or("bad ZK_CONNECT")?;
-    let curator = Curator::compile();
+    let peers = Peer::all();
     let base = format!("/bench-{}", std::process::id());
+
     // Their processes are killed when these drop, at the end or on an early return or panic.
     let others = [Redis::start().await.map(Other::Redis), MariaDb::start().await.map(Other::MariaDb)];
 
-    let bench =
-        Bench { connect: &connect, server: address, base: &base, plan: &plan, curator: &curator, others: &others };
+    let bench = Bench { connect: &connect, server: address, base: &base, plan: &plan, peers: &peers, others: &others };
     println!("## Uncontended acquire+release ({} rounds x {} cycles, one session per row)\n", plan.rounds, plan.cycles);
     uncontended(&bench).await?;
     println!("\n## Contended: {} sessions on one lock for {:?} per round\n", plan.sessions, plan.contended_for);
@@ -78,32 +80,46 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("|---|---|---|---|");
     let rows = [0, 1];
-    let mut results: Vec<Vec<handoff::Handoff>> = rows.iter().map(|_| Vec::new()).collect();
+    // Then the peers, each with its own holder and waiters in one process.
+    let turns = rows.len() + peers.len();
+    let mut results: Vec<Vec<handoff::Handoff>> = (0..turns).map(|_| Vec::new()).collect();
     for round in 0..plan.rounds {
         // Rotate who goes first, as in the other scenarios.
-        for offset in 0..rows.len() {
-            let position = (round + offset) % rows.len();
-            results[position].push(handoff::handoff(&bench, rows[position], plan.waiters).await?);
+        for offset in 0..turns {
+            let position = (round + offset) % turns;
+            let run = match position.checked_sub(rows.len()).map(|index| &peers[index]) {
+                Some(peer) if !peer.is_available() => continue,
+                Some(peer) => handoff::peer_handoff(&bench, peer, plan.waiters)?,
+                None => handoff::handoff(&bench, rows[position], plan.waiters).await?,
+            };
+            results[position].push(run);
         }
     }
     for (position, runs) in results.iter_mut().enumerate() {
+        let name = match position.checked_sub(rows.len()).map(|index| &peers[index]) {
+            Some(peer) if !peer.is_available() => {
+                println!("{}", peer.skipped_row(4));
+                continue;
+            }
+            Some(peer) => peer.name(", holder and waiters in one process"),
+            None => NAMES[rows[position]].to_owned(),
+        };
         let mut p50: Vec<f64> = runs.iter().map(|run| run.p50_us).collect();
         let mut p99: Vec<f64> = runs.iter().map(|run| run.p99_us).collect();
         let watchers = runs.iter().map(|run| run.watchers_per_node).max().unwrap_or(0);
-        let name = NAMES[rows[position]];
         println!("| {name} | {:.0} | {:.0} | {watchers} |", percentile(&mut p50, 50.0), percentile(&mut p99, 50.0));
     }
     Ok(())
 }
 
-/// What every scenario needs: where the server is, where to put locks, how long to run, and the
-/// Curator row (or why there is none).
+/// What every scenario needs: where the server is, where to put locks, how long to run, the
+/// rows in other processes, and the rows on other servers (or why they are skipped).
 pub(crate) struct Bench<'a> {
     pub(crate) connect: &'a str,
     pub(crate) server: SocketAddr,
     pub(crate) base: &'a str,
     plan: &'a Plan,
-    curator: &'a Result<Curator, String>,
+    peers: &'a [Peer],
     others: &'a [Result<Other, String>; 2],
 }
 
@@ -143,7 +159,7 @@ pub(crate) async fn session(connect: &str) -> Result<Client, zookeeper_client::E
 }
 
 async fn uncontended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> {
-    let Bench { connect, server, base, plan, curator, others } = *bench;
+    let Bench { connect, server, base, plan, peers, others } = *bench;
     let mut rows = Vec::new();
     for index in 0..NAMES.len() {
         let client = session(connect).await?;
@@ -155,21 +171,18 @@ async fn uncontended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>
         }
         rows.push((row, client, Vec::new(), 0u64));
     }
-    let curator_path = format!("{base}/uncontended/curator");
-    let mut curator_p50 = Vec::new();
-    let mut curator_p99 = Vec::new();
-    let mut curator_requests = Vec::new();
+    let mut peer_runs: Vec<Uncontended> = peers.iter().map(|_| Uncontended::default()).collect();
     // µs samples and the requests per cycle of each round, or why the row has none.
     let mut other_runs: Vec<Result<OtherRuns, String>> = others
         .iter()
         .map(|other| other.as_ref().map(|_| Default::default()).map_err(|why| format!("skipped: {why}")))
         .collect();
+    let turns = rows.len() + peers.len() + others.len();
     for round in 0..plan.rounds {
         // Rotate who goes first, so that no row always meets the server at the same warmth.
-        let turns = rows.len() + others.len();
         for offset in 0..turns {
             let position = (round + offset) % turns;
-            if let Some(which) = position.checked_sub(rows.len()) {
+            if let Some(which) = position.checked_sub(rows.len() + peers.len()) {
                 if let (Ok(other), Ok((samples, requests))) = (&others[which], &mut other_runs[which]) {
                     match other.uncontended(&format!("{base}/uncontended/other-{which}"), plan).await {
                         Ok((more, per_cycle)) => {
@@ -181,6 +194,10 @@ async fn uncontended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>
                 }
                 continue;
             }
+            if let Some(index) = position.checked_sub(rows.len()) {
+                peers[index].uncontended_round(bench, &mut peer_runs[index])?;
+                continue;
+            }
             let (row, client, samples, requests) = &mut rows[position];
             let before = requests_received(server, client);
             for _ in 0..plan.cycles {
@@ -189,18 +206,6 @@ async fn uncontended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>
                 samples.push(started.elapsed().as_secs_f64() * 1e6);
             }
             *requests += requests_received(server, client).saturating_sub(before);
-        }
-        if let Ok(curator) = curator {
-            let before = packets_received(server);
-            let numbers = curator.run(
-                connect,
-                &curator_path,
-                &["uncontended", &plan.cycles.to_string(), &plan.warmup.to_string()],
-            )?;
-            let total = (plan.cycles + plan.warmup) as f64;
-            curator_requests.push(packets_received(server).saturating_sub(before) as f64 / total);
-            curator_p50.push(numbers[0] as f64);
-            curator_p99.push(numbers[1] as f64);
         }
     }
     let floor_p50 = percentile(&mut rows[FLOOR].2.clone(), 50.0);
@@ -216,17 +221,8 @@ async fn uncontended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>
             p50 / floor_p50
         );
     }
-    match curator {
-        Ok(_) => {
-            let p50 = percentile(&mut curator_p50, 50.0);
-            println!(
-                "| Curator 5.4 InterProcessMutex (JVM) | {p50:.0} | {:.0} | {:.2} | {:.2} (server-wide count) |",
-                percentile(&mut curator_p99, 50.0),
-                p50 / floor_p50,
-                percentile(&mut curator_requests, 50.0)
-            );
-        }
-        Err(why) => println!("| Curator 5.4 InterProcessMutex | skipped: {why} | | | |"),
+    for (peer, runs) in peers.iter().zip(&mut peer_runs) {
+        println!("{}", peer.uncontended_row(runs, floor_p50));
     }
     for (name, run) in OTHER_NAMES.iter().zip(&mut other_runs) {
         match run {
@@ -274,37 +270,36 @@ impl Contention {
 /// Every row in every round, the starting row rotating, so that a server still warming up does
 /// not favour the rows that run last; the median round of each row is reported.
 async fn contended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> {
-    let Bench { connect, server, base, plan, curator, others } = *bench;
+    let Bench { connect, server, base, plan, peers, others } = *bench;
     let rows: Vec<usize> = (0..NAMES.len()).filter(|&index| index != FLOOR).collect();
-    let curator_row = NAMES.len();
-    // The other servers' rows come after Curator's; `skipped[row]` says why a row has no runs.
-    let other_row = |which: usize| curator_row + 1 + which;
-    let mut skipped: Vec<Option<String>> = vec![None; other_row(others.len())];
-    skipped[curator_row] = curator.as_ref().err().map(|why| format!("skipped: {why}"));
-    for (which, other) in others.iter().enumerate() {
-        skipped[other_row(which)] = other.as_ref().err().map(|why| format!("skipped: {why}"));
-    }
-    let mut runs: Vec<Vec<Contention>> = skipped.iter().map(|_| Vec::new()).collect();
+    // Rows from NAMES.len() on are the peers', then the other servers'.
+    let peer = |row: usize| row.checked_sub(NAMES.len()).and_then(|index| peers.get(index));
+    let other_row = |which: usize| NAMES.len() + peers.len() + which;
+    let other = |row: usize| row.checked_sub(other_row(0));
+    // Why an other server's row has no runs (not there, or it failed).
+    let mut failed: Vec<Option<String>> =
+        others.iter().map(|other| other.as_ref().err().map(|why| format!("skipped: {why}"))).collect();
+    let mut runs: Vec<Vec<Contention>> = (0..other_row(others.len())).map(|_| Vec::new()).collect();
     let mut order: Vec<usize> = rows.clone();
-    order.extend((curator_row..skipped.len()).filter(|&row| skipped[row].is_none()));
+    order.extend((0..peers.len()).filter(|&index| peers[index].is_available()).map(|index| NAMES.len() + index));
+    order.extend((0..others.len()).filter(|&which| others[which].is_ok()).map(other_row));
     for round in 0..plan.rounds {
         for offset in 0..order.len() {
             let row = order[(round + offset) % order.len()];
             let path = format!("{base}/contended/{row}-{round}");
-            let run = if row == curator_row {
-                let Ok(curator) = curator else { continue };
-                contend_curator(curator, connect, server, &path, plan)?
-            } else if let Some(which) = row.checked_sub(other_row(0)) {
-                let (Ok(other), None) = (&others[which], &skipped[row]) else { continue };
-                match other.contended(&path, plan).await {
-                    Ok(run) => run,
-                    Err(why) => {
-                        skipped[row] = Some(format!("failed: {why}"));
-                        continue;
+            let run = match (peer(row), other(row)) {
+                (Some(peer), _) => contend_peer(peer, connect, server, &path, plan)?,
+                (None, Some(which)) => {
+                    let (Ok(elsewhere), None) = (&others[which], &failed[which]) else { continue };
+                    match elsewhere.contended(&path, plan).await {
+                        Ok(run) => run,
+                        Err(why) => {
+                            failed[which] = Some(format!("failed: {why}"));
+                            continue;
+                        }
                     }
                 }
-            } else {
-                contend(row, connect, server, &path, plan).await?
+                (None, None) => contend(row, connect, server, &path, plan).await?,
             };
             runs[row].push(run);
         }
@@ -314,15 +309,13 @@ async fn contended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> 
         plan.rounds
     );
     println!("|---|---|---|---|---|");
-    for row in rows.iter().copied().chain(curator_row..skipped.len()) {
-        let name = if row == curator_row {
-            format!("Curator 5.4 InterProcessMutex (JVM, {} threads with a session each)", plan.sessions)
-        } else if let Some(which) = row.checked_sub(other_row(0)) {
-            format!("{} ({} connections)", OTHER_NAMES[which], plan.sessions)
-        } else {
-            NAMES[row].to_owned()
+    for row in order {
+        let name = match (peer(row), other(row)) {
+            (Some(peer), _) => peer.name(&format!(", {} threads with a session each", plan.sessions)),
+            (None, Some(which)) => format!("{} ({} connections)", OTHER_NAMES[which], plan.sessions),
+            (None, None) => NAMES[row].to_owned(),
         };
-        if let Some(why) = &skipped[row] {
+        if let Some(why) = other(row).and_then(|which| failed[which].as_ref()) {
             println!("| {name} | {why} | | | |");
             continue;
         }
@@ -337,6 +330,14 @@ async fn contended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> 
             median.requests_per_acquisition,
             if runs.iter().all(|run| run.violations == 0) { "held" } else { "VIOLATED" }
         );
+    }
+    for peer in peers.iter().filter(|peer| !peer.is_available()) {
+        println!("{}", peer.skipped_row(5));
+    }
+    for (which, name) in OTHER_NAMES.iter().enumerate() {
+        if let Err(why) = &others[which] {
+            println!("| {name} | skipped: {why} | | | |");
+        }
     }
     Ok(())
 }
@@ -387,8 +388,8 @@ async fn contend(
     Ok(Contention { counts, requests_per_acquisition, violations: violations.load(Ordering::SeqCst) })
 }
 
-fn contend_curator(
-    curator: &Curator,
+fn contend_peer(
+    peer: &Peer,
     connect: &str,
     server: SocketAddr,
     path: &str,
@@ -396,11 +397,11 @@ fn contend_curator(
 ) -> Result<Contention, Box<dyn std::error::Error>> {
     let before = packets_received(server);
     let millis = plan.contended_for.as_millis().to_string();
-    let numbers = curator.run(connect, path, &["contended", &plan.sessions.to_string(), &millis])?;
+    let numbers = peer.run(connect, path, &["contended", &plan.sessions.to_string(), &millis])?;
     let (counts, violations) = numbers.split_at(numbers.len().saturating_sub(1));
     let counts: Vec<u64> = counts.iter().map(|&count| count as u64).collect();
     let total: u64 = counts.iter().sum();
-    // Includes the JVM sessions' connects and closes: a little above the per-acquisition cost.
+    // Includes the program's sessions' connects and closes: a little above the per-acquisition cost.
     let requests_per_acquisition = packets_received(server).saturating_sub(before) as f64 / total.max(1) as f64;
     Ok(Contention { counts, requests_per_acquisition, violations: violations.first().copied().unwrap_or(1) as u64 })
 }
@@ -414,7 +415,7 @@ fn requests_received(server: SocketAddr, client: &Client) -> u64 {
 }
 
 /// Packets the server has received from everyone (`mntr`).
-fn packets_received(server: SocketAddr) -> u64 {
+pub(crate) fn packets_received(server: SocketAddr) -> u64 {
     let Ok(answer) = four_letter_word(server, "mntr") else { return 0 };
     answer
         .lines()
