@@ -6,13 +6,16 @@
 //! `scripts/install-bench-deps`. Prints markdown tables: medians over rounds that alternate the
 //! rows, so machine noise hits them alike. Reports, never fails on timing.
 
+mod cpu;
 mod curator;
 mod handoff;
+mod heap;
 mod kazoo;
 mod mariadb;
 mod peers;
 mod redis;
 mod rows;
+mod scale;
 mod spawned;
 mod spin;
 
@@ -24,10 +27,15 @@ use std::time::{Duration, Instant};
 use zklock_testcontainers::{four_letter_word, ZooKeeperServer};
 use zookeeper_client::Client;
 
+use crate::cpu::CpuMeter;
 use crate::mariadb::MariaDb;
 use crate::peers::{Peer, Uncontended};
 use crate::redis::Redis;
 use crate::rows::{prepare, Row, FLOOR, NAMES};
+
+/// Counts live heap bytes for the scale rows.
+#[global_allocator]
+static ALLOCATOR: heap::Counting = heap::Counting;
 
 struct Plan {
     cycles: usize,
@@ -36,13 +44,26 @@ struct Plan {
     sessions: usize,
     contended_for: Duration,
     waiters: usize,
+    /// Distinct locks one process holds at once (scale).
+    held_locks: usize,
+    /// Waiters on one lock in one process (scale).
+    waiters_on_one_lock: usize,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let quick = std::env::args().any(|arg| arg == "--quick");
     let plan = if quick {
-        Plan { cycles: 50, warmup: 20, rounds: 2, sessions: 4, contended_for: Duration::from_secs(1), waiters: 20 }
+        Plan {
+            cycles: 50,
+            warmup: 20,
+            rounds: 2,
+            sessions: 4,
+            contended_for: Duration::from_secs(1),
+            waiters: 20,
+            held_locks: 500,
+            waiters_on_one_lock: 100,
+        }
     } else {
         Plan {
             cycles: 1_000,
@@ -51,9 +72,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             sessions: 8,
             contended_for: Duration::from_secs(10),
             waiters: 200,
+            held_locks: 10_000,
+            waiters_on_one_lock: 1_000,
         }
     };
-    let (connect, _server) = match std::env::var("ZK_CONNECT") {
+    let (connect, server) = match std::env::var("ZK_CONNECT") {
         Ok(connect) if !connect.is_empty() => (connect, None),
         _ => {
             let server = ZooKeeperServer::start()?;
@@ -68,7 +91,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Their processes are killed when these drop, at the end or on an early return or panic.
     let others = [Redis::start().await.map(Other::Redis), MariaDb::start().await.map(Other::MariaDb)];
 
-    let bench = Bench { connect: &connect, server: address, base: &base, plan: &plan, peers: &peers, others: &others };
+    let zookeeper_pid = server.as_ref().and_then(ZooKeeperServer::pid);
+    let bench = Bench {
+        connect: &connect,
+        server: address,
+        zookeeper_pid,
+        base: &base,
+        plan: &plan,
+        peers: &peers,
+        others: &others,
+    };
     println!("## Uncontended acquire+release ({} rounds x {} cycles, one session per row)\n", plan.rounds, plan.cycles);
     uncontended(&bench).await?;
     println!("\n## Contended: {} sessions on one lock for {:?} per round\n", plan.sessions, plan.contended_for);
@@ -109,6 +141,34 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let watchers = runs.iter().map(|run| run.watchers_per_node).max().unwrap_or(0);
         println!("| {name} | {:.0} | {:.0} | {watchers} |", percentile(&mut p50, 50.0), percentile(&mut p99, 50.0));
     }
+    println!("\n## Scale: one process (zklock)\n");
+    scale_rows(&bench).await
+}
+
+/// Client memory per held lock and per waiter.
+async fn scale_rows(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> {
+    println!("| scenario | count | client heap per item | resident growth per item | heap left after release | time |");
+    println!("|---|---|---|---|---|---|");
+    let locks = scale::many_locks(bench, bench.plan.held_locks).await?;
+    let waiters = scale::many_waiters(bench, bench.plan.waiters_on_one_lock).await?;
+    for (scenario, run) in [
+        ("distinct locks held at once, one session (time: to take them all)", &locks),
+        ("waiters queued on one lock, one session (time: until all queued)", &waiters),
+    ] {
+        println!(
+            "| {scenario} | {} | {:.0} B | {:.0} B | {:.0} B per item | {:.2} s |",
+            run.count,
+            run.heap_per_item,
+            run.resident_per_item,
+            run.heap_left_per_item,
+            run.took.as_secs_f64()
+        );
+    }
+    println!(
+        "\n{} held locks: {:.1} MB of client heap in all.",
+        locks.count,
+        locks.heap_per_item * locks.count as f64 / 1e6
+    );
     Ok(())
 }
 
@@ -117,6 +177,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 pub(crate) struct Bench<'a> {
     pub(crate) connect: &'a str,
     pub(crate) server: SocketAddr,
+    /// The ZooKeeper server's process, when this benchmark started it (for its CPU time).
+    zookeeper_pid: Option<u32>,
     pub(crate) base: &'a str,
     plan: &'a Plan,
     peers: &'a [Peer],
@@ -136,6 +198,14 @@ enum Other {
 }
 
 impl Other {
+    /// The server's process id, for its CPU time.
+    fn pid(&self) -> Option<u32> {
+        match self {
+            Other::Redis(redis) => redis.pid(),
+            Other::MariaDb(mariadb) => mariadb.pid(),
+        }
+    }
+
     /// µs per timed cycle on one connection, and requests per cycle from the server's count.
     async fn uncontended(&self, name: &str, plan: &Plan) -> Result<(Vec<f64>, f64), String> {
         match self {
@@ -150,7 +220,7 @@ impl Other {
             Other::Redis(redis) => redis.contended(name, plan.sessions, plan.contended_for).await?,
             Other::MariaDb(mariadb) => mariadb.contended(name, plan.sessions, plan.contended_for).await?,
         };
-        Ok(Contention { counts, requests_per_acquisition, violations })
+        Ok(Contention { counts, requests_per_acquisition, violations, server_cpu_us: f64::NAN })
     }
 }
 
@@ -159,7 +229,7 @@ pub(crate) async fn session(connect: &str) -> Result<Client, zookeeper_client::E
 }
 
 async fn uncontended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> {
-    let Bench { connect, server, base, plan, peers, others } = *bench;
+    let Bench { connect, server, base, plan, peers, others, .. } = *bench;
     let mut rows = Vec::new();
     for index in 0..NAMES.len() {
         let client = session(connect).await?;
@@ -259,6 +329,8 @@ struct Contention {
     counts: Vec<u64>,
     requests_per_acquisition: f64,
     violations: u64,
+    /// CPU the lock's server spent per acquisition (µs), NaN when unknown (ZK_CONNECT).
+    server_cpu_us: f64,
 }
 
 impl Contention {
@@ -270,7 +342,7 @@ impl Contention {
 /// Every row in every round, the starting row rotating, so that a server still warming up does
 /// not favour the rows that run last; the median round of each row is reported.
 async fn contended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> {
-    let Bench { connect, server, base, plan, peers, others } = *bench;
+    let Bench { connect, server, zookeeper_pid, base, plan, peers, others } = *bench;
     let rows: Vec<usize> = (0..NAMES.len()).filter(|&index| index != FLOOR).collect();
     // Rows from NAMES.len() on are the peers', then the other servers'.
     let peer = |row: usize| row.checked_sub(NAMES.len()).and_then(|index| peers.get(index));
@@ -287,7 +359,12 @@ async fn contended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> 
         for offset in 0..order.len() {
             let row = order[(round + offset) % order.len()];
             let path = format!("{base}/contended/{row}-{round}");
-            let run = match (peer(row), other(row)) {
+            let server_pid = match other(row) {
+                Some(which) => others[which].as_ref().ok().and_then(Other::pid),
+                None => zookeeper_pid,
+            };
+            let meter = CpuMeter::start(server_pid);
+            let mut run = match (peer(row), other(row)) {
                 (Some(peer), _) => contend_peer(peer, connect, server, &path, plan)?,
                 (None, Some(which)) => {
                     let (Ok(elsewhere), None) = (&others[which], &failed[which]) else { continue };
@@ -301,14 +378,15 @@ async fn contended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> 
                 }
                 (None, None) => contend(row, connect, server, &path, plan).await?,
             };
+            run.server_cpu_us = meter.per_operation_us(run.counts.iter().sum());
             runs[row].push(run);
         }
     }
     println!(
-        "| lock | acquisitions/s (median of {} rounds) | per client min–max | requests per acquisition | exclusion |",
+        "| lock | acquisitions/s (median of {} rounds) | per client min–max | requests per acquisition | server CPU per acquisition µs | exclusion |",
         plan.rounds
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|");
     for row in order {
         let name = match (peer(row), other(row)) {
             (Some(peer), _) => peer.name(&format!(", {} threads with a session each", plan.sessions)),
@@ -316,27 +394,28 @@ async fn contended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> 
             (None, None) => NAMES[row].to_owned(),
         };
         if let Some(why) = other(row).and_then(|which| failed[which].as_ref()) {
-            println!("| {name} | {why} | | | |");
+            println!("| {name} | {why} | | | | |");
             continue;
         }
         let runs = &mut runs[row];
         runs.sort_by(|a, b| a.per_second(plan).total_cmp(&b.per_second(plan)));
         let median = &runs[runs.len() / 2];
         println!(
-            "| {name} | {:.0} | {}–{} | {:.2} | {} |",
+            "| {name} | {:.0} | {}–{} | {:.2} | {:.0} | {} |",
             median.per_second(plan),
             median.counts.iter().min().unwrap_or(&0),
             median.counts.iter().max().unwrap_or(&0),
             median.requests_per_acquisition,
+            median.server_cpu_us,
             if runs.iter().all(|run| run.violations == 0) { "held" } else { "VIOLATED" }
         );
     }
     for peer in peers.iter().filter(|peer| !peer.is_available()) {
-        println!("{}", peer.skipped_row(5));
+        println!("{}", peer.skipped_row(6));
     }
     for (which, name) in OTHER_NAMES.iter().enumerate() {
         if let Err(why) = &others[which] {
-            println!("| {name} | skipped: {why} | | | |");
+            println!("| {name} | skipped: {why} | | | | |");
         }
     }
     Ok(())
@@ -385,7 +464,12 @@ async fn contend(
     }
     let total: u64 = counts.iter().sum();
     let requests_per_acquisition = packets_received(server).saturating_sub(before) as f64 / total.max(1) as f64;
-    Ok(Contention { counts, requests_per_acquisition, violations: violations.load(Ordering::SeqCst) })
+    Ok(Contention {
+        counts,
+        requests_per_acquisition,
+        violations: violations.load(Ordering::SeqCst),
+        server_cpu_us: f64::NAN,
+    })
 }
 
 fn contend_peer(
@@ -403,7 +487,12 @@ fn contend_peer(
     let total: u64 = counts.iter().sum();
     // Includes the program's sessions' connects and closes: a little above the per-acquisition cost.
     let requests_per_acquisition = packets_received(server).saturating_sub(before) as f64 / total.max(1) as f64;
-    Ok(Contention { counts, requests_per_acquisition, violations: violations.first().copied().unwrap_or(1) as u64 })
+    Ok(Contention {
+        counts,
+        requests_per_acquisition,
+        violations: violations.first().copied().unwrap_or(1) as u64,
+        server_cpu_us: f64::NAN,
+    })
 }
 
 /// Requests the server has received from `client`'s session (`cons`).

@@ -28,10 +28,15 @@ const DEADLOCK: u16 = 1213;
 /// does not flush its log at each commit (like ZooKeeper's `forceSync=no`). Killed when dropped.
 pub struct MariaDb {
     address: SocketAddr,
-    _process: Spawned,
+    process: Spawned,
 }
 
 impl MariaDb {
+    /// The server's process id, for its CPU time.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.pid()
+    }
+
     /// Makes a data directory with `mariadb-install-db`, starts `mariadbd` without grant
     /// tables, waits until it accepts a connection, and creates the lock table.
     ///
@@ -87,7 +92,7 @@ impl MariaDb {
         connection
             .query("CREATE TABLE bench.locks (name VARCHAR(64) PRIMARY KEY, owner CHAR(36) NOT NULL) ENGINE=InnoDB")
             .await?;
-        Ok(MariaDb { address, _process: process })
+        Ok(MariaDb { address, process })
     }
 
     /// One connection cycling on lock `name`: µs per timed cycle, and statements per cycle

@@ -23,10 +23,15 @@ const RELEASE: &str = "if redis.call('get',KEYS[1])==ARGV[1] then return redis.c
 /// `forceSync=no`); killed when dropped.
 pub struct Redis {
     address: SocketAddr,
-    _process: Spawned,
+    process: Spawned,
 }
 
 impl Redis {
+    /// The server's process id, for its CPU time.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.pid()
+    }
+
     /// Starts `redis-server` and waits until it answers `PING`.
     ///
     /// # Errors
@@ -49,7 +54,7 @@ impl Redis {
             if let Ok(mut connection) = Connection::open(address).await {
                 if let Ok(Reply::Simple(pong)) = connection.command(&["PING"]).await {
                     if pong == "PONG" {
-                        return Ok(Redis { address, _process: process });
+                        return Ok(Redis { address, process });
                     }
                 }
             }

@@ -31,6 +31,11 @@ impl Spawned {
         Ok(Spawned { name, dir, child: None })
     }
 
+    /// The server's process id, once started.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// The server's directory.
     pub fn dir(&self) -> &Path {
         &self.dir

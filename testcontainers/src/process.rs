@@ -129,6 +129,11 @@ impl ServerProcess {
         }
     }
 
+    /// The process id, while it runs.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Sends `signal` to the process, if it runs.
     pub(crate) fn signal(&mut self, signal: libc::c_int) {
         if let Some(child) = self.child.as_ref() {

@@ -86,6 +86,12 @@ impl ZooKeeperServer {
         self.process.client_address
     }
 
+    /// The server's process id (for reading its CPU time from `/proc`, as the comparison
+    /// benchmark does); `None` once it has been stopped.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.pid()
+    }
+
     /// The server's own directory: `zoo.cfg`, `data/` and `zookeeper.log`.
     pub fn dir(&self) -> &Path {
         self.dir.path()
