@@ -5,19 +5,31 @@
 //! Rounds alternate the two so that machine noise hits both alike; the ratio is reported per
 //! round, and the median over rounds.
 //!
+//! Besides time, it reports the CPU each cycle costs this process (getrusage) and the server
+//! (`/proc`, when it started the server): on a machine with few cores, CPU spent on either side
+//! is time the other side waits for.
+//!
 //! `cargo bench --bench uncontended [-- --quick]`; uses `ZK_CONNECT` when set, else starts a
-//! throwaway server.
+//! throwaway server. `-- --only zklock|floor CYCLES` runs just that many cycles of one kind and
+//! prints nothing, for counting instructions per cycle with `valgrind --tool=callgrind` (run it
+//! with two cycle counts and divide the difference; BENCHMARKS.md).
 
 use std::net::ToSocketAddrs;
 use std::time::{Duration, Instant};
 
 use zklock::InterProcessMutex;
-use zklock_testcontainers::ZooKeeperServer;
+use zklock_testcontainers::{cpu_time, ZooKeeperServer};
 use zookeeper_client::{Acls, Client, CreateMode};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let quick = std::env::args().any(|arg| arg == "--quick");
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|arg| arg == "--quick");
+    let only = args.iter().position(|arg| arg == "--only").map(|at| {
+        let kind = args.get(at + 1).cloned().unwrap_or_default();
+        let cycles = args.get(at + 2).and_then(|cycles| cycles.parse::<usize>().ok()).unwrap_or(1_000);
+        (kind, cycles)
+    });
     let (cycles, rounds, warmup) = if quick { (50, 3, 20) } else { (1_000, 7, 300) };
     let (connect, _server) = match std::env::var("ZK_CONNECT") {
         Ok(connect) if !connect.is_empty() => (connect, None),
@@ -30,6 +42,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let raw_parent = format!("/bench-uncontended-{}", std::process::id());
     client.mkdir(&raw_parent, &CreateMode::Persistent.with_acls(Acls::anyone_all())).await?;
     let mutex = InterProcessMutex::new(&client, &format!("{raw_parent}-lock"))?;
+    if let Some((kind, cycles)) = only {
+        match kind.as_str() {
+            "zklock" => drop(lock_cycles(&mutex, cycles).await?),
+            "floor" => drop(raw_cycles(&client, &raw_parent, cycles).await?),
+            _ => return Err(format!("--only zklock|floor CYCLES, not {kind:?}").into()),
+        }
+        return Ok(());
+    }
+    let server_pid = _server.as_ref().and_then(ZooKeeperServer::pid);
 
     raw_cycles(&client, &raw_parent, warmup).await?;
     lock_cycles(&mutex, warmup).await?;
@@ -38,9 +59,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut raw_us = Vec::new();
     let mut lock_us = Vec::new();
     let mut reentrant_ns = Vec::new();
+    let (mut raw_cpu, mut lock_cpu) = (Cpu::default(), Cpu::default());
     for _ in 0..rounds {
+        let started = Cpu::now(server_pid);
         let raw = raw_cycles(&client, &raw_parent, cycles).await?;
+        let middle = Cpu::now(server_pid);
         let lock = lock_cycles(&mutex, cycles).await?;
+        let ended = Cpu::now(server_pid);
+        raw_cpu.add(&started, &middle);
+        lock_cpu.add(&middle, &ended);
         ratios.push(lock.as_secs_f64() / raw.as_secs_f64());
         raw_us.push(raw.as_secs_f64() * 1e6 / cycles as f64);
         lock_us.push(lock.as_secs_f64() * 1e6 / cycles as f64);
@@ -62,15 +89,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     client.delete(&raw_parent, None).await?;
 
     println!("uncontended cycle, {rounds} rounds x {cycles} cycles, one session, medians (min-max):\n");
-    println!("| cycle | per cycle | ratio to raw floor | requests per cycle |");
-    println!("|---|---|---|---|");
-    println!("| raw create+delete (floor) | {} µs | 1.00 | {raw_requests} |", spread(&mut raw_us, 0));
+    let all = (rounds * cycles) as f64;
     println!(
-        "| zklock acquire+release | {} µs | {} | {lock_requests} |",
-        spread(&mut lock_us, 0),
-        spread(&mut ratios, 3)
+        "| cycle | per cycle | ratio to raw floor | requests per cycle | client CPU per cycle | server CPU per cycle |"
     );
-    println!("| zklock reentrant acquire+release | {} ns | — | 0 |", spread(&mut reentrant_ns, 0));
+    println!("|---|---|---|---|---|---|");
+    println!(
+        "| raw create+delete (floor) | {} µs | 1.00 | {raw_requests} | {:.1} µs | {:.0} µs |",
+        spread(&mut raw_us, 0),
+        raw_cpu.client_us / all,
+        raw_cpu.server_us / all
+    );
+    println!(
+        "| zklock acquire+release | {} µs | {} | {lock_requests} | {:.1} µs | {:.0} µs |",
+        spread(&mut lock_us, 0),
+        spread(&mut ratios, 3),
+        lock_cpu.client_us / all,
+        lock_cpu.server_us / all
+    );
+    println!("| zklock reentrant acquire+release | {} ns | — | 0 | — | — |", spread(&mut reentrant_ns, 0));
     Ok(())
 }
 
@@ -103,6 +140,34 @@ async fn reentrant_cycles(mutex: &InterProcessMutex, cycles: usize) -> zklock::R
     let elapsed = started.elapsed();
     outer.release().await?;
     Ok(elapsed.as_secs_f64() * 1e9 / cycles as f64)
+}
+
+/// CPU time, in µs: this process's (getrusage, every thread) and the server's (`/proc`, when
+/// this benchmark started it; NaN otherwise). Used both as a reading and as a running sum.
+#[derive(Default)]
+struct Cpu {
+    client_us: f64,
+    server_us: f64,
+}
+
+impl Cpu {
+    fn now(server_pid: Option<u32>) -> Cpu {
+        // SAFETY: getrusage fills the struct we pass; all-zero is a valid rusage.
+        let usage = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+            usage
+        };
+        let micros = |time: libc::timeval| time.tv_sec as f64 * 1e6 + time.tv_usec as f64;
+        let server_us = server_pid.and_then(cpu_time).map_or(f64::NAN, |time| time.as_secs_f64() * 1e6);
+        Cpu { client_us: micros(usage.ru_utime) + micros(usage.ru_stime), server_us }
+    }
+
+    /// Adds the CPU spent between two readings.
+    fn add(&mut self, from: &Cpu, to: &Cpu) {
+        self.client_us += to.client_us - from.client_us;
+        self.server_us += to.server_us - from.server_us;
+    }
 }
 
 /// Requests the server has received from `client`'s session, from the `cons` four-letter word.

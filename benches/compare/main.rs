@@ -1,6 +1,8 @@
 //! zklock beside the other ways to lock, against one ZooKeeper server in one run.
 //!
-//! `cargo bench --bench compare` (add `-- --quick` for a seconds-long smoke run, as CI does).
+//! `cargo bench --bench compare` (add `-- --quick` for a seconds-long smoke run, as CI does;
+//! `-- --only uncontended|contended|handoff|scale` for one scenario; `-- --rounds N` for more or
+//! fewer rounds).
 //! Uses `ZK_CONNECT` when set, else starts a throwaway server. The Redis and MariaDB rows start
 //! servers of their own, and are skipped (with the reason) when those are not installed: see
 //! `scripts/install-bench-deps`. Prints markdown tables: medians over rounds that alternate the
@@ -52,8 +54,15 @@ struct Plan {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let quick = std::env::args().any(|arg| arg == "--quick");
-    let plan = if quick {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|arg| arg == "--quick");
+    let value_of = |flag: &str| args.iter().position(|arg| arg == flag).and_then(|at| args.get(at + 1)).cloned();
+    let only = value_of("--only");
+    if let Some(scenario) = only.as_deref().filter(|scenario| !SCENARIOS.contains(scenario)) {
+        return Err(format!("--only takes one of {SCENARIOS:?}, not {scenario:?}").into());
+    }
+    let runs = |scenario: &str| only.as_deref().is_none_or(|only| only == scenario);
+    let mut plan = if quick {
         Plan {
             cycles: 50,
             warmup: 20,
@@ -76,6 +85,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             waiters_on_one_lock: 1_000,
         }
     };
+    if let Some(rounds) = value_of("--rounds") {
+        plan.rounds = rounds.parse().map_err(|_| format!("--rounds takes a number, not {rounds:?}"))?;
+    }
     let (connect, server) = match std::env::var("ZK_CONNECT") {
         Ok(connect) if !connect.is_empty() => (connect, None),
         _ => {
@@ -101,11 +113,34 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         peers: &peers,
         others: &others,
     };
-    println!("## Uncontended acquire+release ({} rounds x {} cycles, one session per row)\n", plan.rounds, plan.cycles);
-    uncontended(&bench).await?;
-    println!("\n## Contended: {} sessions on one lock for {:?} per round\n", plan.sessions, plan.contended_for);
-    contended(&bench).await?;
-    println!("\n## Handoff: {} waiters queued on one lock, one session each\n", plan.waiters);
+    if runs("uncontended") {
+        println!(
+            "## Uncontended acquire+release ({} rounds x {} cycles, one session per row)\n",
+            plan.rounds, plan.cycles
+        );
+        uncontended(&bench).await?;
+    }
+    if runs("contended") {
+        println!("\n## Contended: {} sessions on one lock for {:?} per round\n", plan.sessions, plan.contended_for);
+        contended(&bench).await?;
+    }
+    if runs("handoff") {
+        println!("\n## Handoff: {} waiters queued on one lock, one session each\n", plan.waiters);
+        handoff_rows(&bench).await?;
+    }
+    if runs("scale") {
+        println!("\n## Scale: one process (zklock)\n");
+        scale_rows(&bench).await?;
+    }
+    Ok(())
+}
+
+/// The scenarios, for `--only`.
+const SCENARIOS: [&str; 4] = ["uncontended", "contended", "handoff", "scale"];
+
+/// Release-to-next-holder latency through a queue of waiters, and watchers per node.
+async fn handoff_rows(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> {
+    let Bench { plan, peers, .. } = *bench;
     println!(
         "| lock | release to next holder p50 µs (median of {} rounds) | p99 µs | most sessions watching one node |",
         plan.rounds
@@ -121,8 +156,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let position = (round + offset) % turns;
             let run = match position.checked_sub(rows.len()).map(|index| &peers[index]) {
                 Some(peer) if !peer.is_available() => continue,
-                Some(peer) => handoff::peer_handoff(&bench, peer, plan.waiters)?,
-                None => handoff::handoff(&bench, rows[position], plan.waiters).await?,
+                Some(peer) => handoff::peer_handoff(bench, peer, plan.waiters)?,
+                None => handoff::handoff(bench, rows[position], plan.waiters).await?,
             };
             results[position].push(run);
         }
@@ -141,8 +176,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let watchers = runs.iter().map(|run| run.watchers_per_node).max().unwrap_or(0);
         println!("| {name} | {:.0} | {:.0} | {watchers} |", percentile(&mut p50, 50.0), percentile(&mut p99, 50.0));
     }
-    println!("\n## Scale: one process (zklock)\n");
-    scale_rows(&bench).await
+    Ok(())
 }
 
 /// Client memory per held lock and per waiter.

@@ -179,12 +179,16 @@ async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, first: FirstLook, pati
                 other => other?,
             },
         };
-        let children = spec.schema.contenders(children);
-        let (predecessor, holds_when_gone) = match decide(&children, node.name(), spec.rule) {
-            Decision::Hold => return Ok(Turn::Hold(Arrival::listed(&children, node, waited))),
-            Decision::Missing => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
-            Decision::Watch { predecessor, holds_when_gone } => {
-                (format!("{}/{predecessor}", spec.lock_path), holds_when_gone)
+        // The listing is dropped before we wait: with a long queue every waiter would keep a copy
+        // of it (a thousand waiters, a thousand listings of a thousand names).
+        let (predecessor, holds_when_gone) = {
+            let children = spec.schema.contenders(children);
+            match decide(&children, node.name(), spec.rule) {
+                Decision::Hold => return Ok(Turn::Hold(Arrival::listed(&children, node, waited))),
+                Decision::Missing => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
+                Decision::Watch { predecessor, holds_when_gone } => {
+                    (format!("{}/{predecessor}", spec.lock_path), holds_when_gone)
+                }
             }
         };
         if patience == Patience::NoWait {

@@ -37,6 +37,7 @@
 #![deny(missing_docs, missing_debug_implementations)]
 
 mod classpath;
+mod cpu;
 mod ensemble;
 mod error;
 mod four_letter;
@@ -47,6 +48,7 @@ mod session;
 mod spawn;
 
 pub use classpath::discover_classpath;
+pub use cpu::cpu_time;
 pub use ensemble::Ensemble;
 pub use error::HarnessError;
 pub use four_letter::four_letter_word;
