@@ -55,8 +55,8 @@ impl LockGuard {
     /// connection loss while the session lives, and never waits past the session's end.
     ///
     /// # Cancel safety
-    /// Cancel safe: the delete runs in a spawned task that finishes even if this future is
-    /// dropped.
+    /// Cancel safe: the delete is sent on the first poll, and if this future is dropped before
+    /// ZooKeeper answers, a spawned task sees it through.
     pub async fn release(mut self) -> Result<()> {
         self.released = true;
         let lost = self.hold.signal.reason();

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use zookeeper_client::Client;
 
-use crate::internals::loss::{watch_node, watch_node_later, HoldSignal, SessionWatch};
+use crate::internals::loss::{watch_node, HoldSignal, SessionWatch};
 use crate::internals::node::{delete_in_background, delete_released, LockNode};
 use crate::internals::retry::ended_session;
 use crate::{Error, LossReason, Result};
@@ -35,8 +35,7 @@ impl Lease {
             signal: HoldSignal::new(),
             released: false,
         };
-        session_watch.register(&lease.signal);
-        watch_node_later(client, &lease.node_path, &lease.signal);
+        session_watch.register(&lease.signal, &lease.node_path);
         lease
     }
 
@@ -51,8 +50,8 @@ impl Lease {
     /// - [`Error::ZooKeeper`]: the delete was refused.
     ///
     /// # Cancel safety
-    /// Cancel safe: the delete runs in a spawned task that finishes even if this future is
-    /// dropped.
+    /// Cancel safe: the delete is sent on the first poll, and if this future is dropped before
+    /// ZooKeeper answers, a spawned task sees it through.
     pub async fn release(mut self) -> Result<()> {
         self.released = true;
         self.signal.mark_released();

@@ -11,7 +11,6 @@ use crate::driver::decide::Rule;
 use crate::driver::naming::{Schema, KAZOO_MUTEX, MUTEX, READ, WRITE, WRITE_NAME};
 use crate::driver::path::validate_lock_path;
 use crate::internals::deadline::{within, Patience};
-use crate::internals::loss::watch_node_later;
 use crate::internals::queue::{queue_order, queue_with_data, take_place, Opening, QueueSpec};
 use crate::internals::retry::ended_session;
 use crate::owner::Owner;
@@ -363,8 +362,7 @@ impl InterProcessMutex {
             return Ok(None);
         };
         let hold = claim.grant(&node.path, node.czxid, arrival.next_opening);
-        participant.session_watch.register(&hold.signal);
-        watch_node_later(&participant.client, &hold.node_path, &hold.signal);
+        participant.session_watch.register(&hold.signal, &hold.node_path);
         Ok(Some(LockGuard::new(Arc::clone(participant), owner, hold)))
     }
 }

@@ -12,6 +12,10 @@ use zookeeper_client::Client;
 
 const PROMPTLY: Duration = Duration::from_secs(30);
 
+/// One ensemble at a time: two of them (six JVMs) starting beside the other tests' server on a
+/// small machine made connects time out.
+static ONE_ENSEMBLE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn connect_to_ensemble(ensemble: &Ensemble) -> Client {
     Client::connector()
         .with_session_timeout(Duration::from_secs(15))
@@ -26,6 +30,7 @@ fn blocking<T>(work: impl FnOnce() -> T) -> T {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_gets_the_lock_after_the_leader_dies_mid_wait_and_the_ensemble_restarts() {
+    let _one = ONE_ENSEMBLE.lock().await;
     let mut ensemble = blocking(|| Ensemble::start(3)).expect("start an ensemble");
     let path = unique_path("leader-loss");
     let holder_client = connect_to_ensemble(&ensemble).await;
@@ -59,6 +64,7 @@ async fn a_waiter_gets_the_lock_after_the_leader_dies_mid_wait_and_the_ensemble_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_leader_delays_but_does_not_break_the_handoff() {
+    let _one = ONE_ENSEMBLE.lock().await;
     let mut ensemble = blocking(|| Ensemble::start(3)).expect("start an ensemble");
     let path = unique_path("leader-pause");
     let holder_client = connect_to_ensemble(&ensemble).await;

@@ -6,8 +6,10 @@ use std::future::Future;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use common::{children, connect, unique_path, wait_for_children};
+use common::{children, connect, server, unique_path, wait_for_children};
 use zklock::InterProcessMutex;
+use zklock_testcontainers::Proxy;
+use zookeeper_client::Client;
 
 #[tokio::test]
 async fn acquire_timeout_returns_none_in_time_and_leaves_no_node() {
@@ -122,4 +124,48 @@ async fn a_cancelled_waiter_behind_a_reentrant_acquire_lets_the_owner_go_on() {
     holder.release().await.unwrap();
     let guard = mutex.acquire_timeout(Duration::from_secs(5)).await.unwrap().expect("owner can acquire again");
     guard.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_release_dropped_after_its_first_poll_still_deletes_the_node() {
+    let path = unique_path("cancel-release");
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    let other = InterProcessMutex::new(&connect().await, &path).unwrap();
+    for _ in 0..3 {
+        let guard = mutex.acquire().await.unwrap();
+        // One poll sends the delete; the reply is never awaited here.
+        let mut release = Box::pin(guard.release());
+        let mut context = Context::from_waker(Waker::noop());
+        assert!(release.as_mut().poll(&mut context).is_pending(), "a delete takes a round trip");
+        drop(release);
+        assert!(!mutex.is_acquired_in_this_process(), "released as far as this process knows");
+        wait_for_children(&client, &path, 0).await;
+        // And the lock is free for everyone.
+        other.try_acquire().await.unwrap().expect("free after the dropped release").release().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_release_dropped_while_partitioned_is_seen_through_after_the_partition() {
+    let path = unique_path("release-partitioned");
+    let observer = connect().await;
+    let proxy = Proxy::start(server().address()).unwrap();
+    let client = Client::connector()
+        .with_session_timeout(Duration::from_secs(30))
+        .connect(&proxy.connect_string())
+        .await
+        .unwrap();
+    let guard = InterProcessMutex::new(&client, &path).unwrap().acquire().await.unwrap();
+    proxy.blackhole();
+    // The delete goes into the partition; then the caller gives up on the release.
+    let mut release = Box::pin(guard.release());
+    let mut context = Context::from_waker(Waker::noop());
+    assert!(release.as_mut().poll(&mut context).is_pending());
+    drop(release);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(children(&observer, &path).await.len(), 1, "the delete never reached the server");
+    // Healed well within the session timeout: the lost delete is sent again, in the background.
+    proxy.heal();
+    wait_for_children(&observer, &path, 0).await;
 }

@@ -1,9 +1,10 @@
 //! Loss signals for held locks: from the session's state (no request at all) and from a watch on
 //! our own node (one request, set lazily, left to fire on our own delete).
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 use tokio::sync::{watch, Notify};
@@ -20,6 +21,10 @@ pub(crate) const REVOKE_MARKER: &[u8] = b"__REVOKE__";
 /// a round trip.
 pub(crate) const NODE_WATCH_DELAY: Duration = Duration::from_secs(1);
 
+/// The delayed node watches of a session are set in batches at most this often: one wake-up per
+/// batch, however many holds a second brings.
+const NODE_WATCH_BATCH: Duration = Duration::from_millis(100);
+
 /// The loss state of one hold, shared by its guards and the tasks that watch it.
 #[derive(Debug)]
 pub(crate) struct HoldSignal {
@@ -27,7 +32,6 @@ pub(crate) struct HoldSignal {
     /// Someone asked the holder to give the lock up (Curator's revocation).
     revoke: watch::Sender<bool>,
     released: AtomicBool,
-    released_notify: Notify,
     node_watch_started: AtomicBool,
 }
 
@@ -37,7 +41,6 @@ impl HoldSignal {
             loss: watch::Sender::new(None),
             revoke: watch::Sender::new(false),
             released: AtomicBool::new(false),
-            released_notify: Notify::new(),
             node_watch_started: AtomicBool::new(false),
         })
     }
@@ -79,7 +82,6 @@ impl HoldSignal {
     /// Our own release is deleting the node: its deletion is not a loss.
     pub(crate) fn mark_released(&self) {
         self.released.store(true, Ordering::SeqCst);
-        self.released_notify.notify_waiters();
     }
 
     pub(crate) fn is_released(&self) -> bool {
@@ -125,24 +127,84 @@ pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<Hol
     });
 }
 
-/// Sets the node watch once the hold has lasted [`NODE_WATCH_DELAY`], unless released first.
-pub(crate) fn watch_node_later(client: &Client, node_path: &Arc<str>, signal: &Arc<HoldSignal>) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    let (client, node_path, signal) = (client.clone(), Arc::clone(node_path), Arc::clone(signal));
-    runtime.spawn(async move {
-        let released = signal.released_notify.notified();
-        tokio::pin!(released);
-        released.as_mut().enable();
-        if signal.is_released() {
-            return;
+/// Holds waiting for their node watch, oldest first: each is due [`NODE_WATCH_DELAY`] after it
+/// began. A queue per session, served by one task, instead of a task and a timer per hold (that
+/// cost every short hold a spawn and two wake-ups).
+#[derive(Debug, Default)]
+struct DelayedNodeWatches {
+    queue: Mutex<VecDeque<DelayedNodeWatch>>,
+    /// A hold joined an empty queue.
+    added: Notify,
+    /// The session watch is gone: the task ends.
+    stop: Notify,
+}
+
+#[derive(Debug)]
+struct DelayedNodeWatch {
+    due: Instant,
+    signal: Weak<HoldSignal>,
+    node_path: Arc<str>,
+}
+
+impl DelayedNodeWatches {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<DelayedNodeWatch>> {
+        self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn push(&self, signal: &Arc<HoldSignal>, node_path: &Arc<str>) {
+        let due = Instant::now() + NODE_WATCH_DELAY;
+        let was_empty = {
+            let mut queue = self.lock();
+            queue.push_back(DelayedNodeWatch { due, signal: Arc::downgrade(signal), node_path: Arc::clone(node_path) });
+            queue.len() == 1
+        };
+        if was_empty {
+            // Keeps a permit if the task is not waiting yet.
+            self.added.notify_one();
         }
+    }
+
+    /// Takes the watches due by `now` (pushes are in time order, give or take a thread switch).
+    fn take_due(&self, now: Instant) -> Vec<DelayedNodeWatch> {
+        let mut queue = self.lock();
+        let due = queue.iter().take_while(|watch| watch.due <= now).count();
+        queue.drain(..due).collect()
+    }
+
+    fn first_due(&self) -> Option<Instant> {
+        self.lock().front().map(|watch| watch.due)
+    }
+}
+
+/// Serves a session's [`DelayedNodeWatches`]: sets the node watch of each hold still held when
+/// it is due (see [`watch_node`]), waking at most once per [`NODE_WATCH_BATCH`].
+async fn set_delayed_node_watches(watch: Weak<SessionWatch>, delayed: Arc<DelayedNodeWatches>) {
+    let mut not_before = Instant::now();
+    loop {
+        let first_due = delayed.first_due();
+        let wait = async {
+            match first_due {
+                Some(due) => tokio::time::sleep_until(due.max(not_before).into()).await,
+                None => delayed.added.notified().await,
+            }
+        };
         tokio::select! {
-            _ = tokio::time::sleep(NODE_WATCH_DELAY) => watch_node(&client, &node_path, &signal),
-            _ = released => {}
+            _ = wait => {}
+            _ = delayed.stop.notified() => return,
         }
-    });
+        let now = Instant::now();
+        not_before = now + NODE_WATCH_BATCH;
+        let due = delayed.take_due(now);
+        if due.is_empty() {
+            continue;
+        }
+        let Some(watch) = watch.upgrade() else { return };
+        for hold in due {
+            if let Some(signal) = hold.signal.upgrade() {
+                watch_node(&watch.client, &hold.node_path, &signal);
+            }
+        }
+    }
 }
 
 /// One watcher per session and policy, shared by every participant on that session: 10,000
@@ -161,6 +223,7 @@ pub(crate) struct SessionWatch {
     holds: Mutex<Holds>,
     started: AtomicBool,
     stop: Arc<Notify>,
+    delayed: Arc<DelayedNodeWatches>,
 }
 
 /// Weak references to live holds; dead ones are pruned whenever the list doubles.
@@ -185,13 +248,16 @@ impl SessionWatch {
             holds: Mutex::default(),
             started: AtomicBool::new(false),
             stop: Arc::new(Notify::new()),
+            delayed: Arc::default(),
         });
         *entry = Arc::downgrade(&watch);
         watch
     }
 
-    /// Starts watching for `signal`'s hold (and the task, on first use).
-    pub(crate) fn register(self: &Arc<Self>, signal: &Arc<HoldSignal>) {
+    /// Starts watching for `signal`'s hold on `node_path` (and the tasks, on first use): the
+    /// session's state at once, the node once the hold has lasted [`NODE_WATCH_DELAY`] (unless
+    /// released before).
+    pub(crate) fn register(self: &Arc<Self>, signal: &Arc<HoldSignal>, node_path: &Arc<str>) {
         {
             let mut holds = self.lock();
             if holds.signals.len() >= holds.prune_at {
@@ -203,6 +269,7 @@ impl SessionWatch {
         if let Some(reason) = terminal_reason(self.client.state()) {
             signal.mark_lost(reason);
         }
+        self.delayed.push(signal, node_path);
         if !self.started.swap(true, Ordering::SeqCst) {
             let Ok(runtime) = tokio::runtime::Handle::try_current() else {
                 return;
@@ -210,6 +277,7 @@ impl SessionWatch {
             let grace = self.policy.grace(self.client.session_timeout());
             let states = self.client.state_watcher();
             runtime.spawn(watch_session(Arc::downgrade(self), states, grace, Arc::clone(&self.stop)));
+            runtime.spawn(set_delayed_node_watches(Arc::downgrade(self), Arc::clone(&self.delayed)));
         }
     }
 
@@ -226,8 +294,9 @@ impl SessionWatch {
 
 impl Drop for SessionWatch {
     fn drop(&mut self) {
-        // notify_one keeps a permit, so the task stops even if it is not waiting yet.
+        // notify_one keeps a permit, so the tasks stop even if they are not waiting yet.
         self.stop.notify_one();
+        self.delayed.stop.notify_one();
         SESSION_WATCHES.remove_if(&self.key, |_, watch| watch.strong_count() == 0);
     }
 }

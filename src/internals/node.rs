@@ -196,17 +196,54 @@ pub(crate) async fn delete_node(client: &Client, path: &str) -> Result<Deleted> 
 
 /// Deletes a released node and reports how it went: the guards' `release`.
 ///
-/// The delete is sent at once, in call order; a spawned task waits for it (and retries through
-/// connection loss), so that dropping the caller's future cannot leave the node behind.
+/// The delete is sent at once, in call order, and awaited here; if the caller's future is
+/// dropped first, the rest (waiting, retrying through connection loss) goes on in a spawned task,
+/// so the node is never left behind. (Spawning it always cost a task and a wake-up per release.)
 pub(crate) async fn delete_released(client: &Client, node: &Arc<str>) -> Result<()> {
-    let first = client.delete(node, None);
-    let (client, task_node) = (client.clone(), Arc::clone(node));
-    match tokio::spawn(async move { finish_delete(first, &client, &task_node).await }).await {
-        Ok(Ok(Deleted::ByUs)) => Ok(()),
-        Ok(Ok(Deleted::AlreadyGone)) => Err(Error::LockNodeDeleted { path: node.to_string() }),
-        Ok(Err(err)) => Err(err),
-        // Only a runtime shutting down cancels the task; the node goes with the session.
-        Err(_) => Err(Error::SessionClosed),
+    let mut pending = PendingDelete::send(client, node);
+    match pending.finish().await {
+        Ok(Deleted::ByUs) => Ok(()),
+        Ok(Deleted::AlreadyGone) => Err(Error::LockNodeDeleted { path: node.to_string() }),
+        Err(err) => Err(err),
+    }
+}
+
+type Finishing = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Deleted>> + Send>>;
+
+/// A delete that was sent and must be seen through, by its caller or, if dropped, in the
+/// background.
+struct PendingDelete {
+    rest: Option<Finishing>,
+}
+
+impl PendingDelete {
+    fn send(client: &Client, node: &Arc<str>) -> Self {
+        let first = client.delete(node, None);
+        let (client, node) = (client.clone(), Arc::clone(node));
+        PendingDelete { rest: Some(Box::pin(async move { finish_delete(first, &client, &node).await })) }
+    }
+
+    async fn finish(&mut self) -> Result<Deleted> {
+        let Some(rest) = self.rest.as_mut() else { return Ok(Deleted::ByUs) };
+        let outcome = rest.await;
+        self.rest = None;
+        outcome
+    }
+}
+
+impl Drop for PendingDelete {
+    fn drop(&mut self) {
+        let Some(rest) = self.rest.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!("released outside a tokio runtime; the node goes when the session ends");
+            return;
+        };
+        runtime.spawn(async move {
+            match rest.await {
+                Ok(_) | Err(Error::SessionExpired | Error::SessionClosed) => {}
+                Err(err) => tracing::warn!(error = %err, "could not delete a released node"),
+            }
+        });
     }
 }
 
