@@ -5,22 +5,56 @@ use std::time::Duration;
 
 use zklock_testcontainers::cpu_time;
 
-/// Measures the CPU time process `pid` spends from [`CpuMeter::start`] on.
+/// Measures the CPU time a process spends from [`CpuMeter::start`] on: another process by its
+/// id (from `/proc`, in clock ticks), or this one (`None`, from getrusage, in microseconds).
 pub struct CpuMeter {
-    pid: Option<u32>,
+    whose: Whose,
     start: Option<Duration>,
 }
 
+#[derive(Clone, Copy)]
+enum Whose {
+    Other(Option<u32>),
+    Own,
+}
+
+impl Whose {
+    fn cpu_time(self) -> Option<Duration> {
+        match self {
+            Whose::Other(pid) => pid.and_then(cpu_time),
+            Whose::Own => Some(own_cpu_time()),
+        }
+    }
+}
+
 impl CpuMeter {
+    /// The CPU of process `pid` (nothing is measured when `None`).
     pub fn start(pid: Option<u32>) -> CpuMeter {
-        CpuMeter { pid, start: pid.and_then(cpu_time) }
+        CpuMeter { whose: Whose::Other(pid), start: pid.and_then(cpu_time) }
+    }
+
+    /// This process's CPU, every thread.
+    pub fn start_own() -> CpuMeter {
+        CpuMeter { whose: Whose::Own, start: Some(own_cpu_time()) }
     }
 
     /// µs of CPU per `operations` since [`CpuMeter::start`]; NaN when unknown.
     pub fn per_operation_us(&self, operations: u64) -> f64 {
-        match (self.pid.and_then(cpu_time), self.start) {
+        match (self.whose.cpu_time(), self.start) {
             (Some(end), Some(start)) if operations > 0 => (end - start).as_secs_f64() * 1e6 / operations as f64,
             _ => f64::NAN,
         }
     }
+}
+
+/// This process's user + system CPU time, every thread (getrusage).
+fn own_cpu_time() -> Duration {
+    // SAFETY: getrusage fills the struct we pass; all-zero is a valid rusage.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1_000);
+    time(usage.ru_utime) + time(usage.ru_stime)
 }

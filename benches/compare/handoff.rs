@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use zklock::InterProcessMutex;
 use zklock_testcontainers::four_letter_word;
 
+use crate::cpu::CpuMeter;
 use crate::peers::{self, Peer};
 use crate::rows::{prepare, Row};
 use crate::{percentile, session, Bench};
@@ -22,6 +23,10 @@ pub struct Handoff {
     pub p50_us: f64,
     pub p99_us: f64,
     pub watchers_per_node: usize,
+    /// CPU this process spent per handoff (NaN for rows in another process).
+    pub client_cpu_us: f64,
+    /// CPU the ZooKeeper server spent per handoff (NaN when it is not ours to read).
+    pub server_cpu_us: f64,
 }
 
 /// Queues `waiters` participants of row `index` behind a zklock holder, releases, and times the
@@ -49,11 +54,14 @@ pub async fn handoff(bench: &Bench<'_>, index: usize, waiters: usize) -> Result<
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let watchers_per_node = most_watchers_per_node(bench, &path);
+    let (client_cpu, server_cpu) = (CpuMeter::start_own(), CpuMeter::start(bench.zookeeper_pid));
     let released = Instant::now();
     holder.release().await?;
     for task in tasks {
         task.await?;
     }
+    let client_cpu_us = client_cpu.per_operation_us(waiters as u64);
+    let server_cpu_us = server_cpu.per_operation_us(waiters as u64);
     let mut times = acquired.lock().unwrap().clone();
     times.sort();
     let mut gaps: Vec<f64> = std::iter::once(released)
@@ -61,7 +69,13 @@ pub async fn handoff(bench: &Bench<'_>, index: usize, waiters: usize) -> Result<
         .zip(times.iter().copied())
         .map(|(before, after)| after.duration_since(before).as_secs_f64() * 1e6)
         .collect();
-    Ok(Handoff { p50_us: percentile(&mut gaps, 50.0), p99_us: percentile(&mut gaps, 99.0), watchers_per_node })
+    Ok(Handoff {
+        p50_us: percentile(&mut gaps, 50.0),
+        p99_us: percentile(&mut gaps, 99.0),
+        watchers_per_node,
+        client_cpu_us,
+        server_cpu_us,
+    })
 }
 
 /// The same handoff inside a peer's program: its own holder and `waiters` clients in one
@@ -94,7 +108,13 @@ pub fn peer_handoff(bench: &Bench<'_>, peer: &Peer, waiters: usize) -> Result<Ha
     let status = child.wait()?;
     let errors = errors.join().unwrap_or_default();
     match numbers[..] {
-        [p50, p99] if status.success() => Ok(Handoff { p50_us: p50 as f64, p99_us: p99 as f64, watchers_per_node }),
+        [p50, p99] if status.success() => Ok(Handoff {
+            p50_us: p50 as f64,
+            p99_us: p99 as f64,
+            watchers_per_node,
+            client_cpu_us: f64::NAN,
+            server_cpu_us: f64::NAN,
+        }),
         _ => Err(format!("{} handoff failed ({status}): {errors}", peer.name("")).into()),
     }
 }

@@ -142,10 +142,10 @@ const SCENARIOS: [&str; 4] = ["uncontended", "contended", "handoff", "scale"];
 async fn handoff_rows(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> {
     let Bench { plan, peers, .. } = *bench;
     println!(
-        "| lock | release to next holder p50 µs (median of {} rounds) | p99 µs | most sessions watching one node |",
+        "| lock | release to next holder p50 µs (median of {} rounds) | p99 µs | most sessions watching one node | client CPU per handoff µs | server CPU per handoff µs |",
         plan.rounds
     );
-    println!("|---|---|---|---|");
+    println!("|---|---|---|---|---|---|");
     let rows = [0, 1];
     // Then the peers, each with its own holder and waiters in one process.
     let turns = rows.len() + peers.len();
@@ -165,7 +165,7 @@ async fn handoff_rows(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error
     for (position, runs) in results.iter_mut().enumerate() {
         let name = match position.checked_sub(rows.len()).map(|index| &peers[index]) {
             Some(peer) if !peer.is_available() => {
-                println!("{}", peer.skipped_row(4));
+                println!("{}", peer.skipped_row(6));
                 continue;
             }
             Some(peer) => peer.name(", holder and waiters in one process"),
@@ -173,8 +173,16 @@ async fn handoff_rows(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error
         };
         let mut p50: Vec<f64> = runs.iter().map(|run| run.p50_us).collect();
         let mut p99: Vec<f64> = runs.iter().map(|run| run.p99_us).collect();
+        let mut client_cpu: Vec<f64> = runs.iter().map(|run| run.client_cpu_us).collect();
+        let mut server_cpu: Vec<f64> = runs.iter().map(|run| run.server_cpu_us).collect();
         let watchers = runs.iter().map(|run| run.watchers_per_node).max().unwrap_or(0);
-        println!("| {name} | {:.0} | {:.0} | {watchers} |", percentile(&mut p50, 50.0), percentile(&mut p99, 50.0));
+        println!(
+            "| {name} | {:.0} | {:.0} | {watchers} | {:.0} | {:.0} |",
+            percentile(&mut p50, 50.0),
+            percentile(&mut p99, 50.0),
+            percentile(&mut client_cpu, 50.0),
+            percentile(&mut server_cpu, 50.0)
+        );
     }
     Ok(())
 }
@@ -212,7 +220,7 @@ pub(crate) struct Bench<'a> {
     pub(crate) connect: &'a str,
     pub(crate) server: SocketAddr,
     /// The ZooKeeper server's process, when this benchmark started it (for its CPU time).
-    zookeeper_pid: Option<u32>,
+    pub(crate) zookeeper_pid: Option<u32>,
     pub(crate) base: &'a str,
     plan: &'a Plan,
     peers: &'a [Peer],
