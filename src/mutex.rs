@@ -33,7 +33,11 @@ use crate::{Error, LockGuard, LossPolicy, ParticipantNode, Result};
 /// - **One participant per `new`**: two mutexes made with [`new`](Self::new) on one path contend
 ///   with each other, even on one client; clones of one mutex are the same participant.
 /// - **Round trips**: an uncontended acquire costs one (the create and the first listing are
-///   sent together), a release one, a reentrant acquire none.
+///   sent together; right after our own release, the create alone), a release one, a reentrant
+///   acquire none. The next in line takes the lock on the holder's release without asking again;
+///   a participant that held with others queued behind it queues again watching the last of them
+///   instead of listing (four requests per contended acquisition where Curator spends five;
+///   DESIGN.md, "Round trips").
 /// - **Cancel safe**: dropping an acquire future at any point leaves no node behind.
 ///
 /// # Examples
