@@ -397,6 +397,31 @@ impl fmt::Debug for InterProcessMutex {
 mod tests {
     use super::*;
 
+    #[test]
+    fn only_a_mutex_hold_arms_the_uncontended_shortcut() {
+        let alone = Opening::AloneAfter(7);
+        assert_eq!(opening_for(alone.clone(), Role::Mutex, Rule::FirstN(1), Patience::Forever), alone);
+        assert_eq!(opening_for(alone.clone(), Role::Mutex, Rule::FirstN(1), Patience::NoWait), alone);
+        // A writer's or reader's hold does not prove an empty queue of the other side.
+        assert_eq!(opening_for(alone.clone(), Role::Write, Rule::FirstN(1), Patience::Forever), Opening::CreateAndList);
+        let reader = Rule::Reader { writer_name: WRITE_NAME };
+        assert_eq!(opening_for(alone, Role::Read, reader, Patience::Forever), Opening::CreateAndList);
+    }
+
+    #[test]
+    fn watching_behind_needs_a_rule_any_node_ahead_blocks_and_an_acquire_that_waits() {
+        let behind = Opening::Behind("n".into());
+        let deadline = Patience::Until(Instant::now());
+        assert_eq!(opening_for(behind.clone(), Role::Mutex, Rule::FirstN(1), Patience::Forever), behind);
+        assert_eq!(opening_for(behind.clone(), Role::Write, Rule::FirstN(1), deadline), behind);
+        // A try must not leave a watch behind.
+        assert_eq!(opening_for(behind.clone(), Role::Mutex, Rule::FirstN(1), Patience::NoWait), Opening::CreateAndList);
+        // A reader is not blocked by readers ahead; a downgrade holds at once.
+        let reader = Rule::Reader { writer_name: WRITE_NAME };
+        assert_eq!(opening_for(behind.clone(), Role::Read, reader, Patience::Forever), Opening::CreateAndList);
+        assert_eq!(opening_for(behind, Role::Read, Rule::Always, Patience::Forever), Opening::CreateAndList);
+    }
+
     /// Guards and the futures users await must cross threads (tokio's `bounds()` idiom).
     #[allow(dead_code)]
     fn bounds(mutex: InterProcessMutex) {
