@@ -200,30 +200,44 @@ pub(crate) async fn delete_node(client: &Client, path: &str) -> Result<Deleted> 
 /// dropped first, the rest (waiting, retrying through connection loss) goes on in a spawned task,
 /// so the node is never left behind. (Spawning it always cost a task and a wake-up per release.)
 pub(crate) async fn delete_released(client: &Client, node: &Arc<str>) -> Result<()> {
-    let mut pending = PendingDelete::send(client, node);
-    match pending.finish().await {
+    match PendingDelete::send(client, node).finish().await {
         Ok(Deleted::ByUs) => Ok(()),
         Ok(Deleted::AlreadyGone) => Err(Error::LockNodeDeleted { path: node.to_string() }),
         Err(err) => Err(err),
     }
 }
 
+/// Deletes a released node, sending the delete at once and seeing it through in a spawned task;
+/// failures are logged: a guard's `Drop`.
+pub(crate) fn delete_in_background(client: &Client, node: Arc<str>) {
+    if tokio::runtime::Handle::try_current().is_err() {
+        tracing::warn!(node = %node, "released outside a tokio runtime; the node goes when the session ends");
+        return;
+    }
+    // Dropped unfinished, it goes on in the background.
+    drop(PendingDelete::send(client, &node));
+}
+
 type Finishing = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Deleted>> + Send>>;
 
-/// A delete that was sent and must be seen through, by its caller or, if dropped, in the
-/// background.
+/// A delete that was sent and must be seen through: by [`PendingDelete::finish`], or, if it is
+/// dropped before that is done, by a spawned task.
 struct PendingDelete {
+    node: Arc<str>,
     rest: Option<Finishing>,
 }
 
 impl PendingDelete {
     fn send(client: &Client, node: &Arc<str>) -> Self {
         let first = client.delete(node, None);
-        let (client, node) = (client.clone(), Arc::clone(node));
-        PendingDelete { rest: Some(Box::pin(async move { finish_delete(first, &client, &node).await })) }
+        let (client, task_node) = (client.clone(), Arc::clone(node));
+        let rest: Finishing = Box::pin(async move { finish_delete(first, &client, &task_node).await });
+        PendingDelete { node: Arc::clone(node), rest: Some(rest) }
     }
 
-    async fn finish(&mut self) -> Result<Deleted> {
+    /// Waits for the delete; dropping this future hands the rest to `Drop`.
+    async fn finish(mut self) -> Result<Deleted> {
+        // `send` always leaves a rest, and only this (by value) or `Drop` takes it.
         let Some(rest) = self.rest.as_mut() else { return Ok(Deleted::ByUs) };
         let outcome = rest.await;
         self.rest = None;
@@ -235,33 +249,17 @@ impl Drop for PendingDelete {
     fn drop(&mut self) {
         let Some(rest) = self.rest.take() else { return };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!("released outside a tokio runtime; the node goes when the session ends");
+            tracing::warn!(node = %self.node, "released outside a tokio runtime; the node goes when the session ends");
             return;
         };
+        let node = Arc::clone(&self.node);
         runtime.spawn(async move {
             match rest.await {
                 Ok(_) | Err(Error::SessionExpired | Error::SessionClosed) => {}
-                Err(err) => tracing::warn!(error = %err, "could not delete a released node"),
+                Err(err) => tracing::warn!(node = %node, error = %err, "could not delete a released node"),
             }
         });
     }
-}
-
-/// Deletes a released node, sending the delete at once and waiting for it in a spawned task;
-/// failures are logged: a guard's `Drop`.
-pub(crate) fn delete_in_background(client: &Client, node: Arc<str>) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        tracing::warn!(node = %node, "released outside a tokio runtime; the node goes when the session ends");
-        return;
-    };
-    let first = client.delete(&node, None);
-    let client = client.clone();
-    runtime.spawn(async move {
-        match finish_delete(first, &client, &node).await {
-            Ok(_) | Err(Error::SessionExpired | Error::SessionClosed) => {}
-            Err(err) => tracing::warn!(node = %node, error = %err, "could not delete a released node"),
-        }
-    });
 }
 
 /// Waits for a delete already sent; after a connection loss, deletes again until it is done.
