@@ -362,10 +362,10 @@ impl InterProcessMutex {
             acls: &participant.acls,
             opening: opening_for(participant.take_opening(), participant.role, rule, patience),
         };
-        let Some((node, arrival)) = take_place(&spec, patience).await? else {
+        let Some((node, next_opening)) = take_place(&spec, patience).await? else {
             return Ok(None);
         };
-        let hold = claim.grant(&node.path, node.czxid, arrival.next_opening);
+        let hold = claim.grant(&node.path, node.czxid, next_opening);
         participant.session_watch.register(&hold.signal, &hold.node_path);
         Ok(Some(LockGuard::new(Arc::clone(participant), owner, hold)))
     }

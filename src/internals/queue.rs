@@ -47,7 +47,9 @@ pub(crate) enum Opening {
 /// could not read as a handoff without listing anyway (DESIGN.md).
 pub(crate) const BEHIND_WORTH_WATCHING: usize = 2;
 
-/// Puts a node of ours in the queue and waits until the rule lets it hold.
+/// Puts a node of ours in the queue and waits until the rule lets it hold. Returns the node, and
+/// what that hold lets the participant's next acquire send with its create once the hold's
+/// delete is confirmed.
 ///
 /// Returns `Ok(None)` when `patience` runs out; our node is deleted before that returns (when
 /// ZooKeeper answers within `CLEANUP_AFTER_DEADLINE`), and before an error returns. If our node
@@ -56,14 +58,14 @@ pub(crate) const BEHIND_WORTH_WATCHING: usize = 2;
 /// # Cancel safety
 /// Dropping the future at any point leaves no node behind: a cleanup armed before the create
 /// deletes it (or finds it by its protected prefix first) in a spawned task.
-pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Result<Option<(LockNode, Arrival)>> {
+pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Result<Option<(LockNode, Opening)>> {
     let deadline = patience.deadline();
     loop {
         let prefix = spec.schema.protected_prefix(&uuid::Uuid::new_v4());
         let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
         let outcome = match within(deadline, create_and_list(spec, &prefix, &mut cleanup)).await {
             Some(Ok((node, first))) => match within(deadline, wait_turn(spec, &node, first, patience)).await {
-                Some(Ok(Turn::Hold(arrival))) => Ok(Some((node, arrival))),
+                Some(Ok(Turn::Hold(next_opening))) => Ok(Some((node, next_opening))),
                 Some(Ok(Turn::GaveUp)) | None => Ok(None),
                 Some(Err(err)) => Err(err),
             },
@@ -122,20 +124,6 @@ enum Waited {
     Yes,
 }
 
-/// How our node came to hold, and what that lets the participant's next acquire send with its
-/// create once this hold's delete is confirmed.
-#[derive(Debug)]
-pub(crate) struct Arrival {
-    pub(crate) next_opening: Opening,
-}
-
-impl Arrival {
-    /// From the listing (queue order) that let `ours` hold, taken after `waited` or not.
-    fn listed(sorted: &[String], ours: &LockNode, waited: Waited) -> Self {
-        Arrival { next_opening: opening_after(sorted, ours.name(), ours.czxid, waited) }
-    }
-}
-
 /// What a hold of `ours` (created at `czxid`) lets the next acquire send with its create, from
 /// the listing that let it hold: nothing, if it held at once alone; a watch on the last node
 /// behind it, if at least [`BEHIND_WORTH_WATCHING`] were; else a listing.
@@ -152,7 +140,8 @@ fn opening_after(sorted: &[String], ours: &str, czxid: i64, waited: Waited) -> O
 
 #[derive(Debug)]
 enum Turn {
-    Hold(Arrival),
+    /// Holds; what the next acquire may open with.
+    Hold(Opening),
     GaveUp,
 }
 
@@ -184,7 +173,7 @@ async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, first: FirstLook, pati
         let (predecessor, holds_when_gone) = {
             let children = spec.schema.contenders(children);
             match decide(&children, node.name(), spec.rule) {
-                Decision::Hold => return Ok(Turn::Hold(Arrival::listed(&children, node, waited))),
+                Decision::Hold => return Ok(Turn::Hold(opening_after(&children, node.name(), node.czxid, waited))),
                 Decision::Missing => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
                 Decision::Watch { predecessor, holds_when_gone } => {
                     (format!("{}/{predecessor}", spec.lock_path), holds_when_gone)
@@ -197,7 +186,7 @@ async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, first: FirstLook, pati
         waited = Waited::Yes;
         if predecessor_goes(spec.client, &predecessor).await? && holds_when_gone {
             // Held without a listing: nothing known of who is behind.
-            return Ok(Turn::Hold(Arrival { next_opening: Opening::CreateAndList }));
+            return Ok(Turn::Hold(Opening::CreateAndList));
         }
     }
 }
