@@ -18,7 +18,7 @@ use std::net::ToSocketAddrs;
 use std::time::{Duration, Instant};
 
 use zklock::InterProcessMutex;
-use zklock_testcontainers::{cpu_time, ZooKeeperServer};
+use zklock_testcontainers::{cpu_time, own_cpu_time, session_requests, ZooKeeperServer};
 use zookeeper_client::{Acls, Client, CreateMode};
 
 #[tokio::main(flavor = "current_thread")]
@@ -79,11 +79,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         (Some(before), Some(after)) => format!("{:.2}", (after - before) as f64 / cycles as f64),
         _ => "n/a".to_owned(),
     };
-    let before = address.and_then(|a| requests_received(a, &client));
+    let requests = || address.and_then(|address| session_requests(address, client.session_id().0));
+    let before = requests();
     raw_cycles(&client, &raw_parent, cycles).await?;
-    let middle = address.and_then(|a| requests_received(a, &client));
+    let middle = requests();
     lock_cycles(&mutex, cycles).await?;
-    let after = address.and_then(|a| requests_received(a, &client));
+    let after = requests();
     let raw_requests = counted(before, middle, cycles);
     let lock_requests = counted(middle, after, cycles);
     client.delete(&raw_parent, None).await?;
@@ -152,15 +153,9 @@ struct Cpu {
 
 impl Cpu {
     fn now(server_pid: Option<u32>) -> Cpu {
-        // SAFETY: getrusage fills the struct we pass; all-zero is a valid rusage.
-        let usage = unsafe {
-            let mut usage: libc::rusage = std::mem::zeroed();
-            libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-            usage
-        };
-        let micros = |time: libc::timeval| time.tv_sec as f64 * 1e6 + time.tv_usec as f64;
-        let server_us = server_pid.and_then(cpu_time).map_or(f64::NAN, |time| time.as_secs_f64() * 1e6);
-        Cpu { client_us: micros(usage.ru_utime) + micros(usage.ru_stime), server_us }
+        let micros = |time: Duration| time.as_secs_f64() * 1e6;
+        let server_us = server_pid.and_then(cpu_time).map_or(f64::NAN, micros);
+        Cpu { client_us: micros(own_cpu_time()), server_us }
     }
 
     /// Adds the CPU spent between two readings.
@@ -168,14 +163,6 @@ impl Cpu {
         self.client_us += to.client_us - from.client_us;
         self.server_us += to.server_us - from.server_us;
     }
-}
-
-/// Requests the server has received from `client`'s session, from the `cons` four-letter word.
-fn requests_received(server: std::net::SocketAddr, client: &Client) -> Option<u64> {
-    let session = format!("sid={:#x}", client.session_id().0);
-    let answer = zklock_testcontainers::four_letter_word(server, "cons").ok()?;
-    let line = answer.lines().find(|line| line.contains(&session))?;
-    line.split("recved=").nth(1)?.split(',').next()?.parse().ok()
 }
 
 /// "median (min–max)" of `values`, with `decimals` places.

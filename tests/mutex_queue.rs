@@ -137,11 +137,7 @@ async fn node_data_and_acls_come_from_the_builder() {
 
 /// Requests the server has received from the session of `client`, from `cons`.
 fn requests_received(client: &Client) -> u64 {
-    let session = format!("sid={:#x}", client.session_id().0);
-    let answer = server().four_letter_word("cons").unwrap();
-    let line = answer.lines().find(|line| line.contains(&session)).unwrap_or_else(|| panic!("{session} in {answer}"));
-    let received = line.split("recved=").nth(1).unwrap().split(',').next().unwrap();
-    received.parse().unwrap()
+    server().session_requests(client.session_id().0).expect("the session in the server's cons")
 }
 
 #[tokio::test]

@@ -25,10 +25,7 @@ async fn connect() -> Client {
 
 /// Requests the server has received from `client`'s session (`cons`).
 fn requests_received(client: &Client) -> u64 {
-    let session = format!("sid={:#x}", client.session_id().0);
-    let answer = server().four_letter_word("cons").unwrap();
-    let line = answer.lines().find(|line| line.contains(&session)).unwrap();
-    line.split("recved=").nth(1).unwrap().split(',').next().unwrap().parse().unwrap()
+    server().session_requests(client.session_id().0).expect("the session in the server's cons")
 }
 
 /// Serialises the tests of this file: the shortcut's counts need a quiet server.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use zklock_testcontainers::cpu_time;
+use zklock_testcontainers::{cpu_time, own_cpu_time};
 
 /// Measures the CPU time a process spends from [`CpuMeter::start`] on: another process by its
 /// id (from `/proc`, in clock ticks), or this one (`None`, from getrusage, in microseconds).
@@ -45,16 +45,4 @@ impl CpuMeter {
             _ => f64::NAN,
         }
     }
-}
-
-/// This process's user + system CPU time, every thread (getrusage).
-fn own_cpu_time() -> Duration {
-    // SAFETY: getrusage fills the struct we pass; all-zero is a valid rusage.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        usage
-    };
-    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1_000);
-    time(usage.ru_utime) + time(usage.ru_stime)
 }

@@ -22,11 +22,9 @@ mod spawned;
 mod spin;
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zklock_testcontainers::{four_letter_word, ZooKeeperServer};
+use zklock_testcontainers::{four_letter_word, session_requests, ZooKeeperServer};
 use zookeeper_client::Client;
 
 use crate::cpu::CpuMeter;
@@ -311,13 +309,9 @@ async fn uncontended(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>
                 continue;
             }
             let (row, client, samples, requests) = &mut rows[position];
-            let before = requests_received(server, client);
-            for _ in 0..plan.cycles {
-                let started = Instant::now();
-                row.cycle(|| {}).await?;
-                samples.push(started.elapsed().as_secs_f64() * 1e6);
-            }
-            *requests += requests_received(server, client).saturating_sub(before);
+            let before = session_requests(server, client.session_id().0).unwrap_or(0);
+            samples.extend(spin::time_cycles(row, 0, plan.cycles).await?);
+            *requests += session_requests(server, client.session_id().0).unwrap_or(0).saturating_sub(before);
         }
     }
     let floor_p50 = percentile(&mut rows[FLOOR].2.clone(), 50.0);
@@ -472,46 +466,16 @@ async fn contend(
 ) -> Result<Contention, Box<dyn std::error::Error>> {
     let setup = session(connect).await?;
     prepare(&setup, path).await;
-    let inside = Arc::new(AtomicUsize::new(0));
-    let violations = Arc::new(AtomicU64::new(0));
     let mut clients = Vec::new();
     for _ in 0..plan.sessions {
         clients.push(session(connect).await?);
     }
+    let rows = clients.iter().map(|client| Row::new(index, client, path)).collect();
     let before = packets_received(server);
-    let deadline = Instant::now() + plan.contended_for;
-    let mut tasks = Vec::new();
-    for client in &clients {
-        let row = Row::new(index, client, path);
-        let (inside, violations) = (inside.clone(), violations.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut count = 0u64;
-            while Instant::now() < deadline {
-                row.cycle(|| {
-                    if inside.fetch_add(1, Ordering::SeqCst) > 0 {
-                        violations.fetch_add(1, Ordering::SeqCst);
-                    }
-                    inside.fetch_sub(1, Ordering::SeqCst);
-                })
-                .await
-                .expect("a cycle failed");
-                count += 1;
-            }
-            count
-        }));
-    }
-    let mut counts = Vec::new();
-    for task in tasks {
-        counts.push(task.await?);
-    }
+    let (counts, violations) = spin::contend(rows, plan.contended_for).await?;
     let total: u64 = counts.iter().sum();
     let requests_per_acquisition = packets_received(server).saturating_sub(before) as f64 / total.max(1) as f64;
-    Ok(Contention {
-        counts,
-        requests_per_acquisition,
-        violations: violations.load(Ordering::SeqCst),
-        server_cpu_us: f64::NAN,
-    })
+    Ok(Contention { counts, requests_per_acquisition, violations, server_cpu_us: f64::NAN })
 }
 
 fn contend_peer(
@@ -535,14 +499,6 @@ fn contend_peer(
         violations: violations.first().copied().unwrap_or(1) as u64,
         server_cpu_us: f64::NAN,
     })
-}
-
-/// Requests the server has received from `client`'s session (`cons`).
-fn requests_received(server: SocketAddr, client: &Client) -> u64 {
-    let session = format!("sid={:#x}", client.session_id().0);
-    let Ok(answer) = four_letter_word(server, "cons") else { return 0 };
-    let line = answer.lines().find(|line| line.contains(&session));
-    line.and_then(|line| line.split("recved=").nth(1)?.split(',').next()?.parse().ok()).unwrap_or(0)
 }
 
 /// Packets the server has received from everyone (`mntr`).

@@ -85,3 +85,9 @@ impl Row {
         }
     }
 }
+
+impl crate::spin::Cycle for Row {
+    fn cycle(&mut self, inside: impl FnOnce() + Send) -> impl std::future::Future<Output = Result<(), String>> + Send {
+        Row::cycle(self, inside)
+    }
+}

@@ -1,5 +1,5 @@
-//! The measurement loops for the locks that live outside ZooKeeper (Redis, MariaDB): the same
-//! cycles and the same exclusion check as the ZooKeeper rows in `main.rs`.
+//! The measurement loops every in-process row shares (the ZooKeeper rows, Redis, MariaDB): timed
+//! cycles, and contention with one exclusion check.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -21,3 +21,14 @@ pub fn four_letter_word(address: SocketAddr, word: &str) -> Result<String, Harne
     stream.read_to_string(&mut answer).map_err(HarnessError::io(context()))?;
     Ok(answer)
 }
+
+/// Requests the server at `address` has received from session `session_id`, from its `cons`
+/// answer (`recved=`); `None` when the server cannot be asked or does not list the session.
+///
+/// Pings count too: measure over spans shorter than a third of the session timeout.
+pub fn session_requests(address: SocketAddr, session_id: i64) -> Option<u64> {
+    let answer = four_letter_word(address, "cons").ok()?;
+    let session = format!("sid={session_id:#x}");
+    let line = answer.lines().find(|line| line.contains(&session))?;
+    line.split("recved=").nth(1)?.split(',').next()?.parse().ok()
+}

@@ -48,10 +48,10 @@ mod session;
 mod spawn;
 
 pub use classpath::discover_classpath;
-pub use cpu::cpu_time;
+pub use cpu::{cpu_time, own_cpu_time};
 pub use ensemble::Ensemble;
 pub use error::HarnessError;
-pub use four_letter::four_letter_word;
+pub use four_letter::{four_letter_word, session_requests};
 pub use proxy::Proxy;
 pub use server::{shared_server, ServerOptions, ZooKeeperServer};
 pub use session::expire_session;

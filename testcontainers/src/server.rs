@@ -6,7 +6,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::process::{free_loopback_ports, ServerProcess};
-use crate::{four_letter_word, HarnessError};
+use crate::{four_letter_word, session_requests, HarnessError};
 
 /// How a test server is configured. Start from [`ServerOptions::default`].
 #[derive(Clone, Debug)]
@@ -95,6 +95,11 @@ impl ZooKeeperServer {
     /// The server's own directory: `zoo.cfg`, `data/` and `zookeeper.log`.
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// Requests this server has received from session `session_id`; see [`session_requests`].
+    pub fn session_requests(&self, session_id: i64) -> Option<u64> {
+        session_requests(self.address(), session_id)
     }
 
     /// Sends a four-letter word to this server; see [`four_letter_word`].
