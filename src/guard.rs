@@ -60,7 +60,7 @@ impl LockGuard {
     pub async fn release(mut self) -> Result<()> {
         self.released = true;
         let lost = self.hold.signal.reason();
-        let Some(node) = self.participant.leave(self.owner, self.hold.id) else {
+        let Some((node, next_opening)) = self.participant.leave(self.owner, self.hold.id) else {
             return lost.map_or(Ok(()), |reason| Err(Error::LockLost(reason)));
         };
         if let Some(reason) = lost {
@@ -70,7 +70,7 @@ impl LockGuard {
         }
         delete_released(&self.participant.client, &node).await?;
         // Our delete is confirmed: the next acquire may send something cheaper than a list.
-        self.participant.record_opening(std::mem::take(&mut self.hold.next_opening));
+        self.participant.record_opening(next_opening);
         Ok(())
     }
 
@@ -146,7 +146,7 @@ impl Drop for LockGuard {
         if self.released {
             return;
         }
-        if let Some(node) = self.participant.leave(self.owner, self.hold.id) {
+        if let Some((node, _)) = self.participant.leave(self.owner, self.hold.id) {
             delete_in_background(&self.participant.client, node);
         }
     }

@@ -51,7 +51,9 @@ pub(crate) struct Participant {
 enum Slot {
     /// The owner's first acquire is under way; its other acquires wait on this, then re-enter.
     Acquiring(Arc<Notify>),
-    Held(Hold),
+    /// Held; with what the next acquire may open with once this hold's delete is confirmed
+    /// (kept here, not in the `Hold` every guard clones: a reentry costs no allocation).
+    Held(Hold, Opening),
 }
 
 /// One owner's hold on the lock.
@@ -63,8 +65,6 @@ pub(crate) struct Hold {
     pub(crate) node_path: Arc<str>,
     pub(crate) fencing_token: i64,
     pub(crate) signal: Arc<HoldSignal>,
-    /// What the next acquire may open with once this hold's delete is confirmed.
-    pub(crate) next_opening: Opening,
 }
 
 /// What an acquiring owner does next.
@@ -114,7 +114,7 @@ impl Participant {
     pub(crate) fn admit(self: &Arc<Self>, owner: Owner) -> Admission {
         match self.holds.entry(owner) {
             Entry::Occupied(mut slot) => match slot.get_mut() {
-                Slot::Held(hold) => match hold.signal.reason() {
+                Slot::Held(hold, _) => match hold.signal.reason() {
                     Some(reason) => Admission::Lost(reason),
                     None => {
                         hold.count += 1;
@@ -131,12 +131,13 @@ impl Participant {
     }
 
     /// Ends one hold of `owner`; returns the node to delete when it was the last, after telling
-    /// its loss watchers that the deletion is ours.
-    pub(crate) fn leave(&self, owner: Owner, hold_id: u64) -> Option<Arc<str>> {
+    /// its loss watchers that the deletion is ours, and what the next acquire may open with once
+    /// that delete is confirmed (see [`Participant::record_opening`]).
+    pub(crate) fn leave(&self, owner: Owner, hold_id: u64) -> Option<(Arc<str>, Opening)> {
         let Entry::Occupied(mut slot) = self.holds.entry(owner) else {
             return None;
         };
-        let Slot::Held(hold) = slot.get_mut() else {
+        let Slot::Held(hold, _) = slot.get_mut() else {
             return None;
         };
         if hold.id != hold_id {
@@ -146,10 +147,11 @@ impl Participant {
         if hold.count > 0 {
             return None;
         }
-        let node = Arc::clone(&hold.node_path);
         hold.signal.mark_released();
-        slot.remove();
-        Some(node)
+        match slot.remove() {
+            Slot::Held(hold, next_opening) => Some((hold.node_path, next_opening)),
+            Slot::Acquiring(_) => None,
+        }
     }
 
     /// Takes what the next acquire may send with its create (see `next_opening`).
@@ -174,11 +176,11 @@ impl Participant {
     }
 
     pub(crate) fn is_held_by(&self, owner: Owner) -> bool {
-        self.holds.get(&owner).is_some_and(|slot| matches!(*slot, Slot::Held(_)))
+        self.holds.get(&owner).is_some_and(|slot| matches!(*slot, Slot::Held(..)))
     }
 
     pub(crate) fn is_held_by_anyone(&self) -> bool {
-        self.holds.iter().any(|slot| matches!(*slot, Slot::Held(_)))
+        self.holds.iter().any(|slot| matches!(*slot, Slot::Held(..)))
     }
 }
 
@@ -200,9 +202,8 @@ impl Claim {
             node_path: node_path.into(),
             fencing_token,
             signal: HoldSignal::new(),
-            next_opening,
         };
-        self.close(Some(Slot::Held(hold.clone())));
+        self.close(Some(Slot::Held(hold.clone(), next_opening)));
         hold
     }
 
