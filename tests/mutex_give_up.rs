@@ -6,10 +6,9 @@ use std::future::Future;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use common::{children, connect, server, unique_path, wait_for_children};
+use common::{children, connect, connect_to, server, unique_path, wait_for_children};
 use zklock::InterProcessMutex;
 use zklock_testcontainers::Proxy;
-use zookeeper_client::Client;
 
 #[tokio::test]
 async fn acquire_timeout_returns_none_in_time_and_leaves_no_node() {
@@ -151,11 +150,8 @@ async fn a_release_dropped_while_partitioned_is_seen_through_after_the_partition
     let path = unique_path("release-partitioned");
     let observer = connect().await;
     let proxy = Proxy::start(server().address()).unwrap();
-    let client = Client::connector()
-        .with_session_timeout(Duration::from_secs(30))
-        .connect(&proxy.connect_string())
-        .await
-        .unwrap();
+    // Its 20 s session outlasts the wait below: a node left behind would still be there.
+    let client = connect_to(&proxy.connect_string()).await;
     let guard = InterProcessMutex::new(&client, &path).unwrap().acquire().await.unwrap();
     proxy.blackhole();
     // The delete goes into the partition; then the caller gives up on the release.
