@@ -7,14 +7,15 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 use zookeeper_client::{Acl, Acls, Client};
 
-use crate::driver::decide::Rule;
-use crate::driver::naming::{Schema, KAZOO_MUTEX, MUTEX, READ, WRITE, WRITE_NAME};
+use crate::driver::naming::{Schema, KAZOO_MUTEX, MUTEX, READ, WRITE};
+use crate::driver::opening;
 use crate::driver::path::validate_lock_path;
+use crate::driver::read_write::{self, Role};
 use crate::internals::deadline::{within, Patience};
-use crate::internals::queue::{queue_order, queue_with_data, take_place, Opening, QueueSpec};
+use crate::internals::queue::{queue_order, queue_with_data, take_place, QueueSpec};
 use crate::internals::retry::ended_session;
 use crate::owner::Owner;
-use crate::participant::{Admission, Participant, Role};
+use crate::participant::{Admission, Claim, Participant};
 use crate::{Error, LockGuard, LossPolicy, ParticipantNode, Result};
 
 /// A reentrant mutex shared by every process that uses the same ZooKeeper path, in the style of
@@ -327,40 +328,25 @@ impl InterProcessMutex {
             return Err(ended);
         }
         let owner = Owner::current();
-        // A read holder's write node would queue behind its own read node for ever.
-        if self.participant.role == Role::Write
-            && self.participant.sibling_held_by(owner)
-            && !self.participant.is_held_by(owner)
-        {
-            return Err(Error::WouldDeadlock("a read lock holder cannot take the write lock (no upgrades)"));
-        }
-        let claim = loop {
-            match self.participant.admit(owner) {
-                Admission::Reentered(hold) => return Ok(Some(LockGuard::new(self.participant.clone(), owner, hold))),
-                Admission::Lost(reason) => return Err(Error::LockLost(reason)),
-                Admission::Queue(claim) => break claim,
-                Admission::WaitForOwnAcquire(done) => {
-                    if patience == Patience::NoWait || within(patience.deadline(), done).await.is_none() {
-                        return Ok(None);
-                    }
-                }
-            }
+        let claim = match self.admit(owner, patience).await? {
+            Admitted::Queue(claim) => claim,
+            Admitted::Reentered(guard) => return Ok(Some(guard)),
+            Admitted::OutOfTime => return Ok(None),
         };
         let participant = &self.participant;
-        let rule = match participant.role {
-            Role::Mutex | Role::Write => Rule::FirstN(1),
-            // The write holder may take the read lock: a downgrade, never a wait.
-            Role::Read if participant.sibling_held_by(owner) => Rule::Always,
-            Role::Read => Rule::Reader { writer_name: WRITE_NAME },
-        };
+        let other_side = participant.sibling_node_held_by(owner);
+        let entry = read_write::entry(participant.role, participant.schema, other_side.as_deref())
+            .map_err(Error::WouldDeadlock)?;
+        let may_wait = patience != Patience::NoWait;
         let spec = QueueSpec {
             client: &participant.client,
             lock_path: &participant.path,
             schema: participant.schema,
-            rule,
+            rule: entry.rule,
             data: &participant.data,
             acls: &participant.acls,
-            opening: opening_for(participant.take_opening(), participant.role, rule, patience),
+            opening: opening::usable(participant.take_opening(), entry.rule, may_wait),
+            level_with: entry.level_with,
         };
         let Some((node, next_opening)) = take_place(&spec, patience).await? else {
             return Ok(None);
@@ -369,18 +355,33 @@ impl InterProcessMutex {
         participant.session_watch.register(&hold.signal, &hold.node_path);
         Ok(Some(LockGuard::new(Arc::clone(participant), owner, hold)))
     }
+
+    /// Lets `owner` in: re-enters its hold at once, or claims its place in the queue, first
+    /// waiting (within `patience`) for its own acquire under way.
+    async fn admit(&self, owner: Owner, patience: Patience) -> Result<Admitted> {
+        loop {
+            match self.participant.admit(owner) {
+                Admission::Reentered(hold) => {
+                    return Ok(Admitted::Reentered(LockGuard::new(self.participant.clone(), owner, hold)))
+                }
+                Admission::Lost(reason) => return Err(Error::LockLost(reason)),
+                Admission::Queue(claim) => return Ok(Admitted::Queue(claim)),
+                Admission::WaitForOwnAcquire(done) => {
+                    if patience == Patience::NoWait || within(patience.deadline(), done).await.is_none() {
+                        return Ok(Admitted::OutOfTime);
+                    }
+                }
+            }
+        }
+    }
 }
 
-/// Keeps from a remembered opening only what is safe and useful for this acquire: the
-/// uncontended shortcut needs a mutex's hold (a reader's does not prove an empty queue), and a
-/// watch on a node behind our last hold needs a rule that any node ahead blocks, and an acquire
-/// that may wait.
-fn opening_for(remembered: Opening, role: Role, rule: Rule, patience: Patience) -> Opening {
-    match remembered {
-        Opening::AloneAfter(_) if role == Role::Mutex => remembered,
-        Opening::Behind(_) if rule == Rule::FirstN(1) && patience != Patience::NoWait => remembered,
-        _ => Opening::CreateAndList,
-    }
+/// How an owner got in.
+enum Admitted {
+    Reentered(LockGuard),
+    Queue(Claim),
+    /// Its patience ran out behind its own acquire under way.
+    OutOfTime,
 }
 
 impl fmt::Debug for InterProcessMutex {
@@ -396,31 +397,6 @@ impl fmt::Debug for InterProcessMutex {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_a_mutex_hold_arms_the_uncontended_shortcut() {
-        let alone = Opening::AloneAfter(7);
-        assert_eq!(opening_for(alone.clone(), Role::Mutex, Rule::FirstN(1), Patience::Forever), alone);
-        assert_eq!(opening_for(alone.clone(), Role::Mutex, Rule::FirstN(1), Patience::NoWait), alone);
-        // A writer's or reader's hold does not prove an empty queue of the other side.
-        assert_eq!(opening_for(alone.clone(), Role::Write, Rule::FirstN(1), Patience::Forever), Opening::CreateAndList);
-        let reader = Rule::Reader { writer_name: WRITE_NAME };
-        assert_eq!(opening_for(alone, Role::Read, reader, Patience::Forever), Opening::CreateAndList);
-    }
-
-    #[test]
-    fn watching_behind_needs_a_rule_any_node_ahead_blocks_and_an_acquire_that_waits() {
-        let behind = Opening::Behind("n".into());
-        let deadline = Patience::Until(Instant::now());
-        assert_eq!(opening_for(behind.clone(), Role::Mutex, Rule::FirstN(1), Patience::Forever), behind);
-        assert_eq!(opening_for(behind.clone(), Role::Write, Rule::FirstN(1), deadline), behind);
-        // A try must not leave a watch behind.
-        assert_eq!(opening_for(behind.clone(), Role::Mutex, Rule::FirstN(1), Patience::NoWait), Opening::CreateAndList);
-        // A reader is not blocked by readers ahead; a downgrade holds at once.
-        let reader = Rule::Reader { writer_name: WRITE_NAME };
-        assert_eq!(opening_for(behind.clone(), Role::Read, reader, Patience::Forever), Opening::CreateAndList);
-        assert_eq!(opening_for(behind, Role::Read, Rule::Always, Patience::Forever), Opening::CreateAndList);
-    }
 
     /// Guards and the futures users await must cross threads (tokio's `bounds()` idiom).
     #[allow(dead_code)]

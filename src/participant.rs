@@ -11,21 +11,14 @@ use tokio::sync::Notify;
 use zookeeper_client::{Acl, Client};
 
 use crate::driver::naming::Schema;
+use crate::driver::opening::Opening;
+use crate::driver::read_write::Role;
 use crate::internals::loss::{HoldSignal, SessionWatch};
-use crate::internals::queue::Opening;
 use crate::owner::Owner;
 use crate::{LossPolicy, LossReason};
 
 /// Shards of a hold table (DashMap wants a power of two above one).
 const HOLD_TABLE_SHARDS: usize = 2;
-
-/// Which queue a participant stands in, and on which side.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Role {
-    Mutex,
-    Read,
-    Write,
-}
 
 /// A participant; see the module docs. Never hold a map reference across an `.await`.
 #[derive(Debug)]
@@ -105,7 +98,7 @@ impl Participant {
             // kilobyte per lock here and 32 KB on a 64-core host, for 10,000 locks 320 MB.
             holds: DashMap::with_shard_amount(HOLD_TABLE_SHARDS),
             next_hold_id: AtomicU64::new(1),
-            next_opening: std::sync::Mutex::new(Opening::CreateAndList),
+            next_opening: std::sync::Mutex::new(Opening::Unknown),
         }
     }
 
@@ -170,13 +163,20 @@ impl Participant {
         let _ = write.sibling.set(Arc::downgrade(read));
     }
 
-    /// Whether `owner` holds the other side of this read-write lock.
-    pub(crate) fn sibling_held_by(&self, owner: Owner) -> bool {
-        self.sibling.get().and_then(Weak::upgrade).is_some_and(|sibling| sibling.is_held_by(owner))
+    /// The node `owner` holds on the other side of this read-write lock, if any.
+    pub(crate) fn sibling_node_held_by(&self, owner: Owner) -> Option<Arc<str>> {
+        self.sibling.get().and_then(Weak::upgrade).and_then(|sibling| sibling.node_held_by(owner))
     }
 
     pub(crate) fn is_held_by(&self, owner: Owner) -> bool {
-        self.holds.get(&owner).is_some_and(|slot| matches!(*slot, Slot::Held(..)))
+        self.node_held_by(owner).is_some()
+    }
+
+    fn node_held_by(&self, owner: Owner) -> Option<Arc<str>> {
+        match self.holds.get(&owner).as_deref() {
+            Some(Slot::Held(hold, _)) => Some(Arc::clone(&hold.node_path)),
+            _ => None,
+        }
     }
 
     pub(crate) fn is_held_by_anyone(&self) -> bool {

@@ -8,11 +8,12 @@ use zookeeper_client::{Acl, Acls, Client};
 
 use crate::driver::decide::Rule;
 use crate::driver::naming::LEASE;
+use crate::driver::opening::Opening;
 use crate::driver::path::validate_lock_path;
 use crate::internals::deadline::Patience;
 use crate::internals::lease::take_lease;
 use crate::internals::loss::SessionWatch;
-use crate::internals::queue::{queue_order, queue_with_data, Opening, QueueSpec};
+use crate::internals::queue::{queue_order, queue_with_data, QueueSpec};
 use crate::internals::retry::ended_session;
 use crate::{Error, InterProcessMutex, Lease, LossPolicy, ParticipantNode, Result};
 
@@ -211,7 +212,8 @@ impl InterProcessSemaphoreV2 {
             rule: Rule::FirstN(inner.max_leases as usize),
             data: &inner.data,
             acls: &inner.acls,
-            opening: Opening::CreateAndList,
+            opening: Opening::Unknown,
+            level_with: None,
         };
         let mut leases = Vec::with_capacity(quantity as usize);
         let mut outcome = Ok(true);

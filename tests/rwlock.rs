@@ -89,3 +89,56 @@ async fn participants_list_readers_and_writers_in_queue_order() {
     read.release().await.unwrap();
     waiting.await.unwrap().unwrap();
 }
+
+/// CURATOR-621: a downgrade must not let a writer that queued behind the write holder in. The
+/// queued writer's listing shows only the holder's write node ahead; the downgrade's read node
+/// must still keep it out once the write node goes.
+#[tokio::test]
+async fn a_downgrade_keeps_a_queued_writer_out_until_the_read_is_released() {
+    let path = unique_path("rw-downgrade-queued");
+    let (a, b) = (connect().await, connect().await);
+    let lock = InterProcessReadWriteLock::new(&a, &path).unwrap();
+    let write = lock.write_lock().acquire().await.unwrap();
+    let queued = InterProcessReadWriteLock::new(&b, &path).unwrap();
+    let writer = tokio::spawn(async move {
+        let guard = queued.write_lock().acquire().await.unwrap();
+        let token = guard.fencing_token();
+        guard.release().await.unwrap();
+        token
+    });
+    wait_for_children(&a, &path, 2).await;
+    let read = lock.read_lock().acquire().await.unwrap();
+    // Curator 5.5's layout: the read node sorts level with the write node, ahead of the queue.
+    let sequence = |node: &str| node.rsplit("__").next().unwrap().to_owned();
+    assert_eq!(sequence(read.node_path()), sequence(write.node_path()), "{} / {}", read.node_path(), write.node_path());
+    write.release().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!writer.is_finished(), "the queued writer holds while the downgraded holder still reads");
+    assert!(read.is_held());
+    read.release().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), writer).await.expect("the writer holds after the read").unwrap();
+    assert!(children(&a, &path).await.is_empty());
+}
+
+/// The same with the writer arriving after the downgrade: it lists the read node and waits for
+/// it, whichever order the server lists the two nodes of one sequence in.
+#[tokio::test]
+async fn a_writer_arriving_after_a_downgrade_waits_for_the_read() {
+    let path = unique_path("rw-downgrade-late");
+    let (a, b) = (connect().await, connect().await);
+    let lock = InterProcessReadWriteLock::new(&a, &path).unwrap();
+    let write = lock.write_lock().acquire().await.unwrap();
+    let read = lock.read_lock().acquire().await.unwrap();
+    let other = InterProcessReadWriteLock::new(&b, &path).unwrap();
+    assert!(other.write_lock().try_acquire().await.unwrap().is_none());
+    let reader = other.read_lock().try_acquire().await.unwrap();
+    assert!(reader.is_none(), "a reader waits while the write lock is held");
+    write.release().await.unwrap();
+    assert!(other.write_lock().acquire_timeout(Duration::from_millis(300)).await.unwrap().is_none());
+    let shared = other.read_lock().try_acquire().await.unwrap().expect("readers share after the downgrade");
+    shared.release().await.unwrap();
+    read.release().await.unwrap();
+    let write = other.write_lock().try_acquire().await.unwrap().expect("free once the read is released");
+    write.release().await.unwrap();
+    assert!(children(&a, &path).await.is_empty());
+}

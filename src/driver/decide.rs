@@ -12,7 +12,9 @@ pub(crate) enum Decision<'a> {
         /// Ours is the next in line once `predecessor` goes, without listing again: a node
         /// created after ours gets a higher sequence and sorts after ours, so when exactly
         /// `max_leases` nodes were ahead of ours and one of them goes, fewer than `max_leases`
-        /// remain ahead whatever else happens.
+        /// remain ahead whatever else happens. The one node created later that sorts level
+        /// with an older one is a downgrade's read node, level with its owner's write node:
+        /// hence [`Rule::Writer`].
         holds_when_gone: bool,
     },
     /// Our node is not in the queue: it was deleted (by its session's end or by someone else).
@@ -22,13 +24,25 @@ pub(crate) enum Decision<'a> {
 /// Who may hold, given the queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Rule {
-    /// The first `n` nodes hold (1 for a mutex or a write lock).
+    /// The first `n` nodes hold (1 for a mutex, `max_leases` for a semaphore's leases).
     FirstN(usize),
+    /// A read-write lock's writer: holds when first. When the node ahead of it is a writer, its
+    /// deletion is no handoff without a listing: that writer, while it held, may have taken the
+    /// read lock, whose node sorts level with the write node and so ahead of ours (a downgrade,
+    /// CURATOR-621).
+    Writer { writer_name: &'static str },
     /// A reader holds when no node whose name contains `writer_name` is ahead of it (Curator's
     /// `readLockPredicate`); otherwise it watches the first writer.
     Reader { writer_name: &'static str },
     /// Holds at once: a read lock taken by the holder of the write lock (a downgrade).
     Always,
+}
+
+impl Rule {
+    /// Whether any node ahead of ours keeps ours from holding.
+    pub(crate) fn blocked_by_any_node_ahead(self) -> bool {
+        matches!(self, Rule::FirstN(1) | Rule::Writer { .. })
+    }
 }
 
 /// Decides for the node named `ours` in `sorted` (queue order, holder first) under `rule`.
@@ -45,12 +59,19 @@ pub(crate) fn decide<'a>(sorted: &'a [String], ours: &str, rule: Rule) -> Decisi
             }
             Decision::Watch { predecessor: &sorted[index - max_leases], holds_when_gone: index == max_leases }
         }
+        Rule::Writer { writer_name } => {
+            if index == 0 {
+                return Decision::Hold;
+            }
+            let predecessor = &sorted[index - 1];
+            Decision::Watch { predecessor, holds_when_gone: index == 1 && !predecessor.contains(writer_name) }
+        }
         Rule::Reader { writer_name } => {
             let mut writers_ahead = sorted[..index].iter().filter(|child| child.contains(writer_name));
             match writers_ahead.next() {
                 None => Decision::Hold,
                 // When the only writer ahead goes, none is left: a writer created later sorts
-                // after us.
+                // after us (and a downgrade's read node does not keep a reader out).
                 Some(first) => Decision::Watch { predecessor: first, holds_when_gone: writers_ahead.next().is_none() },
             }
         }
@@ -109,9 +130,23 @@ mod tests {
         assert_eq!(decide(&q, "r4", reader), Decision::Watch { predecessor: "W3", holds_when_gone: true });
         assert_eq!(decide(&q, "r6", reader), Decision::Watch { predecessor: "W3", holds_when_gone: false });
         // A writer waits for everything ahead of it, readers included.
-        assert_eq!(decide(&q, "W3", Rule::FirstN(1)), Decision::Watch { predecessor: "r2", holds_when_gone: false });
+        let writer = Rule::Writer { writer_name: "W" };
+        assert_eq!(decide(&q, "W3", writer), Decision::Watch { predecessor: "r2", holds_when_gone: false });
         assert_eq!(decide(&q, "r6", Rule::Always), Decision::Hold);
         assert_eq!(decide(&q, "zz", Rule::Always), Decision::Missing);
+    }
+
+    #[test]
+    fn a_writer_behind_a_writer_lists_again_when_it_goes() {
+        // The writer ahead may have downgraded: its read node sorts level with it, ahead of us.
+        let writer = Rule::Writer { writer_name: "W" };
+        let q = queue(&["W1", "W2", "W3"]);
+        assert_eq!(decide(&q, "W1", writer), Decision::Hold);
+        assert_eq!(decide(&q, "W2", writer), Decision::Watch { predecessor: "W1", holds_when_gone: false });
+        assert_eq!(decide(&q, "W3", writer), Decision::Watch { predecessor: "W2", holds_when_gone: false });
+        // Behind a lone reader (a downgraded one, say) nothing new can come ahead.
+        let q = queue(&["r1", "W2"]);
+        assert_eq!(decide(&q, "W2", writer), Decision::Watch { predecessor: "r1", holds_when_gone: true });
     }
 
     #[test]

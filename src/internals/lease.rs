@@ -5,7 +5,7 @@
 use zookeeper_client::Error as ZkError;
 
 use super::deadline::{within, Patience};
-use super::node::{create_and_list, FirstLook, LockNode, NodeCleanup};
+use super::node::{create_node, FirstLook, LockNode, NodeCleanup};
 use super::queue::QueueSpec;
 use super::retry::retry_on_connection_loss;
 use crate::{Error, Result};
@@ -27,7 +27,7 @@ pub(crate) async fn take_lease(
     let deadline = patience.deadline();
     let prefix = spec.schema.protected_prefix(&uuid::Uuid::new_v4());
     let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
-    let outcome = match within(deadline, create_and_list(spec, &prefix, &mut cleanup)).await {
+    let outcome = match within(deadline, create_node(spec, &prefix, &mut cleanup)).await {
         Some(Ok((node, first))) => {
             let waits = patience != Patience::NoWait;
             match within(deadline, wait_for_room(spec, &node, first, max_leases, waits)).await {

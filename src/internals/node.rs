@@ -1,5 +1,5 @@
-//! Our node in the queue: the protected create (pipelined with the first list), finding the
-//! node again after a lost reply, and deleting it on every way out.
+//! Our node in the queue: the protected create (pipelined with what the opening asks for),
+//! finding the node again after a lost reply, and deleting it on every way out.
 
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, OneshotWatcher};
 
@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::deadline::{within, CLEANUP_AFTER_DEADLINE};
-use super::queue::{Opening, QueueSpec};
+use super::queue::QueueSpec;
 use super::retry::{is_connection_loss, retry_on_connection_loss};
 use crate::driver::naming::sequential_name;
+use crate::driver::opening::{holds_alone, Opening};
 use crate::{Error, Result};
 
 /// A node of ours in a lock queue.
@@ -39,7 +40,7 @@ pub(crate) enum FirstLook {
     /// A listing of the lock path taken after our node was created.
     Listing(Vec<String>),
     /// A watch on a node that sorts ahead of ours and still existed after our create
-    /// ([`Opening::Behind`]).
+    /// ([`Opening::QueuedBehind`]).
     Watching(OneshotWatcher),
     /// Nothing yet: list.
     Nothing,
@@ -55,9 +56,10 @@ impl FirstLook {
     }
 }
 
-/// Creates our node as `{lock_path}/{prefix}{seq}` and, in the same round trip, sends what
-/// `spec.opening` asks for: a listing of the queue, a watch on a node known to be ahead, or
-/// nothing (the uncontended shortcut).
+/// Creates our node as `{lock_path}/{prefix}{seq}` (or `{prefix}{key}` for a node that sorts
+/// level with another, `spec.level_with`) and, in the same round trip, sends what `spec.opening`
+/// asks for: a listing of the queue, a watch on a node known to be ahead, or nothing (the
+/// uncontended shortcut). Returns the node and what came back with it.
 ///
 /// Both requests are sent before either is awaited; the server runs a session's requests in
 /// order, so the list already shows our node, and a watched node that still exists was there
@@ -67,21 +69,24 @@ impl FirstLook {
 ///
 /// `cleanup` is kept up to date so that whatever happens to this future, the node can be found
 /// and deleted.
-pub(crate) async fn create_and_list(
+pub(crate) async fn create_node(
     spec: &QueueSpec<'_>,
     prefix: &str,
     cleanup: &mut NodeCleanup,
 ) -> Result<(LockNode, FirstLook)> {
-    let prefix_path = format!("{}/{prefix}", spec.lock_path);
+    let (create_path, mode) = match spec.level_with {
+        Some(key) => (format!("{}/{prefix}{key}", spec.lock_path), CreateMode::Ephemeral),
+        None => (format!("{}/{prefix}", spec.lock_path), CreateMode::EphemeralSequential),
+    };
     let acls = Acls::new(spec.acls);
-    let options = CreateMode::EphemeralSequential.with_acls(acls);
+    let options = mode.with_acls(acls);
     loop {
         cleanup.trace = Trace::MaybeCreated;
-        let create = spec.client.create(&prefix_path, spec.data, &options);
+        let create = spec.client.create(&create_path, spec.data, &options);
         // Sent right behind the create.
-        let list = (spec.opening == Opening::CreateAndList).then(|| spec.client.list_children(spec.lock_path));
+        let list = (spec.opening == Opening::Unknown).then(|| spec.client.list_children(spec.lock_path));
         let watch = match &spec.opening {
-            Opening::Behind(name) => Some(spec.client.get_and_watch_data(&format!("{}/{name}", spec.lock_path))),
+            Opening::QueuedBehind(name) => Some(spec.client.get_and_watch_data(&format!("{}/{name}", spec.lock_path))),
             _ => None,
         };
         let created = create.await;
@@ -94,6 +99,9 @@ pub(crate) async fn create_and_list(
             None => None,
         };
         let node = match created {
+            Ok((stat, _)) if spec.level_with.is_some() => {
+                LockNode::new(spec.lock_path, &create_path[spec.lock_path.len() + 1..], stat.czxid)
+            }
             Ok((stat, sequence)) => {
                 LockNode::new(spec.lock_path, &sequential_name(prefix, sequence.into_i64()), stat.czxid)
             }
@@ -108,17 +116,13 @@ pub(crate) async fn create_and_list(
             },
             Err(err) => {
                 cleanup.trace = Trace::Nothing;
-                return Err(Error::zookeeper("create", &prefix_path, err));
+                return Err(Error::zookeeper("create", &create_path, err));
             }
         };
         cleanup.trace = Trace::Created(node.path.clone());
-        if let Opening::AloneAfter(previous) = spec.opening {
-            if node.czxid == previous + 2 {
-                // The only transaction since our previous node was our own delete of it: the
-                // queue was empty then, and is ours alone now.
-                let alone = vec![node.name().to_owned()];
-                return Ok((node, FirstLook::Listing(alone)));
-            }
+        if holds_alone(&spec.opening, node.czxid) {
+            let alone = vec![node.name().to_owned()];
+            return Ok((node, FirstLook::Listing(alone)));
         }
         let look = match (listed, watched) {
             (Some(Ok(children)), _) if children.iter().any(|child| child == node.name()) => {
@@ -151,7 +155,15 @@ async fn create_parents(client: &Client, lock_path: &str, acls: Acls<'_>) -> Res
 }
 
 /// Finds the node created with `prefix` by this session, if any.
+///
+/// After a lost reply the client may have reconnected to a server that has not applied our
+/// create yet; a listing there would miss the node, and we would create a second one and wait
+/// behind the first for ever. A `sync` first brings that server up to date with the leader.
 async fn find_ours(client: &Client, lock_path: &str, prefix: &str) -> Result<Option<LockNode>> {
+    match retry_on_connection_loss(|| client.sync(lock_path)).await {
+        Ok(()) | Err(ZkError::NoNode) => {}
+        Err(err) => return Err(Error::zookeeper("sync", lock_path, err)),
+    }
     let children = match list_children(client, lock_path).await {
         Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => return Ok(None),
         other => other?,

@@ -3,10 +3,11 @@
 use zookeeper_client::{Acl, Client, Error as ZkError, EventType, MultiReadResult, OneshotWatcher, SessionState};
 
 use super::deadline::{within, Patience};
-use super::node::{create_and_list, list_children, FirstLook, LockNode, NodeCleanup};
+use super::node::{create_node, list_children, FirstLook, LockNode, NodeCleanup};
 use super::retry::{ended_session, retry_on_connection_loss};
 use crate::driver::decide::{decide, Decision, Rule};
 use crate::driver::naming::Schema;
+use crate::driver::opening::{after_hold, Opening, Waited};
 use crate::{Error, ParticipantNode, Result};
 
 /// Which queue, and how our node in it looks.
@@ -22,30 +23,10 @@ pub(crate) struct QueueSpec<'a> {
     pub(crate) acls: &'a [Acl],
     /// What goes out with the create.
     pub(crate) opening: Opening,
+    /// The sort key our node takes instead of a sequence number (a downgrade's read node; see
+    /// [`Entry::level_with`](crate::driver::read_write::Entry)).
+    pub(crate) level_with: Option<&'a str>,
 }
-
-/// What an acquire sends with its create, chosen from what the participant's previous hold
-/// showed (DESIGN.md, "Round trips").
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) enum Opening {
-    /// A listing, pipelined: the general case.
-    #[default]
-    CreateAndList,
-    /// Nothing: the create goes alone, and if its czxid is exactly this + 2 we hold without
-    /// listing (the uncontended shortcut). The czxid of our previous node, which held at once
-    /// and whose delete by us is confirmed.
-    AloneAfter(i64),
-    /// A watch on this node (a name under the lock path), pipelined: it was queued behind our
-    /// previous hold, so it sorts ahead of our new node, and we list only once it changes. Only
-    /// for a rule that any node ahead blocks (`Rule::FirstN(1)`), and never for a try: a node
-    /// ahead that still exists proves we cannot hold yet, but not the converse.
-    Behind(String),
-}
-
-/// The shortest queue behind our hold worth an [`Opening::Behind`]: with two or more nodes
-/// behind us at our hold, our next node will most likely find a node ahead whose deletion it
-/// could not read as a handoff without listing anyway (DESIGN.md).
-pub(crate) const BEHIND_WORTH_WATCHING: usize = 2;
 
 /// Puts a node of ours in the queue and waits until the rule lets it hold. Returns the node, and
 /// what that hold lets the participant's next acquire send with its create once the hold's
@@ -63,7 +44,7 @@ pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Resu
     loop {
         let prefix = spec.schema.protected_prefix(&uuid::Uuid::new_v4());
         let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
-        let outcome = match within(deadline, create_and_list(spec, &prefix, &mut cleanup)).await {
+        let outcome = match within(deadline, create_node(spec, &prefix, &mut cleanup)).await {
             Some(Ok((node, first))) => match within(deadline, wait_turn(spec, &node, first, patience)).await {
                 Some(Ok(Turn::Hold(next_opening))) => Ok(Some((node, next_opening))),
                 Some(Ok(Turn::GaveUp)) | None => Ok(None),
@@ -117,27 +98,6 @@ pub(crate) async fn queue_with_data(client: &Client, lock_path: &str, schema: Sc
         .collect())
 }
 
-/// Whether an acquire had to wait for another holder.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Waited {
-    No,
-    Yes,
-}
-
-/// What a hold of `ours` (created at `czxid`) lets the next acquire send with its create, from
-/// the listing that let it hold: nothing, if it held at once alone; a watch on the last node
-/// behind it, if at least [`BEHIND_WORTH_WATCHING`] were; else a listing.
-fn opening_after(sorted: &[String], ours: &str, czxid: i64, waited: Waited) -> Opening {
-    let Some(index) = sorted.iter().position(|child| child == ours) else {
-        return Opening::CreateAndList;
-    };
-    match (sorted.len() - index - 1, waited) {
-        (0, Waited::No) => Opening::AloneAfter(czxid),
-        (behind, _) if behind >= BEHIND_WORTH_WATCHING => Opening::Behind(sorted[sorted.len() - 1].clone()),
-        _ => Opening::CreateAndList,
-    }
-}
-
 #[derive(Debug)]
 enum Turn {
     /// Holds; what the next acquire may open with.
@@ -173,7 +133,7 @@ async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, first: FirstLook, pati
         let (predecessor, holds_when_gone) = {
             let children = spec.schema.contenders(children);
             match decide(&children, node.name(), spec.rule) {
-                Decision::Hold => return Ok(Turn::Hold(opening_after(&children, node.name(), node.czxid, waited))),
+                Decision::Hold => return Ok(Turn::Hold(after_hold(&children, node.name(), node.czxid, waited))),
                 Decision::Missing => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
                 Decision::Watch { predecessor, holds_when_gone } => {
                     (format!("{}/{predecessor}", spec.lock_path), holds_when_gone)
@@ -186,7 +146,7 @@ async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, first: FirstLook, pati
         waited = Waited::Yes;
         if predecessor_goes(spec.client, &predecessor).await? && holds_when_gone {
             // Held without a listing: nothing known of who is behind.
-            return Ok(Turn::Hold(Opening::CreateAndList));
+            return Ok(Turn::Hold(Opening::Unknown));
         }
     }
 }
@@ -214,41 +174,5 @@ async fn changed(watcher: OneshotWatcher) -> Result<bool> {
             _ => Ok(false),
         },
         _ => Ok(false),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn queue(names: &[&str]) -> Vec<String> {
-        names.iter().map(|name| name.to_string()).collect()
-    }
-
-    #[test]
-    fn alone_at_once_arms_the_uncontended_shortcut() {
-        assert_eq!(opening_after(&queue(&["a"]), "a", 7, Waited::No), Opening::AloneAfter(7));
-        // After a wait, the czxid proves nothing: someone else's delete came between.
-        assert_eq!(opening_after(&queue(&["a"]), "a", 7, Waited::Yes), Opening::CreateAndList);
-    }
-
-    #[test]
-    fn one_behind_lists_with_the_create() {
-        // The one behind will hold next and our next node will be right behind it: a listing
-        // then shows it as the head, whose deletion is a handoff without listing again.
-        assert_eq!(opening_after(&queue(&["a", "b"]), "a", 7, Waited::No), Opening::CreateAndList);
-        assert_eq!(opening_after(&queue(&["a", "b"]), "a", 7, Waited::Yes), Opening::CreateAndList);
-    }
-
-    #[test]
-    fn two_or_more_behind_watch_the_last() {
-        assert_eq!(opening_after(&queue(&["a", "b", "c"]), "a", 7, Waited::Yes), Opening::Behind("c".into()));
-        assert_eq!(opening_after(&queue(&["a", "b", "c", "d"]), "a", 7, Waited::No), Opening::Behind("d".into()));
-    }
-
-    #[test]
-    fn a_listing_without_our_node_arms_nothing_it_cannot_prove() {
-        assert_eq!(opening_after(&queue(&["b", "c"]), "a", 7, Waited::Yes), Opening::CreateAndList);
-        assert_eq!(opening_after(&[], "a", 7, Waited::No), Opening::CreateAndList);
     }
 }

@@ -1,0 +1,74 @@
+//! The read-write lock's rules: the rule each side queues under, the downgrade and the refused
+//! upgrade, decided from what the asking owner already holds of the other side. No I/O.
+
+use super::decide::Rule;
+use super::naming::{Schema, WRITE_NAME};
+
+/// Which queue a participant stands in, and on which side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    Mutex,
+    Read,
+    Write,
+}
+
+/// How an acquire that must queue enters the queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Entry<'a> {
+    /// Who may hold.
+    pub(crate) rule: Rule,
+    /// The sort key our node takes instead of a sequence number: a downgrade's read node takes
+    /// its owner's write node's key (Curator 5.5's layout, CURATOR-621), so that it sorts level
+    /// with the write node, ahead of every writer queued behind it, and keeps them out once the
+    /// write lock is released.
+    pub(crate) level_with: Option<&'a str>,
+}
+
+/// How an owner's acquire of `role` enters the queue, given the node it holds on the other side
+/// of the same read-write lock, if any (`other_side`, a node name or path of `schema`).
+///
+/// `Err` with the reason when the acquire would wait for ever on its own owner: a reader asking
+/// for the write lock would queue behind its own read node (no upgrades; Curator's would wait
+/// for ever).
+pub(crate) fn entry<'a>(role: Role, schema: Schema, other_side: Option<&'a str>) -> Result<Entry<'a>, &'static str> {
+    let queue = |rule| Ok(Entry { rule, level_with: None });
+    match (role, other_side) {
+        (Role::Mutex, _) => queue(Rule::FirstN(1)),
+        (Role::Write, Some(_)) => Err("a read lock holder cannot take the write lock (no upgrades)"),
+        (Role::Write, None) => queue(Rule::Writer { writer_name: WRITE_NAME }),
+        // The write holder may read: a downgrade, never a wait.
+        (Role::Read, Some(write_node)) => {
+            Ok(Entry { rule: Rule::Always, level_with: Some(schema.sort_key(write_node)) })
+        }
+        (Role::Read, None) => queue(Rule::Reader { writer_name: WRITE_NAME }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::naming::{MUTEX, READ, WRITE};
+
+    #[test]
+    fn each_side_queues_under_its_own_rule() {
+        assert_eq!(entry(Role::Mutex, MUTEX, None).unwrap().rule, Rule::FirstN(1));
+        assert_eq!(entry(Role::Write, WRITE, None).unwrap().rule, Rule::Writer { writer_name: WRITE_NAME });
+        assert_eq!(
+            entry(Role::Read, READ, None).unwrap(),
+            Entry { rule: Rule::Reader { writer_name: WRITE_NAME }, level_with: None }
+        );
+    }
+
+    #[test]
+    fn the_write_holders_read_node_sorts_level_with_its_write_node() {
+        let write_node = "/app/rw/_c_0b5e3c1e-58a4-4c4f-9b1a-8d1f00000000-__WRIT__0000000042";
+        let downgrade = entry(Role::Read, READ, Some(write_node)).unwrap();
+        assert_eq!(downgrade, Entry { rule: Rule::Always, level_with: Some("0000000042") });
+    }
+
+    #[test]
+    fn a_reader_may_not_upgrade() {
+        let read_node = "_c_0b5e3c1e-58a4-4c4f-9b1a-8d1f00000000-__READ__0000000007";
+        assert!(entry(Role::Write, WRITE, Some(read_node)).is_err());
+    }
+}
