@@ -72,10 +72,6 @@ impl Lease {
         self.signal.revocation_requested().await
     }
 
-    pub(crate) fn signal(&self) -> std::sync::Weak<HoldSignal> {
-        Arc::downgrade(&self.signal)
-    }
-
     /// The full path of the lease node.
     pub fn node_path(&self) -> &str {
         &self.node_path

@@ -15,7 +15,7 @@ use crate::internals::deadline::{within, Patience};
 use crate::internals::queue::{queue_order, queue_with_data, take_place, QueueSpec};
 use crate::internals::retry::ended_session;
 use crate::owner::Owner;
-use crate::participant::{Admission, Claim, Participant};
+use crate::participant::{Admission, Claim, Participant, ParticipantOptions};
 use crate::{Error, LockGuard, LossPolicy, ParticipantNode, Result};
 
 /// A reentrant mutex shared by every process that uses the same ZooKeeper path, in the style of
@@ -73,9 +73,7 @@ pub struct InterProcessMutex {
 pub struct MutexBuilder {
     client: Client,
     path: String,
-    data: Vec<u8>,
-    acls: Vec<Acl>,
-    loss_policy: LossPolicy,
+    options: ParticipantOptions,
     node_schema: NodeSchema,
 }
 
@@ -107,21 +105,34 @@ impl MutexBuilder {
     /// When a disconnection counts as losing a held lock. Defaults to
     /// [`LossPolicy::SessionTimeout`].
     pub fn loss_policy(mut self, policy: LossPolicy) -> Self {
-        self.loss_policy = policy;
+        self.options.loss_policy = policy;
         self
     }
 
     /// The data stored in each lock node, shown by [`InterProcessMutex::participants`]'s nodes
     /// to anyone who reads them (for example a host name). Defaults to empty.
     pub fn node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
-        self.data = data.into();
+        self.options.data = data.into();
         self
     }
 
     /// The ACLs of the lock nodes and of the parents zklock creates. Defaults to
     /// [`Acls::anyone_all`], as Curator's default ACL provider.
     pub fn acls(mut self, acls: impl Into<Vec<Acl>>) -> Self {
-        self.acls = acls.into();
+        self.options.acls = acls.into();
+        self
+    }
+
+    /// Whether the owner of a hold (the tokio task, or the thread outside a task) re-enters it
+    /// without a round trip, as Curator's mutex does. Defaults to `true`.
+    ///
+    /// With `false` every acquire is a participant of its own, as with tokio's `Mutex`: a task
+    /// that holds the lock and acquires again waits for itself (use a timeout), and two futures
+    /// of one task (`join!`) take turns instead of sharing a hold.
+    /// [`InterProcessMutex::is_acquired_by_current_task`] is then always `false`, and a read-write
+    /// lock's writer cannot downgrade (its read acquire waits for its own write lock).
+    pub fn reentrant(mut self, reentrant: bool) -> Self {
+        self.options.reentrant = reentrant;
         self
     }
 
@@ -134,7 +145,7 @@ impl MutexBuilder {
     /// - [`Error::InvalidOptions`] when the ACL list is empty.
     pub fn build(self) -> Result<InterProcessMutex> {
         validate_lock_path(&self.path)?;
-        if self.acls.is_empty() {
+        if self.options.acls.is_empty() {
             return Err(Error::InvalidOptions("the ACL list is empty"));
         }
         let schema = match self.node_schema {
@@ -151,7 +162,7 @@ impl MutexBuilder {
     /// As [`Self::build`].
     pub fn build_read_write(self) -> Result<crate::InterProcessReadWriteLock> {
         validate_lock_path(&self.path)?;
-        if self.acls.is_empty() {
+        if self.options.acls.is_empty() {
             return Err(Error::InvalidOptions("the ACL list is empty"));
         }
         if self.node_schema != NodeSchema::Curator {
@@ -167,8 +178,7 @@ impl MutexBuilder {
     }
 
     fn participant(&self, role: Role, schema: Schema) -> Participant {
-        let (client, path, data, acls) = (self.client.clone(), self.path.clone(), self.data.clone(), self.acls.clone());
-        Participant::new(role, schema, client, path, data, acls, self.loss_policy)
+        Participant::new(role, schema, self.client.clone(), self.path.clone(), self.options.clone())
     }
 }
 
@@ -187,9 +197,12 @@ impl InterProcessMutex {
         MutexBuilder {
             client: client.clone(),
             path: path.to_owned(),
-            data: Vec::new(),
-            acls: Acls::anyone_all().to_vec(),
-            loss_policy: LossPolicy::default(),
+            options: ParticipantOptions {
+                data: Vec::new(),
+                acls: Acls::anyone_all().to_vec(),
+                loss_policy: LossPolicy::default(),
+                reentrant: true,
+            },
             node_schema: NodeSchema::default(),
         }
     }
@@ -327,7 +340,7 @@ impl InterProcessMutex {
         if let Some(ended) = ended_session(&self.participant.client) {
             return Err(ended);
         }
-        let owner = Owner::current();
+        let owner = self.participant.owner_now();
         let claim = match self.admit(owner, patience).await? {
             Admitted::Queue(claim) => claim,
             Admitted::Reentered(guard) => return Ok(Some(guard)),

@@ -1,5 +1,6 @@
 //! Who is asking for a lock: the identity that reentrancy is counted for.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::ThreadId;
 
 use tokio::task::Id as TaskId;
@@ -15,9 +16,17 @@ use tokio::task::Id as TaskId;
 pub(crate) enum Owner {
     Task(TaskId),
     Thread(ThreadId),
+    /// One acquire of a non-reentrant lock: no other acquire is ever the same owner.
+    Acquire(u64),
 }
 
 impl Owner {
+    /// An owner no other acquire shares, for locks that are not reentrant.
+    pub(crate) fn unique() -> Owner {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        Owner::Acquire(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+
     pub(crate) fn current() -> Owner {
         match tokio::task::try_id() {
             Some(task) => Owner::Task(task),
@@ -37,6 +46,11 @@ mod tests {
         let there = tokio::spawn(async { Owner::current() }).await.unwrap();
         assert_ne!(here.0, there);
         assert!(matches!(there, Owner::Task(_)));
+    }
+
+    #[test]
+    fn unique_owners_are_never_equal() {
+        assert_ne!(Owner::unique(), Owner::unique());
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub(crate) struct Participant {
     pub(crate) path: String,
     pub(crate) data: Vec<u8>,
     pub(crate) acls: Vec<Acl>,
+    /// Whether an owner (task or thread) re-enters its hold; else every acquire queues anew.
+    reentrant: bool,
     pub(crate) session_watch: Arc<SessionWatch>,
     holds: DashMap<Owner, Slot>,
     next_hold_id: AtomicU64,
@@ -47,6 +49,15 @@ enum Slot {
     /// Held; with what the next acquire may open with once this hold's delete is confirmed
     /// (kept here, not in the `Hold` every guard clones: a reentry costs no allocation).
     Held(Hold, Opening),
+}
+
+/// What a participant's nodes carry and how its holds behave.
+#[derive(Clone, Debug)]
+pub(crate) struct ParticipantOptions {
+    pub(crate) data: Vec<u8>,
+    pub(crate) acls: Vec<Acl>,
+    pub(crate) loss_policy: LossPolicy,
+    pub(crate) reentrant: bool,
 }
 
 /// One owner's hold on the lock.
@@ -74,24 +85,17 @@ pub(crate) enum Admission {
 }
 
 impl Participant {
-    pub(crate) fn new(
-        role: Role,
-        schema: Schema,
-        client: Client,
-        path: String,
-        data: Vec<u8>,
-        acls: Vec<Acl>,
-        policy: LossPolicy,
-    ) -> Self {
-        let session_watch = SessionWatch::for_client(&client, policy);
+    pub(crate) fn new(role: Role, schema: Schema, client: Client, path: String, options: ParticipantOptions) -> Self {
+        let session_watch = SessionWatch::for_client(&client, options.loss_policy);
         Participant {
             role,
             schema,
             sibling: OnceLock::new(),
             client,
             path,
-            data,
-            acls,
+            data: options.data,
+            acls: options.acls,
+            reentrant: options.reentrant,
             session_watch,
             // A hold table has an entry per owner holding or acquiring: a few at most. DashMap's
             // default of four shards per core (each padded to a cache line) would cost a
@@ -99,6 +103,16 @@ impl Participant {
             holds: DashMap::with_shard_amount(HOLD_TABLE_SHARDS),
             next_hold_id: AtomicU64::new(1),
             next_opening: std::sync::Mutex::new(Opening::Unknown),
+        }
+    }
+
+    /// Who the current acquire counts for: the current task (or thread), or, when this
+    /// participant is not reentrant, the acquire alone.
+    pub(crate) fn owner_now(&self) -> Owner {
+        if self.reentrant {
+            Owner::current()
+        } else {
+            Owner::unique()
         }
     }
 

@@ -70,7 +70,10 @@ impl InterProcessSemaphoreV2 {
         if max_leases == 0 {
             return Err(Error::InvalidOptions("a semaphore needs at least one lease"));
         }
-        let lock = InterProcessMutex::new(client, &format!("{path}/locks"))?;
+        // Not reentrant: two acquires of one task (`join!`) must take turns, or both would create
+        // a lease under one hold and, with the semaphore full, wait for each other for ever
+        // while holding the lock every other taker needs.
+        let lock = InterProcessMutex::builder(client, &format!("{path}/locks")).reentrant(false).build()?;
         Ok(InterProcessSemaphoreV2 {
             inner: Arc::new(Inner {
                 client: client.clone(),

@@ -100,3 +100,33 @@ fn outside_a_task_the_thread_is_the_owner() {
         assert!(children(&client, &path).await.is_empty());
     });
 }
+
+#[tokio::test]
+async fn a_non_reentrant_mutex_makes_every_acquire_a_participant_of_its_own() {
+    let path = unique_path("not-reentrant");
+    let client = connect().await;
+    let mutex = InterProcessMutex::builder(&client, &path).reentrant(false).build().unwrap();
+    let held = mutex.acquire().await.unwrap();
+    assert!(!mutex.is_acquired_by_current_task());
+    assert!(mutex.is_acquired_in_this_process());
+    // The same task waits for itself, and leaves nothing behind when it gives up.
+    assert!(mutex.try_acquire().await.unwrap().is_none());
+    let timeout = std::time::Duration::from_millis(200);
+    assert!(mutex.acquire_timeout(timeout).await.unwrap().is_none());
+    assert_eq!(children(&client, &path).await.len(), 1);
+    held.release().await.unwrap();
+    // Two futures of one task take turns: the second holds only once the first released.
+    let turn = |name: &'static str| {
+        let mutex = mutex.clone();
+        async move {
+            let guard = mutex.acquire().await.unwrap();
+            let token = guard.fencing_token();
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            guard.release().await.unwrap();
+            (name, token)
+        }
+    };
+    let (first, second) = tokio::join!(turn("a"), turn("b"));
+    assert_ne!(first.1, second.1, "two holds, not one shared");
+    assert!(children(&client, &path).await.is_empty());
+}

@@ -87,23 +87,57 @@ async fn a_cancelled_lease_acquire_leaves_nothing_behind() {
     semaphore.try_acquire().await.unwrap().expect("free again").release().await.unwrap();
 }
 
+/// Two acquires of one semaphore joined in one task are two participants: the semaphore's
+/// internal lock must not let the second in beside the first (it did, being reentrant per task:
+/// both created leases, and with one lease both waited for ever, holding the internal lock).
 #[tokio::test]
-async fn the_semaphore_mutex_is_not_reentrant_but_its_lease_can_move() {
+async fn two_acquires_joined_in_one_task_take_turns() {
+    let path = unique_path("semaphore-join");
+    let client = connect().await;
+    let semaphore = InterProcessSemaphoreV2::new(&client, &path, 1).unwrap();
+    let most = Arc::new(AtomicUsize::new(0));
+    let held = Arc::new(AtomicUsize::new(0));
+    let take = || async {
+        let lease = semaphore.acquire().await.unwrap();
+        let now = held.fetch_add(1, Ordering::SeqCst) + 1;
+        most.fetch_max(now, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        held.fetch_sub(1, Ordering::SeqCst);
+        lease.release().await.unwrap();
+    };
+    tokio::time::timeout(Duration::from_secs(20), async { tokio::join!(take(), take(), take()) })
+        .await
+        .expect("joined acquires of one semaphore hang");
+    assert_eq!(most.load(Ordering::SeqCst), 1);
+    assert!(children(&client, &format!("{path}/leases")).await.is_empty());
+    assert!(children(&client, &format!("{path}/locks")).await.is_empty());
+}
+
+/// The lease of a semaphore mutex belongs to whoever holds the value, not to the task that
+/// acquired it: a dispatcher that hands its lease to a worker and acquires again waits for the
+/// worker's release, as Curator's does. A task that keeps its lease and asks again waits for
+/// itself, as with tokio's `Mutex`: bounded by its timeout, it gets `None` and leaves nothing.
+#[tokio::test]
+async fn the_semaphore_mutex_follows_its_lease_not_the_task_that_acquired_it() {
     let path = unique_path("semaphore-mutex");
     let client = connect().await;
     let mutex = InterProcessSemaphoreMutex::new(&client, &path).unwrap();
     let lease = mutex.acquire().await.unwrap();
-    assert!(matches!(mutex.acquire().await, Err(Error::WouldDeadlock(_))));
-    assert!(matches!(mutex.try_acquire().await, Err(Error::WouldDeadlock(_))));
-    // Another task is not the holder: it waits, and gets it once the lease is returned.
-    let other = mutex.clone();
-    let waiting =
-        tokio::spawn(async move { other.acquire_timeout(Duration::from_secs(10)).await.map(|l| l.is_some()) });
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(!waiting.is_finished());
-    // The lease is released from a task that never acquired it.
-    tokio::spawn(lease.release()).await.unwrap().unwrap();
-    assert!(waiting.await.unwrap().unwrap());
+    // Kept by this task: asking again can only time out.
+    assert!(mutex.try_acquire().await.unwrap().is_none());
+    assert!(mutex.acquire_timeout(Duration::from_millis(300)).await.unwrap().is_none());
+    assert_eq!(children(&client, &format!("{path}/leases")).await.len(), 1, "only the held lease");
+    // Handed to a worker: the dispatcher waits for the worker's release, then holds.
+    let worker = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        lease.release().await
+    });
+    let next = mutex.acquire_timeout(Duration::from_secs(10)).await.unwrap().expect("the dispatcher gets it back");
+    assert!(worker.is_finished(), "held only after the worker released");
+    worker.await.unwrap().unwrap();
+    // And the worker's way round: a lease released from a task that never acquired it.
+    tokio::spawn(next.release()).await.unwrap().unwrap();
     let again = mutex.try_acquire().await.unwrap().expect("free after release");
     again.release().await.unwrap();
+    assert!(children(&client, &format!("{path}/leases")).await.is_empty());
 }
