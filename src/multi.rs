@@ -8,10 +8,12 @@ use crate::{Error, InterProcessMutex, LockGuard, Result};
 
 /// Several locks acquired as one, all or none: Apache Curator's `InterProcessMultiLock`.
 ///
-/// The locks are taken in the order given, each waiting its turn; if one cannot be had (time
-/// out, error), the ones already taken are released before the acquire returns. Every process
-/// that takes an overlapping set must take it in the same order (sort the paths, say), or two
-/// of them can each hold a part and wait for the other's for ever.
+/// The locks are taken one after the other in one canonical order, whatever order they were
+/// given in: by path, and on one path a read-write lock's write side before its read side (a
+/// downgrade, never an upgrade). Two multi-locks over overlapping paths therefore never each
+/// hold a part the other waits for: a lock ordering makes that deadlock impossible (taken in the
+/// given order, `[a, b]` against `[b, a]` made no progress at all). If one lock cannot be had
+/// (time out, error), the ones already taken are released before the acquire returns.
 ///
 /// The locks are [`InterProcessMutex`]es (a read-write lock's sides are too), so each is
 /// reentrant and cancel safe; a dropped acquire future releases what it had taken.
@@ -42,18 +44,21 @@ pub struct MultiLockGuard {
 }
 
 impl InterProcessMultiLock {
-    /// Takes these locks as one, in this order. Sends nothing to ZooKeeper.
+    /// Takes these locks as one (in the canonical order, see above). Sends nothing to
+    /// ZooKeeper.
     ///
     /// # Errors
     /// [`Error::InvalidOptions`] when `locks` is empty.
-    pub fn new(locks: Vec<InterProcessMutex>) -> Result<Self> {
+    pub fn new(mut locks: Vec<InterProcessMutex>) -> Result<Self> {
         if locks.is_empty() {
             return Err(Error::InvalidOptions("a multi-lock needs at least one lock"));
         }
+        // Stable: the same lock given twice stays where it was (the second is a reentry).
+        locks.sort_by(|a, b| a.acquisition_order().cmp(&b.acquisition_order()));
         Ok(InterProcessMultiLock { locks })
     }
 
-    /// A multi-lock of one new [`InterProcessMutex`] per path, in this order.
+    /// A multi-lock of one new [`InterProcessMutex`] per path.
     ///
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidOptions`] when `paths` is empty.
@@ -61,7 +66,7 @@ impl InterProcessMultiLock {
         Self::new(paths.iter().map(|path| InterProcessMutex::new(client, path)).collect::<Result<_>>()?)
     }
 
-    /// The locks, in acquisition order.
+    /// The locks, in acquisition order (by path).
     pub fn locks(&self) -> &[InterProcessMutex] {
         &self.locks
     }

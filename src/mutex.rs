@@ -369,6 +369,17 @@ impl InterProcessMutex {
         Ok(Some(LockGuard::new(Arc::clone(participant), owner, hold)))
     }
 
+    /// Where this lock stands in a multi-lock's canonical order: by path, and on one path the
+    /// write side before the read side (a downgrade, never an upgrade).
+    pub(crate) fn acquisition_order(&self) -> (&str, u8) {
+        let side = match self.participant.role {
+            Role::Write => 0,
+            Role::Mutex => 1,
+            Role::Read => 2,
+        };
+        (self.path(), side)
+    }
+
     /// Lets `owner` in: re-enters its hold at once, or claims its place in the queue, first
     /// waiting (within `patience`) for its own acquire under way.
     async fn admit(&self, owner: Owner, patience: Patience) -> Result<Admitted> {

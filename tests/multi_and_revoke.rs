@@ -80,3 +80,35 @@ async fn participants_come_with_their_node_data_in_queue_order() {
     lease.release().await.unwrap();
     assert!(semaphore.participants_with_data().await.unwrap().is_empty());
 }
+
+/// Two multi-locks over the same paths given in opposite orders both make progress: they are
+/// taken in one canonical order. (Taken in the given order, each held one lock and timed out
+/// waiting for the other, round after round.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_locks_given_in_opposite_orders_both_make_progress() {
+    const ROUNDS: usize = 6;
+    let base = unique_path("multi-order");
+    let (one, two) = (format!("{base}/one"), format!("{base}/two"));
+    let ready = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+    let mut tasks = Vec::new();
+    for order in [[one.clone(), two.clone()], [two.clone(), one.clone()]] {
+        let ready = ready.clone();
+        tasks.push(tokio::spawn(async move {
+            let client = connect().await;
+            let paths: Vec<&str> = order.iter().map(String::as_str).collect();
+            let multi = InterProcessMultiLock::from_paths(&client, &paths).unwrap();
+            ready.wait().await;
+            for round in 0..ROUNDS {
+                let guard = multi.acquire_timeout(Duration::from_secs(3)).await.unwrap();
+                let guard = guard.unwrap_or_else(|| panic!("{paths:?} timed out in round {round}"));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                guard.release().await.unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let client = connect().await;
+    assert!(children(&client, &one).await.is_empty() && children(&client, &two).await.is_empty());
+}
