@@ -3,7 +3,7 @@
 use zookeeper_client::{Client, Error as ZkError};
 
 use crate::internals::loss::REVOKE_MARKER;
-use crate::internals::retry::retry_on_connection_loss;
+use crate::internals::retry::retry_transient;
 use crate::{Error, Result};
 
 /// Asks the holder of the lock node `node_path` (one of
@@ -23,7 +23,7 @@ use crate::{Error, Result};
 /// The request is sent on the first poll; dropping the future after that may or may not have
 /// delivered it.
 pub async fn revoke(client: &Client, node_path: &str) -> Result<()> {
-    match retry_on_connection_loss(|| client.set_data(node_path, REVOKE_MARKER, None)).await {
+    match retry_transient(|| client.set_data(node_path, REVOKE_MARKER, None)).await {
         Ok(_) | Err(ZkError::NoNode) => Ok(()),
         Err(err) => Err(Error::zookeeper("revoke", node_path, err)),
     }

@@ -141,3 +141,32 @@ async fn the_semaphore_mutex_follows_its_lease_not_the_task_that_acquired_it() {
     again.release().await.unwrap();
     assert!(children(&client, &format!("{path}/leases")).await.is_empty());
 }
+
+/// A lease node deleted while its taker waits for room (an operator, say) is not an error: the
+/// taker queues again with a new node, as Curator's does, and gets a lease once one is free.
+#[tokio::test]
+async fn a_waiting_lease_whose_node_is_deleted_queues_again() {
+    let path = unique_path("semaphore-requeue");
+    let leases = format!("{path}/leases");
+    let (a, b, operator) = (connect().await, connect().await, connect().await);
+    let held = InterProcessSemaphoreV2::new(&a, &path, 1).unwrap().acquire().await.unwrap();
+    let waiter = InterProcessSemaphoreV2::new(&b, &path, 1).unwrap();
+    let waiting = tokio::spawn(async move {
+        let lease = waiter.acquire_timeout(Duration::from_secs(20)).await?;
+        Ok::<_, Error>(lease.map(|lease| lease.node_path().to_owned()))
+    });
+    common::wait_for_children(&operator, &leases, 2).await;
+    let held_name = held.node_path().rsplit('/').next().unwrap().to_owned();
+    let waiting_name = children(&operator, &leases).await.into_iter().find(|name| *name != held_name).unwrap();
+    operator.delete(&format!("{leases}/{waiting_name}"), None).await.unwrap();
+    // It queues again behind the holder.
+    common::eventually("the waiter queued a new lease node", || async {
+        let now = children(&operator, &leases).await;
+        now.len() == 2 && !now.contains(&waiting_name)
+    })
+    .await;
+    assert!(!waiting.is_finished());
+    held.release().await.unwrap();
+    let node = waiting.await.unwrap().expect("no error for a deleted waiting lease").expect("a lease in time");
+    assert!(!node.ends_with(&waiting_name));
+}

@@ -10,7 +10,7 @@ use dashmap::DashMap;
 use tokio::sync::{watch, Notify};
 use zookeeper_client::{Client, Error as ZkError, EventType, SessionState, StateWatcher};
 
-use super::retry::retry_on_connection_loss;
+use super::retry::retry_transient;
 use crate::{LossPolicy, LossReason};
 
 /// What Curator's `Revoker.attemptRevoke` writes into a lock node to ask its holder to let go.
@@ -102,7 +102,7 @@ pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<Hol
     let (client, node_path, signal) = (client.clone(), Arc::clone(node_path), Arc::clone(signal));
     runtime.spawn(async move {
         loop {
-            let watcher = match retry_on_connection_loss(|| client.get_and_watch_data(&node_path)).await {
+            let watcher = match retry_transient(|| client.get_and_watch_data(&node_path)).await {
                 Ok((data, _stat, watcher)) => {
                     if data == REVOKE_MARKER {
                         signal.revoke.send_replace(true);

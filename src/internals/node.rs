@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::deadline::{within, CLEANUP_AFTER_DEADLINE};
 use super::queue::QueueSpec;
-use super::retry::{is_connection_loss, retry_on_connection_loss};
+use super::retry::{back_off, is_connection_loss, is_transient, retry_transient};
 use crate::driver::naming::sequential_name;
 use crate::driver::opening::{holds_alone, Opening};
 use crate::{Error, Result};
@@ -80,6 +80,7 @@ pub(crate) async fn create_node(
     };
     let acls = Acls::new(spec.acls);
     let options = mode.with_acls(acls);
+    let mut throttled = 0;
     loop {
         cleanup.trace = Trace::MaybeCreated;
         let create = spec.client.create(&create_path, spec.data, &options);
@@ -114,6 +115,13 @@ pub(crate) async fn create_node(
                 Some(node) => node,
                 None => continue,
             },
+            Err(ZkError::Throttled) => {
+                // Refused unrun: nothing was created.
+                cleanup.trace = Trace::Nothing;
+                throttled += 1;
+                back_off(throttled).await;
+                continue;
+            }
             Err(err) => {
                 cleanup.trace = Trace::Nothing;
                 return Err(Error::zookeeper("create", &create_path, err));
@@ -128,7 +136,7 @@ pub(crate) async fn create_node(
             (Some(Ok(children)), _) if children.iter().any(|child| child == node.name()) => {
                 FirstLook::Listing(children)
             }
-            (Some(Err(err)), _) if !is_connection_loss(&err) => {
+            (Some(Err(err)), _) if !is_transient(&err) => {
                 return Err(Error::zookeeper("list", spec.lock_path, err));
             }
             // Answered after our create ran (on its connection, or on a later one after a lost
@@ -144,14 +152,12 @@ pub(crate) async fn create_node(
 
 /// Lists the children of `lock_path`, retrying through connection loss.
 pub(crate) async fn list_children(client: &Client, lock_path: &str) -> Result<Vec<String>> {
-    retry_on_connection_loss(|| client.list_children(lock_path)).await.map_err(Error::on("list", lock_path))
+    retry_transient(|| client.list_children(lock_path)).await.map_err(Error::on("list", lock_path))
 }
 
 async fn create_parents(client: &Client, lock_path: &str, acls: Acls<'_>) -> Result<()> {
     let options = CreateMode::Container.with_acls(acls);
-    retry_on_connection_loss(|| client.mkdir(lock_path, &options))
-        .await
-        .map_err(Error::on("create parents of", lock_path))
+    retry_transient(|| client.mkdir(lock_path, &options)).await.map_err(Error::on("create parents of", lock_path))
 }
 
 /// Finds the node created with `prefix` by this session, if any.
@@ -160,7 +166,7 @@ async fn create_parents(client: &Client, lock_path: &str, acls: Acls<'_>) -> Res
 /// create yet; a listing there would miss the node, and we would create a second one and wait
 /// behind the first for ever. A `sync` first brings that server up to date with the leader.
 async fn find_ours(client: &Client, lock_path: &str, prefix: &str) -> Result<Option<LockNode>> {
-    match retry_on_connection_loss(|| client.sync(lock_path)).await {
+    match retry_transient(|| client.sync(lock_path)).await {
         Ok(()) | Err(ZkError::NoNode) => {}
         Err(err) => return Err(Error::zookeeper("sync", lock_path, err)),
     }
@@ -172,8 +178,7 @@ async fn find_ours(client: &Client, lock_path: &str, prefix: &str) -> Result<Opt
         return Ok(None);
     };
     let node = LockNode::new(lock_path, &name, 0);
-    let stat =
-        retry_on_connection_loss(|| client.check_stat(&node.path)).await.map_err(Error::on("stat", &node.path))?;
+    let stat = retry_transient(|| client.check_stat(&node.path)).await.map_err(Error::on("stat", &node.path))?;
     Ok(stat
         .filter(|stat| stat.ephemeral_owner == client.session_id().0)
         .map(|stat| LockNode { czxid: stat.czxid, ..node }))
@@ -188,21 +193,25 @@ pub(crate) enum Deleted {
     AlreadyGone,
 }
 
-/// Deletes `path`, retrying through connection loss until it is gone.
+/// Deletes `path`, retrying what is transient until it is gone.
 ///
-/// A `NoNode` after a lost reply means our earlier delete went through.
+/// A `NoNode` after a lost reply means our earlier delete went through; after a `Throttled`
+/// one it does not (the server ran nothing).
 pub(crate) async fn delete_node(client: &Client, path: &str) -> Result<Deleted> {
-    let mut attempts = 0u32;
-    let outcome = retry_on_connection_loss(|| {
-        attempts += 1;
-        client.delete(path, None)
-    })
-    .await;
-    match outcome {
-        Ok(()) => Ok(Deleted::ByUs),
-        Err(ZkError::NoNode) if attempts > 1 => Ok(Deleted::ByUs),
-        Err(ZkError::NoNode) => Ok(Deleted::AlreadyGone),
-        Err(err) => Err(Error::zookeeper("delete", path, err)),
+    let mut may_have_run = false;
+    let mut failures = 0;
+    loop {
+        match client.delete(path, None).await {
+            Ok(()) => return Ok(Deleted::ByUs),
+            Err(ZkError::NoNode) if may_have_run => return Ok(Deleted::ByUs),
+            Err(ZkError::NoNode) => return Ok(Deleted::AlreadyGone),
+            Err(err) if is_transient(&err) => {
+                may_have_run |= is_connection_loss(&err);
+                failures += 1;
+                back_off(failures).await;
+            }
+            Err(err) => return Err(Error::zookeeper("delete", path, err)),
+        }
     }
 }
 
@@ -274,7 +283,7 @@ impl Drop for PendingDelete {
     }
 }
 
-/// Waits for a delete already sent; after a connection loss, deletes again until it is done.
+/// Waits for a delete already sent; after a transient failure, deletes again until it is done.
 async fn finish_delete(
     first: impl std::future::Future<Output = std::result::Result<(), ZkError>>,
     client: &Client,
@@ -285,6 +294,8 @@ async fn finish_delete(
         Err(ZkError::NoNode) => Ok(Deleted::AlreadyGone),
         // The lost attempt may have deleted it: a NoNode now means ours went through.
         Err(err) if is_connection_loss(&err) => delete_node(client, path).await.map(|_| Deleted::ByUs),
+        // Refused unrun: as if it had not been sent.
+        Err(ZkError::Throttled) => delete_node(client, path).await,
         Err(err) => Err(Error::zookeeper("delete", path, err)),
     }
 }

@@ -4,7 +4,7 @@ use zookeeper_client::{Acl, Client, Error as ZkError, EventType, MultiReadResult
 
 use super::deadline::{within, Patience};
 use super::node::{create_node, list_children, FirstLook, LockNode, NodeCleanup};
-use super::retry::{ended_session, retry_on_connection_loss};
+use super::retry::{ended_session, retry_transient};
 use crate::driver::decide::{decide, Decision, Rule};
 use crate::driver::naming::Schema;
 use crate::driver::opening::{after_hold, Opening, Waited};
@@ -53,13 +53,21 @@ pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Resu
             None => Ok(None),
             Some(Err(err)) => Err(err),
         };
-        match outcome {
-            // Our node went while we waited, but the session lives: queue again.
-            Err(Error::LockNodeDeleted { path }) if ended_session(spec.client).is_none() => {
-                tracing::debug!(node = %path, "our queue node was deleted while waiting; queueing again");
-            }
-            other => return cleanup.settle(other, deadline).await,
+        if !queues_again(&outcome, spec.client) {
+            return cleanup.settle(outcome, deadline).await;
         }
+    }
+}
+
+/// Whether an acquire whose outcome this is queues again with a new node: its node was deleted
+/// by someone else while it waited, and the session lives (as Curator does).
+pub(crate) fn queues_again<T>(outcome: &Result<T>, client: &Client) -> bool {
+    match outcome {
+        Err(Error::LockNodeDeleted { path }) if ended_session(client).is_none() => {
+            tracing::debug!(node = %path, "our queue node was deleted while waiting; queueing again");
+            true
+        }
+        _ => false,
     }
 }
 
@@ -79,7 +87,7 @@ pub(crate) async fn queue_with_data(client: &Client, lock_path: &str, schema: Sc
     if paths.is_empty() {
         return Ok(Vec::new());
     }
-    let results = retry_on_connection_loss(|| async {
+    let results = retry_transient(|| async {
         let mut reader = client.new_multi_reader();
         for path in &paths {
             reader.add_get_data(path)?;
@@ -156,7 +164,7 @@ async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, first: FirstLook, pati
 /// A getData watch, as Curator sets: on a node that is already gone it fails with `NoNode` and
 /// leaves no watch behind (an exists-watch would stay, waiting for a creation).
 async fn predecessor_goes(client: &Client, predecessor: &str) -> Result<bool> {
-    match retry_on_connection_loss(|| client.get_and_watch_data(predecessor)).await {
+    match retry_transient(|| client.get_and_watch_data(predecessor)).await {
         Ok((_data, _stat, watcher)) => changed(watcher).await,
         Err(ZkError::NoNode) => Ok(true),
         Err(err) => Err(Error::zookeeper("watch", predecessor, err)),

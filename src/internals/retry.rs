@@ -1,11 +1,16 @@
-//! Retrying through connection loss while the session lives.
+//! Retrying what is transient while the session lives.
 //!
-//! zookeeper-client re-sends watches after a reconnect but fails requests that were in flight
-//! with the error that broke the connection: `ConnectionLoss` for a closed connection, a custom
-//! error for an I/O failure or a read timeout ("no response from connection in ..."). Either way
-//! the request's outcome is unknown. A request made while disconnected waits in the client until it
-//! reconnects, or fails with `SessionExpired` once the client gives the session up, so retrying
-//! cannot spin and cannot outlive the session.
+//! Two kinds of failure are worth another try:
+//! - Connection loss. zookeeper-client re-sends watches after a reconnect but fails requests that
+//!   were in flight with the error that broke the connection: `ConnectionLoss` for a closed
+//!   connection, a custom error for an I/O failure or a read timeout ("no response from
+//!   connection in ..."). Either way the request's outcome is unknown.
+//! - `Throttled` (ZooKeeper 3.6+ with request throttling on): the server refused the request
+//!   without running it, so its outcome is known: nothing happened.
+//!
+//! A request made while disconnected waits in the client until it reconnects, or fails with
+//! `SessionExpired` once the client gives the session up, so retrying cannot spin and cannot
+//! outlive the session; retries back off up to 100 ms apart.
 
 use std::future::Future;
 use std::time::Duration;
@@ -14,28 +19,39 @@ use zookeeper_client::{Client, Error as ZkError, SessionState};
 
 use crate::Error;
 
-/// Calls `operation` again after each connection loss (see [`is_connection_loss`]); returns any
+/// Calls `operation` again after each transient failure (see [`is_transient`]); returns any
 /// other outcome.
-pub(crate) async fn retry_on_connection_loss<T, F, Fut>(mut operation: F) -> Result<T, ZkError>
+pub(crate) async fn retry_transient<T, F, Fut>(mut operation: F) -> Result<T, ZkError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, ZkError>>,
 {
-    let mut losses: u64 = 0;
+    let mut failures: u32 = 0;
     loop {
         match operation().await {
-            Err(err) if is_connection_loss(&err) => {
-                losses += 1;
-                // Spaces out retries if the connection flaps faster than the client notices.
-                tokio::time::sleep(Duration::from_millis((5 * losses).min(100))).await;
+            Err(err) if is_transient(&err) => {
+                failures += 1;
+                back_off(failures).await;
             }
             outcome => return outcome,
         }
     }
 }
 
-/// Whether a request failed because its connection broke (its outcome is unknown), rather than
-/// by the server's answer.
+/// Waits before the `failures`-th retry: longer each time, at most 100 ms (a throttling server
+/// needs room, and a connection that flaps faster than the client notices must not spin).
+pub(crate) async fn back_off(failures: u32) {
+    tokio::time::sleep(Duration::from_millis((5 * u64::from(failures)).min(100))).await;
+}
+
+/// Whether a request failed in a way that another try may cure: its connection broke, or the
+/// server refused it unrun (`Throttled`).
+pub(crate) fn is_transient(err: &ZkError) -> bool {
+    is_connection_loss(err) || *err == ZkError::Throttled
+}
+
+/// Whether a request failed because its connection broke, so that its outcome is unknown (it
+/// may have run), rather than by the server's answer.
 pub(crate) fn is_connection_loss(err: &ZkError) -> bool {
     matches!(err, ZkError::ConnectionLoss | ZkError::Custom(_))
 }
@@ -46,5 +62,19 @@ pub(crate) fn ended_session(client: &Client) -> Option<Error> {
         SessionState::Expired => Some(Error::SessionExpired),
         SessionState::Closed | SessionState::AuthFailed => Some(Error::SessionClosed),
         SessionState::Disconnected | SessionState::SyncConnected | SessionState::ConnectedReadOnly => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn throttled_and_lost_requests_are_transient_and_only_lost_ones_may_have_run() {
+        assert!(is_transient(&ZkError::Throttled) && !is_connection_loss(&ZkError::Throttled));
+        assert!(is_transient(&ZkError::ConnectionLoss) && is_connection_loss(&ZkError::ConnectionLoss));
+        for answer in [ZkError::NoNode, ZkError::NoAuth, ZkError::SessionExpired, ZkError::NodeExists] {
+            assert!(!is_transient(&answer), "{answer:?}");
+        }
     }
 }
