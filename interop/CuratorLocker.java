@@ -1,6 +1,10 @@
 // A Curator participant for zklock's interop tests: takes a lock N times on one path and appends
 // "enter NAME MODE" / "exit NAME MODE" lines to a shared log while holding it.
 //
+// Start line: once connected, with its lock built, it prints "ready NAME" on stdout and waits
+// for a line on stdin before its first acquire, so that every party contends from the start
+// (end of stdin, when the test is gone, makes it exit).
+//
 // java -cp <classes>:/usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar \
 //     CuratorLocker CONNECT PATH MODE ITERATIONS HOLD_MILLIS LOG NAME
 //
@@ -9,8 +13,10 @@
 // revocable (an InterProcessMutex made revocable: holds until asked to let go, at most
 // HOLD_MILLIS), or revoke (asks the holder of the lock node PATH to let go, and exits).
 
+import java.io.BufferedReader;
 import java.io.FileOutputStream;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -40,6 +46,7 @@ public class CuratorLocker {
             System.exit(3);
         }
         if (mode.equals("revoke")) {
+            awaitStart(name);
             Revoker.attemptRevoke(client, path);
             client.close();
             return;
@@ -62,10 +69,11 @@ public class CuratorLocker {
                 default -> throw new IllegalArgumentException("mode: mutex, read, write, semaphore-mutex, lease:N");
             };
         }
+        awaitStart(name);
         // Append mode: every line is one O_APPEND write, ordered with the other participants'.
         try (FileOutputStream out = new FileOutputStream(log, true)) {
             for (int i = 0; i < iterations; i++) {
-                if (!lock.acquire(120, TimeUnit.SECONDS)) {
+                if (!lock.acquire(60, TimeUnit.SECONDS)) {
                     System.err.println(name + ": timed out waiting for the lock");
                     System.exit(2);
                 }
@@ -81,6 +89,16 @@ public class CuratorLocker {
             }
         }
         client.close();
+    }
+
+    /** Reports "ready NAME" and waits for the test to say go (one line on stdin). */
+    private static void awaitStart(String name) throws IOException {
+        System.out.println("ready " + name);
+        System.out.flush();
+        if (new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine() == null) {
+            System.err.println(name + ": stdin closed before the start");
+            System.exit(4);
+        }
     }
 
     /** One lease of a semaphore, seen as a lock. */

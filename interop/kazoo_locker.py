@@ -1,7 +1,14 @@
-"""A kazoo participant for zklock's interop tests: takes a kazoo Lock N times on one path and
-appends "enter NAME mutex" / "exit NAME mutex" lines to a shared log while holding it.
+"""A kazoo participant for zklock's interop tests: takes a kazoo lock N times on one path and
+appends "enter NAME MODE" / "exit NAME MODE" lines to a shared log while holding it.
 
-/usr/bin/python3 kazoo_locker.py CONNECT PATH ITERATIONS HOLD_MILLIS LOG NAME [EXTRA_PATTERN ...]
+/usr/bin/python3 kazoo_locker.py CONNECT PATH MODE ITERATIONS HOLD_MILLIS LOG NAME [EXTRA_PATTERN ...]
+
+MODE: mutex (Lock, with the EXTRA_PATTERNs as extra_lock_patterns), read (ReadLock), write
+(WriteLock), or lease:N (one lease of a Semaphore of N).
+
+Start line: once connected, with its lock built, it prints "ready NAME" on stdout and waits for a
+line on stdin before its first acquire, so that every party contends from the start (end of
+stdin, when the test is gone, makes it exit).
 """
 
 import os
@@ -20,19 +27,33 @@ def append(log, line):
         os.close(fd)
 
 
+def build(client, path, mode, name, extra_patterns):
+    if mode == "mutex":
+        return client.Lock(path, name, extra_lock_patterns=extra_patterns)
+    if mode == "read":
+        return client.ReadLock(path, name)
+    if mode == "write":
+        return client.WriteLock(path, name)
+    if mode.startswith("lease:"):
+        return client.Semaphore(path, name, max_leases=int(mode[len("lease:"):]))
+    sys.exit(f"mode: mutex, read, write or lease:N, not {mode}")
+
+
 def main():
-    connect, path, iterations, hold_ms, log, name = sys.argv[1:7]
-    extra_patterns = sys.argv[7:]
+    connect, path, mode, iterations, hold_ms, log, name = sys.argv[1:8]
     client = KazooClient(hosts=connect, timeout=20.0)
     client.start(timeout=30)
-    lock = client.Lock(path, name, extra_lock_patterns=extra_patterns)
+    lock = build(client, path, mode, name, sys.argv[8:])
+    mode = mode.split(":")[0]
+    print(f"ready {name}", flush=True)
+    if not sys.stdin.readline():
+        sys.exit(f"{name}: stdin closed before the start")
     for _ in range(int(iterations)):
-        if not lock.acquire(timeout=120):
-            print(f"{name}: timed out waiting for the lock", file=sys.stderr)
-            sys.exit(2)
-        append(log, f"enter {name} mutex")
+        if not lock.acquire(timeout=60):
+            sys.exit(f"{name}: timed out waiting for the lock")
+        append(log, f"enter {name} {mode}")
         time.sleep(int(hold_ms) / 1000)
-        append(log, f"exit {name} mutex")
+        append(log, f"exit {name} {mode}")
         lock.release()
     client.stop()
     client.close()

@@ -5,30 +5,34 @@ mod common;
 
 use std::time::Duration;
 
-use common::interop::{check_leases, check_log, finish, logged_section, temp_log, Peer};
-use common::{connect, server, unique_path};
+use common::interop::{check_leases, check_log, check_turns, finish, logged_section, temp_log, Peer, StartLine};
+use common::{connect, unique_path};
 use zklock::{
     revoke, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
 };
 
 const ITERATIONS: u32 = 15;
-const PEER_TIMEOUT: Duration = Duration::from_secs(180);
+/// Bounds every wait for a lock and for a peer to finish its rounds.
+const PEER_TIMEOUT: Duration = Duration::from_secs(60);
+/// Switches between zklock and Curator holders the shared log must show each way.
+const SWITCHES: usize = 5;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zklock_mutex_and_curator_mutex_exclude_each_other() {
     let path = unique_path("curator-mutex");
     let log = temp_log("curator-mutex");
-    let connect_string = server().connect_string();
-    let peers = [
-        Peer::curator("curator-1", &connect_string, &path, "mutex", ITERATIONS, 5, &log),
-        Peer::curator("curator-2", &connect_string, &path, "mutex", ITERATIONS, 5, &log),
+    let start = StartLine::new(2);
+    let mut peers = [
+        Peer::curator("curator-1", &path, "mutex", ITERATIONS, 5, &log),
+        Peer::curator("curator-2", &path, "mutex", ITERATIONS, 5, &log),
     ];
     let mut rust = Vec::new();
     for name in ["zklock-1", "zklock-2"] {
-        let (path, log) = (path.clone(), log.clone());
+        let (path, log, start) = (path.clone(), log.clone(), start.clone());
         rust.push(tokio::spawn(async move {
             let client = connect().await;
             let mutex = InterProcessMutex::new(&client, &path).unwrap();
+            start.ready().await;
             for _ in 0..ITERATIONS {
                 let guard = mutex.acquire_timeout(PEER_TIMEOUT).await.unwrap().expect("zklock starved");
                 logged_section(&log, name, "mutex", Duration::from_millis(5)).await;
@@ -36,11 +40,13 @@ async fn zklock_mutex_and_curator_mutex_exclude_each_other() {
             }
         }));
     }
+    start.open(&mut peers).await;
     finish(rust, peers, PEER_TIMEOUT).await;
     check_log(
         &log,
         &[("curator-1", ITERATIONS), ("curator-2", ITERATIONS), ("zklock-1", ITERATIONS), ("zklock-2", ITERATIONS)],
     );
+    eprintln!("{:?}", check_turns(&log, SWITCHES));
     let _ = std::fs::remove_file(&log);
 }
 
@@ -48,36 +54,43 @@ async fn zklock_mutex_and_curator_mutex_exclude_each_other() {
 async fn zklock_and_curator_read_write_locks_share_reads_and_exclude_writes() {
     let path = unique_path("curator-rw");
     let log = temp_log("curator-rw");
-    let connect_string = server().connect_string();
-    let peers = [
-        Peer::curator("curator-reader", &connect_string, &path, "read", ITERATIONS, 20, &log),
-        Peer::curator("curator-writer", &connect_string, &path, "write", ITERATIONS, 5, &log),
+    // Writers queued between readers keep them apart (each re-queues right after its turn), so
+    // readers take twice the writers' rounds: once the writers are done, readers share for sure.
+    const READS: u32 = 2 * ITERATIONS;
+    let start = StartLine::new(2);
+    let mut peers = [
+        Peer::curator("curator-reader", &path, "read", READS, 20, &log),
+        Peer::curator("curator-writer", &path, "write", ITERATIONS, 5, &log),
     ];
     let mut rust = Vec::new();
     for (name, write) in [("zklock-reader", false), ("zklock-writer", true)] {
-        let (path, log) = (path.clone(), log.clone());
+        let (path, log, start) = (path.clone(), log.clone(), start.clone());
         rust.push(tokio::spawn(async move {
             let client = connect().await;
             let lock = InterProcessReadWriteLock::new(&client, &path).unwrap();
             let (side, mode) = if write { (lock.write_lock(), "write") } else { (lock.read_lock(), "read") };
-            for _ in 0..ITERATIONS {
+            start.ready().await;
+            for _ in 0..if write { ITERATIONS } else { READS } {
                 let guard = side.acquire_timeout(PEER_TIMEOUT).await.unwrap().expect("zklock starved");
                 logged_section(&log, name, mode, Duration::from_millis(if write { 5 } else { 20 })).await;
                 guard.release().await.unwrap();
             }
         }));
     }
+    start.open(&mut peers).await;
     finish(rust, peers, PEER_TIMEOUT).await;
     let shared = check_log(
         &log,
         &[
-            ("curator-reader", ITERATIONS),
+            ("curator-reader", READS),
             ("curator-writer", ITERATIONS),
-            ("zklock-reader", ITERATIONS),
+            ("zklock-reader", READS),
             ("zklock-writer", ITERATIONS),
         ],
     );
-    eprintln!("readers held together {shared} times");
+    let turns = check_turns(&log, SWITCHES);
+    eprintln!("readers held together {shared} times; {turns:?}");
+    assert!(turns.shared_across > 0, "a zklock reader and a Curator reader never held together");
     let _ = std::fs::remove_file(&log);
 }
 
@@ -88,7 +101,8 @@ async fn curator_and_zklock_agree_on_the_holder_and_the_queue() {
     let log = temp_log("curator-queue");
     let client = connect().await;
     let mutex = InterProcessMutex::new(&client, &path).unwrap();
-    let peer = Peer::curator("curator", &server().connect_string(), &path, "mutex", 1, 3_000, &log);
+    let mut peer = Peer::curator("curator", &path, "mutex", 1, 3_000, &log);
+    peer.start().await;
     common::eventually("Curator holds the lock", || async {
         std::fs::read_to_string(&log).is_ok_and(|t| t.contains("enter"))
     })
@@ -109,17 +123,18 @@ async fn zklock_and_curator_semaphores_never_hold_more_than_max_leases() {
     const LEASES: usize = 3;
     let path = unique_path("curator-semaphore");
     let log = temp_log("curator-semaphore");
-    let connect_string = server().connect_string();
-    let peers = [
-        Peer::curator("curator-1", &connect_string, &path, "lease:3", ITERATIONS, 30, &log),
-        Peer::curator("curator-2", &connect_string, &path, "lease:3", ITERATIONS, 30, &log),
+    let start = StartLine::new(3);
+    let mut peers = [
+        Peer::curator("curator-1", &path, "lease:3", ITERATIONS, 30, &log),
+        Peer::curator("curator-2", &path, "lease:3", ITERATIONS, 30, &log),
     ];
     let mut rust = Vec::new();
     for name in ["zklock-1", "zklock-2", "zklock-3"] {
-        let (path, log) = (path.clone(), log.clone());
+        let (path, log, start) = (path.clone(), log.clone(), start.clone());
         rust.push(tokio::spawn(async move {
             let client = connect().await;
             let semaphore = InterProcessSemaphoreV2::new(&client, &path, LEASES as u32).unwrap();
+            start.ready().await;
             for _ in 0..ITERATIONS {
                 let lease = semaphore.acquire_timeout(PEER_TIMEOUT).await.unwrap().expect("zklock starved");
                 logged_section(&log, name, "lease", Duration::from_millis(30)).await;
@@ -127,6 +142,7 @@ async fn zklock_and_curator_semaphores_never_hold_more_than_max_leases() {
             }
         }));
     }
+    start.open(&mut peers).await;
     finish(rust, peers, PEER_TIMEOUT).await;
     let expected = [
         ("curator-1", ITERATIONS),
@@ -136,7 +152,10 @@ async fn zklock_and_curator_semaphores_never_hold_more_than_max_leases() {
         ("zklock-3", ITERATIONS),
     ];
     let most = check_leases(&log, LEASES, &expected);
-    eprintln!("at most {most} leases held at once");
+    let turns = check_turns(&log, SWITCHES);
+    eprintln!("at most {most} leases held at once; {turns:?}");
+    assert_eq!(most, LEASES, "the leases were never all taken: no contention");
+    assert!(turns.shared_across > 0, "zklock and Curator never held leases at once");
     let _ = std::fs::remove_file(&log);
 }
 
@@ -144,9 +163,10 @@ async fn zklock_and_curator_semaphores_never_hold_more_than_max_leases() {
 async fn zklock_and_curator_semaphore_mutexes_exclude_each_other() {
     let path = unique_path("curator-semaphore-mutex");
     let log = temp_log("curator-semaphore-mutex");
-    let peer = Peer::curator("curator", &server().connect_string(), &path, "semaphore-mutex", ITERATIONS, 5, &log);
+    let mut peer = Peer::curator("curator", &path, "semaphore-mutex", ITERATIONS, 5, &log);
     let client = connect().await;
     let mutex = InterProcessSemaphoreMutex::new(&client, &path).unwrap();
+    peer.start().await;
     for _ in 0..ITERATIONS {
         let lease = mutex.acquire_timeout(PEER_TIMEOUT).await.unwrap().expect("zklock starved");
         logged_section(&log, "zklock", "semaphore-mutex", Duration::from_millis(5)).await;
@@ -154,6 +174,7 @@ async fn zklock_and_curator_semaphore_mutexes_exclude_each_other() {
     }
     tokio::task::block_in_place(|| peer.wait_success(PEER_TIMEOUT));
     check_log(&log, &[("curator", ITERATIONS), ("zklock", ITERATIONS)]);
+    eprintln!("{:?}", check_turns(&log, SWITCHES));
     let _ = std::fs::remove_file(&log);
 }
 
@@ -161,12 +182,12 @@ async fn zklock_and_curator_semaphore_mutexes_exclude_each_other() {
 async fn revocation_requests_cross_between_zklock_and_curator() {
     let path = unique_path("curator-revoke");
     let log = temp_log("curator-revoke");
-    let connect_string = server().connect_string();
     let client = connect().await;
     let mutex = InterProcessMutex::new(&client, &path).unwrap();
 
     // zklock asks a revocable Curator holder to let go, and gets the lock.
-    let holder = Peer::curator("curator", &connect_string, &path, "revocable", 1, 60_000, &log);
+    let mut holder = Peer::curator("curator", &path, "revocable", 1, 60_000, &log);
+    holder.start().await;
     common::eventually("Curator holds the lock", || async {
         std::fs::read_to_string(&log).is_ok_and(|t| t.contains("enter"))
     })
@@ -178,7 +199,8 @@ async fn revocation_requests_cross_between_zklock_and_curator() {
     assert!(std::fs::read_to_string(&log).unwrap().contains("revoked curator"), "Curator heard the request");
 
     // Curator's Revoker asks the zklock holder to let go.
-    let revoker = Peer::curator("revoker", &connect_string, guard.node_path(), "revoke", 0, 0, &log);
+    let mut revoker = Peer::curator("revoker", guard.node_path(), "revoke", 0, 0, &log);
+    revoker.start().await;
     tokio::time::timeout(Duration::from_secs(30), guard.revocation_requested()).await.expect("request not heard");
     tokio::task::block_in_place(|| revoker.wait_success(PEER_TIMEOUT));
     guard.release().await.unwrap();

@@ -1,12 +1,15 @@
 //! Running real Curator (Java) and kazoo (Python) participants beside zklock, and checking the
 //! log they all append to.
 
-use std::collections::HashMap;
-use std::io::Write;
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
+
+use tokio::sync::Barrier;
 
 /// Where Debian's `libcurator-recipes-java` puts Curator (its manifest names the rest).
 const CURATOR_JAR: &str = "/usr/share/java/curator-recipes.jar";
@@ -33,56 +36,92 @@ pub fn curator_classpath() -> String {
     format!("{}:{CURATOR_JAR}:{SLF4J_NOP_JAR}", classes.display())
 }
 
-/// A peer process, killed if it is still running when dropped.
+/// How long a peer may take to start, connect and report ready: a JVM starting beside others on
+/// two busy cores takes seconds.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A peer process, killed if it is still running when dropped. It prints `ready NAME` once
+/// connected with its lock built, then waits for a line on stdin before its first acquire.
 pub struct Peer {
     name: String,
     child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Receiver<String>,
 }
 
 impl Peer {
-    /// Starts a Curator participant: `mode` is `mutex`, `read` or `write`.
-    pub fn curator(
+    /// Starts a Curator participant on the shared server: `mode` is one of
+    /// `interop/CuratorLocker.java`'s.
+    pub fn curator(name: &str, path: &str, mode: &str, iterations: u32, hold_ms: u64, log: &Path) -> Peer {
+        let mut java = Command::new("java");
+        java.args(["-Xshare:auto", "-XX:+UseSerialGC", "-cp", &curator_classpath(), "CuratorLocker"])
+            .args([&super::server().connect_string(), path, mode, &iterations.to_string(), &hold_ms.to_string()])
+            .arg(log)
+            .arg(name);
+        Peer::spawn(name, java, "start java")
+    }
+
+    /// Starts a kazoo participant on the shared server (Debian's `python3-kazoo`, run by `/usr/bin/python3`): `mode`
+    /// is `mutex` (a `Lock` with kazoo's `extra_lock_patterns`), `read`, `write` or `lease:N`.
+    pub fn kazoo(
         name: &str,
-        connect: &str,
         path: &str,
         mode: &str,
         iterations: u32,
         hold_ms: u64,
         log: &Path,
-    ) -> Peer {
-        let child = Command::new("java")
-            .args(["-Xshare:auto", "-XX:+UseSerialGC", "-cp", &curator_classpath(), "CuratorLocker"])
-            .args([connect, path, mode, &iterations.to_string(), &hold_ms.to_string()])
-            .arg(log)
-            .arg(name)
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("start java");
-        Peer { name: name.to_owned(), child }
-    }
-
-    /// Starts a kazoo participant (Debian's `python3-kazoo`, run by `/usr/bin/python3`), with
-    /// kazoo's `extra_lock_patterns`.
-    pub fn kazoo(
-        name: &str,
-        connect: &str,
-        path: &str,
-        iterations: u32,
-        hold_ms: u64,
-        log: &Path,
         extra_patterns: &[&str],
     ) -> Peer {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/kazoo_locker.py");
-        let child = Command::new("/usr/bin/python3")
-            .arg(script)
-            .args([connect, path, &iterations.to_string(), &hold_ms.to_string()])
+        let mut python = Command::new("/usr/bin/python3");
+        python
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/kazoo_locker.py"))
+            .args([&super::server().connect_string(), path, mode, &iterations.to_string(), &hold_ms.to_string()])
             .arg(log)
             .arg(name)
-            .args(extra_patterns)
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("start /usr/bin/python3 (install python3-kazoo: scripts/install-deps)");
-        Peer { name: name.to_owned(), child }
+            .args(extra_patterns);
+        Peer::spawn(name, python, "start /usr/bin/python3 (install python3-kazoo: scripts/install-deps)")
+    }
+
+    fn spawn(name: &str, mut command: Command, what: &str) -> Peer {
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect(what);
+        let (lines, stdout) = mpsc::channel();
+        let reader = BufReader::new(child.stdout.take().unwrap());
+        // A thread, so that a peer that never speaks costs a bounded wait, not a blocked read.
+        std::thread::spawn(move || reader.lines().map_while(Result::ok).try_for_each(|line| lines.send(line)));
+        Peer { name: name.to_owned(), stdin: child.stdin.take(), child, stdout }
+    }
+
+    /// Waits until the peer reports ready; panics naming it if it does not by `deadline`.
+    fn wait_ready(&mut self, deadline: Instant) {
+        let ready = format!("ready {}", self.name);
+        loop {
+            match self.stdout.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(line) if line == ready => return,
+                Ok(line) => eprintln!("{}: {line}", self.name),
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("{} did not report ready within {READY_TIMEOUT:?}", self.name)
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("{} exited before it was ready: {}", self.name, self.child.wait().unwrap())
+                }
+            }
+        }
+    }
+
+    /// Lets the peer start its rounds.
+    fn go(&mut self) {
+        let mut stdin = self.stdin.take().expect("a peer starts once");
+        writeln!(stdin, "go").unwrap_or_else(|err| panic!("{} lost its stdin: {err}", self.name));
+    }
+
+    /// Starts a peer that has no other party to wait for, once it is ready.
+    pub async fn start(&mut self) {
+        StartLine::new(0).open(std::slice::from_mut(self)).await;
+    }
+
+    /// The name it logs under.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// Whether the peer has exited.
@@ -108,6 +147,36 @@ impl Drop for Peer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Where every party of a test waits until all of them are ready, so that they contend from
+/// the first round instead of taking turns by arrival.
+pub struct StartLine {
+    zklock: Barrier,
+}
+
+impl StartLine {
+    /// A start line for `zklock_parties` tasks (each calls [`StartLine::ready`]) and the peers
+    /// given to [`StartLine::open`].
+    pub fn new(zklock_parties: usize) -> Arc<StartLine> {
+        Arc::new(StartLine { zklock: Barrier::new(zklock_parties + 1) })
+    }
+
+    /// A zklock party, connected with its lock built, waits here for the start.
+    pub async fn ready(&self) {
+        self.zklock.wait().await;
+    }
+
+    /// Waits until every peer has reported ready and every zklock party is at the line, then
+    /// starts them all. Panics, naming who, when one is not ready within [`READY_TIMEOUT`].
+    pub async fn open(&self, peers: &mut [Peer]) {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        tokio::task::block_in_place(|| peers.iter_mut().for_each(|peer| peer.wait_ready(deadline)));
+        tokio::time::timeout_at(deadline.into(), self.zklock.wait())
+            .await
+            .unwrap_or_else(|_| panic!("the zklock parties were not connected within {READY_TIMEOUT:?}"));
+        peers.iter_mut().for_each(Peer::go);
     }
 }
 
@@ -205,4 +274,54 @@ pub fn check_log(log: &Path, expected_entries: &[(&str, u32)]) -> u32 {
         }
     }
     shared_reads
+}
+
+/// How holds passed between zklock and the peers' library, read from the shared log.
+#[derive(Debug)]
+pub struct Turns {
+    /// Entries by a peer right after an entry by zklock.
+    pub zklock_to_peer: usize,
+    /// Entries by zklock right after an entry by a peer.
+    pub peer_to_zklock: usize,
+    /// Entries made while a holder from the other library held (shared reads, leases).
+    pub shared_across: usize,
+}
+
+/// Reads from the log how turns passed between zklock (participants named `zklock...`) and the
+/// peers, and checks that the entries switched library at least `at_least` times each way: a log
+/// of every zklock hold, then every peer hold, switches once and fails.
+pub fn check_turns(log: &Path, at_least: usize) -> Turns {
+    let text = std::fs::read_to_string(log).unwrap();
+    let is_zklock = |name: &str| name.starts_with("zklock");
+    let mut turns = Turns { zklock_to_peer: 0, peer_to_zklock: 0, shared_across: 0 };
+    let mut holders: HashSet<&str> = HashSet::new();
+    // Consecutive entries by one library, as (zklock?, how many), for the failure message.
+    let mut runs: Vec<(bool, usize)> = Vec::new();
+    for (_, enter, name, _) in events(&text, &[]) {
+        if !enter {
+            holders.remove(name);
+            continue;
+        }
+        let zklock = is_zklock(name);
+        match runs.last_mut() {
+            Some((last, count)) if *last == zklock => *count += 1,
+            Some((last, _)) => {
+                *(if *last { &mut turns.zklock_to_peer } else { &mut turns.peer_to_zklock }) += 1;
+                runs.push((zklock, 1));
+            }
+            None => runs.push((zklock, 1)),
+        }
+        if holders.iter().any(|holder| is_zklock(holder) != zklock) {
+            turns.shared_across += 1;
+        }
+        holders.insert(name);
+    }
+    let runs: Vec<String> =
+        runs.iter().map(|(zklock, count)| format!("{} x{count}", if *zklock { "zklock" } else { "peer" })).collect();
+    assert!(
+        turns.zklock_to_peer >= at_least && turns.peer_to_zklock >= at_least,
+        "zklock and the peers switched fewer than {at_least} times each way: {turns:?}; entries in turn: {}",
+        runs.join(", ")
+    );
+    turns
 }
