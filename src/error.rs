@@ -1,5 +1,7 @@
 //! The crate's one error type.
 
+use crate::internals::session_end::SessionEnd;
+
 /// A `Result` whose error is [`enum@Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -68,10 +70,9 @@ pub enum Error {
 impl Error {
     /// Wraps a client error, turning the terminal session errors into their own variants.
     pub(crate) fn zookeeper(operation: &'static str, path: &str, source: zookeeper_client::Error) -> Self {
-        match source {
-            zookeeper_client::Error::SessionExpired => Error::SessionExpired,
-            zookeeper_client::Error::ClientClosed | zookeeper_client::Error::AuthFailed => Error::SessionClosed,
-            source => Error::ZooKeeper { operation, path: path.to_owned(), source },
+        match SessionEnd::of_error(&source) {
+            Some(end) => end.error(),
+            None => Error::ZooKeeper { operation, path: path.to_owned(), source },
         }
     }
 

@@ -3,9 +3,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::internals::loss::watch_node;
 use crate::internals::node::{delete_in_background, delete_released};
-use crate::internals::retry::ended_session;
+use crate::internals::node_watch::watch_node;
+use crate::internals::session_end::ended_session;
 use crate::owner::Owner;
 use crate::participant::{Hold, Participant};
 use crate::{Error, LossReason, Result};

@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use zookeeper_client::Client;
 
-use crate::internals::loss::{watch_node, HoldSignal, SessionWatch};
+use crate::internals::hold_signal::HoldSignal;
 use crate::internals::node::{delete_in_background, delete_released, LockNode};
-use crate::internals::retry::ended_session;
+use crate::internals::node_watch::watch_node;
+use crate::internals::session_end::ended_session;
+use crate::internals::session_watch::SessionWatch;
 use crate::{Error, LossReason, Result};
 
 /// One lease of an [`InterProcessSemaphoreV2`](crate::InterProcessSemaphoreV2) (or the hold of

@@ -13,7 +13,7 @@ use crate::driver::path::validate_lock_path;
 use crate::driver::read_write::{self, Role};
 use crate::internals::deadline::{within, Patience};
 use crate::internals::queue::{queue_order, queue_with_data, take_place, QueueSpec};
-use crate::internals::retry::ended_session;
+use crate::internals::session_end::ended_session;
 use crate::owner::Owner;
 use crate::participant::{Admission, Claim, Participant, ParticipantOptions};
 use crate::{Error, LockGuard, LossPolicy, ParticipantNode, Result};

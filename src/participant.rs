@@ -13,7 +13,8 @@ use zookeeper_client::{Acl, Client};
 use crate::driver::naming::Schema;
 use crate::driver::opening::Opening;
 use crate::driver::read_write::Role;
-use crate::internals::loss::{HoldSignal, SessionWatch};
+use crate::internals::hold_signal::HoldSignal;
+use crate::internals::session_watch::SessionWatch;
 use crate::owner::Owner;
 use crate::{LossPolicy, LossReason};
 

@@ -2,7 +2,7 @@
 
 use zookeeper_client::{Client, Error as ZkError};
 
-use crate::internals::loss::REVOKE_MARKER;
+use crate::internals::node_watch::REVOKE_MARKER;
 use crate::internals::retry::retry_transient;
 use crate::{Error, Result};
 

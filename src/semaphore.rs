@@ -11,10 +11,10 @@ use crate::driver::naming::LEASE;
 use crate::driver::opening::Opening;
 use crate::driver::path::validate_lock_path;
 use crate::internals::deadline::Patience;
-use crate::internals::lease::take_lease;
-use crate::internals::loss::SessionWatch;
 use crate::internals::queue::{queue_order, queue_with_data, QueueSpec};
-use crate::internals::retry::ended_session;
+use crate::internals::session_end::ended_session;
+use crate::internals::session_watch::SessionWatch;
+use crate::internals::take_lease::take_lease;
 use crate::{Error, InterProcessMutex, Lease, LossPolicy, ParticipantNode, Result};
 
 /// A counting semaphore: at most `max_leases` leases are held at once by every process that

@@ -1,10 +1,11 @@
 //! Taking a place in a lock queue and waiting for our turn.
 
-use zookeeper_client::{Acl, Client, Error as ZkError, EventType, MultiReadResult, OneshotWatcher, SessionState};
+use zookeeper_client::{Acl, Client, Error as ZkError, EventType, MultiReadResult, OneshotWatcher};
 
 use super::deadline::{within, Patience};
 use super::node::{create_node, list_children, FirstLook, LockNode, NodeCleanup};
-use super::retry::{ended_session, retry_transient};
+use super::retry::retry_transient;
+use super::session_end::{ended_session, SessionEnd};
 use crate::driver::decide::{decide, Decision, Rule};
 use crate::driver::naming::Schema;
 use crate::driver::opening::{after_hold, Opening, Waited};
@@ -174,13 +175,8 @@ async fn predecessor_goes(client: &Client, predecessor: &str) -> Result<bool> {
 /// Waits for the watched node to change; `true` when it was deleted.
 async fn changed(watcher: OneshotWatcher) -> Result<bool> {
     let event = watcher.changed().await;
-    match event.event_type {
-        EventType::NodeDeleted => Ok(true),
-        EventType::Session => match event.session_state {
-            SessionState::Expired => Err(Error::SessionExpired),
-            SessionState::Closed | SessionState::AuthFailed => Err(Error::SessionClosed),
-            _ => Ok(false),
-        },
-        _ => Ok(false),
+    match SessionEnd::of_state(event.session_state) {
+        Some(end) => Err(end.error()),
+        None => Ok(event.event_type == EventType::NodeDeleted),
     }
 }

@@ -15,9 +15,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use zookeeper_client::{Client, Error as ZkError, SessionState};
-
-use crate::Error;
+use zookeeper_client::Error as ZkError;
 
 /// Calls `operation` again after each transient failure (see [`is_transient`]); returns any
 /// other outcome.
@@ -54,15 +52,6 @@ pub(crate) fn is_transient(err: &ZkError) -> bool {
 /// may have run), rather than by the server's answer.
 pub(crate) fn is_connection_loss(err: &ZkError) -> bool {
     matches!(err, ZkError::ConnectionLoss | ZkError::Custom(_))
-}
-
-/// The error for a session that has ended, read from the client's state without a request.
-pub(crate) fn ended_session(client: &Client) -> Option<Error> {
-    match client.state() {
-        SessionState::Expired => Some(Error::SessionExpired),
-        SessionState::Closed | SessionState::AuthFailed => Some(Error::SessionClosed),
-        SessionState::Disconnected | SessionState::SyncConnected | SessionState::ConnectedReadOnly => None,
-    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use super::deadline::{within, Patience};
 use super::node::{create_node, FirstLook, LockNode, NodeCleanup};
 use super::queue::{queues_again, QueueSpec};
 use super::retry::retry_transient;
+use super::session_end::SessionEnd;
 use crate::{Error, Result};
 
 /// Creates a lease node in `spec.lock_path` and waits until at most `max_leases` children are
@@ -79,11 +80,8 @@ async fn wait_for_room(
             continue;
         }
         let event = watcher.changed().await;
-        if event.event_type == zookeeper_client::EventType::Session {
-            return Err(match event.session_state {
-                zookeeper_client::SessionState::Expired => Error::SessionExpired,
-                _ => Error::SessionClosed,
-            });
+        if let Some(end) = SessionEnd::of_state(event.session_state) {
+            return Err(end.error());
         }
         children = super::node::list_children(spec.client, spec.lock_path).await?;
     }

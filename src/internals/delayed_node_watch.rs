@@ -1,0 +1,102 @@
+//! Setting the node watch of holds that last: a hold's node watch is set once it has lasted
+//! [`NODE_WATCH_DELAY`], by one task per session serving a queue, so short critical sections
+//! never pay for it (neither a request nor a task).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+
+use super::hold_signal::HoldSignal;
+use super::node_watch::watch_node;
+use super::session_watch::SessionWatch;
+
+/// How long a lock is held before the watch on its node is set without being asked for: short
+/// critical sections never pay for it; long ones learn of a deleted node within this time plus
+/// a round trip.
+pub(crate) const NODE_WATCH_DELAY: Duration = Duration::from_secs(1);
+
+/// The delayed node watches of a session are set in batches at most this often: one wake-up per
+/// batch, however many holds a second brings.
+const NODE_WATCH_BATCH: Duration = Duration::from_millis(100);
+
+/// Holds waiting for their node watch, oldest first: each is due [`NODE_WATCH_DELAY`] after it
+/// began. A queue per session, served by one task, instead of a task and a timer per hold (that
+/// cost every short hold a spawn and two wake-ups).
+#[derive(Debug, Default)]
+pub(crate) struct DelayedNodeWatches {
+    queue: Mutex<VecDeque<DelayedNodeWatch>>,
+    /// A hold joined an empty queue.
+    added: Notify,
+    /// The session watch is gone: the task ends.
+    pub(crate) stop: Notify,
+}
+
+#[derive(Debug)]
+struct DelayedNodeWatch {
+    due: Instant,
+    signal: Weak<HoldSignal>,
+    node_path: Arc<str>,
+}
+
+impl DelayedNodeWatches {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<DelayedNodeWatch>> {
+        self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn push(&self, signal: &Arc<HoldSignal>, node_path: &Arc<str>) {
+        let due = Instant::now() + NODE_WATCH_DELAY;
+        let was_empty = {
+            let mut queue = self.lock();
+            queue.push_back(DelayedNodeWatch { due, signal: Arc::downgrade(signal), node_path: Arc::clone(node_path) });
+            queue.len() == 1
+        };
+        if was_empty {
+            // Keeps a permit if the task is not waiting yet.
+            self.added.notify_one();
+        }
+    }
+
+    /// Takes the watches due by `now` (pushes are in time order, give or take a thread switch).
+    fn take_due(&self, now: Instant) -> Vec<DelayedNodeWatch> {
+        let mut queue = self.lock();
+        let due = queue.iter().take_while(|watch| watch.due <= now).count();
+        queue.drain(..due).collect()
+    }
+
+    fn first_due(&self) -> Option<Instant> {
+        self.lock().front().map(|watch| watch.due)
+    }
+}
+
+/// Serves a session's [`DelayedNodeWatches`]: sets the node watch of each hold still held when
+/// it is due (see [`watch_node`]), waking at most once per [`NODE_WATCH_BATCH`].
+pub(crate) async fn set_delayed_node_watches(watch: Weak<SessionWatch>, delayed: Arc<DelayedNodeWatches>) {
+    let mut not_before = Instant::now();
+    loop {
+        let first_due = delayed.first_due();
+        let wait = async {
+            match first_due {
+                Some(due) => tokio::time::sleep_until(due.max(not_before).into()).await,
+                None => delayed.added.notified().await,
+            }
+        };
+        tokio::select! {
+            _ = wait => {}
+            _ = delayed.stop.notified() => return,
+        }
+        let now = Instant::now();
+        not_before = now + NODE_WATCH_BATCH;
+        let due = delayed.take_due(now);
+        if due.is_empty() {
+            continue;
+        }
+        let Some(watch) = watch.upgrade() else { return };
+        for hold in due {
+            if let Some(signal) = hold.signal.upgrade() {
+                watch_node(watch.client(), &hold.node_path, &signal);
+            }
+        }
+    }
+}

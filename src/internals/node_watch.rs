@@ -1,0 +1,56 @@
+//! The watch on our own node that turns its deletion by someone else into a loss and a
+//! revocation request into a flag: one getData watch, set lazily, left to fire on our own
+//! delete (dropping it unfired would cost a RemoveWatches request).
+
+use std::sync::Arc;
+
+use zookeeper_client::{Client, Error as ZkError, EventType};
+
+use super::hold_signal::HoldSignal;
+use super::retry::retry_transient;
+use super::session_end::SessionEnd;
+use crate::LossReason;
+
+/// What Curator's `Revoker.attemptRevoke` writes into a lock node to ask its holder to let go.
+pub(crate) const REVOKE_MARKER: &[u8] = b"__REVOKE__";
+
+/// Sets a getData watch on our node (once per hold) in a spawned task, and turns its firing into
+/// a loss unless our own release deleted the node. The watch is never removed: it fires on our
+/// delete, which costs nothing, where dropping it unfired would cost a RemoveWatches request.
+pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<HoldSignal>) {
+    if !signal.starts_node_watch() {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let (client, node_path, signal) = (client.clone(), Arc::clone(node_path), Arc::clone(signal));
+    runtime.spawn(async move {
+        loop {
+            let watcher = match retry_transient(|| client.get_and_watch_data(&node_path)).await {
+                Ok((data, _stat, watcher)) => {
+                    if data == REVOKE_MARKER {
+                        signal.mark_revocation_requested();
+                    }
+                    watcher
+                }
+                Err(ZkError::NoNode) => return signal.mark_lost(LossReason::NodeDeleted),
+                Err(err) => match SessionEnd::of_error(&err) {
+                    Some(end) => return signal.mark_lost(end.loss()),
+                    None => return tracing::warn!(node = %node_path, error = %err, "cannot watch the lock node"),
+                },
+            };
+            let event = watcher.changed().await;
+            if event.event_type == EventType::NodeDeleted {
+                return signal.mark_lost(LossReason::NodeDeleted);
+            }
+            if let Some(end) = SessionEnd::of_state(event.session_state) {
+                return signal.mark_lost(end.loss());
+            }
+            // Data written to our node (a revocation request, say): read it and watch again.
+            if signal.is_released() {
+                return;
+            }
+        }
+    });
+}

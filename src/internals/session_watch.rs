@@ -1,0 +1,144 @@
+//! The session's side of the loss signal: one task per session and loss policy follows the
+//! client's state and marks every live hold lost when the session ends or stays disconnected
+//! past the policy's grace. Costs no request.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use tokio::sync::Notify;
+use zookeeper_client::{Client, SessionState, StateWatcher};
+
+use super::delayed_node_watch::{set_delayed_node_watches, DelayedNodeWatches};
+use super::hold_signal::HoldSignal;
+use super::session_end::SessionEnd;
+use crate::{LossPolicy, LossReason};
+
+/// One watcher per session and policy, shared by every participant on that session: 10,000
+/// mutexes on one client cost one task, not 10,000.
+static SESSION_WATCHES: LazyLock<DashMap<WatchKey, Weak<SessionWatch>>> = LazyLock::new(DashMap::new);
+
+type WatchKey = (i64, LossPolicy);
+
+/// Watches one session's state for the holds taken through it under one policy, and marks them
+/// lost when the session ends or stays disconnected past the policy's grace. Costs no request.
+#[derive(Debug)]
+pub(crate) struct SessionWatch {
+    key: WatchKey,
+    client: Client,
+    policy: LossPolicy,
+    holds: Mutex<Holds>,
+    started: AtomicBool,
+    stop: Arc<Notify>,
+    delayed: Arc<DelayedNodeWatches>,
+}
+
+/// Weak references to live holds; dead ones are pruned whenever the list doubles.
+#[derive(Debug, Default)]
+struct Holds {
+    signals: Vec<Weak<HoldSignal>>,
+    prune_at: usize,
+}
+
+impl SessionWatch {
+    /// The watch of `client`'s session under `policy`, made on first use.
+    pub(crate) fn for_client(client: &Client, policy: LossPolicy) -> Arc<Self> {
+        let key = (client.session_id().0, policy);
+        let mut entry = SESSION_WATCHES.entry(key).or_default();
+        if let Some(watch) = entry.upgrade() {
+            return watch;
+        }
+        let watch = Arc::new(SessionWatch {
+            key,
+            client: client.clone(),
+            policy,
+            holds: Mutex::default(),
+            started: AtomicBool::new(false),
+            stop: Arc::new(Notify::new()),
+            delayed: Arc::default(),
+        });
+        *entry = Arc::downgrade(&watch);
+        watch
+    }
+
+    /// Starts watching for `signal`'s hold on `node_path` (and the tasks, on first use): the
+    /// session's state at once, the node once the hold has lasted [`NODE_WATCH_DELAY`] (unless
+    /// released before).
+    pub(crate) fn register(self: &Arc<Self>, signal: &Arc<HoldSignal>, node_path: &Arc<str>) {
+        {
+            let mut holds = self.lock();
+            if holds.signals.len() >= holds.prune_at {
+                holds.signals.retain(|hold| hold.strong_count() > 0);
+                holds.prune_at = (2 * holds.signals.len()).max(64);
+            }
+            holds.signals.push(Arc::downgrade(signal));
+        }
+        if let Some(end) = SessionEnd::of_state(self.client.state()) {
+            signal.mark_lost(end.loss());
+        }
+        self.delayed.push(signal, node_path);
+        if !self.started.swap(true, Ordering::SeqCst) {
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                return;
+            };
+            let grace = self.policy.grace(self.client.session_timeout());
+            let states = self.client.state_watcher();
+            runtime.spawn(watch_session(Arc::downgrade(self), states, grace, Arc::clone(&self.stop)));
+            runtime.spawn(set_delayed_node_watches(Arc::downgrade(self), Arc::clone(&self.delayed)));
+        }
+    }
+
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn mark_all(&self, reason: LossReason) {
+        for hold in self.lock().signals.iter().filter_map(Weak::upgrade) {
+            hold.mark_lost(reason);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Holds> {
+        self.holds.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Drop for SessionWatch {
+    fn drop(&mut self) {
+        // notify_one keeps a permit, so the tasks stop even if they are not waiting yet.
+        self.stop.notify_one();
+        self.delayed.stop.notify_one();
+        SESSION_WATCHES.remove_if(&self.key, |_, watch| watch.strong_count() == 0);
+    }
+}
+
+async fn watch_session(watch: Weak<SessionWatch>, mut states: StateWatcher, grace: Duration, stop: Arc<Notify>) {
+    let mut state = states.peek_state();
+    loop {
+        if let Some(end) = SessionEnd::of_state(state) {
+            if let Some(watch) = watch.upgrade() {
+                watch.mark_all(end.loss());
+            }
+            return;
+        }
+        let next = async {
+            if state != SessionState::Disconnected {
+                return states.changed().await;
+            }
+            tokio::select! {
+                next = states.changed() => next,
+                _ = tokio::time::sleep(grace) => {
+                    if let Some(watch) = watch.upgrade() {
+                        watch.mark_all(LossReason::Disconnected { after: grace });
+                    }
+                    states.changed().await
+                }
+            }
+        };
+        tokio::select! {
+            next = next => state = next,
+            _ = stop.notified() => return,
+        }
+    }
+}
