@@ -1,0 +1,103 @@
+//! The lock contract, written once and run for every lock (Curator's
+//! `TestInterProcessMutexBase` with its abstract `makeLock`): at most one holder across sessions
+//! and processes with increasing fencing tokens, no node left by a give-up, crashed holders
+//! handing over, and losses signalled. Each (lock, contract) pair is its own test, named
+//! `{lock}::{contract}`. The recipes' own rules follow in `*_rules` modules.
+
+mod common;
+
+#[path = "contract/exclusion.rs"]
+mod exclusion;
+#[path = "contract/give_up.rs"]
+mod give_up;
+#[path = "contract/lock.rs"]
+mod lock;
+#[path = "contract/loss.rs"]
+mod loss;
+#[path = "contract/support.rs"]
+mod support;
+
+/// One module per lock, one test per contract; `[...]` lists the extra contracts a lock takes
+/// part in (the loss policy only where the recipe takes one).
+macro_rules! contracts {
+    ($($lock:ident: $under_test:ty [$($extra:ident),*]),* $(,)?) => {$(
+        mod $lock {
+            use super::*;
+
+            /// This test's name as the test harness knows it, to run it again as a child.
+            fn named(contract: &str) -> String {
+                format!("{}::{contract}", stringify!($lock))
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn at_most_one_holder_across_sessions() {
+                exclusion::across_sessions::<$under_test>().await;
+            }
+
+            #[tokio::test]
+            async fn at_most_one_holder_across_processes() {
+                exclusion::across_processes::<$under_test>(&named("at_most_one_holder_across_processes")).await;
+            }
+
+            #[tokio::test]
+            async fn timeouts_leave_only_the_holders_nodes() {
+                give_up::timeouts_leave_only_the_holders_nodes::<$under_test>().await;
+            }
+
+            #[tokio::test]
+            async fn cancelled_acquires_leave_only_the_holders_nodes() {
+                give_up::cancelled_acquires_leave_only_the_holders_nodes::<$under_test>().await;
+            }
+
+            #[tokio::test]
+            async fn a_killed_holder_process_hands_over() {
+                loss::a_killed_holder_process_hands_over::<$under_test>(&named("a_killed_holder_process_hands_over"))
+                    .await;
+            }
+
+            #[tokio::test]
+            async fn an_expired_holder_hands_over() {
+                loss::an_expired_holder_hands_over::<$under_test>().await;
+            }
+
+            #[tokio::test]
+            async fn lost_on_session_expiry() {
+                loss::lost_on_session_expiry::<$under_test>().await;
+            }
+
+            #[tokio::test]
+            async fn lost_on_node_deletion() {
+                loss::lost_on_node_deletion::<$under_test>().await;
+            }
+
+            #[tokio::test]
+            async fn lost_on_a_long_disconnection() {
+                loss::lost_on_a_long_disconnection::<$under_test>().await;
+            }
+
+            $(
+                #[tokio::test]
+                async fn $extra() {
+                    loss::$extra::<$under_test>().await;
+                }
+            )*
+        }
+    )*};
+}
+
+contracts! {
+    mutex: lock::Mutex [lost_at_once_under_the_strict_policy],
+    write_side: lock::WriteSide [lost_at_once_under_the_strict_policy],
+    read_side: lock::ReadSide [lost_at_once_under_the_strict_policy],
+    // The semaphores take no loss policy today (always `SessionTimeout`): no strict-policy test.
+    semaphore_mutex: lock::SemaphoreMutex [],
+    semaphore_of_one: lock::SemaphoreOfOne [],
+    multi_lock: lock::MultiOfTwo [lost_at_once_under_the_strict_policy],
+}
+
+#[path = "contract/multi.rs"]
+mod multi_lock_rules;
+#[path = "contract/read_write.rs"]
+mod read_write_rules;
+#[path = "contract/semaphore.rs"]
+mod semaphore_rules;

@@ -1,0 +1,283 @@
+//! The lock under test: what every contract needs from a recipe, and one implementation per
+//! recipe (Curator's `makeLock`, as a trait).
+
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use zklock::{
+    InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    InterProcessSemaphoreV2, Lease, LockGuard, LossPolicy, LossReason, MultiLockGuard, Result,
+};
+use zookeeper_client::Client;
+
+/// One participant of a recipe on one path.
+///
+/// Exclusive contracts pit [`make`](Self::make)'s participants against [`rival`](Self::rival)'s:
+/// for an exclusive lock both are the same kind, for a read lock the rival is a writer (readers
+/// share, so only a writer contends with them).
+pub trait LockUnderTest: Sized + Send + Sync + 'static {
+    type Held: Held;
+
+    /// A participant of the kind under test on `path`.
+    fn make(client: &Client, path: &str) -> Self;
+
+    /// A participant that excludes `make`'s and is excluded by it.
+    fn rival(client: &Client, path: &str) -> Self {
+        Self::make(client, path)
+    }
+
+    /// Party `index` of a contention test: the kind under test and its rivals, taking turns.
+    fn party(client: &Client, path: &str, index: usize) -> Self {
+        if index % 2 == 0 {
+            Self::make(client, path)
+        } else {
+            Self::rival(client, path)
+        }
+    }
+
+    /// Whether this participant may hold beside others of its kind (a reader).
+    fn is_shared(&self) -> bool {
+        false
+    }
+
+    /// The directories whose children are the nodes this recipe creates for `path`.
+    fn node_dirs(path: &str) -> Vec<String> {
+        vec![path.to_owned()]
+    }
+
+    fn acquire(&self) -> impl Future<Output = Result<Self::Held>> + Send + '_;
+    fn acquire_timeout(&self, timeout: Duration) -> impl Future<Output = Result<Option<Self::Held>>> + Send + '_;
+    fn try_acquire(&self) -> impl Future<Output = Result<Option<Self::Held>>> + Send + '_;
+}
+
+/// A recipe that takes a [`LossPolicy`]. The semaphores take none today (they always use
+/// `LossPolicy::SessionTimeout`), so they do not implement it and the strict-policy contract
+/// is not generated for them.
+pub trait WithLossPolicy: LockUnderTest {
+    fn with_loss_policy(client: &Client, path: &str, policy: LossPolicy) -> Self;
+}
+
+/// What an acquire hands out: a guard, a lease, a multi-lock guard.
+pub trait Held: Send + Sync + 'static {
+    fn release(self) -> impl Future<Output = Result<()>> + Send;
+    fn is_held(&self) -> bool;
+    fn lost(&self) -> impl Future<Output = LossReason> + Send + '_;
+    fn fencing_token(&self) -> i64;
+    /// Every node this hold owns, full paths.
+    fn node_paths(&self) -> Vec<String>;
+}
+
+/// `Held` for a guard type with a single node.
+macro_rules! held_on_one_node {
+    ($held:ident) => {
+        impl Held for $held {
+            fn release(self) -> impl Future<Output = Result<()>> + Send {
+                $held::release(self)
+            }
+            fn is_held(&self) -> bool {
+                $held::is_held(self)
+            }
+            fn lost(&self) -> impl Future<Output = LossReason> + Send + '_ {
+                $held::lost(self)
+            }
+            fn fencing_token(&self) -> i64 {
+                $held::fencing_token(self)
+            }
+            fn node_paths(&self) -> Vec<String> {
+                vec![self.node_path().to_owned()]
+            }
+        }
+    };
+}
+
+held_on_one_node!(LockGuard);
+held_on_one_node!(Lease);
+
+impl Held for MultiLockGuard {
+    fn release(self) -> impl Future<Output = Result<()>> + Send {
+        MultiLockGuard::release(self)
+    }
+    fn is_held(&self) -> bool {
+        MultiLockGuard::is_held(self)
+    }
+    /// The first loss of any of its locks.
+    fn lost(&self) -> impl Future<Output = LossReason> + Send + '_ {
+        let mut each: Vec<Pin<Box<dyn Future<Output = LossReason> + Send + '_>>> =
+            self.guards().iter().map(|guard| Box::pin(guard.lost()) as Pin<Box<_>>).collect();
+        poll_fn(move |context| {
+            for lost in &mut each {
+                if let Poll::Ready(reason) = lost.as_mut().poll(context) {
+                    return Poll::Ready(reason);
+                }
+            }
+            Poll::Pending
+        })
+    }
+    /// The token of the lock taken last: each lock's tokens increase holder to holder, and a
+    /// holder of the multi-lock holds all of them.
+    fn fencing_token(&self) -> i64 {
+        self.guards().last().expect("a multi-lock has locks").fencing_token()
+    }
+    fn node_paths(&self) -> Vec<String> {
+        self.guards().iter().map(|guard| guard.node_path().to_owned()).collect()
+    }
+}
+
+/// The three acquires, delegated to the recipe object `self.recipe()`.
+macro_rules! acquires {
+    ($held:ty) => {
+        fn acquire(&self) -> impl Future<Output = Result<$held>> + Send + '_ {
+            self.recipe().acquire()
+        }
+        fn acquire_timeout(&self, timeout: Duration) -> impl Future<Output = Result<Option<$held>>> + Send + '_ {
+            self.recipe().acquire_timeout(timeout)
+        }
+        fn try_acquire(&self) -> impl Future<Output = Result<Option<$held>>> + Send + '_ {
+            self.recipe().try_acquire()
+        }
+    };
+}
+
+/// A participant whose recipe object has the three acquires itself.
+macro_rules! wraps {
+    ($name:ident($recipe:ty)) => {
+        impl $name {
+            fn recipe(&self) -> &$recipe {
+                &self.0
+            }
+        }
+    };
+}
+
+/// `InterProcessMutex`.
+pub struct Mutex(InterProcessMutex);
+wraps!(Mutex(InterProcessMutex));
+
+impl LockUnderTest for Mutex {
+    type Held = LockGuard;
+    fn make(client: &Client, path: &str) -> Self {
+        Mutex(InterProcessMutex::new(client, path).unwrap())
+    }
+    acquires!(LockGuard);
+}
+
+impl WithLossPolicy for Mutex {
+    fn with_loss_policy(client: &Client, path: &str, policy: LossPolicy) -> Self {
+        Mutex(InterProcessMutex::builder(client, path).loss_policy(policy).build().unwrap())
+    }
+}
+
+/// One side of an `InterProcessReadWriteLock`.
+pub struct Side {
+    lock: InterProcessReadWriteLock,
+    reader: bool,
+}
+
+impl Side {
+    fn recipe(&self) -> &InterProcessMutex {
+        if self.reader {
+            self.lock.read_lock()
+        } else {
+            self.lock.write_lock()
+        }
+    }
+}
+
+/// The write side of a read-write lock, against other writers.
+pub struct WriteSide(Side);
+
+/// The read side of a read-write lock, against writers.
+pub struct ReadSide(Side);
+
+macro_rules! side_under_test {
+    ($name:ident, reader: $reader:expr) => {
+        impl $name {
+            fn recipe(&self) -> &InterProcessMutex {
+                self.0.recipe()
+            }
+        }
+
+        impl LockUnderTest for $name {
+            type Held = LockGuard;
+            fn make(client: &Client, path: &str) -> Self {
+                $name(Side { lock: InterProcessReadWriteLock::new(client, path).unwrap(), reader: $reader })
+            }
+            fn rival(client: &Client, path: &str) -> Self {
+                $name(Side { lock: InterProcessReadWriteLock::new(client, path).unwrap(), reader: false })
+            }
+            fn is_shared(&self) -> bool {
+                self.0.reader
+            }
+            acquires!(LockGuard);
+        }
+
+        impl WithLossPolicy for $name {
+            fn with_loss_policy(client: &Client, path: &str, policy: LossPolicy) -> Self {
+                let lock = InterProcessMutex::builder(client, path).loss_policy(policy).build_read_write().unwrap();
+                $name(Side { lock, reader: $reader })
+            }
+        }
+    };
+}
+
+side_under_test!(WriteSide, reader: false);
+side_under_test!(ReadSide, reader: true);
+
+/// `InterProcessSemaphoreMutex`.
+pub struct SemaphoreMutex(InterProcessSemaphoreMutex);
+wraps!(SemaphoreMutex(InterProcessSemaphoreMutex));
+
+/// `InterProcessSemaphoreV2` with one lease.
+pub struct SemaphoreOfOne(InterProcessSemaphoreV2);
+wraps!(SemaphoreOfOne(InterProcessSemaphoreV2));
+
+macro_rules! semaphore_under_test {
+    ($name:ident, $make:expr) => {
+        impl LockUnderTest for $name {
+            type Held = Lease;
+            fn make(client: &Client, path: &str) -> Self {
+                $name($make(client, path).unwrap())
+            }
+            /// Its leases, and the mutex that guards taking them.
+            fn node_dirs(path: &str) -> Vec<String> {
+                vec![format!("{path}/leases"), format!("{path}/locks")]
+            }
+            acquires!(Lease);
+        }
+    };
+}
+
+semaphore_under_test!(SemaphoreMutex, InterProcessSemaphoreMutex::new);
+semaphore_under_test!(SemaphoreOfOne, |client, path| InterProcessSemaphoreV2::new(client, path, 1));
+
+/// `InterProcessMultiLock` over two paths under the lock path, in one order for everyone.
+pub struct MultiOfTwo(InterProcessMultiLock);
+wraps!(MultiOfTwo(InterProcessMultiLock));
+
+pub fn multi_paths(path: &str) -> [String; 2] {
+    [format!("{path}/a"), format!("{path}/b")]
+}
+
+impl LockUnderTest for MultiOfTwo {
+    type Held = MultiLockGuard;
+    fn make(client: &Client, path: &str) -> Self {
+        let [a, b] = multi_paths(path);
+        MultiOfTwo(InterProcessMultiLock::from_paths(client, &[&a, &b]).unwrap())
+    }
+    fn node_dirs(path: &str) -> Vec<String> {
+        multi_paths(path).to_vec()
+    }
+    acquires!(MultiLockGuard);
+}
+
+impl WithLossPolicy for MultiOfTwo {
+    fn with_loss_policy(client: &Client, path: &str, policy: LossPolicy) -> Self {
+        let locks = multi_paths(path)
+            .iter()
+            .map(|path| InterProcessMutex::builder(client, path).loss_policy(policy).build().unwrap())
+            .collect();
+        MultiOfTwo(InterProcessMultiLock::new(locks).unwrap())
+    }
+}

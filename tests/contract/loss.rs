@@ -1,0 +1,159 @@
+//! Holders that crash hand over to waiters; holders that lose the lock are told, and their
+//! release says so.
+
+use std::time::Duration;
+
+use zklock::{Error, LossPolicy, LossReason};
+use zklock_testcontainers::expire_session;
+use zookeeper_client::Client;
+
+use crate::common::{connect, unique_path};
+use crate::lock::{Held, LockUnderTest, WithLossPolicy};
+use crate::support::{
+    connect_through, shared_dir, spawn_child, start_children, start_proxy, wait_for_nodes, wait_until_queued,
+    ChildOrders, PROMPTLY,
+};
+
+/// The session of a holder process that gets killed: short, so that the server ends it soon.
+const KILLED_SESSION: Duration = Duration::from_secs(2);
+
+/// A waiter queued on `path` behind a holder of `held` nodes; returns its task.
+async fn queue_waiter<L: LockUnderTest>(path: &str, held: usize) -> (Client, tokio::task::JoinHandle<L::Held>) {
+    let client = connect().await;
+    let lock = L::make(&client, path);
+    let waiter = tokio::spawn(async move { lock.acquire().await.unwrap() });
+    wait_until_queued::<L>(&client, path, held).await;
+    assert!(!waiter.is_finished(), "the waiter acquired a held lock");
+    (client, waiter)
+}
+
+/// The waiter gets the lock promptly, with a token above the lost holder's.
+async fn expect_handover<H: Held>(waiter: tokio::task::JoinHandle<H>, holder_token: i64) {
+    let held = tokio::time::timeout(PROMPTLY, waiter).await.expect("no handover").unwrap();
+    assert!(held.is_held());
+    assert!(held.fencing_token() > holder_token, "the new holder's token is not above the old one's");
+    held.release().await.unwrap();
+}
+
+/// A holder process killed outright: its session ends on the server's clock, and the waiter in
+/// this process gets the lock.
+pub async fn a_killed_holder_process_hands_over<L: LockUnderTest>(test_name: &str) {
+    if let Some(orders) = ChildOrders::of_this_process() {
+        return hold_until_killed::<L>(orders).await;
+    }
+    let path = unique_path("contract-killed");
+    let dir = shared_dir("contract-killed");
+    let mut holder = spawn_child(test_name, "hold", &path, &dir, 0);
+    start_children(&dir, 1).await;
+    let observer = connect().await;
+    let holder_nodes = std::fs::read_to_string(dir.join("held")).unwrap();
+    let holder_token: i64 = holder_nodes.lines().next().unwrap().parse().unwrap();
+    let held = holder_nodes.lines().count() - 1;
+    wait_for_nodes::<L>(&observer, &path, &holder_nodes.lines().skip(1).map(str::to_owned).collect::<Vec<_>>()).await;
+    let (_client, waiter) = queue_waiter::<L>(&path, held).await;
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    expect_handover(waiter, holder_token).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+async fn hold_until_killed<L: LockUnderTest>(orders: ChildOrders) {
+    assert_eq!(orders.role, "hold");
+    let client =
+        Client::connector().with_session_timeout(KILLED_SESSION).connect(&orders.connect_string).await.unwrap();
+    let held = L::rival(&client, &orders.path).acquire().await.unwrap();
+    let mut report = format!("{}\n", held.fencing_token());
+    for node in held.node_paths() {
+        report += &format!("{node}\n");
+    }
+    // Written whole before the ready file, which is what the parent waits for.
+    std::fs::write(orders.dir.join("held"), report).unwrap();
+    std::fs::write(orders.ready_file(), b"").unwrap();
+    orders.wait_for_go().await;
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    panic!("the holder was not killed");
+}
+
+/// A holder whose session expires (the harness's deterministic expiry) hands over to a waiter.
+pub async fn an_expired_holder_hands_over<L: LockUnderTest>() {
+    let path = unique_path("contract-expired");
+    let proxy = start_proxy();
+    let holder_client = connect_through(&proxy, Duration::from_secs(20)).await;
+    let holder = L::rival(&holder_client, &path).acquire().await.unwrap();
+    let (_client, waiter) = queue_waiter::<L>(&path, holder.node_paths().len()).await;
+    expire_session(&holder_client, &proxy).await.unwrap();
+    expect_handover(waiter, holder.fencing_token()).await;
+    drop(holder);
+}
+
+/// The release of a lost hold reports the loss, and the reason is the one `lost()` gave.
+async fn release_reports<H: Held>(held: H, reason: LossReason) {
+    assert!(!held.is_held());
+    let released = tokio::time::timeout(PROMPTLY, held.release()).await.expect("release hung");
+    assert!(matches!(released, Err(Error::LockLost(lost)) if lost == reason), "{released:?}");
+}
+
+/// `lost()` resolves with `SessionExpired` when the session expires.
+pub async fn lost_on_session_expiry<L: LockUnderTest>() {
+    let path = unique_path("contract-lost-expiry");
+    let proxy = start_proxy();
+    let client = connect_through(&proxy, Duration::from_secs(20)).await;
+    let held = L::make(&client, &path).acquire().await.unwrap();
+    assert!(held.is_held());
+    expire_session(&client, &proxy).await.unwrap();
+    let reason = tokio::time::timeout(PROMPTLY, held.lost()).await.expect("loss not signalled");
+    assert_eq!(reason, LossReason::SessionExpired);
+    release_reports(held, reason).await;
+}
+
+/// `lost()` resolves with `NodeDeleted` when someone else deletes the node.
+pub async fn lost_on_node_deletion<L: LockUnderTest>() {
+    let path = unique_path("contract-lost-deleted");
+    let client = connect().await;
+    let held = L::make(&client, &path).acquire().await.unwrap();
+    // Listening first (this sets the node watch); nothing is lost yet.
+    assert!(tokio::time::timeout(Duration::from_millis(100), held.lost()).await.is_err(), "lost while held");
+    let operator = connect().await;
+    operator.delete(&held.node_paths()[0], None).await.unwrap();
+    let reason = tokio::time::timeout(PROMPTLY, held.lost()).await.expect("loss not signalled");
+    assert_eq!(reason, LossReason::NodeDeleted);
+    release_reports(held, reason).await;
+    wait_for_nodes::<L>(&client, &path, &[]).await;
+}
+
+/// Under the default policy (`SessionTimeout`), a client cut off for a third of its session
+/// loses the lock while the server still has its nodes.
+pub async fn lost_on_a_long_disconnection<L: LockUnderTest>() {
+    let session_timeout = Duration::from_secs(6);
+    let path = unique_path("contract-lost-disconnected");
+    let proxy = start_proxy();
+    let client = connect_through(&proxy, session_timeout).await;
+    // Kept alive while held, as a user would (see semaphore_rules for a dropped one).
+    let lock = L::make(&client, &path);
+    let held = lock.acquire().await.unwrap();
+    let observer = connect().await;
+    proxy.blackhole();
+    let reason = tokio::time::timeout(session_timeout * 3, held.lost()).await.expect("loss not signalled");
+    assert!(matches!(reason, LossReason::Disconnected { .. }), "{reason:?}");
+    // Given up before the server could expire the session: nobody else can hold yet.
+    assert!(observer.check_stat(&held.node_paths()[0]).await.unwrap().is_some(), "signalled only after expiry");
+    proxy.heal();
+    release_reports(held, reason).await;
+    wait_for_nodes::<L>(&observer, &path, &[]).await;
+    drop(lock);
+}
+
+/// Under `LossPolicy::AnyDisconnection`, the first disconnection loses the lock.
+pub async fn lost_at_once_under_the_strict_policy<L: WithLossPolicy>() {
+    let path = unique_path("contract-lost-strict");
+    let proxy = start_proxy();
+    let client = connect_through(&proxy, Duration::from_secs(20)).await;
+    let held = L::with_loss_policy(&client, &path, LossPolicy::AnyDisconnection).acquire().await.unwrap();
+    proxy.cut();
+    let reason = tokio::time::timeout(PROMPTLY, held.lost()).await.expect("loss not signalled");
+    assert_eq!(reason, LossReason::Disconnected { after: Duration::ZERO });
+    proxy.heal();
+    release_reports(held, reason).await;
+    // The session survived: the background delete frees the lock.
+    wait_for_nodes::<L>(&connect().await, &path, &[]).await;
+}
