@@ -3,9 +3,6 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::internals::node::{delete_in_background, delete_released};
-use crate::internals::node_watch::watch_node;
-use crate::internals::session_end::ended_session;
 use crate::owner::Owner;
 use crate::participant::{Hold, Participant};
 use crate::{Error, LossReason, Result};
@@ -59,18 +56,13 @@ impl LockGuard {
     /// ZooKeeper answers, a spawned task sees it through.
     pub async fn release(mut self) -> Result<()> {
         self.released = true;
-        let lost = self.hold.signal.reason();
-        let Some((node, next_opening)) = self.participant.leave(self.owner, self.hold.id) else {
+        let lost = self.hold.node.loss();
+        let Some(last) = self.participant.release_one(self.owner, self.hold.id) else {
             return lost.map_or(Ok(()), |reason| Err(Error::LockLost(reason)));
         };
-        if let Some(reason) = lost {
-            // Do not wait on a session that may be gone; the node goes with it at the latest.
-            delete_in_background(&self.participant.client, node);
-            return Err(Error::LockLost(reason));
-        }
-        delete_released(&self.participant.client, &node).await?;
+        last.node.delete(lost).await?;
         // Our delete is confirmed: the next acquire may send something cheaper than a list.
-        self.participant.record_opening(next_opening);
+        self.participant.record_opening(last.next_opening);
         Ok(())
     }
 
@@ -83,7 +75,7 @@ impl LockGuard {
     /// that, a deletion by a third party is not seen here (the fencing token still protects).
     /// Never sends a request.
     pub fn is_held(&self) -> bool {
-        self.hold.signal.reason().is_none() && ended_session(&self.participant.client).is_none()
+        self.hold.node.is_held()
     }
 
     /// Resolves when the lock is lost, with the reason; stays pending while it is held (and
@@ -96,8 +88,7 @@ impl LockGuard {
     /// # Cancel safety
     /// Cancel safe: dropping the future leaves the watch in place for the next call.
     pub async fn lost(&self) -> LossReason {
-        watch_node(&self.participant.client, &self.hold.node_path, &self.hold.signal);
-        self.hold.signal.lost().await
+        self.hold.node.lost().await
     }
 
     /// Resolves when another participant asks this holder to give the lock up, through
@@ -111,13 +102,12 @@ impl LockGuard {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn revocation_requested(&self) {
-        watch_node(&self.participant.client, &self.hold.node_path, &self.hold.signal);
-        self.hold.signal.revocation_requested().await
+        self.hold.node.revocation_requested().await
     }
 
     /// The full path of the lock node.
     pub fn node_path(&self) -> &str {
-        &self.hold.node_path
+        self.hold.node.path()
     }
 
     /// The czxid of the lock node: the zxid of the transaction that created it.
@@ -127,7 +117,7 @@ impl LockGuard {
     /// highest token it has seen and refuse writes that carry a lower one. Reentrant guards of
     /// one hold share the token.
     pub fn fencing_token(&self) -> i64 {
-        self.hold.fencing_token
+        self.hold.node.fencing_token()
     }
 }
 
@@ -146,8 +136,8 @@ impl Drop for LockGuard {
         if self.released {
             return;
         }
-        if let Some((node, _)) = self.participant.leave(self.owner, self.hold.id) {
-            delete_in_background(&self.participant.client, node);
+        if let Some(last) = self.participant.release_one(self.owner, self.hold.id) {
+            last.node.delete_in_background();
         }
     }
 }

@@ -34,6 +34,7 @@
 mod driver;
 mod error;
 mod guard;
+mod held_node;
 mod internals;
 mod lease;
 mod loss;

@@ -364,8 +364,7 @@ impl InterProcessMutex {
         let Some((node, next_opening)) = take_place(&spec, patience).await? else {
             return Ok(None);
         };
-        let hold = claim.grant(&node.path, node.czxid, next_opening);
-        participant.session_watch.register(&hold.signal, &hold.node_path);
+        let hold = claim.grant(node, next_opening);
         Ok(Some(LockGuard::new(Arc::clone(participant), owner, hold)))
     }
 

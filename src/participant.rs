@@ -13,7 +13,8 @@ use zookeeper_client::{Acl, Client};
 use crate::driver::naming::Schema;
 use crate::driver::opening::Opening;
 use crate::driver::read_write::Role;
-use crate::internals::hold_signal::HoldSignal;
+use crate::held_node::HeldNode;
+use crate::internals::node::LockNode;
 use crate::internals::session_watch::SessionWatch;
 use crate::owner::Owner;
 use crate::{LossPolicy, LossReason};
@@ -67,9 +68,15 @@ pub(crate) struct Hold {
     /// Tells this hold from a later one of the same owner, so a stale guard changes nothing.
     pub(crate) id: u64,
     count: usize,
-    pub(crate) node_path: Arc<str>,
-    pub(crate) fencing_token: i64,
-    pub(crate) signal: Arc<HoldSignal>,
+    pub(crate) node: Arc<HeldNode>,
+}
+
+/// The last release of a hold: its node to delete, and what the next acquire may open with
+/// once that delete is confirmed (see [`Participant::record_opening`]).
+#[derive(Debug)]
+pub(crate) struct LastRelease {
+    pub(crate) node: Arc<HeldNode>,
+    pub(crate) next_opening: Opening,
 }
 
 /// What an acquiring owner does next.
@@ -122,7 +129,7 @@ impl Participant {
     pub(crate) fn admit(self: &Arc<Self>, owner: Owner) -> Admission {
         match self.holds.entry(owner) {
             Entry::Occupied(mut slot) => match slot.get_mut() {
-                Slot::Held(hold, _) => match hold.signal.reason() {
+                Slot::Held(hold, _) => match hold.node.loss() {
                     Some(reason) => Admission::Lost(reason),
                     None => {
                         hold.count += 1;
@@ -138,10 +145,9 @@ impl Participant {
         }
     }
 
-    /// Ends one hold of `owner`; returns the node to delete when it was the last, after telling
-    /// its loss watchers that the deletion is ours, and what the next acquire may open with once
-    /// that delete is confirmed (see [`Participant::record_opening`]).
-    pub(crate) fn leave(&self, owner: Owner, hold_id: u64) -> Option<(Arc<str>, Opening)> {
+    /// Counts one release of `owner`'s hold `hold_id` (nothing for a stale guard). On the last,
+    /// forgets the hold, marks its node released (so its deletion is no loss), and returns it.
+    pub(crate) fn release_one(&self, owner: Owner, hold_id: u64) -> Option<LastRelease> {
         let Entry::Occupied(mut slot) = self.holds.entry(owner) else {
             return None;
         };
@@ -155,9 +161,9 @@ impl Participant {
         if hold.count > 0 {
             return None;
         }
-        hold.signal.mark_released();
+        hold.node.mark_released();
         match slot.remove() {
-            Slot::Held(hold, next_opening) => Some((hold.node_path, next_opening)),
+            Slot::Held(hold, next_opening) => Some(LastRelease { node: hold.node, next_opening }),
             Slot::Acquiring(_) => None,
         }
     }
@@ -189,7 +195,7 @@ impl Participant {
 
     fn node_held_by(&self, owner: Owner) -> Option<Arc<str>> {
         match self.holds.get(&owner).as_deref() {
-            Some(Slot::Held(hold, _)) => Some(Arc::clone(&hold.node_path)),
+            Some(Slot::Held(hold, _)) => Some(Arc::from(hold.node.path())),
             _ => None,
         }
     }
@@ -209,14 +215,13 @@ pub(crate) struct Claim {
 }
 
 impl Claim {
-    /// Records the owner's new hold on `node_path`.
-    pub(crate) fn grant(mut self, node_path: &str, fencing_token: i64, next_opening: Opening) -> Hold {
+    /// Records the owner's new hold on `node`, and starts watching for its loss.
+    pub(crate) fn grant(mut self, node: LockNode, next_opening: Opening) -> Hold {
+        let participant = &self.participant;
         let hold = Hold {
-            id: self.participant.next_hold_id.fetch_add(1, Ordering::Relaxed),
+            id: participant.next_hold_id.fetch_add(1, Ordering::Relaxed),
             count: 1,
-            node_path: node_path.into(),
-            fencing_token,
-            signal: HoldSignal::new(),
+            node: Arc::new(HeldNode::new(&participant.client, node, &participant.session_watch)),
         };
         self.close(Some(Slot::Held(hold.clone(), next_opening)));
         hold

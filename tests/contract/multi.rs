@@ -60,7 +60,6 @@ async fn a_cancelled_multi_lock_gives_back_what_it_took() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "fails until multi-locks over the same paths in opposite orders stop blocking each other"]
 async fn multi_locks_in_opposite_orders_both_make_progress() {
     const ROUNDS: usize = 10;
     let [a, b] = multi_paths(&unique_path("multi-opposite"));

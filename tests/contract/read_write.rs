@@ -167,7 +167,6 @@ async fn a_downgraded_reader_keeps_a_queued_writer_out(queued_before_the_downgra
 }
 
 #[tokio::test]
-#[ignore = "fails until the downgrade bug (a writer queued before the downgrade gets in) is fixed"]
 async fn a_downgraded_reader_keeps_out_a_writer_queued_before_the_downgrade() {
     a_downgraded_reader_keeps_a_queued_writer_out(true).await;
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Barrier;
-use zklock::{Error, InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LossReason};
+use zklock::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LossReason};
 
 use crate::common::{children, connect, eventually, unique_path, wait_for_children};
 use crate::support::{connect_through, start_proxy, PROMPTLY};
@@ -63,7 +63,6 @@ async fn never_more_than_two_leases_under_churn_with_cancellations() {
 }
 
 #[tokio::test]
-#[ignore = "fails until the bug of two joined acquires of one InterProcessSemaphoreV2 hanging is fixed"]
 async fn two_acquires_joined_in_one_task_each_get_their_lease() {
     let path = unique_path("semaphore-joined");
     let holder_client = connect().await;
@@ -92,22 +91,23 @@ async fn two_acquires_joined_in_one_task_each_get_their_lease() {
     assert!(children(&client, &format!("{path}/leases")).await.is_empty());
 }
 
+/// A task that keeps its lease and asks again waits for itself (a kept lease and a handed-over
+/// one look the same): bounded by its timeout it gives up, leaving no node and no hold of the
+/// semaphore's internal lock behind.
 #[tokio::test]
-async fn the_semaphore_mutex_refuses_its_holding_task_without_a_node() {
+async fn the_semaphore_mutex_holding_task_times_out_without_a_node() {
     let path = unique_path("semaphore-mutex-reentry");
     let client = connect().await;
     let mutex = InterProcessSemaphoreMutex::new(&client, &path).unwrap();
     let lease = mutex.acquire().await.unwrap();
-    assert!(matches!(mutex.acquire().await, Err(Error::WouldDeadlock(_))));
-    assert!(matches!(mutex.try_acquire().await, Err(Error::WouldDeadlock(_))));
-    assert!(matches!(mutex.acquire_timeout(Duration::from_secs(5)).await, Err(Error::WouldDeadlock(_))));
-    assert_eq!(children(&client, &format!("{path}/leases")).await.len(), 1, "the refusal left a lease");
-    assert!(children(&client, &format!("{path}/locks")).await.is_empty(), "the refusal kept the mutex");
+    assert!(mutex.try_acquire().await.unwrap().is_none());
+    assert!(mutex.acquire_timeout(Duration::from_millis(300)).await.unwrap().is_none());
+    assert_eq!(children(&client, &format!("{path}/leases")).await.len(), 1, "the give-up left a lease");
+    assert!(children(&client, &format!("{path}/locks")).await.is_empty(), "the give-up kept the mutex");
     lease.release().await.unwrap();
 }
 
 #[tokio::test]
-#[ignore = "fails until the semaphore mutex stops refusing a task that handed its lease to another"]
 async fn a_task_that_handed_its_lease_away_waits_for_it_and_gets_it() {
     let path = unique_path("semaphore-mutex-handed");
     let client = connect().await;
@@ -134,7 +134,6 @@ async fn a_task_that_handed_its_lease_away_waits_for_it_and_gets_it() {
 /// it must still hear of a long disconnection. Today the session's loss watch goes with the last
 /// semaphore object (leases only hold it weakly): only a later session expiry is reported.
 #[tokio::test]
-#[ignore = "fails until a Lease keeps its session's loss watch alive after its semaphore is dropped"]
 async fn a_lease_hears_of_a_long_disconnection_after_its_semaphore_is_dropped() {
     let session_timeout = Duration::from_secs(6);
     let path = unique_path("semaphore-dropped-lost");

@@ -1,0 +1,94 @@
+//! The node behind every guard: its path, its fencing token, its loss signal, and how it is
+//! deleted. [`LockGuard`](crate::LockGuard) and [`Lease`](crate::Lease) differ only in who may
+//! release it (an owner's last guard, or whoever holds the lease); what they tell of the hold is
+//! said once, here.
+
+use std::sync::Arc;
+
+use zookeeper_client::Client;
+
+use crate::internals::hold_signal::HoldSignal;
+use crate::internals::node::{delete_in_background, delete_released, LockNode};
+use crate::internals::node_watch::watch_node;
+use crate::internals::session_end::ended_session;
+use crate::internals::session_watch::SessionWatch;
+use crate::{Error, LossReason, Result};
+
+/// A node we hold, and what is known of whether we still do.
+#[derive(Debug)]
+pub(crate) struct HeldNode {
+    client: Client,
+    path: Arc<str>,
+    fencing_token: i64,
+    signal: Arc<HoldSignal>,
+    /// Keeps the session's loss watch running while the hold lives: a lease outlives the
+    /// semaphore object it came from, and must still hear of a disconnection.
+    _session_watch: Arc<SessionWatch>,
+}
+
+impl HeldNode {
+    /// Starts watching for the loss of `node`, now held, through `session_watch` (the session's
+    /// state at once, the node itself once the hold has lasted a while).
+    pub(crate) fn new(client: &Client, node: LockNode, session_watch: &Arc<SessionWatch>) -> Self {
+        let held = HeldNode {
+            client: client.clone(),
+            path: node.path.into(),
+            fencing_token: node.czxid,
+            signal: HoldSignal::new(),
+            _session_watch: Arc::clone(session_watch),
+        };
+        session_watch.register(&held.signal, &held.path);
+        held
+    }
+
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub(crate) fn fencing_token(&self) -> i64 {
+        self.fencing_token
+    }
+
+    /// Whether the hold still stands as far as this process knows; no request.
+    pub(crate) fn is_held(&self) -> bool {
+        self.signal.reason().is_none() && ended_session(&self.client).is_none()
+    }
+
+    /// Why the hold was lost, if it was.
+    pub(crate) fn loss(&self) -> Option<LossReason> {
+        self.signal.reason()
+    }
+
+    /// Resolves with the reason once the hold is lost; sets the node watch on first use.
+    pub(crate) async fn lost(&self) -> LossReason {
+        watch_node(&self.client, &self.path, &self.signal);
+        self.signal.lost().await
+    }
+
+    /// Resolves once someone asks for the lock back; sets the node watch on first use.
+    pub(crate) async fn revocation_requested(&self) {
+        watch_node(&self.client, &self.path, &self.signal);
+        self.signal.revocation_requested().await
+    }
+
+    /// Our own release is about to delete the node: its deletion is no loss.
+    pub(crate) fn mark_released(&self) {
+        self.signal.mark_released();
+    }
+
+    /// Deletes the node of a released hold and reports how it went: `LockLost` for a hold that
+    /// was lost before (the node, if still there, goes in the background, never waiting on a
+    /// session that may be gone), `LockNodeDeleted` when someone else had deleted it.
+    pub(crate) async fn delete(&self, lost_before: Option<LossReason>) -> Result<()> {
+        if let Some(reason) = lost_before {
+            self.delete_in_background();
+            return Err(Error::LockLost(reason));
+        }
+        delete_released(&self.client, &self.path).await
+    }
+
+    /// Deletes the node of a released hold in the background (a guard's `Drop`).
+    pub(crate) fn delete_in_background(&self) {
+        delete_in_background(&self.client, Arc::clone(&self.path));
+    }
+}
