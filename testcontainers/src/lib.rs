@@ -32,7 +32,8 @@
 //!
 //! For fault tests: [`Ensemble`] runs 3 or 5 servers whose members can be killed, stopped,
 //! paused and restarted with their data; [`Proxy`] stands between a client and the servers and
-//! can cut it off, black-hole its traffic or lose the server's replies; [`expire_session`]
+//! can cut it off, black-hole its traffic, lose the server's replies or have one request
+//! refused as `Throttled`; [`expire_session`]
 //! expires a client's session at once and deterministically.
 #![deny(missing_docs, missing_debug_implementations)]
 
@@ -46,13 +47,14 @@ mod proxy;
 mod server;
 mod session;
 mod spawn;
+mod wire;
 
 pub use classpath::discover_classpath;
 pub use cpu::{cpu_time, own_cpu_time};
 pub use ensemble::Ensemble;
 pub use error::HarnessError;
 pub use four_letter::{four_letter_word, session_requests};
-pub use proxy::Proxy;
+pub use proxy::{Proxy, ThrottledOperation};
 pub use server::{shared_server, ServerOptions, ZooKeeperServer};
 pub use session::expire_session;
 pub use spawn::spawn_tied_to_process;

@@ -1,16 +1,20 @@
-use std::io::{self, Read, Write};
+use std::io::{self, BufReader, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-use crate::HarnessError;
+use crate::{wire, HarnessError};
 
 /// TCP proxies on loopback ports in front of one server or every member of an ensemble, to cut a
-/// client off, black-hole its traffic, or lose the server's replies, and to heal.
+/// client off, black-hole its traffic, lose the server's replies, or have a request refused as a
+/// throttling server refuses it, and to heal.
 ///
 /// Connect the client to [`Proxy::connect_string`] (one proxied address per server). Dropping
 /// the proxy stops it and closes its connections.
+///
+/// The proxy forwards whole ZooKeeper frames, so a fault starts and ends between two requests
+/// or replies, never inside one.
 #[derive(Debug)]
 pub struct Proxy {
     shared: Arc<Shared>,
@@ -23,6 +27,40 @@ struct Shared {
     stopping: AtomicBool,
     mode: AtomicU8,
     connections: Mutex<Vec<TcpStream>>,
+    /// Operations whose next request is to be throttled, in the order they were armed.
+    armed: Mutex<Vec<ThrottledOperation>>,
+    throttled: AtomicUsize,
+}
+
+/// A kind of request that [`Proxy::throttle_next`] can have refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ThrottledOperation {
+    /// `create` in any of its forms: plain (opcode 1, what a client sends to a server older
+    /// than 3.5), `create2` (15, what zookeeper-client sends otherwise), a container (19, what
+    /// its `mkdir` sends for parents) or a node with a TTL (21).
+    Create,
+    /// `delete` (opcode 2).
+    Delete,
+    /// `getData` (opcode 4), watched or not.
+    GetData,
+    /// `getChildren` (opcode 8, zookeeper-client's `list_children`) or `getChildren2` (12, its
+    /// `get_children`, which also returns the parent's stat), watched or not.
+    GetChildren,
+}
+
+impl ThrottledOperation {
+    /// Whether a request of type `opcode` carries this operation. A `multi` (14, 22) carries
+    /// several and is never one of these.
+    fn is_sent_as(self, opcode: i32) -> bool {
+        let opcodes: &[i32] = match self {
+            ThrottledOperation::Create => &[1, 15, 19, 21],
+            ThrottledOperation::Delete => &[2],
+            ThrottledOperation::GetData => &[4],
+            ThrottledOperation::GetChildren => &[8, 12],
+        };
+        opcodes.contains(&opcode)
+    }
 }
 
 const PASS: u8 = 0;
@@ -48,6 +86,8 @@ impl Proxy {
             stopping: AtomicBool::new(false),
             mode: AtomicU8::new(PASS),
             connections: Mutex::default(),
+            armed: Mutex::default(),
+            throttled: AtomicUsize::new(0),
         });
         let mut proxy = Proxy { shared, listeners: Vec::new(), acceptors: Vec::new() };
         for &target in targets {
@@ -98,6 +138,25 @@ impl Proxy {
         self.shared.mode.store(DROP_REPLIES, Ordering::SeqCst);
     }
 
+    /// Has the next request for `operation`, on any connection of this proxy, refused as a
+    /// ZooKeeper 3.6+ server with request throttling refuses it: the request does not run and
+    /// its reply is the error `Throttled` (-127, `zookeeper_client::Error::Throttled`) with no
+    /// body. Later requests pass as before. Each call arms one more request.
+    ///
+    /// The order of replies stays the server's: the request is replaced by one with the same
+    /// xid that runs nothing (an unwatched `exists` on its path), and that one's reply is
+    /// rewritten into the refusal, keeping its xid and zxid. A request lost by another fault
+    /// ([`Self::blackhole`]) is not the one throttled.
+    pub fn throttle_next(&self, operation: ThrottledOperation) {
+        self.shared.armed().push(operation);
+    }
+
+    /// How many requests this proxy has answered with `Throttled` so far (see
+    /// [`Self::throttle_next`]): to tell that a throttle armed was used.
+    pub fn throttled_count(&self) -> usize {
+        self.shared.throttled.load(Ordering::SeqCst)
+    }
+
     /// Passes traffic again. Connections that were black-holed are closed, since bytes were lost
     /// in them; the client reconnects.
     pub fn heal(&self) {
@@ -129,9 +188,57 @@ impl Drop for Proxy {
 }
 
 impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<TcpStream>> {
-        self.connections.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Vec<TcpStream>> {
+        lock(&self.connections)
     }
+
+    fn armed(&self) -> MutexGuard<'_, Vec<ThrottledOperation>> {
+        lock(&self.armed)
+    }
+
+    /// What to send the server for `request`: a stand-in when it is the next request of an
+    /// armed operation (its xid is then recorded in `throttled`), else the request itself.
+    fn forward_request(&self, request: Vec<u8>, throttled: &Mutex<Vec<i32>>) -> Vec<u8> {
+        let (Some(opcode), Some(xid)) = (wire::opcode(&request), wire::xid(&request)) else {
+            return request;
+        };
+        let mut armed = self.armed();
+        let Some(position) = armed.iter().position(|operation| operation.is_sent_as(opcode)) else {
+            return request;
+        };
+        let Some(stand_in) = wire::stand_in(&request) else {
+            return request;
+        };
+        armed.remove(position);
+        // Recorded before the stand-in leaves, so its reply cannot come back first.
+        lock(throttled).push(xid);
+        stand_in
+    }
+
+    /// What to send the client for `reply`: the refusal when it answers a throttled request.
+    fn forward_reply(&self, reply: Vec<u8>, throttled: &Mutex<Vec<i32>>) -> Vec<u8> {
+        let Some(xid) = wire::xid(&reply) else {
+            return reply;
+        };
+        {
+            let mut throttled = lock(throttled);
+            let Some(position) = throttled.iter().position(|&waiting| waiting == xid) else {
+                return reply;
+            };
+            throttled.swap_remove(position);
+        }
+        match wire::throttled(&reply) {
+            Some(refusal) => {
+                self.throttled.fetch_add(1, Ordering::SeqCst);
+                refusal
+            }
+            None => reply,
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn accept_loop(listener: &TcpListener, target: SocketAddr, shared: &Arc<Shared>) {
@@ -147,7 +254,7 @@ fn accept_loop(listener: &TcpListener, target: SocketAddr, shared: &Arc<Shared>)
                 if let Ok(clone) = client.try_clone() {
                     shared.lock().push(clone);
                 }
-                let _ = pump(client, None, Arc::clone(shared), false);
+                let _ = pump(client, None, Arc::clone(shared), Direction::Requests, Arc::default());
                 continue;
             }
             _ => {}
@@ -169,24 +276,52 @@ fn pump_both_ways(client: TcpStream, server: TcpStream, shared: &Arc<Shared>) ->
         connections.push(client.try_clone()?);
         connections.push(server.try_clone()?);
     }
-    pump(client.try_clone()?, Some(server.try_clone()?), Arc::clone(shared), false)?;
-    pump(server, Some(client), Arc::clone(shared), true)
+    let throttled = Arc::default();
+    pump(
+        client.try_clone()?,
+        Some(server.try_clone()?),
+        Arc::clone(shared),
+        Direction::Requests,
+        Arc::clone(&throttled),
+    )?;
+    pump(server, Some(client), Arc::clone(shared), Direction::Replies, throttled)
 }
 
-/// Copies `from` to `to` (nowhere when `None`) in a thread, dropping bytes while the mode says
-/// so; when either side ends, both are shut down.
-fn pump(mut from: TcpStream, mut to: Option<TcpStream>, shared: Arc<Shared>, is_reply: bool) -> io::Result<()> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    /// Client to server.
+    Requests,
+    /// Server to client.
+    Replies,
+}
+
+/// Copies `from` to `to` (nowhere when `None`) frame by frame in a thread, dropping frames while
+/// the mode says so and throttling as armed; `throttled` holds the xids of this connection's
+/// throttled requests whose replies are still to come. When either side ends, or `from` sends
+/// what is not a frame, both are shut down.
+fn pump(
+    from: TcpStream,
+    mut to: Option<TcpStream>,
+    shared: Arc<Shared>,
+    direction: Direction,
+    throttled: Arc<Mutex<Vec<i32>>>,
+) -> io::Result<()> {
     std::thread::Builder::new().name("zk-proxy-pump".into()).spawn(move || {
-        let mut buffer = [0u8; 16 * 1024];
-        loop {
-            let read = match from.read(&mut buffer) {
-                Ok(0) | Err(_) => break,
-                Ok(read) => read,
-            };
+        let mut reader = BufReader::new(&from);
+        // The connect request or response, which has no header.
+        let mut connecting = true;
+        while let Ok(frame) = wire::read_frame(&mut reader) {
             let mode = shared.mode.load(Ordering::SeqCst);
-            let lost = mode == BLACKHOLE || (is_reply && mode == DROP_REPLIES);
-            if let (false, Some(to)) = (lost, to.as_mut()) {
-                if to.write_all(&buffer[..read]).is_err() {
+            let lost = mode == BLACKHOLE || (direction == Direction::Replies && mode == DROP_REPLIES);
+            let frame = match (lost, connecting, direction) {
+                (true, ..) => None,
+                (false, true, _) => Some(frame),
+                (false, false, Direction::Requests) => Some(shared.forward_request(frame, &throttled)),
+                (false, false, Direction::Replies) => Some(shared.forward_reply(frame, &throttled)),
+            };
+            connecting = false;
+            if let (Some(frame), Some(to)) = (frame, to.as_mut()) {
+                if to.write_all(&frame).is_err() {
                     break;
                 }
             }

@@ -3,8 +3,8 @@
 use std::net::TcpStream;
 use std::time::Duration;
 
-use zklock_testcontainers::{expire_session, Proxy, ZooKeeperServer};
-use zookeeper_client::{Client, SessionState};
+use zklock_testcontainers::{expire_session, Proxy, ThrottledOperation, ZooKeeperServer};
+use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, SessionState};
 
 #[tokio::test]
 async fn server_answers_and_dies_on_drop() {
@@ -108,6 +108,63 @@ async fn drop_replies_loses_replies_but_delivers_requests() {
     proxy.heal();
     let observer = Client::connect(&server.connect_string()).await.unwrap();
     assert!(observer.check_stat("/delivered").await.unwrap().is_some(), "the request reached the server");
+}
+
+/// A server, a proxy to it, a client through the proxy and one straight to the server.
+async fn proxied_client_and_observer() -> (ZooKeeperServer, Proxy, Client, Client) {
+    let server = ZooKeeperServer::start().expect("start zookeeper");
+    let proxy = Proxy::start(server.address()).unwrap();
+    let client = Client::connect(&proxy.connect_string()).await.unwrap();
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    (server, proxy, client, observer)
+}
+
+#[tokio::test]
+async fn throttle_next_refuses_one_delete_unrun_and_then_passes_again() {
+    let (_server, proxy, client, observer) = proxied_client_and_observer().await;
+    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    client.create("/throttled", b"data", &persistent).await.unwrap();
+
+    proxy.throttle_next(ThrottledOperation::Delete);
+    // Sent together: the refusal does not take the place of the other reply.
+    let (deleted, read) = tokio::join!(client.delete("/throttled", None), client.get_data("/throttled"));
+    assert_eq!(deleted, Err(ZkError::Throttled));
+    assert_eq!(read.unwrap().0, b"data");
+    assert!(observer.check_stat("/throttled").await.unwrap().is_some(), "a throttled delete ran");
+    assert_eq!(proxy.throttled_count(), 1);
+
+    client.delete("/throttled", None).await.unwrap();
+    assert_eq!(observer.check_stat("/throttled").await.unwrap(), None);
+    assert_eq!(proxy.throttled_count(), 1);
+}
+
+#[tokio::test]
+async fn throttle_next_refuses_every_form_of_create_get_data_and_get_children() {
+    let (_server, proxy, client, observer) = proxied_client_and_observer().await;
+    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let container = CreateMode::Container.with_acls(Acls::anyone_all());
+
+    proxy.throttle_next(ThrottledOperation::Create);
+    assert_eq!(client.create("/created", b"", &persistent).await.unwrap_err(), ZkError::Throttled);
+    assert_eq!(observer.check_stat("/created").await.unwrap(), None, "a throttled create ran");
+    proxy.throttle_next(ThrottledOperation::Create);
+    assert_eq!(client.mkdir("/parent/child", &container).await.unwrap_err(), ZkError::Throttled);
+    assert_eq!(observer.check_stat("/parent").await.unwrap(), None, "a throttled create ran");
+    client.create("/created", b"", &persistent).await.unwrap();
+
+    proxy.throttle_next(ThrottledOperation::GetData);
+    assert_eq!(client.get_and_watch_data("/created").await.unwrap_err(), ZkError::Throttled);
+    let (_, _, watcher) = client.get_and_watch_data("/created").await.unwrap();
+    observer.delete("/created", None).await.unwrap();
+    assert_eq!(watcher.changed().await.event_type, zookeeper_client::EventType::NodeDeleted);
+
+    for _ in 0..2 {
+        proxy.throttle_next(ThrottledOperation::GetChildren);
+    }
+    assert_eq!(client.list_children("/").await.unwrap_err(), ZkError::Throttled);
+    assert_eq!(client.get_children("/").await.unwrap_err(), ZkError::Throttled);
+    assert!(client.list_children("/").await.unwrap().contains(&"zookeeper".to_owned()));
+    assert_eq!(proxy.throttled_count(), 5);
 }
 
 #[test]
