@@ -1,6 +1,6 @@
 //! The request budget (DESIGN.md, "Round trips"), counted exactly by the server: the uncontended
-//! shortcut (an acquire right after our own release skips the list when the new node's czxid
-//! proves that nothing else happened in between), the handoff to the next in line without a
+//! shortcut (an acquire right after our own release skips the list when the new node's sequence
+//! number proves that nobody queued in between, on a quiet server or a busy one), the handoff to the next in line without a
 //! list, and the watch on the node that was queued behind our last hold. These tests own their
 //! server, so that no other test's traffic blurs the request counts.
 
@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use zklock::InterProcessMutex;
 use zklock_testcontainers::ZooKeeperServer;
-use zookeeper_client::Client;
+use zookeeper_client::{Acls, Client, CreateMode};
 
 fn server() -> &'static ZooKeeperServer {
     static SERVER: OnceLock<ZooKeeperServer> = OnceLock::new();
@@ -71,6 +71,86 @@ async fn the_shortcut_never_holds_beside_another_participant() {
     theirs.acquire().await.unwrap().release().await.unwrap();
     let guard = mine.try_acquire().await.unwrap().expect("free after the other's release");
     guard.release().await.unwrap();
+}
+
+/// Unrelated writes by another session between our cycles (a production server is never
+/// quiet) leave the shortcut intact: the sequence number, not the zxid, proves the queue empty.
+/// (With the zxid proof, every cycle on a busy server sent its create alone, missed, and listed:
+/// three round trips.)
+#[tokio::test]
+async fn on_a_busy_server_a_cycle_still_costs_what_the_floor_costs() {
+    let _quiet = QUIET.lock().await;
+    let (client, busy) = (connect().await, connect().await);
+    let mutex = InterProcessMutex::new(&client, "/shortcut/busy").unwrap();
+    let _ = busy.create("/shortcut-busy-writes", b"", &CreateMode::Persistent.with_acls(Acls::anyone_all())).await;
+    mutex.acquire().await.unwrap().release().await.unwrap();
+    for round in 0..5 {
+        for _ in 0..=round {
+            busy.set_data("/shortcut-busy-writes", b"unrelated", None).await.unwrap();
+        }
+        let before = requests_received(&client);
+        let guard = mutex.acquire().await.unwrap();
+        let acquired = requests_received(&client);
+        guard.release().await.unwrap();
+        assert_eq!(acquired - before, 1, "the create alone, with {} unrelated writes between", round + 1);
+        assert_eq!(requests_received(&client) - acquired, 1, "the delete");
+    }
+}
+
+/// A racer that creates a node in our lock path between our cycles makes the proof fail: we
+/// list (and hold only once it is gone), and the next acquire sends its listing with the create
+/// so that a second miss costs no second round trip; once a listed acquire finds the proof would
+/// have held, the create goes alone again.
+#[tokio::test]
+async fn after_a_miss_the_listing_goes_with_the_create_until_the_proof_holds_again() {
+    let _quiet = QUIET.lock().await;
+    let (client, racer) = (connect().await, connect().await);
+    let path = "/shortcut/raced";
+    let mutex = InterProcessMutex::new(&client, path).unwrap();
+    let theirs = InterProcessMutex::new(&racer, path).unwrap();
+    mutex.acquire().await.unwrap().release().await.unwrap(); // armed
+    theirs.acquire().await.unwrap().release().await.unwrap(); // a child created between
+
+    let before = requests_received(&client);
+    mutex.acquire().await.unwrap().release().await.unwrap();
+    let missed = requests_received(&client) - before;
+    assert_eq!(missed, 3, "the create alone, the list after the miss, the delete");
+
+    let before = requests_received(&client);
+    mutex.acquire().await.unwrap().release().await.unwrap();
+    assert_eq!(requests_received(&client) - before, 3, "create and list together, then the delete");
+
+    let before = requests_received(&client);
+    mutex.acquire().await.unwrap().release().await.unwrap();
+    assert_eq!(requests_received(&client) - before, 2, "the proof held last time: the create alone again");
+}
+
+/// The lock path reaped once empty and created again by another participant, whose node gets
+/// sequence 0: our next node then gets the sequence right after our previous one, yet the queue
+/// is not empty. The czxid gap (a reap and a create between) keeps the shortcut from holding.
+#[tokio::test]
+async fn a_reaped_and_recreated_lock_path_does_not_fool_the_shortcut() {
+    let _quiet = QUIET.lock().await;
+    let (client, other) = (connect().await, connect().await);
+    let path = "/shortcut-reaped/lock"; // a container under a container: both reaped when empty
+    let mine = InterProcessMutex::new(&client, path).unwrap();
+    let theirs = InterProcessMutex::new(&other, path).unwrap();
+    let first = mine.acquire().await.unwrap();
+    assert!(first.node_path().ends_with("0000000000"), "{}", first.node_path());
+    first.release().await.unwrap(); // armed: sequence 0
+                                    // The test server reaps empty containers every second.
+    for _ in 0..100 {
+        if client.check_stat(path).await.unwrap().is_none() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(client.check_stat(path).await.unwrap().is_none(), "the lock path was never reaped");
+    let held = theirs.acquire().await.unwrap();
+    assert!(held.node_path().ends_with("0000000000"), "{}", held.node_path());
+    let attempt = mine.try_acquire().await.unwrap();
+    assert!(attempt.is_none(), "held beside {} as {:?}", held.node_path(), attempt.map(|g| g.node_path().to_owned()));
+    held.release().await.unwrap();
 }
 
 /// A participant in a spawned task: it acquires, says so, and releases when told.

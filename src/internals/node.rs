@@ -10,7 +10,7 @@ use super::deadline::{within, CLEANUP_AFTER_DEADLINE};
 use super::queue::QueueSpec;
 use super::retry::{back_off, is_connection_loss, is_transient, retry_transient};
 use crate::driver::naming::sequential_name;
-use crate::driver::opening::{holds_alone, Opening};
+use crate::driver::opening::{alone_proof, Opening, Ours, Proof};
 use crate::{Error, Result};
 
 /// A node of ours in a lock queue.
@@ -21,11 +21,19 @@ pub(crate) struct LockNode {
     name_at: usize,
     /// The zxid that created the node: the fencing token.
     pub(crate) czxid: i64,
+    /// Its sequence number, when the create's reply gave it (not for a node that sorts level
+    /// with another, nor one found again after a lost reply).
+    pub(crate) sequence: Option<i64>,
 }
 
 impl LockNode {
-    fn new(lock_path: &str, name: &str, czxid: i64) -> Self {
-        LockNode { path: format!("{lock_path}/{name}"), name_at: lock_path.len() + 1, czxid }
+    fn new(lock_path: &str, name: &str, czxid: i64, sequence: Option<i64>) -> Self {
+        LockNode { path: format!("{lock_path}/{name}"), name_at: lock_path.len() + 1, czxid, sequence }
+    }
+
+    /// What the opening's decisions need of it.
+    pub(crate) fn ours(&self) -> Ours<'_> {
+        Ours { name: self.name(), sequence: self.sequence, czxid: self.czxid }
     }
 
     /// The node's name within the lock path.
@@ -59,7 +67,8 @@ impl FirstLook {
 /// Creates our node as `{lock_path}/{prefix}{seq}` (or `{prefix}{key}` for a node that sorts
 /// level with another, `spec.level_with`) and, in the same round trip, sends what `spec.opening`
 /// asks for: a listing of the queue, a watch on a node known to be ahead, or nothing (the
-/// uncontended shortcut). Returns the node and what came back with it.
+/// uncontended shortcut). Returns the node, what came back with it, and whether the create
+/// proved it alone (then the first look is a listing of our node alone).
 ///
 /// Both requests are sent before either is awaited; the server runs a session's requests in
 /// order, so the list already shows our node, and a watched node that still exists was there
@@ -73,7 +82,7 @@ pub(crate) async fn create_node(
     spec: &QueueSpec<'_>,
     prefix: &str,
     cleanup: &mut NodeCleanup,
-) -> Result<(LockNode, FirstLook)> {
+) -> Result<(LockNode, FirstLook, Proof)> {
     let (create_path, mode) = match spec.level_with {
         Some(key) => (format!("{}/{prefix}{key}", spec.lock_path), CreateMode::Ephemeral),
         None => (format!("{}/{prefix}", spec.lock_path), CreateMode::EphemeralSequential),
@@ -85,7 +94,7 @@ pub(crate) async fn create_node(
         cleanup.trace = Trace::MaybeCreated;
         let create = spec.client.create(&create_path, spec.data, &options);
         // Sent right behind the create.
-        let list = (spec.opening == Opening::Unknown).then(|| spec.client.list_children(spec.lock_path));
+        let list = spec.opening.sends_listing().then(|| spec.client.list_children(spec.lock_path));
         let watch = match &spec.opening {
             Opening::QueuedBehind(name) => Some(spec.client.get_and_watch_data(&format!("{}/{name}", spec.lock_path))),
             _ => None,
@@ -101,10 +110,11 @@ pub(crate) async fn create_node(
         };
         let node = match created {
             Ok((stat, _)) if spec.level_with.is_some() => {
-                LockNode::new(spec.lock_path, &create_path[spec.lock_path.len() + 1..], stat.czxid)
+                LockNode::new(spec.lock_path, &create_path[spec.lock_path.len() + 1..], stat.czxid, None)
             }
             Ok((stat, sequence)) => {
-                LockNode::new(spec.lock_path, &sequential_name(prefix, sequence.into_i64()), stat.czxid)
+                let sequence = sequence.into_i64();
+                LockNode::new(spec.lock_path, &sequential_name(prefix, sequence), stat.czxid, Some(sequence))
             }
             Err(ZkError::NoNode) => {
                 cleanup.trace = Trace::Nothing;
@@ -128,9 +138,10 @@ pub(crate) async fn create_node(
             }
         };
         cleanup.trace = Trace::Created(node.path.clone());
-        if holds_alone(&spec.opening, node.czxid) {
+        let proof = alone_proof(&spec.opening, node.sequence, node.czxid);
+        if proof == Proof::Held {
             let alone = vec![node.name().to_owned()];
-            return Ok((node, FirstLook::Listing(alone)));
+            return Ok((node, FirstLook::Listing(alone), proof));
         }
         let look = match (listed, watched) {
             (Some(Ok(children)), _) if children.iter().any(|child| child == node.name()) => {
@@ -146,7 +157,7 @@ pub(crate) async fn create_node(
             // a watched node already gone: list.
             _ => FirstLook::Nothing,
         };
-        return Ok((node, look));
+        return Ok((node, look, proof));
     }
 }
 
@@ -177,7 +188,7 @@ async fn find_ours(client: &Client, lock_path: &str, prefix: &str) -> Result<Opt
     let Some(name) = children.into_iter().find(|child| child.starts_with(prefix)) else {
         return Ok(None);
     };
-    let node = LockNode::new(lock_path, &name, 0);
+    let node = LockNode::new(lock_path, &name, 0, None);
     let stat = retry_transient(|| client.check_stat(&node.path)).await.map_err(Error::on("stat", &node.path))?;
     Ok(stat
         .filter(|stat| stat.ephemeral_owner == client.session_id().0)

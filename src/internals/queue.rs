@@ -8,7 +8,7 @@ use super::retry::retry_transient;
 use super::session_end::{ended_session, SessionEnd};
 use crate::driver::decide::{decide, Decision, Rule};
 use crate::driver::naming::Schema;
-use crate::driver::opening::{after_hold, Opening, Waited};
+use crate::driver::opening::{after_hold, Opening, Proof, Waited};
 use crate::{Error, ParticipantNode, Result};
 
 /// Which queue, and how our node in it looks.
@@ -46,11 +46,13 @@ pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Resu
         let prefix = spec.schema.protected_prefix(&uuid::Uuid::new_v4());
         let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
         let outcome = match within(deadline, create_node(spec, &prefix, &mut cleanup)).await {
-            Some(Ok((node, first))) => match within(deadline, wait_turn(spec, &node, first, patience)).await {
-                Some(Ok(Turn::Hold(next_opening))) => Ok(Some((node, next_opening))),
-                Some(Ok(Turn::GaveUp)) | None => Ok(None),
-                Some(Err(err)) => Err(err),
-            },
+            Some(Ok((node, first, proof))) => {
+                match within(deadline, wait_turn(spec, &node, first, proof, patience)).await {
+                    Some(Ok(Turn::Hold(next_opening))) => Ok(Some((node, next_opening))),
+                    Some(Ok(Turn::GaveUp)) | None => Ok(None),
+                    Some(Err(err)) => Err(err),
+                }
+            }
             None => Ok(None),
             Some(Err(err)) => Err(err),
         };
@@ -116,7 +118,13 @@ enum Turn {
 
 /// Waits until the rule lets `node` hold, watching only the one node the decision names.
 /// `first` is what came back with the create.
-async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, first: FirstLook, patience: Patience) -> Result<Turn> {
+async fn wait_turn(
+    spec: &QueueSpec<'_>,
+    node: &LockNode,
+    first: FirstLook,
+    proof: Proof,
+    patience: Patience,
+) -> Result<Turn> {
     let mut look = first;
     let mut waited = Waited::No;
     loop {
@@ -142,7 +150,7 @@ async fn wait_turn(spec: &QueueSpec<'_>, node: &LockNode, first: FirstLook, pati
         let (predecessor, holds_when_gone) = {
             let children = spec.schema.contenders(children);
             match decide(&children, node.name(), spec.rule) {
-                Decision::Hold => return Ok(Turn::Hold(after_hold(&children, node.name(), node.czxid, waited))),
+                Decision::Hold => return Ok(Turn::Hold(after_hold(&children, &node.ours(), waited, proof))),
                 Decision::Missing => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
                 Decision::Watch { predecessor, holds_when_gone } => {
                     (format!("{}/{predecessor}", spec.lock_path), holds_when_gone)

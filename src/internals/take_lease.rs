@@ -31,7 +31,7 @@ pub(crate) async fn take_lease(
         let prefix = spec.schema.protected_prefix(&uuid::Uuid::new_v4());
         let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
         let outcome = match within(deadline, create_node(spec, &prefix, &mut cleanup)).await {
-            Some(Ok((node, first))) => {
+            Some(Ok((node, first, _))) => {
                 let waits = patience != Patience::NoWait;
                 match within(deadline, wait_for_room(spec, &node, first, max_leases, waits)).await {
                     Some(Ok(true)) => Ok(Some(node)),
