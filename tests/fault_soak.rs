@@ -37,8 +37,8 @@ use zookeeper_client::Client;
 
 use soak::client::{Slot, SESSION_TIMEOUT};
 use soak::fence::Fences;
-use soak::history::conflicts;
-use soak::recipe::{Locks, Paths, Recipe, Resource};
+use soak::history::check;
+use soak::recipe::{Locks, Paths, Recipe, Resource, MAX_LEASES};
 use soak::tally::{get, Tally};
 use soak::{nemesis, worker, Run};
 
@@ -112,8 +112,9 @@ async fn every_recipe_keeps_its_rule_through_faults() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    let conflicts = conflicts(&run.history.lock().unwrap());
-    for conflict in &conflicts {
+    let checked = check(&run.history.lock().unwrap());
+    let conflicts = &checked.conflicts;
+    for conflict in conflicts {
         eprintln!("soak: conflict: {}", conflict.description);
     }
     for (index, recipe) in &unrecovered {
@@ -148,13 +149,15 @@ async fn every_recipe_keeps_its_rule_through_faults() {
         .collect();
     let violations: u64 = Recipe::ALL.iter().map(|&recipe| violations_of(recipe)).sum();
     let faults = &tally.faults;
+    let peak = |resource| checked.peaks.get(&resource).copied().unwrap_or(0);
+    let (readers, leases) = (peak(Resource::ReadWrite), peak(Resource::Semaphore));
     let stale_after_loss: u64 = Recipe::ALL.iter().map(|&recipe| get(&tally.of(recipe).stale_after_loss)).sum();
     // Written to stderr directly, past the test harness's capture, so CI logs always show it.
     let _ = writeln!(
         std::io::stderr(),
         "soak: seed={seed} {seconds}s of faults, {CLIENTS} clients, 3-node ensemble, session {}s | {} | faults: \
          leader kills={} leader pauses={} partitions={} expiries={} | losses signalled={} reconnects={} fenced \
-         after loss={stale_after_loss} | violations={violations} (conflicts={} unrecovered={} orphans={}) | recovery \
+         after loss={stale_after_loss} | most at once: readers={readers} leases={leases} | violations={violations} (conflicts={} unrecovered={} orphans={}) | recovery \
          {:.1}s",
         SESSION_TIMEOUT.as_secs(),
         per_recipe.join(" | "),
@@ -182,6 +185,8 @@ async fn every_recipe_keeps_its_rule_through_faults() {
         assert!(get(count) > 0, "no {fault} happened: the run did not test them");
     }
     assert!(tally.losses() > 0, "no holder was told of a loss: the run did not test losses");
+    assert!(readers > 1, "readers never shared the read-write lock: the run did not test its rule");
+    assert_eq!(leases, MAX_LEASES, "the semaphore's leases were never all taken: the run did not test its rule");
     drop(ensemble);
 }
 

@@ -27,15 +27,24 @@ pub struct Conflict {
     pub description: String,
 }
 
+/// What the history shows.
+#[derive(Debug, Default)]
+pub struct Checked {
+    pub conflicts: Vec<Conflict>,
+    /// The most sections seen at once on each resource: proof that sharing (readers, leases)
+    /// really happened, so their rule was put to the test.
+    pub peaks: BTreeMap<Resource, usize>,
+}
+
 /// Checks every resource's sections against its rule: exclusive sections overlap nothing,
 /// readers overlap readers only, and at most `MAX_LEASES` leases overlap. A section's `end` is
 /// when its holder stopped relying on the lock, so every overlap left is a violation.
-pub fn conflicts(sections: &[Section]) -> Vec<Conflict> {
+pub fn check(sections: &[Section]) -> Checked {
     let mut by_resource: BTreeMap<Resource, Vec<&Section>> = BTreeMap::new();
     for section in sections {
         by_resource.entry(section.resource).or_default().push(section);
     }
-    let mut found = Vec::new();
+    let mut checked = Checked::default();
     for (resource, mut sections) in by_resource {
         sections.sort_by_key(|section| section.start);
         let mut active: Vec<&Section> = Vec::new();
@@ -49,7 +58,7 @@ pub fn conflicts(sections: &[Section]) -> Vec<Conflict> {
                         format!("client {} ({}, token {}{told})", earlier.client, earlier.recipe.name(), earlier.token)
                     })
                     .collect();
-                found.push(Conflict {
+                checked.conflicts.push(Conflict {
                     recipe: section.recipe,
                     description: format!(
                         "{resource:?}: client {} ({}, token {}) began while {} held",
@@ -61,9 +70,11 @@ pub fn conflicts(sections: &[Section]) -> Vec<Conflict> {
                 });
             }
             active.push(section);
+            let peak = checked.peaks.entry(resource).or_default();
+            *peak = (*peak).max(active.len());
         }
     }
-    found
+    checked
 }
 
 /// Whether a section of `mode` may begin while `active` sections hold the same resource.
@@ -73,4 +84,54 @@ fn admits(active: &[&Section], mode: Mode) -> bool {
         Mode::Shared => active.iter().all(|earlier| earlier.recipe.mode() == Mode::Shared),
         Mode::Lease => active.iter().all(|earlier| earlier.recipe.mode() == Mode::Lease) && active.len() < MAX_LEASES,
     }
+}
+
+#[test]
+fn conflicts_flag_each_broken_rule_and_nothing_else() {
+    let base = Instant::now();
+    let section = |client, recipe: Recipe, resource, from: u64, to: u64| Section {
+        client,
+        recipe,
+        resource,
+        start: base + std::time::Duration::from_millis(from),
+        end: base + std::time::Duration::from_millis(to),
+        token: from as i64,
+        told_lost: false,
+    };
+    let allowed = [
+        section(0, Recipe::Mutex, Resource::Mutex, 0, 10),
+        section(1, Recipe::Mutex, Resource::Mutex, 10, 20),
+        section(0, Recipe::Read, Resource::ReadWrite, 0, 10),
+        section(1, Recipe::Read, Resource::ReadWrite, 5, 15),
+        section(2, Recipe::Write, Resource::ReadWrite, 15, 20),
+        section(0, Recipe::Semaphore, Resource::Semaphore, 0, 10),
+        section(1, Recipe::Semaphore, Resource::Semaphore, 5, 15),
+        section(2, Recipe::Semaphore, Resource::Semaphore, 10, 20),
+        section(0, Recipe::MultiLock, Resource::Multi(0), 0, 10),
+        section(1, Recipe::MultiLock, Resource::Multi(1), 5, 10),
+    ];
+    let checked = check(&allowed);
+    assert!(checked.conflicts.is_empty(), "{checked:?}");
+    let peaks: Vec<usize> = checked.peaks.values().copied().collect();
+    assert_eq!(peaks, [1, 2, 2, 1, 1], "mutex (back to back), readers, leases, each multi path");
+    let broken = [
+        section(0, Recipe::SemaphoreMutex, Resource::SemaphoreMutex, 0, 10),
+        section(1, Recipe::SemaphoreMutex, Resource::SemaphoreMutex, 9, 20),
+        section(0, Recipe::Read, Resource::ReadWrite, 0, 10),
+        section(1, Recipe::Write, Resource::ReadWrite, 5, 15),
+        section(2, Recipe::Write, Resource::ReadWrite, 20, 30),
+        section(3, Recipe::Read, Resource::ReadWrite, 25, 35),
+        section(0, Recipe::Semaphore, Resource::Semaphore, 0, 10),
+        section(1, Recipe::Semaphore, Resource::Semaphore, 1, 10),
+        section(2, Recipe::Semaphore, Resource::Semaphore, 2, 10),
+        section(0, Recipe::MultiLock, Resource::Multi(1), 0, 10),
+        section(1, Recipe::MultiLock, Resource::Multi(1), 5, 10),
+    ];
+    let checked = check(&broken);
+    let found: Vec<Recipe> = checked.conflicts.iter().map(|conflict| conflict.recipe).collect();
+    assert_eq!(
+        found,
+        [Recipe::Write, Recipe::Read, Recipe::Semaphore, Recipe::SemaphoreMutex, Recipe::MultiLock],
+        "{checked:?}"
+    );
 }

@@ -97,7 +97,7 @@ fn hold_time(rng: &mut Rng) -> Duration {
 /// or a fence refused it (a violation, counted here).
 fn access(run: &Run, recipe: Recipe, held: &Held) -> bool {
     let counts = run.tally.of(recipe);
-    let verdicts = run.fences.access(recipe.mode(), held);
+    let verdicts = run.fences.access(recipe.mode(), || held.parts());
     for verdict in &verdicts {
         match verdict {
             Verdict::Accepted | Verdict::KnownLost => {}
