@@ -24,6 +24,9 @@ pub struct Section {
 #[derive(Debug)]
 pub struct Conflict {
     pub recipe: Recipe,
+    pub resource: Resource,
+    /// The fencing token of the section that began.
+    pub token: i64,
     pub description: String,
 }
 
@@ -60,6 +63,8 @@ pub fn check(sections: &[Section]) -> Checked {
                     .collect();
                 checked.conflicts.push(Conflict {
                     recipe: section.recipe,
+                    resource,
+                    token: section.token,
                     description: format!(
                         "{resource:?}: client {} ({}, token {}) began while {} held",
                         section.client,
@@ -87,51 +92,55 @@ fn admits(active: &[&Section], mode: Mode) -> bool {
 }
 
 #[test]
-fn conflicts_flag_each_broken_rule_and_nothing_else() {
+fn check_flags_each_broken_rule_and_nothing_else() {
+    use Recipe::*;
+    use Resource::{Multi, ReadWrite};
     let base = Instant::now();
-    let section = |client, recipe: Recipe, resource, from: u64, to: u64| Section {
-        client,
-        recipe,
-        resource,
-        start: base + std::time::Duration::from_millis(from),
-        end: base + std::time::Duration::from_millis(to),
-        token: from as i64,
-        told_lost: false,
-    };
-    let allowed = [
-        section(0, Recipe::Mutex, Resource::Mutex, 0, 10),
-        section(1, Recipe::Mutex, Resource::Mutex, 10, 20),
-        section(0, Recipe::Read, Resource::ReadWrite, 0, 10),
-        section(1, Recipe::Read, Resource::ReadWrite, 5, 15),
-        section(2, Recipe::Write, Resource::ReadWrite, 15, 20),
-        section(0, Recipe::Semaphore, Resource::Semaphore, 0, 10),
-        section(1, Recipe::Semaphore, Resource::Semaphore, 5, 15),
-        section(2, Recipe::Semaphore, Resource::Semaphore, 10, 20),
-        section(0, Recipe::MultiLock, Resource::Multi(0), 0, 10),
-        section(1, Recipe::MultiLock, Resource::Multi(1), 5, 10),
+    // (client, recipe, resource, from ms, to ms, whether it breaks the rule): allowed sharing
+    // first, then each rule broken once.
+    let history = [
+        (0, Mutex, Resource::Mutex, 0, 10, false),
+        (1, Mutex, Resource::Mutex, 10, 20, false),
+        (0, Read, ReadWrite, 0, 10, false),
+        (1, Read, ReadWrite, 5, 15, false),
+        (2, Write, ReadWrite, 15, 20, false),
+        (0, Semaphore, Resource::Semaphore, 0, 10, false),
+        (1, Semaphore, Resource::Semaphore, 5, 15, false),
+        (2, Semaphore, Resource::Semaphore, 10, 20, false),
+        (0, MultiLock, Multi(0), 0, 10, false),
+        (1, MultiLock, Multi(1), 5, 10, false),
+        (0, SemaphoreMutex, Resource::SemaphoreMutex, 100, 110, false),
+        (1, SemaphoreMutex, Resource::SemaphoreMutex, 109, 120, true),
+        (0, Read, ReadWrite, 100, 110, false),
+        (1, Write, ReadWrite, 105, 115, true),
+        (2, Write, ReadWrite, 120, 130, false),
+        (3, Read, ReadWrite, 125, 135, true),
+        (0, Semaphore, Resource::Semaphore, 100, 110, false),
+        (1, Semaphore, Resource::Semaphore, 101, 110, false),
+        (2, Semaphore, Resource::Semaphore, 102, 110, true),
+        (0, MultiLock, Multi(1), 100, 110, false),
+        (1, MultiLock, Multi(1), 105, 110, true),
     ];
-    let checked = check(&allowed);
-    assert!(checked.conflicts.is_empty(), "{checked:?}");
+    let sections: Vec<Section> = history
+        .iter()
+        .map(|&(client, recipe, resource, from, to, _)| Section {
+            client,
+            recipe,
+            resource,
+            start: base + std::time::Duration::from_millis(from),
+            end: base + std::time::Duration::from_millis(to),
+            token: from as i64,
+            told_lost: false,
+        })
+        .collect();
+    let checked = check(&sections);
+    let mut found: Vec<(Resource, i64)> =
+        checked.conflicts.iter().map(|conflict| (conflict.resource, conflict.token)).collect();
+    found.sort();
+    let mut breaking: Vec<(Resource, i64)> =
+        history.iter().filter(|row| row.5).map(|&(_, _, resource, from, ..)| (resource, from as i64)).collect();
+    breaking.sort();
+    assert_eq!(found, breaking, "{checked:?}");
     let peaks: Vec<usize> = checked.peaks.values().copied().collect();
-    assert_eq!(peaks, [1, 2, 2, 1, 1], "mutex (back to back), readers, leases, each multi path");
-    let broken = [
-        section(0, Recipe::SemaphoreMutex, Resource::SemaphoreMutex, 0, 10),
-        section(1, Recipe::SemaphoreMutex, Resource::SemaphoreMutex, 9, 20),
-        section(0, Recipe::Read, Resource::ReadWrite, 0, 10),
-        section(1, Recipe::Write, Resource::ReadWrite, 5, 15),
-        section(2, Recipe::Write, Resource::ReadWrite, 20, 30),
-        section(3, Recipe::Read, Resource::ReadWrite, 25, 35),
-        section(0, Recipe::Semaphore, Resource::Semaphore, 0, 10),
-        section(1, Recipe::Semaphore, Resource::Semaphore, 1, 10),
-        section(2, Recipe::Semaphore, Resource::Semaphore, 2, 10),
-        section(0, Recipe::MultiLock, Resource::Multi(1), 0, 10),
-        section(1, Recipe::MultiLock, Resource::Multi(1), 5, 10),
-    ];
-    let checked = check(&broken);
-    let found: Vec<Recipe> = checked.conflicts.iter().map(|conflict| conflict.recipe).collect();
-    assert_eq!(
-        found,
-        [Recipe::Write, Recipe::Read, Recipe::Semaphore, Recipe::SemaphoreMutex, Recipe::MultiLock],
-        "{checked:?}"
-    );
+    assert_eq!(peaks, [1, 2, 3, 2, 1, 2], "mutex (back to back), readers, leases, mutex, multi paths");
 }
