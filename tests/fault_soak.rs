@@ -2,8 +2,8 @@
 //! lock recipe at once (each round a recipe at random: the mutex, either side of the read-write
 //! lock, a semaphore of two leases, the semaphore mutex, a multi-lock over two paths; random
 //! timeouts, random cancellations) while a nemesis kills and pauses the leader, partitions
-//! clients and expires their sessions. Every critical section goes through a fenced register
-//! per exclusive lock path and into one shared history.
+//! clients, expires their sessions and loses the server's replies to them. Every critical
+//! section goes through a fenced register per exclusive lock path and into one shared history.
 //!
 //! The run then checks each recipe's rule against the history (exclusion for the mutexes and
 //! each path of the multi-lock, readers-writers for the read-write lock, at most two leases for
@@ -156,7 +156,7 @@ async fn every_recipe_keeps_its_rule_through_faults() {
     let _ = writeln!(
         std::io::stderr(),
         "soak: seed={seed} {seconds}s of faults, {CLIENTS} clients, 3-node ensemble, session {}s | {} | faults: \
-         leader kills={} leader pauses={} partitions={} expiries={} | losses signalled={} reconnects={} fenced \
+         leader kills={} leader pauses={} partitions={} expiries={} lost replies={} | losses signalled={} reconnects={} fenced \
          after loss={stale_after_loss} | most at once: readers={readers} leases={leases} | violations={violations} (conflicts={} unrecovered={} orphans={}) | recovery \
          {:.1}s",
         SESSION_TIMEOUT.as_secs(),
@@ -165,6 +165,7 @@ async fn every_recipe_keeps_its_rule_through_faults() {
         get(&faults.pauses),
         get(&faults.partitions),
         get(&faults.expiries),
+        get(&faults.lost_replies),
         tally.losses(),
         get(&tally.reconnects),
         conflicts.len(),
@@ -181,6 +182,7 @@ async fn every_recipe_keeps_its_rule_through_faults() {
         ("leader pauses", &faults.pauses),
         ("partitions", &faults.partitions),
         ("expiries", &faults.expiries),
+        ("lost replies", &faults.lost_replies),
     ] {
         assert!(get(count) > 0, "no {fault} happened: the run did not test them");
     }

@@ -1,4 +1,5 @@
-//! The nemesis: kills and pauses the leader, partitions clients and expires their sessions.
+//! The nemesis: kills and pauses the leader, partitions clients, expires their sessions and
+//! loses the server's replies to them.
 
 use std::time::{Duration, Instant};
 
@@ -15,12 +16,16 @@ enum Fault {
     PauseLeader,
     Partition,
     Expire,
+    LoseReplies,
 }
 
-/// Injects faults until `duration` has passed, then heals everything and returns the ensemble.
+const DECK: [Fault; 5] = [Fault::KillLeader, Fault::PauseLeader, Fault::Partition, Fault::Expire, Fault::LoseReplies];
+
+/// Injects faults until `duration` has passed and every kind has happened, then heals
+/// everything and returns the ensemble.
 ///
-/// Faults are dealt from a shuffled deck of the four kinds, so every kind happens once in every
-/// four faults (the first deck takes about half a minute at most).
+/// Faults are dealt from a shuffled deck of the kinds, so every kind happens once in every deck
+/// (the first deck takes about half a minute).
 pub fn run(
     mut ensemble: Ensemble,
     slots: &[Slot],
@@ -30,12 +35,14 @@ pub fn run(
 ) -> Ensemble {
     let started = Instant::now();
     let mut deck = Vec::new();
-    while started.elapsed() < duration {
+    let mut dealt = 0;
+    while started.elapsed() < duration || dealt < DECK.len() {
         std::thread::sleep(Duration::from_millis(rng.u64(1_000..3_000)));
         if deck.is_empty() {
-            deck = vec![Fault::KillLeader, Fault::PauseLeader, Fault::Partition, Fault::Expire];
+            deck = DECK.to_vec();
             rng.shuffle(&mut deck);
         }
+        dealt += 1;
         match deck.pop().unwrap() {
             Fault::KillLeader => {
                 if let Some(leader) = ensemble.leader() {
@@ -62,6 +69,15 @@ pub fn run(
                 slot.proxy.heal();
             }
             Fault::Expire => expire(&slots[long_holder(slots, rng)], faults, rng),
+            Fault::LoseReplies => {
+                // Its requests still run but it learns none of their outcomes: it reconnects
+                // and must find the nodes it created (or meant to delete) by itself.
+                let slot = &slots[holder_or_anyone(slots, rng)];
+                bump(&faults.lost_replies);
+                slot.proxy.drop_replies();
+                std::thread::sleep(Duration::from_millis(rng.u64(300..3_000)));
+                slot.proxy.heal();
+            }
         }
         let _ = ensemble.wait_for_quorum(Duration::from_secs(60));
     }

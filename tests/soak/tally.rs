@@ -28,11 +28,13 @@ pub struct FaultCounts {
     pub partitions: AtomicU64,
     /// Sessions the server expired (seen by the client), not just partitions meant to expire one.
     pub expiries: AtomicU64,
+    /// Spells during which a client's requests ran but their replies were lost.
+    pub lost_replies: AtomicU64,
 }
 
 impl FaultCounts {
     pub fn total(&self) -> u64 {
-        get(&self.kills) + get(&self.pauses) + get(&self.partitions) + get(&self.expiries)
+        get(&self.kills) + get(&self.pauses) + get(&self.partitions) + get(&self.expiries) + get(&self.lost_replies)
     }
 }
 
