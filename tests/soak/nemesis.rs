@@ -1,10 +1,11 @@
 //! The nemesis: kills and pauses the leader, partitions clients, expires their sessions and
 //! loses the server's replies to them.
 
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use fastrand::Rng;
-use zklock_testcontainers::Ensemble;
+use zklock_testcontainers::{Ensemble, Proxy};
 use zookeeper_client::SessionState;
 
 use super::client::{Slot, SESSION_TIMEOUT};
@@ -60,23 +61,17 @@ pub fn run(
                     ensemble.resume(leader);
                 }
             }
+            // Shorter than the session timeout: sometimes within the loss grace, sometimes past it.
             Fault::Partition => {
-                // Shorter than the session timeout: sometimes within the loss grace, sometimes past it.
-                let slot = &slots[holder_or_anyone(slots, rng)];
-                bump(&faults.partitions);
-                slot.proxy.blackhole();
-                std::thread::sleep(Duration::from_millis(rng.u64(300..4_000)));
-                slot.proxy.heal();
+                let spell = Duration::from_millis(rng.u64(300..4_000));
+                disturb(&slots[holder_or_anyone(slots, rng)], &faults.partitions, Proxy::blackhole, spell);
             }
             Fault::Expire => expire(&slots[long_holder(slots, rng)], faults, rng),
+            // Its requests still run but it learns none of their outcomes: it reconnects and
+            // must find the nodes it created (or meant to delete) by itself.
             Fault::LoseReplies => {
-                // Its requests still run but it learns none of their outcomes: it reconnects
-                // and must find the nodes it created (or meant to delete) by itself.
-                let slot = &slots[holder_or_anyone(slots, rng)];
-                bump(&faults.lost_replies);
-                slot.proxy.drop_replies();
-                std::thread::sleep(Duration::from_millis(rng.u64(300..3_000)));
-                slot.proxy.heal();
+                let spell = Duration::from_millis(rng.u64(300..3_000));
+                disturb(&slots[holder_or_anyone(slots, rng)], &faults.lost_replies, Proxy::drop_replies, spell);
             }
         }
         let _ = ensemble.wait_for_quorum(Duration::from_secs(60));
@@ -86,6 +81,14 @@ pub fn run(
     }
     ensemble.wait_for_quorum(Duration::from_secs(60)).expect("the ensemble recovers");
     ensemble
+}
+
+/// Applies `fault` to the slot's proxy for `spell`, then heals it.
+fn disturb(slot: &Slot, count: &AtomicU64, fault: fn(&Proxy), spell: Duration) {
+    bump(count);
+    fault(&slot.proxy);
+    std::thread::sleep(spell);
+    slot.proxy.heal();
 }
 
 /// Partitions the slot's client past the session timeout, so that the server expires its
