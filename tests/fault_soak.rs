@@ -1,9 +1,16 @@
-//! The fault soak: several clients, each behind its own proxy to a 3-node ensemble, take one
-//! lock over and over (random timeouts, random cancellations) while a nemesis kills and pauses
-//! the leader, partitions clients and expires their sessions. Every critical section writes
-//! through a fenced register. The run then checks that nobody wrote while wrongly believing it
-//! held the lock, that no two holders overlapped unless the earlier one had been told of its
-//! loss, that every client gets the lock back once the faults stop, and that no node is left.
+//! The fault soak: several clients, each behind its own proxy to a 3-node ensemble, take every
+//! lock recipe at once (each round a recipe at random: the mutex, either side of the read-write
+//! lock, a semaphore of two leases, the semaphore mutex, a multi-lock over two paths; random
+//! timeouts, random cancellations) while a nemesis kills and pauses the leader, partitions
+//! clients, expires their sessions and loses the server's replies to them. Every critical
+//! section goes through a fenced register per exclusive lock path and into one shared history.
+//!
+//! The run then checks each recipe's rule against the history (exclusion for the mutexes and
+//! each path of the multi-lock, readers-writers for the read-write lock, at most two leases for
+//! the semaphore), that no holder's access was refused by a fence while it believed it held, that
+//! no error other than a documented loss came back, that the faults really happened and holders
+//! were told of losses, that every client gets every recipe back once the faults stop, and that
+//! no node is left under any lock path.
 //!
 //! Sessions expire the way they do in production: a client is partitioned for longer than the
 //! session timeout and the server expires it. (Curator's KillSession trick, which closes a
@@ -11,363 +18,235 @@
 //! operator deleting its node; only fencing protects there, and `expire_session` tests it
 //! elsewhere.)
 //!
-//! Bounded: `ZKLOCK_SOAK_SECS` seconds of faults (default 60), then at most about a minute of
-//! recovery and checks. Prints one summary line beginning with `soak:`.
+//! Bounded: `ZKLOCK_SOAK_SECS` seconds of faults (default 60), then at most about half a minute
+//! of recovery and checks. `ZKLOCK_SOAK_SEED` fixes the random choices (the timing still varies).
+//! Prints one summary line beginning with `soak:`.
 
 mod common;
+mod soak;
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use zklock::{Error, InterProcessMutex, LockGuard};
+use fastrand::Rng;
+use tokio::sync::watch;
+use zklock::Error;
 use zklock_testcontainers::{Ensemble, Proxy};
 use zookeeper_client::Client;
 
-const CLIENTS: usize = 4;
-const SESSION_TIMEOUT: Duration = Duration::from_secs(6);
+use soak::client::{Slot, SESSION_TIMEOUT};
+use soak::fence::Fences;
+use soak::history::check;
+use soak::recipe::{Locks, Paths, Recipe, Resource, MAX_LEASES};
+use soak::tally::{get, Tally};
+use soak::{nemesis, worker, Run};
 
-/// A resource that refuses writes carrying a token lower than the highest it has accepted.
-#[derive(Default)]
-struct FencedRegister {
-    highest: i64,
-}
-
-impl FencedRegister {
-    fn write(&mut self, token: i64) -> bool {
-        if token < self.highest {
-            return false;
-        }
-        self.highest = token;
-        true
-    }
-}
-
-/// One critical section as the holder saw it.
-struct Section {
-    client: usize,
-    start: Instant,
-    /// When it stopped: before its release, or when it was told the lock was lost.
-    end: Instant,
-}
-
-#[derive(Default)]
-struct Counts {
-    acquisitions: AtomicU64,
-    timeouts: AtomicU64,
-    cancellations: AtomicU64,
-    losses: AtomicU64,
-    reconnects: AtomicU64,
-    stale_rejected_after_loss: AtomicU64,
-    stale_accepted_while_held: AtomicU64,
-    other_errors: AtomicU64,
-    kills: AtomicU64,
-    pauses: AtomicU64,
-    partitions: AtomicU64,
-    expiries: AtomicU64,
-}
-
-struct Shared {
-    register: Mutex<FencedRegister>,
-    sections: Mutex<Vec<Section>>,
-    counts: Counts,
-    stop: AtomicBool,
-    lock_path: String,
-    /// The client in a critical section, if any: the nemesis likes to partition it.
-    holder: Mutex<Option<usize>>,
-}
-
-/// A client slot the nemesis can reach: the current client of a worker and its proxy.
-struct Slot {
-    proxy: Proxy,
-    client: Mutex<Option<Client>>,
-}
-
-async fn connect_through(proxy: &Proxy) -> Option<Client> {
-    let connect_string = proxy.connect_string();
-    let connecting = Client::connector().with_session_timeout(SESSION_TIMEOUT).connect(&connect_string);
-    tokio::time::timeout(SESSION_TIMEOUT * 2, connecting).await.ok()?.ok()
-}
+const CLIENTS: usize = 5;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn fault_soak() {
+async fn every_recipe_keeps_its_rule_through_faults() {
     let seconds: u64 = std::env::var("ZKLOCK_SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
+    let seed: u64 =
+        std::env::var("ZKLOCK_SOAK_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| fastrand::u64(..));
     let ensemble = tokio::task::block_in_place(|| Ensemble::start(3)).expect("start an ensemble");
-    let shared = Arc::new(Shared {
-        register: Mutex::default(),
-        sections: Mutex::default(),
-        counts: Counts::default(),
-        stop: AtomicBool::new(false),
-        lock_path: common::unique_path("soak"),
-        holder: Mutex::default(),
+    let run = Arc::new(Run {
+        paths: Paths::unique(),
+        slots: (0..CLIENTS).map(|_| Slot::new(Proxy::start_many(&ensemble.addresses()).unwrap())).collect(),
+        tally: Tally::default(),
+        fences: Fences::default(),
+        history: Mutex::default(),
+        stop: watch::Sender::new(false),
     });
-    let slots: Arc<Vec<Slot>> = Arc::new(
-        (0..CLIENTS)
-            .map(|_| Slot { proxy: Proxy::start_many(&ensemble.addresses()).unwrap(), client: Mutex::new(None) })
-            .collect(),
-    );
 
-    let workers: Vec<_> =
-        (0..CLIENTS).map(|index| tokio::spawn(worker(index, Arc::clone(&slots), Arc::clone(&shared)))).collect();
+    let workers: Vec<_> = (0..CLIENTS)
+        .map(|index| {
+            let run = Arc::clone(&run);
+            let mut rng = Rng::with_seed(seed.wrapping_add(1 + index as u64));
+            tokio::spawn(async move { worker::work(index, &run, &mut rng).await })
+        })
+        .collect();
     let nemesis = {
-        let (slots, shared) = (Arc::clone(&slots), Arc::clone(&shared));
-        tokio::task::spawn_blocking(move || nemesis(ensemble, &slots, &shared, Duration::from_secs(seconds)))
+        let run = Arc::clone(&run);
+        let mut rng = Rng::with_seed(seed);
+        tokio::task::spawn_blocking(move || {
+            nemesis::run(ensemble, &run.slots, &run.tally.faults, Duration::from_secs(seconds), &mut rng)
+        })
     };
     let ensemble = nemesis.await.unwrap();
-    shared.stop.store(true, Ordering::SeqCst);
+    run.stop.send_replace(true);
     for worker in workers {
         worker.await.unwrap();
     }
 
-    // Faults are over: every client must get the lock within the session timeout and a few
-    // seconds (a partitioned client may first have to find out that its session expired).
-    let recovery_budget = SESSION_TIMEOUT + Duration::from_secs(15);
-    let mut slowest = Duration::ZERO;
-    for (index, slot) in slots.iter().enumerate() {
-        let started = Instant::now();
-        let acquired = tokio::time::timeout(recovery_budget, async {
-            loop {
-                let client = current_client(slot).await;
-                let mutex = InterProcessMutex::new(&client, &shared.lock_path).unwrap();
-                match mutex.acquire_timeout(recovery_budget).await {
-                    Ok(Some(guard)) => return guard.release().await.is_ok(),
-                    Err(Error::SessionExpired | Error::SessionClosed) => *slot.client.lock().unwrap() = None,
-                    _ => return false,
-                }
-            }
+    // Faults are over: every client must get every recipe back within the session timeout and
+    // a few seconds (a partitioned client may first have to find out that its session expired).
+    let recovery_started = Instant::now();
+    let deadline = recovery_started + SESSION_TIMEOUT + Duration::from_secs(20);
+    let recoveries: Vec<_> = (0..CLIENTS)
+        .map(|index| {
+            let run = Arc::clone(&run);
+            tokio::spawn(async move { recover(&run.slots[index], &run.paths, deadline).await })
         })
-        .await;
-        assert_eq!(acquired, Ok(true), "client {index} did not get the lock back within {recovery_budget:?}");
-        slowest = slowest.max(started.elapsed());
+        .collect();
+    let mut unrecovered = Vec::new();
+    for (index, recovery) in recoveries.into_iter().enumerate() {
+        unrecovered.extend(recovery.await.unwrap().into_iter().map(|recipe| (index, recipe)));
     }
+    let recovery_took = recovery_started.elapsed();
 
-    // No orphans: once every client is gone, nothing is left in the queue.
-    for slot in slots.iter() {
-        slot.client.lock().unwrap().take();
+    // No orphans: once every client is gone, no lock or lease node is left.
+    for slot in &run.slots {
+        slot.forget_client();
     }
     let observer = Client::connect(&ensemble.connect_string()).await.unwrap();
-    let mut left = Vec::new();
+    let mut orphans = Vec::new();
     for _ in 0..200 {
-        left = common::children(&observer, &shared.lock_path).await;
-        if left.is_empty() {
+        orphans = Vec::new();
+        for (resource, path) in run.paths.all() {
+            orphans.extend(ephemerals_under(&observer, path).await.into_iter().map(|node| (resource, node)));
+        }
+        if orphans.is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    let overlaps = overlaps(&shared.sections.lock().unwrap());
-    let counts = &shared.counts;
-    let stale_held = counts.stale_accepted_while_held.load(Ordering::SeqCst);
-    let violations = overlaps + stale_held + left.len() as u64;
-    let get = |counter: &AtomicU64| counter.load(Ordering::SeqCst);
+    let checked = check(&run.history.lock().unwrap());
+    let conflicts = &checked.conflicts;
+    for conflict in conflicts {
+        eprintln!("soak: conflict: {}", conflict.description);
+    }
+    for (index, recipe) in &unrecovered {
+        eprintln!("soak: client {index} did not get the {} back after the faults", recipe.name());
+    }
+    for (_, node) in &orphans {
+        eprintln!("soak: orphan {node}");
+    }
+    let tally = &run.tally;
+    let violations_of = |recipe: Recipe| {
+        let counts = tally.of(recipe);
+        get(&counts.errors)
+            + get(&counts.stale_while_held)
+            + conflicts.iter().filter(|conflict| conflict.recipe == recipe).count() as u64
+            + unrecovered.iter().filter(|(_, unrecovered)| *unrecovered == recipe).count() as u64
+            + orphans.iter().filter(|(resource, node)| orphan_recipe(*resource, node) == recipe).count() as u64
+    };
+    let per_recipe: Vec<String> = Recipe::ALL
+        .iter()
+        .map(|&recipe| {
+            let counts = tally.of(recipe);
+            format!(
+                "{} acq={} timeouts={} cancels={} losses={} violations={}",
+                recipe.name(),
+                get(&counts.acquisitions),
+                get(&counts.timeouts),
+                get(&counts.cancellations),
+                get(&counts.losses),
+                violations_of(recipe)
+            )
+        })
+        .collect();
+    let violations: u64 = Recipe::ALL.iter().map(|&recipe| violations_of(recipe)).sum();
+    let faults = &tally.faults;
+    let peak = |resource| checked.peaks.get(&resource).copied().unwrap_or(0);
+    let (readers, leases) = (peak(Resource::ReadWrite), peak(Resource::Semaphore));
+    let stale_after_loss: u64 = Recipe::ALL.iter().map(|&recipe| get(&tally.of(recipe).stale_after_loss)).sum();
     // Written to stderr directly, past the test harness's capture, so CI logs always show it.
     let _ = writeln!(
         std::io::stderr(),
-        "soak: {seconds}s of faults, {CLIENTS} clients, 3-node ensemble, session {}s | acquisitions={} timeouts={} \
-         cancellations={} faults={} (leader kills={} leader pauses={} partitions={} expiries={}) losses signalled={} \
-         reconnects={} stale writes refused after loss={} errors={} | violations={violations} (stale while held={stale_held} \
-         overlaps={overlaps} orphans={}) | slowest recovery {:.1}s",
+        "soak: seed={seed} {seconds}s of faults, {CLIENTS} clients, 3-node ensemble, session {}s | {} | faults: \
+         leader kills={} leader pauses={} partitions={} expiries={} lost replies={} | losses signalled={} reconnects={} fenced \
+         after loss={stale_after_loss} | most at once: readers={readers} leases={leases} | violations={violations} (conflicts={} unrecovered={} orphans={}) | recovery \
+         {:.1}s",
         SESSION_TIMEOUT.as_secs(),
-        get(&counts.acquisitions),
-        get(&counts.timeouts),
-        get(&counts.cancellations),
-        get(&counts.kills) + get(&counts.pauses) + get(&counts.partitions) + get(&counts.expiries),
-        get(&counts.kills),
-        get(&counts.pauses),
-        get(&counts.partitions),
-        get(&counts.expiries),
-        get(&counts.losses),
-        get(&counts.reconnects),
-        get(&counts.stale_rejected_after_loss),
-        get(&counts.other_errors),
-        left.len(),
-        slowest.as_secs_f64(),
+        per_recipe.join(" | "),
+        get(&faults.kills),
+        get(&faults.pauses),
+        get(&faults.partitions),
+        get(&faults.expiries),
+        get(&faults.lost_replies),
+        tally.losses(),
+        get(&tally.reconnects),
+        conflicts.len(),
+        unrecovered.len(),
+        orphans.len(),
+        recovery_took.as_secs_f64(),
     );
-    assert!(get(&counts.acquisitions) > 0, "nobody ever got the lock");
     assert_eq!(violations, 0, "see the soak line above");
+    for recipe in Recipe::ALL {
+        assert!(get(&tally.of(recipe).acquisitions) > 0, "nobody ever got the {}", recipe.name());
+    }
+    for (fault, count) in [
+        ("leader kills", &faults.kills),
+        ("leader pauses", &faults.pauses),
+        ("partitions", &faults.partitions),
+        ("expiries", &faults.expiries),
+        ("lost replies", &faults.lost_replies),
+    ] {
+        assert!(get(count) > 0, "no {fault} happened: the run did not test them");
+    }
+    assert!(tally.losses() > 0, "no holder was told of a loss: the run did not test losses");
+    assert!(readers > 1, "readers never shared the read-write lock: the run did not test its rule");
+    assert_eq!(leases, MAX_LEASES, "the semaphore's leases were never all taken: the run did not test its rule");
     drop(ensemble);
 }
 
-/// The worker's current client, reconnecting through its proxy when there is none.
-async fn current_client(slot: &Slot) -> Client {
-    loop {
-        if let Some(client) = slot.client.lock().unwrap().clone() {
-            return client;
-        }
-        if let Some(client) = connect_through(&slot.proxy).await {
-            *slot.client.lock().unwrap() = Some(client.clone());
-            return client;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-async fn worker(index: usize, slots: Arc<Vec<Slot>>, shared: Arc<Shared>) {
-    let slot = &slots[index];
-    let counts = &shared.counts;
-    let mut mutex: Option<(i64, InterProcessMutex)> = None;
-    while !shared.stop.load(Ordering::SeqCst) {
-        let client = current_client(slot).await;
-        let session = client.session_id().0;
-        if mutex.as_ref().is_none_or(|(owner, _)| *owner != session) {
-            mutex = Some((session, InterProcessMutex::new(&client, &shared.lock_path).unwrap()));
-        }
-        let lock = &mutex.as_ref().unwrap().1;
-        let attempt = if fastrand::u8(0..10) < 2 {
-            // Cancel the acquire after a few milliseconds, wherever it is.
-            match tokio::time::timeout(Duration::from_millis(fastrand::u64(1..50)), lock.acquire()).await {
-                Ok(outcome) => outcome.map(Some),
-                Err(_) => {
-                    counts.cancellations.fetch_add(1, Ordering::SeqCst);
-                    continue;
+/// Takes and releases every recipe once through the slot's client (a new one if its session
+/// ended) before `deadline`; returns the recipes it could not get back.
+async fn recover(slot: &Slot, paths: &Paths, deadline: Instant) -> Vec<Recipe> {
+    let mut unrecovered = Vec::new();
+    for recipe in Recipe::ALL {
+        let once = async {
+            loop {
+                let client = slot.client().await;
+                let locks = Locks::new(&client, paths);
+                let outcome = locks.acquire_timeout(recipe, deadline.saturating_duration_since(Instant::now())).await;
+                match outcome {
+                    Ok(Some(held)) => return held.release().await.map(|()| true),
+                    Ok(None) => return Ok(false),
+                    Err(Error::SessionExpired | Error::SessionClosed) => slot.forget_client(),
+                    Err(err) => return Err(err),
                 }
             }
-        } else {
-            lock.acquire_timeout(Duration::from_millis(fastrand::u64(200..3_000))).await
         };
-        match attempt {
-            Ok(Some(guard)) => critical_section(index, guard, &shared).await,
-            Ok(None) => {
-                counts.timeouts.fetch_add(1, Ordering::SeqCst);
+        match tokio::time::timeout_at(deadline.into(), once).await {
+            Ok(Ok(true)) => {}
+            Ok(Err(err)) => {
+                eprintln!("soak: recovering the {}: {err}", recipe.name());
+                unrecovered.push(recipe);
             }
-            Err(Error::SessionExpired | Error::SessionClosed) => {
-                counts.reconnects.fetch_add(1, Ordering::SeqCst);
-                slot.client.lock().unwrap().take();
-            }
-            Err(err) => {
-                counts.other_errors.fetch_add(1, Ordering::SeqCst);
-                eprintln!("soak client {index}: {err}");
-            }
+            _ => unrecovered.push(recipe),
         }
     }
+    unrecovered
 }
 
-async fn critical_section(index: usize, guard: LockGuard, shared: &Shared) {
-    let counts = &shared.counts;
-    counts.acquisitions.fetch_add(1, Ordering::SeqCst);
-    let start = Instant::now();
-    *shared.holder.lock().unwrap() = Some(index);
-    let mut lost = !fenced_write(&guard, shared);
-    if !lost {
-        tokio::select! {
-            _ = tokio::time::sleep(hold_time()) => {
-                lost = !fenced_write(&guard, shared);
+/// The ephemeral nodes anywhere under `path` (a semaphore keeps its nodes one level down).
+async fn ephemerals_under(client: &Client, path: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut to_list = vec![path.to_owned()];
+    while let Some(parent) = to_list.pop() {
+        for child in common::children(client, &parent).await {
+            let child = format!("{parent}/{child}");
+            match client.check_stat(&child).await {
+                Ok(Some(stat)) if stat.ephemeral_owner != 0 => found.push(child),
+                Ok(Some(_)) => to_list.push(child),
+                _ => {}
             }
-            _ = guard.lost() => lost = true,
         }
     }
-    if lost {
-        counts.losses.fetch_add(1, Ordering::SeqCst);
-    }
-    shared.sections.lock().unwrap().push(Section { client: index, start, end: Instant::now() });
-    *shared.holder.lock().unwrap() = None;
-    // A lost lock's release reports the loss; that is expected here.
-    let _ = guard.release().await;
+    found
 }
 
-/// Mostly short critical sections; one in ten long enough to meet a fault while holding.
-fn hold_time() -> Duration {
-    Duration::from_millis(if fastrand::u8(0..10) == 0 { fastrand::u64(2_000..12_000) } else { fastrand::u64(1..40) })
-}
-
-/// Writes with the guard's token while it believes it holds; `false` once it knows it does not.
-fn fenced_write(guard: &LockGuard, shared: &Shared) -> bool {
-    let mut register = shared.register.lock().unwrap();
-    let believed_held = guard.is_held();
-    let accepted = register.write(guard.fencing_token());
-    match (believed_held, accepted) {
-        (true, true) => true,
-        (true, false) => {
-            // The holder was not told: a stale token reached the resource.
-            shared.counts.stale_accepted_while_held.fetch_add(1, Ordering::SeqCst);
-            eprintln!("soak: stale token {} refused from a holder that believed it held", guard.fencing_token());
-            false
-        }
-        (false, accepted) => {
-            if !accepted {
-                shared.counts.stale_rejected_after_loss.fetch_add(1, Ordering::SeqCst);
-            }
-            false
-        }
-    }
-}
-
-/// Pairs of sections of different clients that overlap in time. Each section ends when its
-/// holder stopped working or learned of its loss, so any overlap is a violation.
-fn overlaps(sections: &[Section]) -> u64 {
-    let mut sorted: Vec<&Section> = sections.iter().collect();
-    sorted.sort_by_key(|s| s.start);
-    let mut count = 0;
-    let mut latest: Option<&Section> = None;
-    for section in sorted {
-        if let Some(previous) = latest {
-            if section.start < previous.end && section.client != previous.client {
-                eprintln!("soak: client {} started while client {} still held", section.client, previous.client);
-                count += 1;
-            }
-        }
-        if latest.is_none_or(|previous| section.end > previous.end) {
-            latest = Some(section);
-        }
-    }
-    count
-}
-
-/// Injects faults until `duration` has passed, then heals everything and returns the ensemble.
-fn nemesis(mut ensemble: Ensemble, slots: &[Slot], shared: &Shared, duration: Duration) -> Ensemble {
-    let counts = &shared.counts;
-    let started = Instant::now();
-    while started.elapsed() < duration {
-        std::thread::sleep(Duration::from_millis(fastrand::u64(1_000..3_000)));
-        match fastrand::u8(0..4) {
-            0 => {
-                if let Some(leader) = ensemble.leader() {
-                    counts.kills.fetch_add(1, Ordering::SeqCst);
-                    ensemble.kill(leader);
-                    std::thread::sleep(Duration::from_millis(fastrand::u64(500..3_000)));
-                    ensemble.restart(leader).expect("restart the killed leader");
-                }
-            }
-            1 => {
-                if let Some(leader) = ensemble.leader() {
-                    counts.pauses.fetch_add(1, Ordering::SeqCst);
-                    ensemble.pause(leader);
-                    std::thread::sleep(Duration::from_millis(fastrand::u64(500..4_000)));
-                    ensemble.resume(leader);
-                }
-            }
-            2 => {
-                // Shorter than the session timeout: sometimes within the loss grace, sometimes past it.
-                let slot = &slots[victim(slots.len(), shared)];
-                counts.partitions.fetch_add(1, Ordering::SeqCst);
-                slot.proxy.blackhole();
-                std::thread::sleep(Duration::from_millis(fastrand::u64(300..4_000)));
-                slot.proxy.heal();
-            }
-            _ => {
-                // Past the session timeout: the server expires the session.
-                let slot = &slots[victim(slots.len(), shared)];
-                counts.expiries.fetch_add(1, Ordering::SeqCst);
-                slot.proxy.blackhole();
-                std::thread::sleep(SESSION_TIMEOUT + Duration::from_millis(fastrand::u64(1_500..4_000)));
-                slot.proxy.heal();
-            }
-        }
-        let _ = ensemble.wait_for_quorum(Duration::from_secs(60));
-    }
-    for slot in slots {
-        slot.proxy.heal();
-    }
-    ensemble.wait_for_quorum(Duration::from_secs(60)).expect("the ensemble recovers");
-    ensemble
-}
-
-/// The client to partition: the current holder half of the time, else anyone.
-fn victim(clients: usize, shared: &Shared) -> usize {
-    let holder = *shared.holder.lock().unwrap();
-    match holder {
-        Some(holder) if fastrand::bool() => holder,
-        _ => fastrand::usize(0..clients),
+/// The recipe that left `node` under the path of `resource`.
+fn orphan_recipe(resource: Resource, node: &str) -> Recipe {
+    match resource {
+        Resource::Mutex => Recipe::Mutex,
+        Resource::ReadWrite if node.contains("__READ__") => Recipe::Read,
+        Resource::ReadWrite => Recipe::Write,
+        Resource::Semaphore => Recipe::Semaphore,
+        Resource::SemaphoreMutex => Recipe::SemaphoreMutex,
+        Resource::Multi(_) => Recipe::MultiLock,
     }
 }

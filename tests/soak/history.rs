@@ -1,0 +1,146 @@
+//! The shared history of critical sections, and the check of each recipe's rule against it.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use super::recipe::{Mode, Recipe, Resource, MAX_LEASES};
+
+/// One critical section on one resource, as its holder saw it.
+#[derive(Clone, Debug)]
+pub struct Section {
+    pub client: usize,
+    pub recipe: Recipe,
+    pub resource: Resource,
+    pub start: Instant,
+    /// When the holder stopped: before its release, or when it was told of its loss. The
+    /// holder was not relying on the lock after this, so any overlap past it is not a conflict.
+    pub end: Instant,
+    pub token: i64,
+    /// Whether the holder was told of a loss (that is what ended the section).
+    pub told_lost: bool,
+}
+
+/// A section that began while sections already on its resource excluded it.
+#[derive(Debug)]
+pub struct Conflict {
+    pub recipe: Recipe,
+    pub resource: Resource,
+    /// The fencing token of the section that began.
+    pub token: i64,
+    pub description: String,
+}
+
+/// What the history shows.
+#[derive(Debug, Default)]
+pub struct Checked {
+    pub conflicts: Vec<Conflict>,
+    /// The most sections seen at once on each resource: proof that sharing (readers, leases)
+    /// really happened, so their rule was put to the test.
+    pub peaks: BTreeMap<Resource, usize>,
+}
+
+/// Checks every resource's sections against its rule: exclusive sections overlap nothing,
+/// readers overlap readers only, and at most `MAX_LEASES` leases overlap. A section's `end` is
+/// when its holder stopped relying on the lock, so every overlap left is a violation.
+pub fn check(sections: &[Section]) -> Checked {
+    let mut by_resource: BTreeMap<Resource, Vec<&Section>> = BTreeMap::new();
+    for section in sections {
+        by_resource.entry(section.resource).or_default().push(section);
+    }
+    let mut checked = Checked::default();
+    for (resource, mut sections) in by_resource {
+        sections.sort_by_key(|section| section.start);
+        let mut active: Vec<&Section> = Vec::new();
+        for section in sections {
+            active.retain(|earlier| earlier.end > section.start);
+            if !admits(&active, section.recipe.mode()) {
+                let holders: Vec<String> = active
+                    .iter()
+                    .map(|earlier| {
+                        let told = if earlier.told_lost { ", told of its loss at its end" } else { "" };
+                        format!("client {} ({}, token {}{told})", earlier.client, earlier.recipe.name(), earlier.token)
+                    })
+                    .collect();
+                checked.conflicts.push(Conflict {
+                    recipe: section.recipe,
+                    resource,
+                    token: section.token,
+                    description: format!(
+                        "{resource:?}: client {} ({}, token {}) began while {} held",
+                        section.client,
+                        section.recipe.name(),
+                        section.token,
+                        holders.join(", ")
+                    ),
+                });
+            }
+            active.push(section);
+            let peak = checked.peaks.entry(resource).or_default();
+            *peak = (*peak).max(active.len());
+        }
+    }
+    checked
+}
+
+/// Whether a section of `mode` may begin while `active` sections hold the same resource.
+fn admits(active: &[&Section], mode: Mode) -> bool {
+    match mode {
+        Mode::Exclusive => active.is_empty(),
+        Mode::Shared => active.iter().all(|earlier| earlier.recipe.mode() == Mode::Shared),
+        Mode::Lease => active.iter().all(|earlier| earlier.recipe.mode() == Mode::Lease) && active.len() < MAX_LEASES,
+    }
+}
+
+#[test]
+fn check_flags_each_broken_rule_and_nothing_else() {
+    use Recipe::*;
+    use Resource::{Multi, ReadWrite};
+    let base = Instant::now();
+    // (client, recipe, resource, from ms, to ms, whether it breaks the rule): allowed sharing
+    // first, then each rule broken once.
+    let history = [
+        (0, Mutex, Resource::Mutex, 0, 10, false),
+        (1, Mutex, Resource::Mutex, 10, 20, false),
+        (0, Read, ReadWrite, 0, 10, false),
+        (1, Read, ReadWrite, 5, 15, false),
+        (2, Write, ReadWrite, 15, 20, false),
+        (0, Semaphore, Resource::Semaphore, 0, 10, false),
+        (1, Semaphore, Resource::Semaphore, 5, 15, false),
+        (2, Semaphore, Resource::Semaphore, 10, 20, false),
+        (0, MultiLock, Multi(0), 0, 10, false),
+        (1, MultiLock, Multi(1), 5, 10, false),
+        (0, SemaphoreMutex, Resource::SemaphoreMutex, 100, 110, false),
+        (1, SemaphoreMutex, Resource::SemaphoreMutex, 109, 120, true),
+        (0, Read, ReadWrite, 100, 110, false),
+        (1, Write, ReadWrite, 105, 115, true),
+        (2, Write, ReadWrite, 120, 130, false),
+        (3, Read, ReadWrite, 125, 135, true),
+        (0, Semaphore, Resource::Semaphore, 100, 110, false),
+        (1, Semaphore, Resource::Semaphore, 101, 110, false),
+        (2, Semaphore, Resource::Semaphore, 102, 110, true),
+        (0, MultiLock, Multi(1), 100, 110, false),
+        (1, MultiLock, Multi(1), 105, 110, true),
+    ];
+    let sections: Vec<Section> = history
+        .iter()
+        .map(|&(client, recipe, resource, from, to, _)| Section {
+            client,
+            recipe,
+            resource,
+            start: base + std::time::Duration::from_millis(from),
+            end: base + std::time::Duration::from_millis(to),
+            token: from as i64,
+            told_lost: false,
+        })
+        .collect();
+    let checked = check(&sections);
+    let mut found: Vec<(Resource, i64)> =
+        checked.conflicts.iter().map(|conflict| (conflict.resource, conflict.token)).collect();
+    found.sort();
+    let mut breaking: Vec<(Resource, i64)> =
+        history.iter().filter(|row| row.5).map(|&(_, _, resource, from, ..)| (resource, from as i64)).collect();
+    breaking.sort();
+    assert_eq!(found, breaking, "{checked:?}");
+    let peaks: Vec<usize> = checked.peaks.values().copied().collect();
+    assert_eq!(peaks, [1, 2, 3, 2, 1, 2], "mutex (back to back), readers, leases, mutex, multi paths");
+}

@@ -1,0 +1,52 @@
+//! The parts of the fault soak (`tests/fault_soak.rs`), one concept per file.
+
+pub mod client;
+pub mod fence;
+pub mod history;
+pub mod nemesis;
+pub mod recipe;
+pub mod tally;
+pub mod worker;
+
+use std::sync::Mutex;
+
+use tokio::sync::watch;
+use zklock::Error;
+
+use client::Slot;
+use fence::Fences;
+use history::Section;
+use recipe::{Paths, Recipe};
+use tally::{bump, Tally};
+
+/// Everything the workers, the nemesis and the checks share.
+pub struct Run {
+    pub paths: Paths,
+    pub slots: Vec<Slot>,
+    pub tally: Tally,
+    pub fences: Fences,
+    pub history: Mutex<Vec<Section>>,
+    /// Set when the faults are over: workers finish their round and stop.
+    pub stop: watch::Sender<bool>,
+}
+
+impl Run {
+    /// Accounts for an error of client `index` doing `what` with `recipe`: a documented loss
+    /// (the session ended, the lock was lost, or, once a fault has happened, its node was
+    /// deleted) is expected; any other error is a violation. A client whose session ended is
+    /// replaced.
+    pub fn failed(&self, index: usize, recipe: Recipe, what: &str, err: Error) {
+        match err {
+            Error::SessionExpired | Error::SessionClosed => {
+                bump(&self.tally.reconnects);
+                self.slots[index].forget_client();
+            }
+            Error::LockLost(_) => {}
+            Error::LockNodeDeleted { .. } if self.tally.faults.total() > 0 => {}
+            err => {
+                bump(&self.tally.of(recipe).errors);
+                eprintln!("soak: client {index} {what} {}: unexpected error: {err}", recipe.name());
+            }
+        }
+    }
+}

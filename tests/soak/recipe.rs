@@ -1,0 +1,214 @@
+//! The recipes the soak mixes, their lock paths, and a hold of any of them.
+
+use std::time::Duration;
+
+use zklock::{
+    InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    InterProcessSemaphoreV2, Lease, LockGuard, MultiLockGuard, Result,
+};
+use zookeeper_client::Client;
+
+/// Leases of the soak's semaphore: more than one, so holders really share it.
+pub const MAX_LEASES: usize = 2;
+
+/// One way of taking a lock; each has its own path(s), except that both sides of the
+/// read-write lock share one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recipe {
+    Mutex,
+    Write,
+    Read,
+    Semaphore,
+    SemaphoreMutex,
+    MultiLock,
+}
+
+impl Recipe {
+    pub const ALL: [Recipe; 6] =
+        [Recipe::Mutex, Recipe::Write, Recipe::Read, Recipe::Semaphore, Recipe::SemaphoreMutex, Recipe::MultiLock];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Recipe::Mutex => "mutex",
+            Recipe::Write => "rw-write",
+            Recipe::Read => "rw-read",
+            Recipe::Semaphore => "semaphore",
+            Recipe::SemaphoreMutex => "semaphore-mutex",
+            Recipe::MultiLock => "multi-lock",
+        }
+    }
+
+    /// Its position in [`Recipe::ALL`], for per-recipe tables.
+    pub fn index(self) -> usize {
+        Recipe::ALL.iter().position(|&recipe| recipe == self).unwrap()
+    }
+
+    /// How a hold of it may share its resources.
+    pub fn mode(self) -> Mode {
+        match self {
+            Recipe::Read => Mode::Shared,
+            Recipe::Semaphore => Mode::Lease,
+            Recipe::Mutex | Recipe::Write | Recipe::SemaphoreMutex | Recipe::MultiLock => Mode::Exclusive,
+        }
+    }
+}
+
+/// How a critical section may overlap others on the same resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Alone.
+    Exclusive,
+    /// With other `Shared` sections only (readers).
+    Shared,
+    /// With at most `MAX_LEASES - 1` other leases.
+    Lease,
+}
+
+/// What a critical section occupies: one lock path (the multi-lock occupies two).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Resource {
+    Mutex,
+    ReadWrite,
+    Semaphore,
+    SemaphoreMutex,
+    Multi(usize),
+}
+
+/// The lock paths of one run.
+pub struct Paths {
+    pub mutex: String,
+    pub read_write: String,
+    pub semaphore: String,
+    pub semaphore_mutex: String,
+    pub multi: [String; 2],
+}
+
+impl Paths {
+    pub fn unique() -> Self {
+        let path = crate::common::unique_path;
+        Paths {
+            mutex: path("soak-mutex"),
+            read_write: path("soak-rw"),
+            semaphore: path("soak-semaphore"),
+            semaphore_mutex: path("soak-semaphore-mutex"),
+            multi: [path("soak-multi-a"), path("soak-multi-b")],
+        }
+    }
+
+    /// Every lock path with the resource it stands for.
+    pub fn all(&self) -> Vec<(Resource, &str)> {
+        vec![
+            (Resource::Mutex, &self.mutex),
+            (Resource::ReadWrite, &self.read_write),
+            (Resource::Semaphore, &self.semaphore),
+            (Resource::SemaphoreMutex, &self.semaphore_mutex),
+            (Resource::Multi(0), &self.multi[0]),
+            (Resource::Multi(1), &self.multi[1]),
+        ]
+    }
+}
+
+/// One lock object per recipe, for one session; each is used by one task, one acquire at a time.
+pub struct Locks {
+    mutex: InterProcessMutex,
+    read_write: InterProcessReadWriteLock,
+    semaphore: InterProcessSemaphoreV2,
+    semaphore_mutex: InterProcessSemaphoreMutex,
+    multi: InterProcessMultiLock,
+}
+
+impl Locks {
+    pub fn new(client: &Client, paths: &Paths) -> Self {
+        let multi: Vec<&str> = paths.multi.iter().map(String::as_str).collect();
+        Locks {
+            mutex: InterProcessMutex::new(client, &paths.mutex).unwrap(),
+            read_write: InterProcessReadWriteLock::new(client, &paths.read_write).unwrap(),
+            semaphore: InterProcessSemaphoreV2::new(client, &paths.semaphore, MAX_LEASES as u32).unwrap(),
+            semaphore_mutex: InterProcessSemaphoreMutex::new(client, &paths.semaphore_mutex).unwrap(),
+            multi: InterProcessMultiLock::from_paths(client, &multi).unwrap(),
+        }
+    }
+
+    /// Takes `recipe` within `timeout`: `Ok(None)` when it timed out.
+    pub async fn acquire_timeout(&self, recipe: Recipe, timeout: Duration) -> Result<Option<Held>> {
+        Ok(match recipe {
+            Recipe::Mutex => self.mutex.acquire_timeout(timeout).await?.map(|g| Held::Guard(Resource::Mutex, g)),
+            Recipe::Write => self
+                .read_write
+                .write_lock()
+                .acquire_timeout(timeout)
+                .await?
+                .map(|g| Held::Guard(Resource::ReadWrite, g)),
+            Recipe::Read => {
+                self.read_write.read_lock().acquire_timeout(timeout).await?.map(|g| Held::Guard(Resource::ReadWrite, g))
+            }
+            Recipe::Semaphore => {
+                self.semaphore.acquire_timeout(timeout).await?.map(|l| Held::Lease(Resource::Semaphore, l))
+            }
+            Recipe::SemaphoreMutex => {
+                self.semaphore_mutex.acquire_timeout(timeout).await?.map(|l| Held::Lease(Resource::SemaphoreMutex, l))
+            }
+            Recipe::MultiLock => self.multi.acquire_timeout(timeout).await?.map(Held::Multi),
+        })
+    }
+}
+
+/// A hold of any recipe.
+pub enum Held {
+    Guard(Resource, LockGuard),
+    Lease(Resource, Lease),
+    Multi(MultiLockGuard),
+}
+
+/// One resource a hold occupies: its fencing token and whether the holder believes it holds.
+pub struct Part {
+    pub resource: Resource,
+    pub token: i64,
+    pub believed_held: bool,
+}
+
+impl Held {
+    /// The resources held, each as the holder sees it now (no request).
+    pub fn parts(&self) -> Vec<Part> {
+        let guard_part = |resource, guard: &LockGuard| Part {
+            resource,
+            token: guard.fencing_token(),
+            believed_held: guard.is_held(),
+        };
+        match self {
+            Held::Guard(resource, guard) => vec![guard_part(*resource, guard)],
+            Held::Lease(resource, lease) => {
+                vec![Part { resource: *resource, token: lease.fencing_token(), believed_held: lease.is_held() }]
+            }
+            Held::Multi(multi) => multi
+                .guards()
+                .iter()
+                .enumerate()
+                .map(|(index, guard)| guard_part(Resource::Multi(index), guard))
+                .collect(),
+        }
+    }
+
+    /// Resolves when the holder is told that (part of) the hold is lost.
+    pub async fn lost(&self) {
+        match self {
+            Held::Guard(_, guard) => drop(guard.lost().await),
+            Held::Lease(_, lease) => drop(lease.lost().await),
+            Held::Multi(multi) => {
+                let [first, second] = multi.guards() else { unreachable!("the soak's multi-lock has two paths") };
+                tokio::select! {
+                    _ = first.lost() => {}
+                    _ = second.lost() => {}
+                }
+            }
+        }
+    }
+
+    pub async fn release(self) -> Result<()> {
+        match self {
+            Held::Guard(_, guard) => guard.release().await,
+            Held::Lease(_, lease) => lease.release().await,
+            Held::Multi(multi) => multi.release().await,
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! A client's rounds: pick a recipe, acquire it (with a timeout, or cancelled), use the
+//! resources it protects through their fences, and record the critical section.
+
+use std::time::{Duration, Instant};
+
+use fastrand::Rng;
+use tokio::sync::watch;
+
+use super::fence::Verdict;
+use super::history::Section;
+use super::recipe::{Held, Locks, Recipe};
+use super::tally::bump;
+use super::Run;
+
+pub async fn work(index: usize, run: &Run, rng: &mut Rng) {
+    let slot = &run.slots[index];
+    let mut stop = run.stop.subscribe();
+    let mut locks: Option<(i64, Locks)> = None;
+    while !*stop.borrow() {
+        let client = slot.client().await;
+        let session = client.session_id().0;
+        if locks.as_ref().is_none_or(|(owner, _)| *owner != session) {
+            locks = Some((session, Locks::new(&client, &run.paths)));
+        }
+        let locks = &locks.as_ref().unwrap().1;
+        let recipe = Recipe::ALL[rng.usize(..Recipe::ALL.len())];
+        let counts = run.tally.of(recipe);
+        let attempt = if rng.u8(0..10) < 2 {
+            // Cancel the acquire after a few milliseconds, wherever it is.
+            let cancel_after = Duration::from_millis(rng.u64(1..50));
+            match tokio::time::timeout(cancel_after, locks.acquire_timeout(recipe, Duration::from_secs(60))).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    bump(&counts.cancellations);
+                    continue;
+                }
+            }
+        } else {
+            locks.acquire_timeout(recipe, Duration::from_millis(rng.u64(200..3_000))).await
+        };
+        match attempt {
+            Ok(Some(held)) => critical_section(index, recipe, held, run, rng, &mut stop).await,
+            Ok(None) => bump(&counts.timeouts),
+            Err(err) => run.failed(index, recipe, "acquire", err),
+        }
+    }
+}
+
+async fn critical_section(
+    index: usize,
+    recipe: Recipe,
+    held: Held,
+    run: &Run,
+    rng: &mut Rng,
+    stop: &mut watch::Receiver<bool>,
+) {
+    let counts = run.tally.of(recipe);
+    bump(&counts.acquisitions);
+    let start = Instant::now();
+    let hold = hold_time(rng);
+    let holding_until = &run.slots[index].holding_until;
+    *holding_until.lock().unwrap() = Some(start + hold);
+    let mut told_lost = !access(run, recipe, &held);
+    if !told_lost {
+        tokio::select! {
+            _ = tokio::time::sleep(hold) => told_lost = !access(run, recipe, &held),
+            _ = held.lost() => told_lost = true,
+            _ = async { let _ = stop.wait_for(|stopped| *stopped).await; } => {}
+        }
+    }
+    let end = Instant::now();
+    *holding_until.lock().unwrap() = None;
+    if told_lost {
+        bump(&counts.losses);
+    }
+    run.history.lock().unwrap().extend(held.parts().into_iter().map(|part| Section {
+        client: index,
+        recipe,
+        resource: part.resource,
+        start,
+        end,
+        token: part.token,
+        told_lost,
+    }));
+    // A lost hold's release reports the loss; `failed` expects that.
+    if let Err(err) = held.release().await {
+        run.failed(index, recipe, "release", err);
+    }
+}
+
+/// Mostly short critical sections; one in ten long enough to meet a fault while holding.
+fn hold_time(rng: &mut Rng) -> Duration {
+    Duration::from_millis(if rng.u8(0..10) == 0 { rng.u64(2_000..12_000) } else { rng.u64(1..40) })
+}
+
+/// Uses every resource the hold protects; `false` once the holder knows it lost (part of) it,
+/// or a fence refused it (a violation, counted here).
+fn access(run: &Run, recipe: Recipe, held: &Held) -> bool {
+    let counts = run.tally.of(recipe);
+    let verdicts = run.fences.access(recipe.mode(), || held.parts());
+    for verdict in &verdicts {
+        match verdict {
+            Verdict::Accepted | Verdict::KnownLost => {}
+            Verdict::RefusedAfterLoss => bump(&counts.stale_after_loss),
+            Verdict::RefusedWhileHeld => {
+                bump(&counts.stale_while_held);
+                eprintln!("soak: a {} holder's token was refused while it believed it held", recipe.name());
+            }
+        }
+    }
+    verdicts.iter().all(|verdict| *verdict == Verdict::Accepted)
+}
