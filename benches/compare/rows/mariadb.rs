@@ -14,8 +14,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, BufStream};
 use tokio::net::TcpStream;
 use uuid::Uuid;
 
+use crate::servers::LockServer;
 use crate::spawned::{find_program, free_port, Spawned};
-use crate::spin::{contend, time_cycles, Cycle};
+use crate::spin::Cycle;
 
 /// `ER_DUP_ENTRY`: the lock's row is there, someone holds it.
 const DUPLICATE_KEY: u16 = 1062;
@@ -31,11 +32,12 @@ pub struct MariaDb {
     process: Spawned,
 }
 
-impl MariaDb {
-    /// The server's process id, for its CPU time.
-    pub fn pid(&self) -> Option<u32> {
-        self.process.pid()
-    }
+impl LockServer for MariaDb {
+    const NAME: &'static str = "MariaDB unique-key insert, 1 ms retry";
+    const TAG: &'static str = "mariadb";
+    /// The `SHOW STATUS` that reads `Questions` is one.
+    const COUNTED_BY_A_READING: u64 = 1;
+    type Lock = TableLock;
 
     /// Makes a data directory with `mariadb-install-db`, starts `mariadbd` without grant
     /// tables, waits until it accepts a connection, and creates the lock table.
@@ -43,7 +45,7 @@ impl MariaDb {
     /// # Errors
     ///
     /// Why there is no MariaDB row: not installed, or it did not start within 30 s.
-    pub async fn start() -> Result<MariaDb, String> {
+    async fn start() -> Result<MariaDb, String> {
         let not_installed = "mariadb-server not installed (scripts/install-bench-deps)";
         let server = find_program("mariadbd").ok_or(not_installed)?;
         let install = find_program("mariadb-install-db").ok_or(not_installed)?;
@@ -95,37 +97,16 @@ impl MariaDb {
         Ok(MariaDb { address, process })
     }
 
-    /// One connection cycling on lock `name`: µs per timed cycle, and statements per cycle
-    /// (warmup included) from the server's own count.
-    pub async fn uncontended(&self, name: &str, warmup: usize, cycles: usize) -> Result<(Vec<f64>, f64), String> {
-        let mut lock = TableLock::open(self.address, name).await?;
-        let before = self.questions().await?;
-        let samples = time_cycles(&mut lock, warmup, cycles).await?;
-        let statements = self.questions_since(before).await?;
-        Ok((samples, statements as f64 / (warmup + cycles).max(1) as f64))
+    fn pid(&self) -> Option<u32> {
+        self.process.pid()
     }
 
-    /// `sessions` connections cycling on lock `name` for `duration`, a task each: acquisitions
-    /// per connection, exclusion violations, and statements per acquisition (retries included).
-    pub async fn contended(
-        &self,
-        name: &str,
-        sessions: usize,
-        duration: Duration,
-    ) -> Result<(Vec<u64>, u64, f64), String> {
-        let mut locks = Vec::with_capacity(sessions);
-        for _ in 0..sessions {
-            locks.push(TableLock::open(self.address, name).await?);
-        }
-        let before = self.questions().await?;
-        let (counts, violations) = contend(locks, duration).await?;
-        let statements = self.questions_since(before).await?;
-        let total: u64 = counts.iter().sum();
-        Ok((counts, violations, statements as f64 / total.max(1) as f64))
+    async fn lock(&self, name: &str) -> Result<TableLock, String> {
+        TableLock::open(self.address, name).await
     }
 
     /// The server's `Questions` status: statements received from clients.
-    async fn questions(&self) -> Result<u64, String> {
+    async fn requests(&self) -> Result<u64, String> {
         let mut connection = Connection::open(self.address).await?;
         let Answer::Rows(rows) = connection.query("SHOW GLOBAL STATUS LIKE 'Questions'").await? else {
             return Err("SHOW STATUS returned no rows".into());
@@ -133,15 +114,10 @@ impl MariaDb {
         let value = rows.first().and_then(|row| row.get(1)?.as_deref()?.parse().ok());
         value.ok_or_else(|| "SHOW STATUS has no Questions".into())
     }
-
-    /// Statements received since `before` was read, less the `SHOW STATUS` that read it.
-    async fn questions_since(&self, before: u64) -> Result<u64, String> {
-        Ok(self.questions().await?.saturating_sub(before + 1))
-    }
 }
 
 /// The table lock on one connection.
-struct TableLock {
+pub struct TableLock {
     connection: Connection,
     name: String,
 }

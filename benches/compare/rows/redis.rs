@@ -13,8 +13,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufStream};
 use tokio::net::TcpStream;
 use uuid::Uuid;
 
+use crate::servers::LockServer;
 use crate::spawned::{find_program, free_port, Spawned};
-use crate::spin::{contend, time_cycles, Cycle};
+use crate::spin::Cycle;
 
 /// Deletes the key only if it still holds our token (the recipe's release).
 const RELEASE: &str = "if redis.call('get',KEYS[1])==ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end";
@@ -26,18 +27,17 @@ pub struct Redis {
     process: Spawned,
 }
 
-impl Redis {
-    /// The server's process id, for its CPU time.
-    pub fn pid(&self) -> Option<u32> {
-        self.process.pid()
-    }
+impl LockServer for Redis {
+    const NAME: &'static str = "Redis SET NX PX + Lua delete, 1 ms retry";
+    const TAG: &'static str = "redis";
+    type Lock = SpinLock;
 
     /// Starts `redis-server` and waits until it answers `PING`.
     ///
     /// # Errors
     ///
     /// Why there is no Redis row: not installed, or it did not start within 10 s.
-    pub async fn start() -> Result<Redis, String> {
+    async fn start() -> Result<Redis, String> {
         let program = find_program("redis-server").ok_or("redis-server not installed (scripts/install-bench-deps)")?;
         let mut process = Spawned::new("redis")?;
         let port = free_port()?.to_string();
@@ -65,39 +65,18 @@ impl Redis {
         }
     }
 
-    /// One connection cycling on `key`: µs per timed cycle, and requests per cycle (warmup
-    /// included) from the server's own count.
-    pub async fn uncontended(&self, key: &str, warmup: usize, cycles: usize) -> Result<(Vec<f64>, f64), String> {
-        let mut lock = SpinLock { connection: Connection::open(self.address).await?, key: key.to_owned() };
-        let before = self.lock_commands().await?;
-        let samples = time_cycles(&mut lock, warmup, cycles).await?;
-        let commands = self.lock_commands().await?.saturating_sub(before);
-        Ok((samples, commands as f64 / (warmup + cycles).max(1) as f64))
+    fn pid(&self) -> Option<u32> {
+        self.process.pid()
     }
 
-    /// `sessions` connections cycling on `key` for `duration`, a task each: acquisitions per
-    /// connection, exclusion violations, and requests per acquisition (retries included).
-    pub async fn contended(
-        &self,
-        key: &str,
-        sessions: usize,
-        duration: Duration,
-    ) -> Result<(Vec<u64>, u64, f64), String> {
-        let mut locks = Vec::with_capacity(sessions);
-        for _ in 0..sessions {
-            locks.push(SpinLock { connection: Connection::open(self.address).await?, key: key.to_owned() });
-        }
-        let before = self.lock_commands().await?;
-        let (counts, violations) = contend(locks, duration).await?;
-        let commands = self.lock_commands().await?.saturating_sub(before);
-        let total: u64 = counts.iter().sum();
-        Ok((counts, violations, commands as f64 / total.max(1) as f64))
+    async fn lock(&self, key: &str) -> Result<SpinLock, String> {
+        Ok(SpinLock { connection: Connection::open(self.address).await?, key: key.to_owned() })
     }
 
-    /// The `SET` and `EVAL` commands the server has run, from `INFO commandstats`, read on a
-    /// connection of its own. They are what the lock's clients send; `total_commands_processed`
-    /// would also count the `GET` and `DEL` that each `EVAL` runs inside.
-    async fn lock_commands(&self) -> Result<u64, String> {
+    /// The `SET` and `EVAL` commands the server has run, from `INFO commandstats`. They are what
+    /// the lock's clients send; `total_commands_processed` would also count the `GET` and `DEL`
+    /// that each `EVAL` runs inside.
+    async fn requests(&self) -> Result<u64, String> {
         let mut connection = Connection::open(self.address).await?;
         let Reply::Bulk(Some(info)) = connection.command(&["INFO", "commandstats"]).await? else {
             return Err("INFO commandstats answered no text".into());
@@ -115,7 +94,7 @@ impl Redis {
 }
 
 /// The spin lock on one connection.
-struct SpinLock {
+pub struct SpinLock {
     connection: Connection,
     key: String,
 }
