@@ -7,7 +7,7 @@ use tokio::task::JoinSet;
 use zklock::{InterProcessMutex, LockGuard};
 
 use crate::heap::{live_bytes, resident_bytes};
-use crate::rows::prepare;
+use crate::zookeeper::prepare;
 use crate::{session, Bench};
 
 /// Long enough for a hold's delayed node watch (one second) to have fired or given up.
@@ -29,8 +29,35 @@ pub struct Scale {
     pub took: Duration,
 }
 
+/// Client memory per held lock and per waiter.
+pub async fn run(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> {
+    println!("| scenario | count | client heap per item | resident growth per item | heap left after release | time |");
+    println!("|---|---|---|---|---|---|");
+    let locks = many_locks(bench, bench.plan.held_locks).await?;
+    let waiters = many_waiters(bench, bench.plan.waiters_on_one_lock).await?;
+    for (scenario, run) in [
+        ("distinct locks held at once, one session (time: to take them all)", &locks),
+        ("waiters queued on one lock, one session (time: until all queued)", &waiters),
+    ] {
+        println!(
+            "| {scenario} | {} | {:.0} B | {:.0} B | {:.0} B per item | {:.2} s |",
+            run.count,
+            run.heap_per_item,
+            run.resident_per_item,
+            run.heap_left_per_item,
+            run.took.as_secs_f64()
+        );
+    }
+    println!(
+        "\n{} held locks: {:.1} MB of client heap in all.",
+        locks.count,
+        locks.heap_per_item * locks.count as f64 / 1e6
+    );
+    Ok(())
+}
+
 /// `count` distinct locks taken at once by one process on one session, then all released.
-pub async fn many_locks(bench: &Bench<'_>, count: usize) -> Result<Scale, Box<dyn std::error::Error>> {
+async fn many_locks(bench: &Bench<'_>, count: usize) -> Result<Scale, Box<dyn std::error::Error>> {
     let client = session(bench.connect).await?;
     let base = format!("{}/scale/locks", bench.base);
     prepare(&client, &base).await;
@@ -59,7 +86,7 @@ pub async fn many_locks(bench: &Bench<'_>, count: usize) -> Result<Scale, Box<dy
 
 /// `count` waiters (tasks of one process, on one session) queued behind a holder on another
 /// session; then the holder lets go and each waiter releases as soon as it holds.
-pub async fn many_waiters(bench: &Bench<'_>, count: usize) -> Result<Scale, Box<dyn std::error::Error>> {
+async fn many_waiters(bench: &Bench<'_>, count: usize) -> Result<Scale, Box<dyn std::error::Error>> {
     let path = format!("{}/scale/waiters", bench.base);
     let holder_client = session(bench.connect).await?;
     prepare(&holder_client, &path).await;

@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::contended::Contention;
+
 /// A lock held through one connection of its own: take it, run `inside`, give it back.
 pub trait Cycle: Send + 'static {
     /// Takes the lock (retrying until it is free), runs `inside` while holding it, gives it back.
@@ -28,7 +30,8 @@ pub async fn time_cycles(lock: &mut impl Cycle, warmup: usize, cycles: usize) ->
 
 /// Every lock in `locks` (one connection each, on one lock name) cycles in a task of its own
 /// for `duration`: acquisitions per lock, and how many times two of them were inside at once.
-pub async fn contend<L: Cycle>(locks: Vec<L>, duration: Duration) -> Result<(Vec<u64>, u64), String> {
+/// The requests and the server's CPU are the caller's to count (NaN here).
+pub async fn contend<L: Cycle>(locks: Vec<L>, duration: Duration) -> Result<Contention, String> {
     let inside = Arc::new(AtomicUsize::new(0));
     let violations = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + duration;
@@ -54,5 +57,10 @@ pub async fn contend<L: Cycle>(locks: Vec<L>, duration: Duration) -> Result<(Vec
     for task in tasks {
         counts.push(task.await.map_err(|e| format!("a contending task died: {e}"))??);
     }
-    Ok((counts, violations.load(Ordering::SeqCst)))
+    Ok(Contention {
+        counts,
+        requests_per_acquisition: f64::NAN,
+        violations: violations.load(Ordering::SeqCst),
+        server_cpu_us: f64::NAN,
+    })
 }

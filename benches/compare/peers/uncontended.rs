@@ -1,0 +1,52 @@
+//! A peer's uncontended rounds: each one runs the program's own warmup and cycles on a session of
+//! its own.
+
+use super::Peer;
+use crate::row::Pending;
+use crate::uncontended::{Latency, Rounds};
+use crate::{packets_received, percentile, Bench, Plan};
+
+/// What each round's program printed, and the server's count.
+pub struct ProgramRounds<'a> {
+    peer: &'a Peer,
+    p50_us: Vec<f64>,
+    p99_us: Vec<f64>,
+    /// Requests per cycle, server-wide, warmup included.
+    requests: Vec<f64>,
+}
+
+impl<'a> ProgramRounds<'a> {
+    pub fn new(peer: &'a Peer) -> ProgramRounds<'a> {
+        ProgramRounds { peer, p50_us: Vec::new(), p99_us: Vec::new(), requests: Vec::new() }
+    }
+}
+
+impl Rounds for ProgramRounds<'_> {
+    fn round<'a>(&'a mut self, bench: &'a Bench<'a>) -> Pending<'a, ()> {
+        Box::pin(async move {
+            let plan = bench.plan;
+            let path = format!("{}/uncontended/{}", bench.base, self.peer.tag);
+            let before = packets_received(bench.server);
+            let args = ["uncontended", &plan.cycles.to_string(), &plan.warmup.to_string()];
+            let numbers = self.peer.run(bench.connect, &path, &args)?;
+            let [p50, p99] = numbers[..] else {
+                return Err(format!("{}: unexpected output {numbers:?}", self.peer.lock).into());
+            };
+            let total = (plan.cycles + plan.warmup) as f64;
+            self.requests.push(packets_received(bench.server).saturating_sub(before) as f64 / total);
+            self.p50_us.push(p50 as f64);
+            self.p99_us.push(p99 as f64);
+            Ok(())
+        })
+    }
+
+    /// Medians of the rounds' p50, p99 and requests per cycle.
+    fn latency(&mut self, _plan: &Plan) -> Latency {
+        Latency {
+            p50_us: percentile(&mut self.p50_us, 50.0),
+            p99_us: percentile(&mut self.p99_us, 50.0),
+            requests_per_cycle: percentile(&mut self.requests, 50.0),
+            server_wide: true,
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! What every row of the tables is: a value behind [`Row`], whatever runs its lock (this process
+//! on ZooKeeper, a program in another process, or a server of its own). The benchmark runs one
+//! list of them (`rows::all`).
+
+use std::error::Error;
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::contended::Contention;
+use crate::handoff::Handoff;
+use crate::uncontended::Rounds;
+use crate::{Bench, Plan};
+
+/// A scenario whose table has a line per row.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Scenario {
+    Uncontended,
+    Contended,
+    Handoff,
+}
+
+/// Whether a row has a line in a scenario's table.
+pub enum Part {
+    /// It runs, and its line has its figures.
+    Runs,
+    /// Its line says why it did not run (its library or server is not installed).
+    Skipped(String),
+    /// It has no line: the scenario does not apply (the floor does not exclude, so it has no
+    /// contended figures).
+    NoLine,
+}
+
+/// Why a row's run did not finish.
+#[derive(Debug)]
+pub enum Failure {
+    /// Its own server failed (Redis, MariaDB): its line says so, and it runs no more rounds.
+    Row(String),
+    /// ZooKeeper, zklock or a peer program failed: the benchmark stops.
+    Bench(Box<dyn Error>),
+}
+
+impl<E: Into<Box<dyn Error>>> From<E> for Failure {
+    fn from(error: E) -> Failure {
+        Failure::Bench(error.into())
+    }
+}
+
+impl Failure {
+    /// The error that stops the benchmark, whichever the failure.
+    pub fn into_error(self) -> Box<dyn Error> {
+        match self {
+            Failure::Row(why) => why.into(),
+            Failure::Bench(error) => error,
+        }
+    }
+}
+
+/// A row's run of one scenario, boxed so that the rows can be one list.
+pub type Pending<'a, T> = Pin<Box<dyn Future<Output = Result<T, Failure>> + 'a>>;
+
+/// One row of the tables: one lock under comparison.
+pub trait Row {
+    /// Its name; a skipped line's first cell.
+    fn name(&self) -> &str;
+
+    /// The first cell of its line in `scenario`: the name, and what runs it where that matters.
+    fn label(&self, _scenario: Scenario, _plan: &Plan) -> String {
+        self.name().to_owned()
+    }
+
+    /// The last part of its lock paths: every row has paths of its own.
+    fn tag(&self) -> &str;
+
+    /// Whether it runs `scenario`, or why it does not.
+    fn part(&self, scenario: Scenario) -> Part;
+
+    /// Whether it is the raw floor, which the uncontended table divides every p50 by.
+    fn is_floor(&self) -> bool {
+        false
+    }
+
+    /// The process of the server its lock lives on, for that server's CPU per acquisition.
+    fn server_pid(&self, bench: &Bench<'_>) -> Option<u32> {
+        bench.zookeeper_pid
+    }
+
+    /// Gets ready for the uncontended rounds (a warmed-up session, where it keeps one).
+    fn uncontended<'a>(&'a self, bench: &'a Bench<'a>) -> Pending<'a, Box<dyn Rounds + 'a>>;
+
+    /// One contended run on the lock at `path`, for `plan.contended_for`.
+    fn contended<'a>(&'a self, bench: &'a Bench<'a>, path: String) -> Pending<'a, Contention>;
+
+    /// One handoff run on the lock at `path`. Only rows with [`Part::Runs`] in
+    /// [`Scenario::Handoff`] are asked.
+    fn handoff<'a>(&'a self, _bench: &'a Bench<'a>, _path: String) -> Pending<'a, Handoff> {
+        let why = format!("{} has no handoff line", self.name());
+        Box::pin(async move { Err(why.into()) })
+    }
+}

@@ -1,0 +1,36 @@
+//! The row of zookeeper-client's own lock recipe, `Client::lock` (Curator-style names).
+
+use zookeeper_client::{Acls, Client, LockOptions, LockPrefix};
+
+use crate::row::Scenario;
+use crate::spin::Cycle;
+use crate::zookeeper::ZooKeeperLock;
+
+/// `Client::lock` under `dir`.
+pub struct ClientLock {
+    client: Client,
+    dir: String,
+}
+
+impl ZooKeeperLock for ClientLock {
+    const NAME: &'static str = "zookeeper-client Client::lock";
+    const TAG: &'static str = "client-lock";
+    const SCENARIOS: &'static [Scenario] = &[Scenario::Uncontended, Scenario::Contended, Scenario::Handoff];
+
+    fn new(client: &Client, path: &str) -> ClientLock {
+        ClientLock { client: client.clone(), dir: path.to_owned() }
+    }
+}
+
+impl Cycle for ClientLock {
+    async fn cycle(&mut self, inside: impl FnOnce() + Send) -> Result<(), String> {
+        let prefix = LockPrefix::new_curator(&self.dir, "lock-").map_err(|e| e.to_string())?;
+        let lock =
+            self.client.lock(prefix, b"", LockOptions::new(Acls::anyone_all())).await.map_err(|e| e.to_string())?;
+        inside();
+        let path = lock.lock_path().to_owned();
+        // Await the delete ourselves (its Drop would send it in the background).
+        std::mem::forget(lock);
+        self.client.delete(&path, None).await.map_err(|e| e.to_string())
+    }
+}
