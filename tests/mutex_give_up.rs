@@ -165,3 +165,35 @@ async fn a_release_dropped_while_partitioned_is_seen_through_after_the_partition
     proxy.heal();
     wait_for_children(&observer, &path, 0).await;
 }
+
+/// After a create whose reply was lost, the client may reconnect to a server that has not
+/// applied the create yet; a listing there would miss our node, a second create would follow,
+/// and we would wait behind our own first node until the session ends. So the lock path is
+/// synced before our node is looked for (checked on the wire: a sync precedes the listing),
+/// and the acquire ends with exactly one node.
+#[tokio::test]
+async fn after_a_lost_create_reply_the_lock_path_is_synced_before_our_node_is_looked_for() {
+    const CREATE2: i32 = 15;
+    const SYNC: i32 = 9;
+    const GET_CHILDREN: i32 = 8;
+    let path = unique_path("lost-create");
+    let observer = connect().await;
+    let proxy = Proxy::start(server().address()).unwrap();
+    let client = connect_to(&proxy.connect_string()).await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    mutex.acquire().await.unwrap().release().await.unwrap(); // parents exist: one create below
+    proxy.drop_replies();
+    let acquire = tokio::spawn(async move { mutex.acquire().await.map(|guard| (guard, mutex)) });
+    wait_for_children(&observer, &path, 1).await; // the create ran; its reply is lost
+    let sent_before_heal = proxy.requests_sent().len();
+    proxy.heal(); // the connection closes; the client reconnects and looks for its node
+    let (guard, _mutex) = tokio::time::timeout(Duration::from_secs(20), acquire).await.unwrap().unwrap().unwrap();
+    assert_eq!(children(&observer, &path).await.len(), 1, "exactly our one node");
+    let sent = proxy.requests_sent();
+    let after_heal = &sent[sent_before_heal..];
+    let sync = after_heal.iter().position(|&opcode| opcode == SYNC);
+    let listing = after_heal.iter().position(|&opcode| opcode == GET_CHILDREN);
+    assert!(matches!((sync, listing), (Some(sync), Some(listing)) if sync < listing), "{after_heal:?}");
+    assert!(!after_heal.contains(&CREATE2), "the create was sent again: {sent:?}");
+    guard.release().await.unwrap();
+}

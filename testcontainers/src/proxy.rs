@@ -30,6 +30,8 @@ struct Shared {
     /// Operations whose next request is to be throttled, in the order they were armed.
     armed: Mutex<Vec<ThrottledOperation>>,
     throttled: AtomicUsize,
+    /// The type of every request the client sent, pings left out, in order.
+    requests: Mutex<Vec<i32>>,
 }
 
 /// A kind of request that [`Proxy::throttle_next`] can have refused.
@@ -63,6 +65,9 @@ impl ThrottledOperation {
     }
 }
 
+/// ZooKeeper's opcode for a ping.
+const PING: i32 = 11;
+
 const PASS: u8 = 0;
 const CUT: u8 = 1;
 const BLACKHOLE: u8 = 2;
@@ -88,6 +93,7 @@ impl Proxy {
             connections: Mutex::default(),
             armed: Mutex::default(),
             throttled: AtomicUsize::new(0),
+            requests: Mutex::default(),
         });
         let mut proxy = Proxy { shared, listeners: Vec::new(), acceptors: Vec::new() };
         for &target in targets {
@@ -157,6 +163,14 @@ impl Proxy {
         self.shared.throttled.load(Ordering::SeqCst)
     }
 
+    /// The type (ZooKeeper opcode) of every request that clients sent through this proxy, in
+    /// the order they arrived, pings left out: `1`/`15` create, `2` delete, `3` exists, `4`
+    /// getData, `8`/`12` getChildren, `9` sync, `14` multi, ... (ZooKeeper's `ZooDefs.OpCode`).
+    /// To check what a client sends, not only what it gets.
+    pub fn requests_sent(&self) -> Vec<i32> {
+        lock(&self.shared.requests).clone()
+    }
+
     /// Passes traffic again. Connections that were black-holed are closed, since bytes were lost
     /// in them; the client reconnects.
     pub fn heal(&self) {
@@ -202,6 +216,9 @@ impl Shared {
         let (Some(opcode), Some(xid)) = (wire::opcode(&request), wire::xid(&request)) else {
             return request;
         };
+        if opcode != PING {
+            lock(&self.requests).push(opcode);
+        }
         let mut armed = self.armed();
         let Some(position) = armed.iter().position(|operation| operation.is_sent_as(opcode)) else {
             return request;

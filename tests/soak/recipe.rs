@@ -18,20 +18,32 @@ pub enum Recipe {
     Mutex,
     Write,
     Read,
+    /// The write lock, then the read lock while writing, then the write lock released: a
+    /// downgrade. Its section is the read that follows, which writers queued meanwhile must not
+    /// overlap (CURATOR-621).
+    Downgrade,
     Semaphore,
     SemaphoreMutex,
     MultiLock,
 }
 
 impl Recipe {
-    pub const ALL: [Recipe; 6] =
-        [Recipe::Mutex, Recipe::Write, Recipe::Read, Recipe::Semaphore, Recipe::SemaphoreMutex, Recipe::MultiLock];
+    pub const ALL: [Recipe; 7] = [
+        Recipe::Mutex,
+        Recipe::Write,
+        Recipe::Read,
+        Recipe::Downgrade,
+        Recipe::Semaphore,
+        Recipe::SemaphoreMutex,
+        Recipe::MultiLock,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Recipe::Mutex => "mutex",
             Recipe::Write => "rw-write",
             Recipe::Read => "rw-read",
+            Recipe::Downgrade => "rw-downgrade",
             Recipe::Semaphore => "semaphore",
             Recipe::SemaphoreMutex => "semaphore-mutex",
             Recipe::MultiLock => "multi-lock",
@@ -46,7 +58,7 @@ impl Recipe {
     /// How a hold of it may share its resources.
     pub fn mode(self) -> Mode {
         match self {
-            Recipe::Read => Mode::Shared,
+            Recipe::Read | Recipe::Downgrade => Mode::Shared,
             Recipe::Semaphore => Mode::Lease,
             Recipe::Mutex | Recipe::Write | Recipe::SemaphoreMutex | Recipe::MultiLock => Mode::Exclusive,
         }
@@ -141,6 +153,15 @@ impl Locks {
                 .map(|g| Held::Guard(Resource::ReadWrite, g)),
             Recipe::Read => {
                 self.read_write.read_lock().acquire_timeout(timeout).await?.map(|g| Held::Guard(Resource::ReadWrite, g))
+            }
+            Recipe::Downgrade => {
+                let Some(write) = self.read_write.write_lock().acquire_timeout(timeout).await? else {
+                    return Ok(None);
+                };
+                // The write holder's read acquire holds at once.
+                let read = self.read_write.read_lock().try_acquire().await?.expect("a downgrade never waits");
+                write.release().await?;
+                Some(Held::Guard(Resource::ReadWrite, read))
             }
             Recipe::Semaphore => {
                 self.semaphore.acquire_timeout(timeout).await?.map(|l| Held::Lease(Resource::Semaphore, l))
