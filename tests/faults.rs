@@ -57,7 +57,12 @@ async fn a_waiter_gets_the_lock_after_the_leader_dies_mid_wait_and_the_ensemble_
     assert!(!waiting.is_finished(), "the waiter must not get a held lock");
 
     let holder_token = holder.fencing_token();
-    tokio::time::timeout(PROMPTLY, holder.release()).await.expect("release hung").unwrap();
+    // A restart of the whole ensemble that outlasts a third of the session (a loaded machine)
+    // rightly costs the holder its lock under the default policy; either way it lets go.
+    match tokio::time::timeout(PROMPTLY, holder.release()).await.expect("release hung") {
+        Ok(()) | Err(zklock::Error::LockLost(zklock::LossReason::Disconnected { .. })) => {}
+        Err(err) => panic!("release: {err}"),
+    }
     let waiter_token = tokio::time::timeout(PROMPTLY, waiting).await.expect("waiter stuck").unwrap().unwrap();
     assert!(waiter_token > holder_token);
 }
