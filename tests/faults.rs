@@ -17,11 +17,7 @@ const PROMPTLY: Duration = Duration::from_secs(30);
 static ONE_ENSEMBLE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 async fn connect_to_ensemble(ensemble: &Ensemble) -> Client {
-    Client::connector()
-        .with_session_timeout(Duration::from_secs(15))
-        .connect(&ensemble.connect_string())
-        .await
-        .expect("connect to the ensemble")
+    common::connect_with(&ensemble.connect_string(), Duration::from_secs(15)).await
 }
 
 fn blocking<T>(work: impl FnOnce() -> T) -> T {

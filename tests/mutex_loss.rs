@@ -5,16 +5,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::{connect, connect_to, eventually, server, unique_path, wait_for_children};
+use common::{connect, connect_through, connect_to, eventually, server, unique_path, wait_for_children};
 use zklock::{Error, InterProcessMutex, LossPolicy, LossReason};
 use zklock_testcontainers::Proxy;
 use zookeeper_client::{Client, SessionState};
 
 const PROMPTLY: Duration = Duration::from_secs(10);
-
-async fn connect_through(proxy: &Proxy, session_timeout: Duration) -> Client {
-    Client::connector().with_session_timeout(session_timeout).connect(&proxy.connect_string()).await.unwrap()
-}
 
 async fn wait_for_state(client: &Client, wanted: SessionState) {
     eventually(&format!("the client is {wanted:?}"), || async { client.state() == wanted }).await;
@@ -70,13 +66,7 @@ async fn lost_is_free_until_asked_and_its_watch_fires_on_our_own_delete() {
 }
 
 fn node_watchers(node: &str) -> Vec<String> {
-    let answer = server().four_letter_word("wchp").unwrap();
-    let mut lines = answer.lines().skip_while(|line| *line != node).skip(1);
-    let mut sessions = Vec::new();
-    while let Some(session) = lines.next().and_then(|line| line.strip_prefix('\t')) {
-        sessions.push(session.to_owned());
-    }
-    sessions
+    server().watchers().remove(node).unwrap_or_default()
 }
 
 #[tokio::test]

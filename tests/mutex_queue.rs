@@ -10,23 +10,9 @@ use common::{children, connect, connect_to, eventually, server, unique_path, wai
 use zklock::InterProcessMutex;
 use zookeeper_client::Client;
 
-/// `wchp`: watched path -> how many sessions watch it, for paths under `prefix`.
+/// Watched path -> how many sessions watch it, for paths under `prefix`.
 fn watches_under(prefix: &str) -> BTreeMap<String, usize> {
-    let answer = server().four_letter_word("wchp").unwrap();
-    let mut watches = BTreeMap::new();
-    let mut current = None;
-    for line in answer.lines() {
-        if let Some(session) = line.strip_prefix('\t') {
-            if let Some(path) = &current {
-                if !session.trim().is_empty() {
-                    *watches.entry(String::clone(path)).or_insert(0) += 1;
-                }
-            }
-        } else {
-            current = (line == prefix || line.starts_with(&format!("{prefix}/"))).then(|| line.to_owned());
-        }
-    }
-    watches
+    common::watchers_under(prefix).into_iter().map(|(path, sessions)| (path, sessions.len())).collect()
 }
 
 fn is_curator_mutex_name(name: &str) -> bool {

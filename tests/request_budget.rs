@@ -4,6 +4,8 @@
 //! list, and the watch on the node that was queued behind our last hold. These tests own their
 //! server, so that no other test's traffic blurs the request counts.
 
+mod common;
+
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -20,7 +22,7 @@ fn server() -> &'static ZooKeeperServer {
 
 async fn connect() -> Client {
     // A long session: no ping falls inside a measurement.
-    Client::connector().with_session_timeout(Duration::from_secs(60)).connect(&server().connect_string()).await.unwrap()
+    common::connect_with(&server().connect_string(), Duration::from_secs(60)).await
 }
 
 /// Requests the server has received from `client`'s session (`cons`).

@@ -32,3 +32,25 @@ pub fn session_requests(address: SocketAddr, session_id: i64) -> Option<u64> {
     let line = answer.lines().find(|line| line.contains(&session))?;
     line.split("recved=").nth(1)?.split(',').next()?.parse().ok()
 }
+
+/// Who watches what on the server at `address`, from its `wchp` answer: each watched path with
+/// the sessions (hexadecimal ids, as the server prints them) that watch it. Empty when the
+/// server cannot be asked.
+pub fn watchers(address: SocketAddr) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut watchers = std::collections::BTreeMap::new();
+    let Ok(answer) = four_letter_word(address, "wchp") else { return watchers };
+    let mut current: Option<&mut Vec<String>> = None;
+    for line in answer.lines() {
+        match line.strip_prefix('\t') {
+            Some(session) if !session.trim().is_empty() => {
+                if let Some(sessions) = current.as_mut() {
+                    sessions.push(session.trim().to_owned());
+                }
+            }
+            Some(_) => {}
+            None if line.starts_with('/') => current = Some(watchers.entry(line.to_owned()).or_default()),
+            None => current = None,
+        }
+    }
+    watchers
+}

@@ -53,7 +53,7 @@ pub use classpath::discover_classpath;
 pub use cpu::{cpu_time, own_cpu_time};
 pub use ensemble::Ensemble;
 pub use error::HarnessError;
-pub use four_letter::{four_letter_word, session_requests};
+pub use four_letter::{four_letter_word, session_requests, watchers};
 pub use proxy::{Proxy, ThrottledOperation};
 pub use server::{shared_server, ServerOptions, ZooKeeperServer};
 pub use session::expire_session;

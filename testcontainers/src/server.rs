@@ -6,7 +6,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::process::{free_loopback_ports, ServerProcess};
-use crate::{four_letter_word, session_requests, HarnessError};
+use crate::{four_letter_word, session_requests, watchers, HarnessError};
 
 /// How a test server is configured. Start from [`ServerOptions::default`].
 #[derive(Clone, Debug)]
@@ -100,6 +100,11 @@ impl ZooKeeperServer {
     /// Requests this server has received from session `session_id`; see [`session_requests`].
     pub fn session_requests(&self, session_id: i64) -> Option<u64> {
         session_requests(self.address(), session_id)
+    }
+
+    /// Who watches what on this server; see [`watchers`].
+    pub fn watchers(&self) -> std::collections::BTreeMap<String, Vec<String>> {
+        watchers(self.address())
     }
 
     /// Sends a four-letter word to this server; see [`four_letter_word`].

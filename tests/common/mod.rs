@@ -8,7 +8,9 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use zklock_testcontainers::{shared_server, ZooKeeperServer};
+use std::collections::BTreeMap;
+
+use zklock_testcontainers::{shared_server, Proxy, ZooKeeperServer};
 use zookeeper_client::Client;
 
 pub fn server() -> &'static ZooKeeperServer {
@@ -20,12 +22,31 @@ pub async fn connect() -> Client {
     connect_to(&server().connect_string()).await
 }
 
+/// A new session at `connect_string` (a server, an ensemble, a proxy) with a 20 s session.
 pub async fn connect_to(connect_string: &str) -> Client {
+    connect_with(connect_string, Duration::from_secs(20)).await
+}
+
+/// A new session at `connect_string` with this session timeout.
+pub async fn connect_with(connect_string: &str, session_timeout: Duration) -> Client {
     Client::connector()
-        .with_session_timeout(Duration::from_secs(20))
+        .with_session_timeout(session_timeout)
         .connect(connect_string)
         .await
-        .expect("connect to the test server")
+        .unwrap_or_else(|err| panic!("connect to {connect_string}: {err}"))
+}
+
+/// A session through `proxy` (to be cut off, partitioned or expired) with this session timeout.
+pub async fn connect_through(proxy: &Proxy, session_timeout: Duration) -> Client {
+    connect_with(&proxy.connect_string(), session_timeout).await
+}
+
+/// The sessions that watch each path under `prefix` (itself included) on the shared server.
+pub fn watchers_under(prefix: &str) -> BTreeMap<String, Vec<String>> {
+    let below = format!("{prefix}/");
+    let mut watchers = server().watchers();
+    watchers.retain(|path, _| path == prefix || path.starts_with(&below));
+    watchers
 }
 
 /// A lock path no other test uses.

@@ -7,11 +7,10 @@ use zklock::{Error, LossPolicy, LossReason};
 use zklock_testcontainers::expire_session;
 use zookeeper_client::Client;
 
-use crate::common::{connect, unique_path};
+use crate::common::{connect, connect_through, unique_path};
 use crate::lock::{Held, LockUnderTest, WithLossPolicy};
 use crate::support::{
-    connect_through, shared_dir, spawn_child, start_children, start_proxy, wait_for_nodes, wait_until_queued,
-    ChildOrders, PROMPTLY,
+    shared_dir, spawn_child, start_children, start_proxy, wait_for_nodes, wait_until_queued, ChildOrders, PROMPTLY,
 };
 
 /// The session of a holder process that gets killed: short, so that the server ends it soon.

@@ -9,8 +9,9 @@ use std::time::Duration;
 use tokio::sync::Barrier;
 use zklock::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LossReason};
 
+use crate::common::connect_through;
 use crate::common::{children, connect, eventually, unique_path, wait_for_children};
-use crate::support::{connect_through, start_proxy, PROMPTLY};
+use crate::support::{start_proxy, PROMPTLY};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn never_more_than_two_leases_under_churn_with_cancellations() {

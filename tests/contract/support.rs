@@ -39,11 +39,6 @@ pub async fn wait_until_queued<L: LockUnderTest>(client: &Client, path: &str, he
     eventually(&format!("a waiter queued on {path}"), || async { nodes::<L>(client, path).await.len() > held }).await;
 }
 
-/// A session on the shared server through `proxy`, to be cut off or expired.
-pub async fn connect_through(proxy: &Proxy, session_timeout: Duration) -> Client {
-    Client::connector().with_session_timeout(session_timeout).connect(&proxy.connect_string()).await.unwrap()
-}
-
 pub fn start_proxy() -> Proxy {
     Proxy::start(server().address()).unwrap()
 }
