@@ -236,3 +236,18 @@ async fn the_lock_path_deleted_during_contention_is_survived_and_signalled() {
     wait_for_children(&operator, &path, 0).await;
     assert!(last.try_acquire().await.unwrap().is_some(), "the lock works again");
 }
+
+/// The loss signal's tasks start with a session's first lock object, not in its first hold:
+/// a handoff to a fresh session spawns nothing (the handoff benchmark's 200 fresh sessions each
+/// paid two spawns and a wake-up there).
+#[tokio::test(flavor = "current_thread")]
+async fn a_sessions_first_hold_starts_no_task() {
+    let path = unique_path("first-hold-tasks");
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let before = metrics.num_alive_tasks();
+    let guard = mutex.acquire().await.unwrap();
+    assert_eq!(metrics.num_alive_tasks(), before, "the first hold started a task");
+    guard.release().await.unwrap();
+}

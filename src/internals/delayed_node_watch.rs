@@ -22,13 +22,13 @@ pub(crate) const NODE_WATCH_DELAY: Duration = Duration::from_secs(1);
 const NODE_WATCH_BATCH: Duration = Duration::from_millis(100);
 
 /// Holds waiting for their node watch, oldest first: each is due [`NODE_WATCH_DELAY`] after it
-/// began. A queue per session, served by one task, instead of a task and a timer per hold (that
-/// cost every short hold a spawn and two wake-ups).
+/// began. A queue per session, served by one task that polls it (at least once per
+/// [`NODE_WATCH_DELAY`] while it is empty), so that joining it costs a hold neither a spawn, a
+/// timer nor a wake-up: a hold's node watch is set between one second and
+/// 1 s + [`NODE_WATCH_BATCH`] after it began.
 #[derive(Debug, Default)]
 pub(crate) struct DelayedNodeWatches {
     queue: Mutex<VecDeque<DelayedNodeWatch>>,
-    /// A hold joined an empty queue.
-    added: Notify,
     /// The session watch is gone: the task ends.
     pub(crate) stop: Notify,
 }
@@ -47,15 +47,8 @@ impl DelayedNodeWatches {
 
     pub(crate) fn push(&self, signal: &Arc<HoldSignal>, node_path: &Arc<str>) {
         let due = Instant::now() + NODE_WATCH_DELAY;
-        let was_empty = {
-            let mut queue = self.lock();
-            queue.push_back(DelayedNodeWatch { due, signal: Arc::downgrade(signal), node_path: Arc::clone(node_path) });
-            queue.len() == 1
-        };
-        if was_empty {
-            // Keeps a permit if the task is not waiting yet.
-            self.added.notify_one();
-        }
+        let watch = DelayedNodeWatch { due, signal: Arc::downgrade(signal), node_path: Arc::clone(node_path) };
+        self.lock().push_back(watch);
     }
 
     /// Takes the watches due by `now` (pushes are in time order, give or take a thread switch).
@@ -71,19 +64,17 @@ impl DelayedNodeWatches {
 }
 
 /// Serves a session's [`DelayedNodeWatches`]: sets the node watch of each hold still held when
-/// it is due (see [`watch_node`]), waking at most once per [`NODE_WATCH_BATCH`].
+/// it is due (see [`watch_node`]), waking at most once per [`NODE_WATCH_BATCH`], and once per
+/// [`NODE_WATCH_DELAY`] while nothing waits (a hold that joins then is due no sooner).
 pub(crate) async fn set_delayed_node_watches(watch: Weak<SessionWatch>, delayed: Arc<DelayedNodeWatches>) {
     let mut not_before = Instant::now();
     loop {
-        let first_due = delayed.first_due();
-        let wait = async {
-            match first_due {
-                Some(due) => tokio::time::sleep_until(due.max(not_before).into()).await,
-                None => delayed.added.notified().await,
-            }
+        let wake = match delayed.first_due() {
+            Some(due) => due.max(not_before),
+            None => Instant::now() + NODE_WATCH_DELAY,
         };
         tokio::select! {
-            _ = wait => {}
+            _ = tokio::time::sleep_until(wake.into()) => {}
             _ = delayed.stop.notified() => return,
         }
         let now = Instant::now();

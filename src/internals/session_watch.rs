@@ -59,12 +59,15 @@ impl SessionWatch {
             delayed: Arc::default(),
         });
         *entry = Arc::downgrade(&watch);
+        drop(entry);
+        // Now, while a lock object is made, so that a session's first hold starts nothing.
+        watch.start_tasks();
         watch
     }
 
-    /// Starts watching for `signal`'s hold on `node_path` (and the tasks, on first use): the
-    /// session's state at once, the node once the hold has lasted [`NODE_WATCH_DELAY`] (unless
-    /// released before).
+    /// Starts watching for `signal`'s hold on `node_path`: the session's state at once, the node
+    /// once the hold has lasted [`NODE_WATCH_DELAY`] (unless released before). Sends nothing,
+    /// spawns nothing (the tasks started with the first lock object), wakes no task.
     pub(crate) fn register(self: &Arc<Self>, signal: &Arc<HoldSignal>, node_path: &Arc<str>) {
         {
             let mut holds = self.lock();
@@ -78,15 +81,25 @@ impl SessionWatch {
             signal.mark_lost(end.loss());
         }
         self.delayed.push(signal, node_path);
-        if !self.started.swap(true, Ordering::SeqCst) {
-            let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-                return;
-            };
-            let grace = self.policy.grace(self.client.session_timeout());
-            let states = self.client.state_watcher();
-            runtime.spawn(watch_session(Arc::downgrade(self), states, grace, Arc::clone(&self.stop)));
-            runtime.spawn(set_delayed_node_watches(Arc::downgrade(self), Arc::clone(&self.delayed)));
+        if !self.started.load(Ordering::Acquire) {
+            // The lock object was made outside a runtime.
+            self.start_tasks();
         }
+    }
+
+    /// Starts the session's two tasks (its state, its delayed node watches) on the current
+    /// runtime, once; nothing outside a runtime (the first hold inside one starts them).
+    fn start_tasks(self: &Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if self.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let grace = self.policy.grace(self.client.session_timeout());
+        let states = self.client.state_watcher();
+        runtime.spawn(watch_session(Arc::downgrade(self), states, grace, Arc::clone(&self.stop)));
+        runtime.spawn(set_delayed_node_watches(Arc::downgrade(self), Arc::clone(&self.delayed)));
     }
 
     pub(crate) fn client(&self) -> &Client {
