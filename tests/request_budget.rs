@@ -85,7 +85,12 @@ async fn on_a_busy_server_a_cycle_still_costs_what_the_floor_costs() {
     let (client, busy) = (connect().await, connect().await);
     let mutex = InterProcessMutex::new(&client, "/shortcut/busy").unwrap();
     let _ = busy.create("/shortcut-busy-writes", b"", &CreateMode::Persistent.with_acls(Acls::anyone_all())).await;
-    mutex.acquire().await.unwrap().release().await.unwrap();
+    // A lock path in use: the proof tolerates as many unrelated transactions between two cycles
+    // as the path has had children (fewer on a fresh path, where a recreated path could fake
+    // the sequence), and this server's container reaper runs every second.
+    for _ in 0..30 {
+        mutex.acquire().await.unwrap().release().await.unwrap();
+    }
     for round in 0..5 {
         for _ in 0..=round {
             busy.set_data("/shortcut-busy-writes", b"unrelated", None).await.unwrap();

@@ -1,7 +1,9 @@
 //! Our node in the queue: the protected create (pipelined with what the opening asks for),
 //! finding the node again after a lost reply, and deleting it on every way out.
 
-use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, OneshotWatcher};
+use zookeeper_client::{
+    Acls, Client, CreateMode, CreateOptions, CreateSequence, Error as ZkError, OneshotWatcher, Stat,
+};
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -92,23 +94,8 @@ pub(crate) async fn create_node(
     let mut throttled = 0;
     loop {
         cleanup.trace = Trace::MaybeCreated;
-        let create = spec.client.create(&create_path, spec.data, &options);
-        // Sent right behind the create.
-        let list = spec.opening.sends_listing().then(|| spec.client.list_children(spec.lock_path));
-        let watch = match &spec.opening {
-            Opening::QueuedBehind(name) => Some(spec.client.get_and_watch_data(&format!("{}/{name}", spec.lock_path))),
-            _ => None,
-        };
-        let created = create.await;
-        let listed = match list {
-            Some(list) => Some(list.await),
-            None => None,
-        };
-        let watched = match watch {
-            Some(watch) => Some(watch.await),
-            None => None,
-        };
-        let node = match created {
+        let replies = send_create(spec, &create_path, &options).await;
+        let node = match replies.created {
             Ok((stat, _)) if spec.level_with.is_some() => {
                 LockNode::new(spec.lock_path, &create_path[spec.lock_path.len() + 1..], stat.czxid, None)
             }
@@ -139,26 +126,58 @@ pub(crate) async fn create_node(
         };
         cleanup.trace = Trace::Created(node.path.clone());
         let proof = alone_proof(&spec.opening, node.sequence, node.czxid);
-        if proof == Proof::Held {
-            let alone = vec![node.name().to_owned()];
-            return Ok((node, FirstLook::Listing(alone), proof));
-        }
-        let look = match (listed, watched) {
-            (Some(Ok(children)), _) if children.iter().any(|child| child == node.name()) => {
-                FirstLook::Listing(children)
-            }
-            (Some(Err(err)), _) if !is_transient(&err) => {
-                return Err(Error::zookeeper("list", spec.lock_path, err));
-            }
-            // Answered after our create ran (on its connection, or on a later one after a lost
-            // reply): the node was there after ours was made, so it sorts ahead of ours.
-            (_, Some(Ok((_data, _stat, watcher)))) => FirstLook::Watching(watcher),
-            // No listing, a lost one, one that (after a ConnectionLoss) ran before the create, or
-            // a watched node already gone: list.
-            _ => FirstLook::Nothing,
+        let look = match proof {
+            Proof::Held => FirstLook::Listing(vec![node.name().to_owned()]),
+            Proof::NotTried | Proof::Missed => first_look(&node, replies.listed, replies.watched, spec.lock_path)?,
         };
         return Ok((node, look, proof));
     }
+}
+
+/// The reply to a listing sent with our create.
+type Listed = std::result::Result<Vec<String>, ZkError>;
+/// The reply to a watch sent with our create.
+type Watched = std::result::Result<(Vec<u8>, Stat, OneshotWatcher), ZkError>;
+
+/// The replies to a create and what went with it.
+struct CreateReplies {
+    created: std::result::Result<(Stat, CreateSequence), ZkError>,
+    listed: Option<Listed>,
+    watched: Option<Watched>,
+}
+
+/// Sends the create and, right behind it, what the opening asks for; waits for every reply.
+async fn send_create(spec: &QueueSpec<'_>, path: &str, options: &CreateOptions<'_>) -> CreateReplies {
+    let create = spec.client.create(path, spec.data, options);
+    let list = spec.opening.sends_listing().then(|| spec.client.list_children(spec.lock_path));
+    let watch = match &spec.opening {
+        Opening::QueuedBehind(name) => Some(spec.client.get_and_watch_data(&format!("{}/{name}", spec.lock_path))),
+        _ => None,
+    };
+    let created = create.await;
+    let listed = match list {
+        Some(list) => Some(list.await),
+        None => None,
+    };
+    let watched = match watch {
+        Some(watch) => Some(watch.await),
+        None => None,
+    };
+    CreateReplies { created, listed, watched }
+}
+
+/// What the replies sent with our create tell of the queue.
+fn first_look(node: &LockNode, listed: Option<Listed>, watched: Option<Watched>, lock_path: &str) -> Result<FirstLook> {
+    Ok(match (listed, watched) {
+        (Some(Ok(children)), _) if children.iter().any(|child| child == node.name()) => FirstLook::Listing(children),
+        (Some(Err(err)), _) if !is_transient(&err) => return Err(Error::zookeeper("list", lock_path, err)),
+        // Answered after our create ran (on its connection, or on a later one after a lost
+        // reply): the node was there after ours was made, so it sorts ahead of ours.
+        (_, Some(Ok((_data, _stat, watcher)))) => FirstLook::Watching(watcher),
+        // No listing, a lost one, one that (after a ConnectionLoss) ran before the create, or
+        // a watched node already gone: list.
+        _ => FirstLook::Nothing,
+    })
 }
 
 /// Lists the children of `lock_path`, retrying through connection loss.
