@@ -1,13 +1,10 @@
 //! The guard of one semaphore lease.
 
 use std::fmt;
-use std::sync::Arc;
 
-use zookeeper_client::Client;
+use zookeeper_client::{MultiWriteResult, MultiWriter};
 
 use crate::held_node::HeldNode;
-use crate::internals::node::LockNode;
-use crate::internals::session_watch::SessionWatch;
 use crate::{LossReason, Result};
 
 /// One lease of an [`InterProcessSemaphoreV2`](crate::InterProcessSemaphoreV2) (or the hold of
@@ -24,8 +21,8 @@ pub struct Lease {
 }
 
 impl Lease {
-    pub(crate) fn new(client: &Client, node: LockNode, session_watch: &Arc<SessionWatch>) -> Self {
-        Lease { node: HeldNode::new(client, node, session_watch), released: false }
+    pub(crate) fn new(node: HeldNode) -> Self {
+        Lease { node, released: false }
     }
 
     /// Returns the lease: deletes its node and waits for ZooKeeper to confirm.
@@ -59,6 +56,24 @@ impl Lease {
     /// The full path of the lease node.
     pub fn node_path(&self) -> &str {
         self.node.path()
+    }
+
+    /// A transaction that commits only while this lease is held; see
+    /// [`LockGuard::multi_writer`](crate::LockGuard::multi_writer).
+    pub fn multi_writer(&self) -> MultiWriter<'_> {
+        self.node.multi_writer()
+    }
+
+    /// Commits a transaction from [`multi_writer`](Self::multi_writer) if and only if the lease
+    /// node still exists; see [`LockGuard::commit`](crate::LockGuard::commit).
+    ///
+    /// # Errors
+    /// As [`LockGuard::commit`](crate::LockGuard::commit).
+    ///
+    /// # Cancel safety
+    /// As [`LockGuard::commit`](crate::LockGuard::commit).
+    pub async fn commit(&self, writer: MultiWriter<'_>) -> Result<Vec<MultiWriteResult>> {
+        self.node.commit(writer).await
     }
 
     /// The czxid of the lease node; see [`LockGuard::fencing_token`](crate::LockGuard::fencing_token).

@@ -33,13 +33,17 @@
 
 mod driver;
 mod error;
+mod fenced_write;
 mod guard;
 mod held_node;
 mod internals;
 mod lease;
 mod loss;
+mod metrics;
 mod multi;
 mod mutex;
+mod observe;
+mod options;
 mod owner;
 mod participant;
 mod participant_node;
@@ -53,10 +57,14 @@ pub use error::{Error, Result};
 pub use guard::LockGuard;
 pub use lease::Lease;
 pub use loss::{LossPolicy, LossReason};
-pub use multi::{InterProcessMultiLock, MultiLockGuard};
+pub use multi::{InterProcessMultiLock, MultiLockBuilder, MultiLockGuard};
 pub use mutex::{InterProcessMutex, MutexBuilder, NodeSchema};
+pub use options::AclProvider;
 pub use participant_node::ParticipantNode;
 pub use revoke::revoke;
-pub use rwlock::InterProcessReadWriteLock;
-pub use semaphore::InterProcessSemaphoreV2;
-pub use semaphore_mutex::InterProcessSemaphoreMutex;
+pub use rwlock::{InterProcessReadWriteLock, ReadWriteLockBuilder};
+pub use semaphore::{InterProcessSemaphoreV2, SemaphoreBuilder};
+pub use semaphore_mutex::{InterProcessSemaphoreMutex, SemaphoreMutexBuilder};
+/// The client crate zklock is built on, re-exported so that a user's `Client`, `Acl` and
+/// `MultiWriter` are always the very types zklock takes and returns.
+pub use zookeeper_client;
