@@ -24,7 +24,27 @@ use crate::{Error, LossReason, Result};
 /// expires, the client stays disconnected too long (see [`LossPolicy`](crate::LossPolicy)), or
 /// someone deletes the node. [`is_held`](LockGuard::is_held) and [`lost`](LockGuard::lost) tell;
 /// [`fencing_token`](LockGuard::fencing_token) lets the protected resource refuse a holder that
-/// has not noticed yet.
+/// has not noticed yet, and [`multi_writer`](LockGuard::multi_writer) fences writes to
+/// ZooKeeper itself.
+///
+/// # Examples
+///
+/// Stop the critical section the moment the lock goes, and fence what it writes:
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # async fn copy_batch(_token: i64) {}
+/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let guard = zklock::InterProcessMutex::new(&client, "/app/locks/import")?.acquire().await?;
+/// tokio::select! {
+///     // The storage refuses tokens lower than the highest it has seen.
+///     () = copy_batch(guard.fencing_token()) => guard.release().await?,
+///     reason = guard.lost() => eprintln!("lock lost ({reason}); stopped the import"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[must_use = "the lock is released as soon as the guard is dropped"]
 pub struct LockGuard {
     participant: Arc<Participant>,

@@ -13,7 +13,28 @@ use crate::{LossReason, Result};
 ///
 /// Like [`LockGuard`](crate::LockGuard): `Send + 'static`, a fencing token, and a loss signal
 /// (`is_held`, `lost`). Dropping it deletes the lease node in the background on the current
-/// tokio runtime; the node is ephemeral and never outlives the session.
+/// tokio runtime; the node is ephemeral and never outlives the session. Unlike a guard it
+/// belongs to no task: any task may release it.
+///
+/// # Examples
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let exports = zklock::InterProcessSemaphoreV2::new(&client, "/app/semaphores/exports", 3)?;
+/// let lease = exports.acquire().await?;
+/// let worker = tokio::spawn(async move {
+///     tokio::select! {
+///         () = lease.revocation_requested() => {} // someone asked for it back: finish early
+///         () = tokio::time::sleep(std::time::Duration::from_secs(60)) => {}
+///     }
+///     lease.release().await
+/// });
+/// worker.await??;
+/// # Ok(())
+/// # }
+/// ```
 #[must_use = "the lease is returned as soon as it is dropped"]
 pub struct Lease {
     node: HeldNode,
@@ -28,12 +49,12 @@ impl Lease {
     /// Returns the lease: deletes its node and waits for ZooKeeper to confirm.
     ///
     /// # Errors
-    /// - [`Error::LockLost`]: the lease had been lost (the node, if it still exists, is deleted
+    /// - [`Error::LockLost`](crate::Error::LockLost): the lease had been lost (the node, if it still exists, is deleted
     ///   in the background);
-    /// - [`Error::LockNodeDeleted`]: the node was already gone;
-    /// - [`Error::SessionExpired`] / [`Error::SessionClosed`]: the session ended, and the node
+    /// - [`Error::LockNodeDeleted`](crate::Error::LockNodeDeleted): the node was already gone;
+    /// - [`Error::SessionExpired`](crate::Error::SessionExpired) / [`Error::SessionClosed`](crate::Error::SessionClosed): the session ended, and the node
     ///   with it;
-    /// - [`Error::ZooKeeper`]: the delete was refused.
+    /// - [`Error::ZooKeeper`](crate::Error::ZooKeeper): the delete was refused.
     ///
     /// # Cancel safety
     /// Cancel safe: the delete is sent on the first poll, and if this future is dropped before

@@ -32,7 +32,10 @@ use crate::{Error, LockGuard, ParticipantNode, Result};
 /// - **Reentrant** per owner: the tokio task that acquires (or the thread, outside a task). The
 ///   same task may acquire again without a round trip; each acquire returns a guard, and the
 ///   lock is released when the owner's last guard is dropped or released. Another task of the
-///   same process waits like any other participant.
+///   same process waits like any other participant. The owner is the task, not the future:
+///   two futures of one task (`join!`, `select!`) share one hold, so they are not excluded
+///   from each other. Build with [`MutexBuilder::reentrant`]`(false)` for tokio's semantics
+///   (each acquire on its own; a task that acquires twice waits for itself).
 /// - **One participant per `new`**: two mutexes made with [`new`](Self::new) on one path contend
 ///   with each other, even on one client; clones of one mutex are the same participant.
 /// - **Round trips**: an uncontended acquire costs one (the create and the first listing are
