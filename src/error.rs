@@ -53,6 +53,18 @@ pub enum Error {
     #[error("would deadlock: {0}")]
     WouldDeadlock(&'static str),
 
+    /// One of the caller's operations in a fenced write
+    /// ([`LockGuard::commit`](crate::LockGuard::commit)) failed while the lock was held; the
+    /// transaction committed nothing.
+    #[error("fenced write: operation {index} failed: {source}")]
+    WriteFailed {
+        /// Which of the caller's operations failed, counting from 0 (the lock check not counted).
+        index: usize,
+        /// Why ZooKeeper refused it.
+        #[source]
+        source: zookeeper_client::Error,
+    },
+
     /// ZooKeeper refused an operation, or it failed in a way zklock does not retry
     /// (for example `NoAuth` when the ACL of the lock path forbids us).
     #[error("zookeeper {operation} {path}: {source}")]

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use zookeeper_client::{MultiWriteResult, MultiWriter};
+
 use crate::owner::Owner;
 use crate::participant::{Hold, Participant};
 use crate::{Error, LossReason, Result};
@@ -22,7 +24,27 @@ use crate::{Error, LossReason, Result};
 /// expires, the client stays disconnected too long (see [`LossPolicy`](crate::LossPolicy)), or
 /// someone deletes the node. [`is_held`](LockGuard::is_held) and [`lost`](LockGuard::lost) tell;
 /// [`fencing_token`](LockGuard::fencing_token) lets the protected resource refuse a holder that
-/// has not noticed yet.
+/// has not noticed yet, and [`multi_writer`](LockGuard::multi_writer) fences writes to
+/// ZooKeeper itself.
+///
+/// # Examples
+///
+/// Stop the critical section the moment the lock goes, and fence what it writes:
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # async fn copy_batch(_token: i64) {}
+/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let guard = zklock::InterProcessMutex::new(&client, "/app/locks/import")?.acquire().await?;
+/// tokio::select! {
+///     // The storage refuses tokens lower than the highest it has seen.
+///     () = copy_batch(guard.fencing_token()) => guard.release().await?,
+///     reason = guard.lost() => eprintln!("lock lost ({reason}); stopped the import"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[must_use = "the lock is released as soon as the guard is dropped"]
 pub struct LockGuard {
     participant: Arc<Participant>,
@@ -109,6 +131,63 @@ impl LockGuard {
     /// The full path of the lock node.
     pub fn node_path(&self) -> &str {
         self.hold.node.path()
+    }
+
+    /// A ZooKeeper transaction that commits only while this lock is held: its first operation
+    /// already checks that our lock node exists. Add your creates, sets and deletes, then
+    /// [`commit`](Self::commit) it; they all take effect, or none does.
+    ///
+    /// This fences writes inside ZooKeeper itself, where a fencing token needs the resource's
+    /// cooperation: a holder that lost the lock without noticing (its node deleted, its session
+    /// expired) cannot commit. The transaction runs where the server orders every write, so no
+    /// other holder can have held in between.
+    ///
+    /// Committed with the writer's own `commit`, a lost lock shows as
+    /// `MultiWriteError::OperationFailed { index: 0, .. }` and the results start with the check's;
+    /// [`commit`](Self::commit) says it as [`Error::LockLost`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use zklock::zookeeper_client::{Acls, CreateMode};
+    ///
+    /// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+    /// let guard = zklock::InterProcessMutex::new(&client, "/app/locks/leader")?.acquire().await?;
+    /// let mut write = guard.multi_writer();
+    /// write.add_set_data("/app/state/leader", b"host-1", None)?;
+    /// write.add_create("/app/state/epochs/e-", b"", &CreateMode::PersistentSequential.with_acls(Acls::anyone_all()))?;
+    /// match guard.commit(write).await {
+    ///     Ok(_results) => println!("written while holding the lock"),
+    ///     Err(zklock::Error::LockLost(reason)) => println!("not written: the lock was lost ({reason})"),
+    ///     Err(err) => return Err(err.into()),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn multi_writer(&self) -> MultiWriter<'_> {
+        self.hold.node.multi_writer()
+    }
+
+    /// Commits a transaction from [`multi_writer`](Self::multi_writer): all its operations
+    /// take effect if and only if the lock node still exists. Returns the results of the
+    /// caller's operations (the check's left out).
+    ///
+    /// # Errors
+    /// - [`Error::LockLost`]: the lock was lost (the node was gone, the session ended, or the
+    ///   hold was already known lost, then nothing is sent); nothing was written, and the guard
+    ///   reports the loss from now on;
+    /// - [`Error::WriteFailed`]: one of the caller's operations failed (for example `NodeExists`
+    ///   or `BadVersion`); nothing was written;
+    /// - [`Error::ZooKeeper`]: the request failed, for example on connection loss, when the
+    ///   outcome is unknown (it is not retried: the transaction may have committed).
+    ///
+    /// # Cancel safety
+    /// The transaction is sent on the first poll; dropping the future after that may or may not
+    /// have committed it.
+    pub async fn commit(&self, writer: MultiWriter<'_>) -> Result<Vec<MultiWriteResult>> {
+        self.hold.node.commit(writer).await
     }
 
     /// The czxid of the lock node: the zxid of the transaction that created it.

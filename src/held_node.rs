@@ -5,13 +5,15 @@
 
 use std::sync::Arc;
 
-use zookeeper_client::Client;
+use zookeeper_client::{Client, MultiWriteResult, MultiWriter};
 
+use crate::fenced_write::{self, fenced_writer};
 use crate::internals::hold_signal::HoldSignal;
 use crate::internals::node::{delete_in_background, delete_released, LockNode};
 use crate::internals::node_watch::watch_node;
 use crate::internals::session_end::ended_session;
 use crate::internals::session_watch::SessionWatch;
+use crate::observe::HoldEvents;
 use crate::{Error, LossReason, Result};
 
 /// A node we hold, and what is known of whether we still do.
@@ -21,6 +23,7 @@ pub(crate) struct HeldNode {
     path: Arc<str>,
     fencing_token: i64,
     signal: Arc<HoldSignal>,
+    events: Arc<HoldEvents>,
     /// Keeps the session's loss watch running while the hold lives: a lease outlives the
     /// semaphore object it came from, and must still hear of a disconnection.
     _session_watch: Arc<SessionWatch>,
@@ -28,13 +31,20 @@ pub(crate) struct HeldNode {
 
 impl HeldNode {
     /// Starts watching for the loss of `node`, now held, through `session_watch` (the session's
-    /// state at once, the node itself once the hold has lasted a while).
-    pub(crate) fn new(client: &Client, node: LockNode, session_watch: &Arc<SessionWatch>) -> Self {
+    /// state at once, the node itself once the hold has lasted a while); `events` tells the
+    /// operator what becomes of it.
+    pub(crate) fn new(
+        client: &Client,
+        node: LockNode,
+        session_watch: &Arc<SessionWatch>,
+        events: Arc<HoldEvents>,
+    ) -> Self {
         let held = HeldNode {
             client: client.clone(),
             path: node.path.into(),
             fencing_token: node.czxid,
-            signal: HoldSignal::new(),
+            signal: HoldSignal::new(Arc::clone(&events)),
+            events,
             _session_watch: Arc::clone(session_watch),
         };
         session_watch.register(&held.signal, &held.path);
@@ -74,6 +84,17 @@ impl HeldNode {
     /// Our own release is about to delete the node: its deletion is no loss.
     pub(crate) fn mark_released(&self) {
         self.signal.mark_released();
+        self.events.released();
+    }
+
+    /// A transaction whose first operation checks that our node still exists.
+    pub(crate) fn multi_writer(&self) -> MultiWriter<'_> {
+        fenced_writer(&self.client, &self.path)
+    }
+
+    /// Commits a transaction from [`Self::multi_writer`]; see `fenced_write`.
+    pub(crate) async fn commit(&self, writer: MultiWriter<'_>) -> Result<Vec<MultiWriteResult>> {
+        fenced_write::commit(writer, &self.path, &self.signal).await
     }
 
     /// Deletes the node of a released hold and reports how it went: `LockLost` for a hold that

@@ -1,13 +1,10 @@
 //! The guard of one semaphore lease.
 
 use std::fmt;
-use std::sync::Arc;
 
-use zookeeper_client::Client;
+use zookeeper_client::{MultiWriteResult, MultiWriter};
 
 use crate::held_node::HeldNode;
-use crate::internals::node::LockNode;
-use crate::internals::session_watch::SessionWatch;
 use crate::{LossReason, Result};
 
 /// One lease of an [`InterProcessSemaphoreV2`](crate::InterProcessSemaphoreV2) (or the hold of
@@ -16,7 +13,28 @@ use crate::{LossReason, Result};
 ///
 /// Like [`LockGuard`](crate::LockGuard): `Send + 'static`, a fencing token, and a loss signal
 /// (`is_held`, `lost`). Dropping it deletes the lease node in the background on the current
-/// tokio runtime; the node is ephemeral and never outlives the session.
+/// tokio runtime; the node is ephemeral and never outlives the session. Unlike a guard it
+/// belongs to no task: any task may release it.
+///
+/// # Examples
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let exports = zklock::InterProcessSemaphoreV2::new(&client, "/app/semaphores/exports", 3)?;
+/// let lease = exports.acquire().await?;
+/// let worker = tokio::spawn(async move {
+///     tokio::select! {
+///         () = lease.revocation_requested() => {} // someone asked for it back: finish early
+///         () = tokio::time::sleep(std::time::Duration::from_secs(60)) => {}
+///     }
+///     lease.release().await
+/// });
+/// worker.await??;
+/// # Ok(())
+/// # }
+/// ```
 #[must_use = "the lease is returned as soon as it is dropped"]
 pub struct Lease {
     node: HeldNode,
@@ -24,19 +42,19 @@ pub struct Lease {
 }
 
 impl Lease {
-    pub(crate) fn new(client: &Client, node: LockNode, session_watch: &Arc<SessionWatch>) -> Self {
-        Lease { node: HeldNode::new(client, node, session_watch), released: false }
+    pub(crate) fn new(node: HeldNode) -> Self {
+        Lease { node, released: false }
     }
 
     /// Returns the lease: deletes its node and waits for ZooKeeper to confirm.
     ///
     /// # Errors
-    /// - [`Error::LockLost`]: the lease had been lost (the node, if it still exists, is deleted
+    /// - [`Error::LockLost`](crate::Error::LockLost): the lease had been lost (the node, if it still exists, is deleted
     ///   in the background);
-    /// - [`Error::LockNodeDeleted`]: the node was already gone;
-    /// - [`Error::SessionExpired`] / [`Error::SessionClosed`]: the session ended, and the node
+    /// - [`Error::LockNodeDeleted`](crate::Error::LockNodeDeleted): the node was already gone;
+    /// - [`Error::SessionExpired`](crate::Error::SessionExpired) / [`Error::SessionClosed`](crate::Error::SessionClosed): the session ended, and the node
     ///   with it;
-    /// - [`Error::ZooKeeper`]: the delete was refused.
+    /// - [`Error::ZooKeeper`](crate::Error::ZooKeeper): the delete was refused.
     ///
     /// # Cancel safety
     /// Cancel safe: the delete is sent on the first poll, and if this future is dropped before
@@ -59,6 +77,24 @@ impl Lease {
     /// The full path of the lease node.
     pub fn node_path(&self) -> &str {
         self.node.path()
+    }
+
+    /// A transaction that commits only while this lease is held; see
+    /// [`LockGuard::multi_writer`](crate::LockGuard::multi_writer).
+    pub fn multi_writer(&self) -> MultiWriter<'_> {
+        self.node.multi_writer()
+    }
+
+    /// Commits a transaction from [`multi_writer`](Self::multi_writer) if and only if the lease
+    /// node still exists; see [`LockGuard::commit`](crate::LockGuard::commit).
+    ///
+    /// # Errors
+    /// As [`LockGuard::commit`](crate::LockGuard::commit).
+    ///
+    /// # Cancel safety
+    /// As [`LockGuard::commit`](crate::LockGuard::commit).
+    pub async fn commit(&self, writer: MultiWriter<'_>) -> Result<Vec<MultiWriteResult>> {
+        self.node.commit(writer).await
     }
 
     /// The czxid of the lease node; see [`LockGuard::fencing_token`](crate::LockGuard::fencing_token).

@@ -29,17 +29,26 @@
 //! Runnable versions are in `examples/`; `scripts/example` starts a throwaway ZooKeeper for
 //! them. Every acquire is cancel safe, and [`LockGuard::fencing_token`] gives a strictly
 //! increasing token to fence the resources the lock protects.
+//!
+//! Every recipe takes the same options through `Type::builder(...)` (ACLs through
+//! [`AclProvider`], [`LossPolicy`], node data); the mutexes are reentrant per tokio task (two
+//! futures of one task share a hold) unless built with `reentrant(false)`. Events go through
+//! `tracing` (target `zklock`), metrics through the `metrics` facade with the `metrics` feature.
 #![deny(missing_docs, missing_debug_implementations)]
 
 mod driver;
 mod error;
+mod fenced_write;
 mod guard;
 mod held_node;
 mod internals;
 mod lease;
 mod loss;
+mod metrics;
 mod multi;
 mod mutex;
+mod observe;
+mod options;
 mod owner;
 mod participant;
 mod participant_node;
@@ -53,10 +62,19 @@ pub use error::{Error, Result};
 pub use guard::LockGuard;
 pub use lease::Lease;
 pub use loss::{LossPolicy, LossReason};
-pub use multi::{InterProcessMultiLock, MultiLockGuard};
+pub use multi::{InterProcessMultiLock, MultiLockBuilder, MultiLockGuard};
 pub use mutex::{InterProcessMutex, MutexBuilder, NodeSchema};
+pub use options::AclProvider;
 pub use participant_node::ParticipantNode;
 pub use revoke::revoke;
-pub use rwlock::InterProcessReadWriteLock;
-pub use semaphore::InterProcessSemaphoreV2;
-pub use semaphore_mutex::InterProcessSemaphoreMutex;
+pub use rwlock::{InterProcessReadWriteLock, ReadWriteLockBuilder};
+pub use semaphore::{InterProcessSemaphoreV2, SemaphoreBuilder};
+pub use semaphore_mutex::{InterProcessSemaphoreMutex, SemaphoreMutexBuilder};
+/// The client crate zklock is built on, re-exported so that a user's `Client`, `Acl` and
+/// `MultiWriter` are always the very types zklock takes and returns.
+pub use zookeeper_client;
+
+/// README.md's Rust examples, compiled as doctests so that they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -41,6 +41,24 @@ impl fmt::Display for LossReason {
 /// A held lock really ends only when the server expires the session. While disconnected, a
 /// client cannot know whether that has happened yet; these policies decide when it stops
 /// trusting the lock.
+///
+/// # Examples
+///
+/// ```no_run
+/// use zklock::{InterProcessMutex, LossPolicy};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// // Stop at the first disconnection, as Curator users do on SUSPENDED.
+/// let mutex = InterProcessMutex::builder(&client, "/app/locks/payments")
+///     .loss_policy(LossPolicy::AnyDisconnection)
+///     .build()?;
+/// let guard = mutex.acquire().await?;
+/// println!("lost: {}", guard.lost().await);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum LossPolicy {

@@ -4,6 +4,8 @@ use std::time::{Duration, Instant};
 
 use zookeeper_client::Client;
 
+use crate::options::lock_options;
+use crate::participant::ParticipantOptions;
 use crate::{Error, InterProcessMutex, LockGuard, Result};
 
 /// Several locks acquired as one, all or none: Apache Curator's `InterProcessMultiLock`.
@@ -63,7 +65,17 @@ impl InterProcessMultiLock {
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidOptions`] when `paths` is empty.
     pub fn from_paths(client: &Client, paths: &[&str]) -> Result<Self> {
-        Self::new(paths.iter().map(|path| InterProcessMutex::new(client, path)).collect::<Result<_>>()?)
+        Self::builder(client, paths).build()
+    }
+
+    /// Starts building a multi-lock of one new [`InterProcessMutex`] per path, each with the
+    /// options given to the builder.
+    pub fn builder(client: &Client, paths: &[&str]) -> MultiLockBuilder {
+        MultiLockBuilder {
+            client: client.clone(),
+            paths: paths.iter().map(|path| (*path).to_owned()).collect(),
+            options: InterProcessMutex::builder(client, "/").options,
+        }
     }
 
     /// The locks, in acquisition order (by path).
@@ -137,6 +149,34 @@ impl InterProcessMultiLock {
     /// Whether the current task holds every lock.
     pub fn is_acquired_by_current_task(&self) -> bool {
         self.locks.iter().all(InterProcessMutex::is_acquired_by_current_task)
+    }
+}
+
+/// Builds an [`InterProcessMultiLock`] of one mutex per path, all with the same options; from
+/// [`InterProcessMultiLock::builder`]. The options are every recipe's.
+#[derive(Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct MultiLockBuilder {
+    client: Client,
+    paths: Vec<String>,
+    options: ParticipantOptions,
+}
+
+impl MultiLockBuilder {
+    lock_options!(options);
+
+    /// Builds the multi-lock. Sends nothing to ZooKeeper.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidOptions`] when there is no path or
+    /// an ACL list is empty.
+    pub fn build(self) -> Result<InterProcessMultiLock> {
+        let mutex = |path: &String| {
+            let mut builder = InterProcessMutex::builder(&self.client, path);
+            builder.options = self.options.clone();
+            builder.build()
+        };
+        InterProcessMultiLock::new(self.paths.iter().map(mutex).collect::<Result<_>>()?)
     }
 }
 

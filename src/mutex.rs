@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tracing::Instrument;
-use zookeeper_client::{Acl, Acls, Client};
+use zookeeper_client::Client;
 
 use crate::driver::naming::{Schema, KAZOO_MUTEX, MUTEX, READ, WRITE};
 use crate::driver::opening;
@@ -14,9 +14,11 @@ use crate::driver::read_write::{self, Role};
 use crate::internals::deadline::{within, Patience};
 use crate::internals::queue::{queue_order, queue_with_data, take_place, QueueSpec};
 use crate::internals::session_end::ended_session;
+use crate::observe::{LockLabel, Recipe};
+use crate::options::lock_options;
 use crate::owner::Owner;
 use crate::participant::{Admission, Claim, Participant, ParticipantOptions};
-use crate::{Error, LockGuard, LossPolicy, ParticipantNode, Result};
+use crate::{Error, LockGuard, ParticipantNode, Result};
 
 /// A reentrant mutex shared by every process that uses the same ZooKeeper path, in the style of
 /// Apache Curator's `InterProcessMutex`, and wire-compatible with it.
@@ -30,7 +32,10 @@ use crate::{Error, LockGuard, LossPolicy, ParticipantNode, Result};
 /// - **Reentrant** per owner: the tokio task that acquires (or the thread, outside a task). The
 ///   same task may acquire again without a round trip; each acquire returns a guard, and the
 ///   lock is released when the owner's last guard is dropped or released. Another task of the
-///   same process waits like any other participant.
+///   same process waits like any other participant. The owner is the task, not the future:
+///   two futures of one task (`join!`, `select!`) share one hold, so they are not excluded
+///   from each other. Build with [`MutexBuilder::reentrant`]`(false)` for tokio's semantics
+///   (each acquire on its own; a task that acquires twice waits for itself).
 /// - **One participant per `new`**: two mutexes made with [`new`](Self::new) on one path contend
 ///   with each other, even on one client; clones of one mutex are the same participant.
 /// - **Round trips**: an uncontended acquire costs one (the create and the first listing are
@@ -67,14 +72,19 @@ pub struct InterProcessMutex {
     participant: Arc<Participant>,
 }
 
-/// Builds an [`InterProcessMutex`] with options; from [`InterProcessMutex::builder`].
+/// Builds an [`InterProcessMutex`] (or, with [`build_read_write`](Self::build_read_write), an
+/// [`InterProcessReadWriteLock`](crate::InterProcessReadWriteLock)) with options; from
+/// [`InterProcessMutex::builder`]. Every recipe's builder takes the same options: ACLs, loss
+/// policy, node data.
 #[derive(Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct MutexBuilder {
     client: Client,
     path: String,
-    options: ParticipantOptions,
+    pub(crate) options: ParticipantOptions,
     node_schema: NodeSchema,
+    /// Set when the mutex serves another recipe (a semaphore's gate).
+    serves: Option<Recipe>,
 }
 
 /// How lock nodes are named and ordered, which decides who can share a lock with zklock.
@@ -102,29 +112,13 @@ impl MutexBuilder {
         self
     }
 
-    /// When a disconnection counts as losing a held lock. Defaults to
-    /// [`LossPolicy::SessionTimeout`].
-    pub fn loss_policy(mut self, policy: LossPolicy) -> Self {
-        self.options.loss_policy = policy;
-        self
-    }
-
-    /// The data stored in each lock node, shown by [`InterProcessMutex::participants`]'s nodes
-    /// to anyone who reads them (for example a host name). Defaults to empty.
-    pub fn node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
-        self.options.data = data.into();
-        self
-    }
-
-    /// The ACLs of the lock nodes and of the parents zklock creates. Defaults to
-    /// [`Acls::anyone_all`], as Curator's default ACL provider.
-    pub fn acls(mut self, acls: impl Into<Vec<Acl>>) -> Self {
-        self.options.acls = acls.into();
-        self
-    }
+    lock_options!(options);
 
     /// Whether the owner of a hold (the tokio task, or the thread outside a task) re-enters it
-    /// without a round trip, as Curator's mutex does. Defaults to `true`.
+    /// without a round trip, as Curator's mutex does (per thread there). Defaults to `true`.
+    ///
+    /// Reentrancy is per **task**, not per future: two futures of one task (`join!`,
+    /// `select!`) share a hold, and the second gets a guard at once while the first holds.
     ///
     /// With `false` every acquire is a participant of its own, as with tokio's `Mutex`: a task
     /// that holds the lock and acquires again waits for itself (use a timeout), and two futures
@@ -145,9 +139,7 @@ impl MutexBuilder {
     /// - [`Error::InvalidOptions`] when the ACL list is empty.
     pub fn build(self) -> Result<InterProcessMutex> {
         validate_lock_path(&self.path)?;
-        if self.options.acls.is_empty() {
-            return Err(Error::InvalidOptions("the ACL list is empty"));
-        }
+        self.options.acls.validate()?;
         let schema = match self.node_schema {
             NodeSchema::Curator => MUTEX,
             NodeSchema::Kazoo => KAZOO_MUTEX,
@@ -162,9 +154,7 @@ impl MutexBuilder {
     /// As [`Self::build`].
     pub fn build_read_write(self) -> Result<crate::InterProcessReadWriteLock> {
         validate_lock_path(&self.path)?;
-        if self.options.acls.is_empty() {
-            return Err(Error::InvalidOptions("the ACL list is empty"));
-        }
+        self.options.acls.validate()?;
         if self.node_schema != NodeSchema::Curator {
             return Err(Error::InvalidOptions("the read-write lock has Curator's node schema only"));
         }
@@ -177,8 +167,20 @@ impl MutexBuilder {
         ))
     }
 
+    /// The mutex serves `recipe` (a semaphore's gate): its events and metrics say so.
+    pub(crate) fn serving(mut self, recipe: Recipe) -> Self {
+        self.serves = Some(recipe);
+        self
+    }
+
     fn participant(&self, role: Role, schema: Schema) -> Participant {
-        Participant::new(role, schema, self.client.clone(), self.path.clone(), self.options.clone())
+        let recipe = self.serves.unwrap_or(match role {
+            Role::Mutex => Recipe::Mutex,
+            Role::Read => Recipe::ReadLock,
+            Role::Write => Recipe::WriteLock,
+        });
+        let label = LockLabel::new(recipe, &self.path, self.options.path_in_metrics);
+        Participant::new(role, schema, label, self.client.clone(), self.path.clone(), self.options.clone())
     }
 }
 
@@ -197,13 +199,9 @@ impl InterProcessMutex {
         MutexBuilder {
             client: client.clone(),
             path: path.to_owned(),
-            options: ParticipantOptions {
-                data: Vec::new(),
-                acls: Acls::anyone_all().to_vec(),
-                loss_policy: LossPolicy::default(),
-                reentrant: true,
-            },
+            options: ParticipantOptions { reentrant: true, ..ParticipantOptions::default() },
             node_schema: NodeSchema::default(),
+            serves: None,
         }
     }
 
@@ -309,33 +307,18 @@ impl InterProcessMutex {
     }
 
     async fn acquire_with(&self, patience: Patience) -> Result<Option<LockGuard>> {
-        let span = tracing::debug_span!(
-            "zklock.acquire",
-            path = %self.path(),
-            outcome = tracing::field::Empty,
-            waited_ms = tracing::field::Empty
-        );
         let started = Instant::now();
-        async {
-            let outcome = self.acquire_once(patience).await;
-            let span = tracing::Span::current();
-            span.record("waited_ms", started.elapsed().as_millis() as u64);
-            span.record(
-                "outcome",
-                match &outcome {
-                    Ok(Some(_)) => "acquired",
-                    Ok(None) => "timed out",
-                    Err(_) => "failed",
-                },
-            );
-            tracing::debug!(?outcome, "acquire finished");
-            outcome
+        let label = &self.participant.label;
+        let outcome = self.acquire_once(patience, started).instrument(label.acquire_span()).await;
+        match &outcome {
+            Ok(None) => label.timed_out(started),
+            Err(err) => tracing::debug!(target: "zklock", path = %self.path(), error = %err, "acquire failed"),
+            Ok(Some(_)) => {}
         }
-        .instrument(span)
-        .await
+        outcome
     }
 
-    async fn acquire_once(&self, patience: Patience) -> Result<Option<LockGuard>> {
+    async fn acquire_once(&self, patience: Patience, started: Instant) -> Result<Option<LockGuard>> {
         // A hold counted here is worth nothing once the session is gone; fail before re-entering.
         if let Some(ended) = ended_session(&self.participant.client) {
             return Err(ended);
@@ -357,14 +340,16 @@ impl InterProcessMutex {
             schema: participant.schema,
             rule: entry.rule,
             data: &participant.data,
-            acls: &participant.acls,
+            acls: participant.acls.lock_nodes(),
+            parent_acls: participant.acls.parents(),
             opening: opening::usable(participant.take_opening(), entry.rule, may_wait),
             level_with: entry.level_with,
         };
         let Some((node, next_opening)) = take_place(&spec, patience).await? else {
             return Ok(None);
         };
-        let hold = claim.grant(node, next_opening);
+        let events = participant.label.acquired(&node.path, node.czxid, started);
+        let hold = claim.grant(node, next_opening, events);
         Ok(Some(LockGuard::new(Arc::clone(participant), owner, hold)))
     }
 

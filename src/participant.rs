@@ -8,7 +8,7 @@ use dashmap::mapref::entry::Entry;
 use dashmap::DashMap;
 use tokio::sync::futures::OwnedNotified;
 use tokio::sync::Notify;
-use zookeeper_client::{Acl, Client};
+use zookeeper_client::Client;
 
 use crate::driver::naming::Schema;
 use crate::driver::opening::Opening;
@@ -16,8 +16,9 @@ use crate::driver::read_write::Role;
 use crate::held_node::HeldNode;
 use crate::internals::node::LockNode;
 use crate::internals::session_watch::SessionWatch;
+use crate::observe::{HoldEvents, LockLabel};
 use crate::owner::Owner;
-use crate::{LossPolicy, LossReason};
+use crate::{AclProvider, LossPolicy, LossReason};
 
 /// Shards of a hold table (DashMap wants a power of two above one).
 const HOLD_TABLE_SHARDS: usize = 2;
@@ -33,7 +34,9 @@ pub(crate) struct Participant {
     pub(crate) client: Client,
     pub(crate) path: String,
     pub(crate) data: Vec<u8>,
-    pub(crate) acls: Vec<Acl>,
+    pub(crate) acls: AclProvider,
+    /// Names it in events and metrics.
+    pub(crate) label: LockLabel,
     /// Whether an owner (task or thread) re-enters its hold; else every acquire queues anew.
     reentrant: bool,
     pub(crate) session_watch: Arc<SessionWatch>,
@@ -53,13 +56,16 @@ enum Slot {
     Held(Hold, Opening),
 }
 
-/// What a participant's nodes carry and how its holds behave.
-#[derive(Clone, Debug)]
+/// What a participant's nodes carry and how its holds behave: the options of every recipe's
+/// builder (`options::lock_options!`), and reentrancy for the mutexes.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct ParticipantOptions {
     pub(crate) data: Vec<u8>,
-    pub(crate) acls: Vec<Acl>,
+    pub(crate) acls: AclProvider,
     pub(crate) loss_policy: LossPolicy,
     pub(crate) reentrant: bool,
+    /// Whether metrics carry the lock path.
+    pub(crate) path_in_metrics: bool,
 }
 
 /// One owner's hold on the lock.
@@ -93,9 +99,17 @@ pub(crate) enum Admission {
 }
 
 impl Participant {
-    pub(crate) fn new(role: Role, schema: Schema, client: Client, path: String, options: ParticipantOptions) -> Self {
+    pub(crate) fn new(
+        role: Role,
+        schema: Schema,
+        label: LockLabel,
+        client: Client,
+        path: String,
+        options: ParticipantOptions,
+    ) -> Self {
         let session_watch = SessionWatch::for_client(&client, options.loss_policy);
         Participant {
+            label,
             role,
             schema,
             sibling: OnceLock::new(),
@@ -215,13 +229,14 @@ pub(crate) struct Claim {
 }
 
 impl Claim {
-    /// Records the owner's new hold on `node`, and starts watching for its loss.
-    pub(crate) fn grant(mut self, node: LockNode, next_opening: Opening) -> Hold {
+    /// Records the owner's new hold on `node`, and starts watching for its loss; `events` tells
+    /// the operator what becomes of it.
+    pub(crate) fn grant(mut self, node: LockNode, next_opening: Opening, events: Arc<HoldEvents>) -> Hold {
         let participant = &self.participant;
         let hold = Hold {
             id: participant.next_hold_id.fetch_add(1, Ordering::Relaxed),
             count: 1,
-            node: Arc::new(HeldNode::new(&participant.client, node, &participant.session_watch)),
+            node: Arc::new(HeldNode::new(&participant.client, node, &participant.session_watch, events)),
         };
         self.close(Some(Slot::Held(hold.clone(), next_opening)));
         hold

@@ -15,6 +15,20 @@ use crate::{Error, Result};
 ///
 /// Returns `Ok(())` also when the node is already gone (the lock was released meanwhile).
 ///
+/// # Examples
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let mutex = zklock::InterProcessMutex::new(&client, "/app/locks/nightly-report")?;
+/// if let Some(holder) = mutex.participants().await?.first() {
+///     zklock::revoke(&client, holder).await?; // the holder hears it through revocation_requested()
+/// }
+/// # Ok(())
+/// # }
+/// ```
+///
 /// # Errors
 /// [`Error::SessionExpired`], [`Error::SessionClosed`], or [`Error::ZooKeeper`] (for example
 /// `NoAuth` when the node's ACL does not let us write).

@@ -2,6 +2,8 @@
 
 use zookeeper_client::Client;
 
+use crate::mutex::MutexBuilder;
+use crate::options::lock_options;
 use crate::{InterProcessMutex, Result};
 
 /// A read-write lock shared by every process that uses the same ZooKeeper path, in the style of
@@ -12,8 +14,10 @@ use crate::{InterProcessMutex, Result};
 /// holds when no writer is ahead of it, so readers share the lock and a waiting writer keeps
 /// later readers out (writers do not starve).
 ///
-/// Both sides are [`InterProcessMutex`]es with everything that implies: reentrant per task,
-/// timed and cancel-safe acquires, guards with fencing tokens and loss signals.
+/// Both sides are [`InterProcessMutex`]es with everything that implies: reentrant per tokio task
+/// (two futures of one task, `join!`, share a hold; [`ReadWriteLockBuilder::reentrant`]`(false)`
+/// gives tokio's semantics, without downgrade), timed and cancel-safe acquires, guards with
+/// fencing tokens and loss signals.
 ///
 /// - **Downgrade**: the holder of the write lock may take the read lock (at once), then release
 ///   the write lock and keep reading.
@@ -44,14 +48,18 @@ pub struct InterProcessReadWriteLock {
 }
 
 impl InterProcessReadWriteLock {
-    /// Makes a read-write lock on `path` with default options (see
-    /// [`MutexBuilder::build_read_write`](crate::MutexBuilder::build_read_write) for node data,
-    /// ACLs and the loss policy). Sends nothing to ZooKeeper.
+    /// Makes a read-write lock on `path` with default options (see [`Self::builder`] for node
+    /// data, ACLs and the loss policy). Sends nothing to ZooKeeper.
     ///
     /// # Errors
     /// [`Error::InvalidPath`](crate::Error::InvalidPath) when `path` is not a usable lock path.
     pub fn new(client: &Client, path: &str) -> Result<Self> {
-        InterProcessMutex::builder(client, path).build_read_write()
+        Self::builder(client, path).build()
+    }
+
+    /// Starts building a read-write lock on `path` with options, the same for both sides.
+    pub fn builder(client: &Client, path: &str) -> ReadWriteLockBuilder {
+        ReadWriteLockBuilder { mutex: InterProcessMutex::builder(client, path) }
     }
 
     pub(crate) fn from_sides(read: InterProcessMutex, write: InterProcessMutex) -> Self {
@@ -66,5 +74,31 @@ impl InterProcessReadWriteLock {
     /// The write side: exclusive.
     pub fn write_lock(&self) -> &InterProcessMutex {
         &self.write
+    }
+}
+
+/// Builds an [`InterProcessReadWriteLock`] with options, the same for both sides; from
+/// [`InterProcessReadWriteLock::builder`].
+#[derive(Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct ReadWriteLockBuilder {
+    mutex: MutexBuilder,
+}
+
+impl ReadWriteLockBuilder {
+    lock_options!(mutex.options);
+
+    /// Whether each side is reentrant per task; see [`MutexBuilder::reentrant`]. Defaults to
+    /// `true`; with `false` a writer cannot downgrade.
+    pub fn reentrant(self, reentrant: bool) -> Self {
+        ReadWriteLockBuilder { mutex: self.mutex.reentrant(reentrant) }
+    }
+
+    /// Builds the read-write lock. Sends nothing to ZooKeeper.
+    ///
+    /// # Errors
+    /// As [`MutexBuilder::build`].
+    pub fn build(self) -> Result<InterProcessReadWriteLock> {
+        self.mutex.build_read_write()
     }
 }

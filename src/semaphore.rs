@@ -4,18 +4,23 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zookeeper_client::{Acl, Acls, Client};
+use tracing::Instrument;
+use zookeeper_client::Client;
 
 use crate::driver::decide::Rule;
 use crate::driver::naming::LEASE;
 use crate::driver::opening::Opening;
 use crate::driver::path::validate_lock_path;
+use crate::held_node::HeldNode;
 use crate::internals::deadline::Patience;
 use crate::internals::queue::{queue_order, queue_with_data, QueueSpec};
 use crate::internals::session_end::ended_session;
 use crate::internals::session_watch::SessionWatch;
 use crate::internals::take_lease::take_lease;
-use crate::{Error, InterProcessMutex, Lease, LossPolicy, ParticipantNode, Result};
+use crate::observe::{LockLabel, Recipe};
+use crate::options::lock_options;
+use crate::participant::ParticipantOptions;
+use crate::{AclProvider, Error, InterProcessMutex, Lease, ParticipantNode, Result};
 
 /// A counting semaphore: at most `max_leases` leases are held at once by every process that
 /// uses the same ZooKeeper path; Apache Curator's `InterProcessSemaphoreV2`, wire-compatible.
@@ -56,36 +61,89 @@ struct Inner {
     max_leases: u32,
     lock: InterProcessMutex,
     data: Vec<u8>,
-    acls: Vec<Acl>,
+    acls: AclProvider,
+    label: LockLabel,
     session_watch: Arc<SessionWatch>,
 }
 
-impl InterProcessSemaphoreV2 {
-    /// Makes a semaphore of `max_leases` on `path`. Sends nothing to ZooKeeper.
+/// Builds an [`InterProcessSemaphoreV2`] with options; from [`InterProcessSemaphoreV2::builder`].
+/// The options are every recipe's (ACLs, loss policy, node data); they apply to the lease nodes,
+/// and the ACLs and loss policy also to the semaphore's mutex (`{path}/locks`).
+#[derive(Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct SemaphoreBuilder {
+    client: Client,
+    path: String,
+    max_leases: u32,
+    pub(crate) options: ParticipantOptions,
+    recipe: Recipe,
+}
+
+impl SemaphoreBuilder {
+    lock_options!(options);
+
+    /// As an [`InterProcessSemaphoreMutex`](crate::InterProcessSemaphoreMutex) in events and
+    /// metrics.
+    pub(crate) fn serving(mut self, recipe: Recipe) -> Self {
+        self.recipe = recipe;
+        self
+    }
+
+    /// Builds the semaphore. Sends nothing to ZooKeeper.
     ///
     /// # Errors
-    /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidOptions`] when `max_leases` is 0.
-    pub fn new(client: &Client, path: &str, max_leases: u32) -> Result<Self> {
-        validate_lock_path(path)?;
+    /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidOptions`] when `max_leases` is 0
+    /// or an ACL list is empty.
+    pub fn build(self) -> Result<InterProcessSemaphoreV2> {
+        let SemaphoreBuilder { client, path, max_leases, options, recipe } = self;
+        validate_lock_path(&path)?;
         if max_leases == 0 {
             return Err(Error::InvalidOptions("a semaphore needs at least one lease"));
         }
         // Not reentrant: two acquires of one task (`join!`) must take turns, or both would create
         // a lease under one hold and, with the semaphore full, wait for each other for ever
         // while holding the lock every other taker needs.
-        let lock = InterProcessMutex::builder(client, &format!("{path}/locks")).reentrant(false).build()?;
+        let lock = InterProcessMutex::builder(&client, &format!("{path}/locks"))
+            .reentrant(false)
+            .acl_provider(options.acls.clone())
+            .loss_policy(options.loss_policy)
+            .serving(Recipe::SemaphoreGate)
+            .build()?;
         Ok(InterProcessSemaphoreV2 {
             inner: Arc::new(Inner {
-                client: client.clone(),
-                path: path.to_owned(),
+                session_watch: SessionWatch::for_client(&client, options.loss_policy),
+                label: LockLabel::new(recipe, &path, options.path_in_metrics),
                 leases_path: format!("{path}/leases"),
+                client,
+                path,
                 max_leases,
                 lock,
-                data: Vec::new(),
-                acls: Acls::anyone_all().to_vec(),
-                session_watch: SessionWatch::for_client(client, LossPolicy::default()),
+                data: options.data,
+                acls: options.acls,
             }),
         })
+    }
+}
+
+impl InterProcessSemaphoreV2 {
+    /// Makes a semaphore of `max_leases` on `path` with default options (see [`Self::builder`]).
+    /// Sends nothing to ZooKeeper.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidOptions`] when `max_leases` is 0.
+    pub fn new(client: &Client, path: &str, max_leases: u32) -> Result<Self> {
+        Self::builder(client, path, max_leases).build()
+    }
+
+    /// Starts building a semaphore of `max_leases` on `path` with options.
+    pub fn builder(client: &Client, path: &str, max_leases: u32) -> SemaphoreBuilder {
+        SemaphoreBuilder {
+            client: client.clone(),
+            path: path.to_owned(),
+            max_leases,
+            options: ParticipantOptions::default(),
+            recipe: Recipe::Semaphore,
+        }
     }
 
     /// Takes one lease, waiting as long as it takes.
@@ -193,6 +251,16 @@ impl InterProcessSemaphoreV2 {
     }
 
     async fn acquire_with(&self, quantity: u32, patience: Patience) -> Result<Option<Vec<Lease>>> {
+        let started = Instant::now();
+        let label = &self.inner.label;
+        let outcome = self.take_leases(quantity, patience, started).instrument(label.acquire_span()).await;
+        if let Ok(None) = outcome {
+            label.timed_out(started);
+        }
+        outcome
+    }
+
+    async fn take_leases(&self, quantity: u32, patience: Patience, started: Instant) -> Result<Option<Vec<Lease>>> {
         let inner = &self.inner;
         if quantity == 0 || quantity > inner.max_leases {
             return Err(Error::InvalidOptions("the quantity of leases must be between 1 and max_leases"));
@@ -214,7 +282,8 @@ impl InterProcessSemaphoreV2 {
             schema: LEASE,
             rule: Rule::FirstN(inner.max_leases as usize),
             data: &inner.data,
-            acls: &inner.acls,
+            acls: inner.acls.lock_nodes(),
+            parent_acls: inner.acls.parents(),
             opening: Opening::Unknown,
             level_with: None,
         };
@@ -222,7 +291,10 @@ impl InterProcessSemaphoreV2 {
         let mut outcome = Ok(true);
         while leases.len() < quantity as usize {
             match take_lease(&spec, inner.max_leases as usize, patience).await {
-                Ok(Some(node)) => leases.push(Lease::new(&inner.client, node, &inner.session_watch)),
+                Ok(Some(node)) => {
+                    let events = inner.label.acquired(&node.path, node.czxid, started);
+                    leases.push(Lease::new(HeldNode::new(&inner.client, node, &inner.session_watch, events)));
+                }
                 Ok(None) => outcome = Ok(false),
                 Err(err) => outcome = Err(err),
             }

@@ -4,6 +4,9 @@ use std::time::Duration;
 
 use zookeeper_client::Client;
 
+use crate::observe::Recipe;
+use crate::options::lock_options;
+use crate::semaphore::SemaphoreBuilder;
 use crate::{InterProcessSemaphoreV2, Lease, ParticipantNode, Result};
 
 /// A mutex that is **not** reentrant, shared through ZooKeeper: Apache Curator's
@@ -44,7 +47,14 @@ impl InterProcessSemaphoreMutex {
     /// # Errors
     /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a bad path.
     pub fn new(client: &Client, path: &str) -> Result<Self> {
-        Ok(InterProcessSemaphoreMutex { semaphore: InterProcessSemaphoreV2::new(client, path, 1)? })
+        Self::builder(client, path).build()
+    }
+
+    /// Starts building the mutex on `path` with options.
+    pub fn builder(client: &Client, path: &str) -> SemaphoreMutexBuilder {
+        SemaphoreMutexBuilder {
+            semaphore: InterProcessSemaphoreV2::builder(client, path, 1).serving(Recipe::SemaphoreMutex),
+        }
     }
 
     /// Acquires the mutex, waiting as long as it takes.
@@ -105,5 +115,25 @@ impl InterProcessSemaphoreMutex {
     /// Cancel safe: it only reads.
     pub async fn participants_with_data(&self) -> Result<Vec<ParticipantNode>> {
         self.semaphore.participants_with_data().await
+    }
+}
+
+/// Builds an [`InterProcessSemaphoreMutex`] with options; from
+/// [`InterProcessSemaphoreMutex::builder`]. The options are every recipe's.
+#[derive(Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct SemaphoreMutexBuilder {
+    semaphore: SemaphoreBuilder,
+}
+
+impl SemaphoreMutexBuilder {
+    lock_options!(semaphore.options);
+
+    /// Builds the mutex. Sends nothing to ZooKeeper.
+    ///
+    /// # Errors
+    /// As [`SemaphoreBuilder::build`].
+    pub fn build(self) -> Result<InterProcessSemaphoreMutex> {
+        Ok(InterProcessSemaphoreMutex { semaphore: self.semaphore.build()? })
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::observe::HoldEvents;
 use crate::LossReason;
 
 /// The loss state of one hold, shared by its guards and the tasks that watch it.
@@ -16,15 +17,18 @@ pub(crate) struct HoldSignal {
     revoke: watch::Sender<bool>,
     released: AtomicBool,
     node_watch_started: AtomicBool,
+    /// Tells the operator (tracing, metrics) which lock was lost or asked for.
+    events: Arc<HoldEvents>,
 }
 
 impl HoldSignal {
-    pub(crate) fn new() -> Arc<Self> {
+    pub(crate) fn new(events: Arc<HoldEvents>) -> Arc<Self> {
         Arc::new(HoldSignal {
             loss: watch::Sender::new(None),
             revoke: watch::Sender::new(false),
             released: AtomicBool::new(false),
             node_watch_started: AtomicBool::new(false),
+            events,
         })
     }
 
@@ -35,7 +39,7 @@ impl HoldSignal {
         }
         let first = self.loss.send_if_modified(|current| current.is_none().then(|| *current = Some(reason)).is_some());
         if first {
-            tracing::warn!(%reason, "lock lost");
+            self.events.lost(reason);
         }
     }
 
@@ -64,7 +68,9 @@ impl HoldSignal {
 
     /// Someone asked the holder to give the lock up.
     pub(crate) fn mark_revocation_requested(&self) {
-        self.revoke.send_replace(true);
+        if !self.revoke.send_replace(true) {
+            self.events.revocation_requested();
+        }
     }
 
     /// Whether the node watch is to be set now: true once per hold, and never after release.

@@ -105,7 +105,7 @@ pub(crate) async fn create_node(
             }
             Err(ZkError::NoNode) => {
                 cleanup.trace = Trace::Nothing;
-                create_parents(spec.client, spec.lock_path, acls).await?;
+                create_parents(spec.client, spec.lock_path, Acls::new(spec.parent_acls)).await?;
                 continue;
             }
             Err(err) if is_connection_loss(&err) => match find_ours(spec.client, spec.lock_path, prefix).await? {

@@ -21,7 +21,10 @@ pub(crate) struct QueueSpec<'a> {
     /// Who may hold.
     pub(crate) rule: Rule,
     pub(crate) data: &'a [u8],
+    /// The ACL of our node.
     pub(crate) acls: &'a [Acl],
+    /// The ACL of the parents we create.
+    pub(crate) parent_acls: &'a [Acl],
     /// What goes out with the create.
     pub(crate) opening: Opening,
     /// The sort key our node takes instead of a sequence number (a downgrade's read node; see

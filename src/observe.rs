@@ -1,0 +1,155 @@
+//! What an operator sees of a lock: tracing events with the lock path and node, at the levels
+//! one would choose (lost at `warn`, timed out and revocation at `info`, the rest at `debug`),
+//! spans named per recipe, and the metrics of [`crate::metrics`].
+//!
+//! Events (target `zklock`): `acquired` (`waited_ms`, `fencing_token`), `released`
+//! (`held_ms`), `timed out` (`waited_ms`), `lost` (`reason`), `revocation requested`; each with
+//! `recipe`, `path` and, once there is one, `node`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::{metrics, LossReason};
+
+/// Which recipe a participant serves; names spans, events and metric labels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Recipe {
+    Mutex,
+    ReadLock,
+    WriteLock,
+    Semaphore,
+    SemaphoreMutex,
+    /// The mutex a semaphore's lease takers hold while they take leases (`{path}/locks`).
+    SemaphoreGate,
+}
+
+impl Recipe {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Recipe::Mutex => "mutex",
+            Recipe::ReadLock => "read_lock",
+            Recipe::WriteLock => "write_lock",
+            Recipe::Semaphore => "semaphore",
+            Recipe::SemaphoreMutex => "semaphore_mutex",
+            Recipe::SemaphoreGate => "semaphore_gate",
+        }
+    }
+}
+
+/// Which lock an event is about.
+#[derive(Clone, Debug)]
+pub(crate) struct LockLabel {
+    pub(crate) recipe: Recipe,
+    pub(crate) path: Arc<str>,
+    /// Whether metrics carry the path (cardinality is the user's choice).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) path_in_metrics: bool,
+}
+
+impl LockLabel {
+    pub(crate) fn new(recipe: Recipe, path: &str, path_in_metrics: bool) -> Self {
+        LockLabel { recipe, path: path.into(), path_in_metrics }
+    }
+
+    /// The span of one acquire, named after the recipe (span names must be literals).
+    pub(crate) fn acquire_span(&self) -> tracing::Span {
+        let path = &*self.path;
+        match self.recipe {
+            Recipe::Mutex => tracing::debug_span!(target: "zklock", "zklock.mutex.acquire", %path),
+            Recipe::ReadLock => tracing::debug_span!(target: "zklock", "zklock.read_lock.acquire", %path),
+            Recipe::WriteLock => tracing::debug_span!(target: "zklock", "zklock.write_lock.acquire", %path),
+            Recipe::Semaphore => tracing::debug_span!(target: "zklock", "zklock.semaphore.acquire", %path),
+            Recipe::SemaphoreMutex => {
+                tracing::debug_span!(target: "zklock", "zklock.semaphore_mutex.acquire", %path)
+            }
+            Recipe::SemaphoreGate => tracing::trace_span!(target: "zklock", "zklock.semaphore_gate.acquire", %path),
+        }
+    }
+
+    /// A new hold on `node`, after waiting since `started`; returns what follows the hold.
+    pub(crate) fn acquired(&self, node: &str, fencing_token: i64, started: Instant) -> Arc<HoldEvents> {
+        let waited = started.elapsed();
+        tracing::debug!(
+            target: "zklock",
+            recipe = self.recipe.name(),
+            path = %self.path,
+            node,
+            waited_ms = waited.as_millis() as u64,
+            fencing_token,
+            "acquired"
+        );
+        metrics::acquired(self, waited);
+        Arc::new(HoldEvents { lock: self.clone(), node: node.into(), acquired_at: Instant::now() })
+    }
+
+    /// An acquire that started at `started` ran out of time.
+    pub(crate) fn timed_out(&self, started: Instant) {
+        tracing::info!(
+            target: "zklock",
+            recipe = self.recipe.name(),
+            path = %self.path,
+            waited_ms = started.elapsed().as_millis() as u64,
+            "timed out"
+        );
+        metrics::timed_out(self);
+    }
+}
+
+/// The events of one hold after it was granted.
+#[derive(Debug)]
+pub(crate) struct HoldEvents {
+    lock: LockLabel,
+    node: Arc<str>,
+    acquired_at: Instant,
+}
+
+impl HoldEvents {
+    /// Our release ends the hold.
+    pub(crate) fn released(&self) {
+        let held = self.acquired_at.elapsed();
+        tracing::debug!(
+            target: "zklock",
+            recipe = self.lock.recipe.name(),
+            path = %self.lock.path,
+            node = %self.node,
+            held_ms = held.as_millis() as u64,
+            "released"
+        );
+        metrics::released(&self.lock, held);
+    }
+
+    /// The hold was lost (called once per hold, when it is first known).
+    pub(crate) fn lost(&self, reason: LossReason) {
+        tracing::warn!(
+            target: "zklock",
+            recipe = self.lock.recipe.name(),
+            path = %self.lock.path,
+            node = %self.node,
+            %reason,
+            held_ms = self.acquired_at.elapsed().as_millis() as u64,
+            "lock lost"
+        );
+        metrics::lost(&self.lock, reason_name(reason));
+    }
+
+    /// Someone asked the holder to give the lock up (called once per hold).
+    pub(crate) fn revocation_requested(&self) {
+        tracing::info!(
+            target: "zklock",
+            recipe = self.lock.recipe.name(),
+            path = %self.lock.path,
+            node = %self.node,
+            "revocation requested"
+        );
+    }
+}
+
+/// A loss reason as a metric label.
+fn reason_name(reason: LossReason) -> &'static str {
+    match reason {
+        LossReason::SessionExpired => "session_expired",
+        LossReason::SessionClosed => "session_closed",
+        LossReason::NodeDeleted => "node_deleted",
+        LossReason::Disconnected { .. } => "disconnected",
+    }
+}

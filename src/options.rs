@@ -1,0 +1,135 @@
+//! The options every recipe's builder takes, said once: ACLs, loss policy, node data.
+
+use zookeeper_client::{Acl, Acls, AuthId, Permission};
+
+use crate::{Error, Result};
+
+/// Which ACLs zklock gives the nodes it creates, in the spirit of Curator's `ACLProvider`: one
+/// list for the lock nodes (each participant's queue node, a semaphore's lease nodes), one for the
+/// parents zklock creates (the lock path and any missing ancestor, a semaphore's `locks` and
+/// `leases`, all container nodes).
+///
+/// Who may do what to a lock is decided mostly by the **parents'** ACL: ZooKeeper checks
+/// `CREATE` and `DELETE` on the parent, so a participant without them can neither queue (nor
+/// jump the queue) nor delete a holder's node; listing the queue needs `READ` on it. The lock
+/// nodes' ACL decides who may read their data and write it (a [`revoke`](crate::revoke) is a
+/// write).
+///
+/// The ACLs apply to nodes as zklock creates them; parents that already exist keep theirs. A
+/// container zklock created is deleted by the server once it is empty, and then anyone who may
+/// create in its parent may create it anew with an ACL of their own: create the lock path's
+/// parent yourself (a persistent node with a locked-down ACL) for a lock nobody else can take.
+/// See README.md, "Locking down a lock".
+///
+/// Defaults to [`Acls::anyone_all`] for both, as Curator's default provider.
+///
+/// # Examples
+///
+/// ```
+/// use zklock::AclProvider;
+///
+/// // Only the identity that created the nodes may change them; everyone may see the queue.
+/// let locked_down = AclProvider::creator_all_anyone_read();
+/// // The same, given explicitly: one list for the lock nodes, one for the parents.
+/// let explicit = AclProvider::new(
+///     zookeeper_client::Acls::creator_all().to_vec(),
+///     zookeeper_client::Acls::creator_all().to_vec(),
+/// );
+/// assert_ne!(locked_down, explicit);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AclProvider {
+    lock_nodes: Vec<Acl>,
+    parents: Vec<Acl>,
+}
+
+impl AclProvider {
+    /// `lock_nodes` for the nodes in the queue, `parents` for the parents zklock creates.
+    pub fn new(lock_nodes: impl Into<Vec<Acl>>, parents: impl Into<Vec<Acl>>) -> Self {
+        AclProvider { lock_nodes: lock_nodes.into(), parents: parents.into() }
+    }
+
+    /// The same list for lock nodes and parents.
+    pub fn uniform(acls: impl Into<Vec<Acl>>) -> Self {
+        let acls = acls.into();
+        AclProvider { lock_nodes: acls.clone(), parents: acls }
+    }
+
+    /// Every permission for the identities the creating session authenticated as
+    /// ([`Acls::creator_all`]), and `READ` for everyone, on lock nodes and parents: other
+    /// identities see the queue (`participants()`) and its data, and can change nothing.
+    pub fn creator_all_anyone_read() -> Self {
+        let mut acls = Acls::creator_all().to_vec();
+        acls.push(Acl::new(Permission::READ, AuthId::anyone()));
+        Self::uniform(acls)
+    }
+
+    /// The ACL of the lock nodes.
+    pub fn lock_nodes(&self) -> &[Acl] {
+        &self.lock_nodes
+    }
+
+    /// The ACL of the parents zklock creates.
+    pub fn parents(&self) -> &[Acl] {
+        &self.parents
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.lock_nodes.is_empty() || self.parents.is_empty() {
+            return Err(Error::InvalidOptions("the ACL list is empty"));
+        }
+        Ok(())
+    }
+}
+
+impl Default for AclProvider {
+    fn default() -> Self {
+        Self::uniform(Acls::anyone_all().to_vec())
+    }
+}
+
+/// The builder methods every recipe shares, written once: `$options` is the path of the
+/// builder's [`ParticipantOptions`](crate::participant::ParticipantOptions) field.
+macro_rules! lock_options {
+    ($($options:ident).+) => {
+        /// When a disconnection counts as losing a held lock. Defaults to
+        /// [`LossPolicy::SessionTimeout`](crate::LossPolicy::SessionTimeout).
+        pub fn loss_policy(mut self, policy: crate::LossPolicy) -> Self {
+            self.$($options).+.loss_policy = policy;
+            self
+        }
+
+        /// The data stored in each lock node, shown by `participants_with_data()` to anyone who
+        /// may read them (for example a host name). Defaults to empty.
+        pub fn node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+            self.$($options).+.data = data.into();
+            self
+        }
+
+        /// The ACL of the lock nodes and of the parents zklock creates (the same list for both;
+        /// see [`acl_provider`](Self::acl_provider) for two). Defaults to
+        /// [`Acls::anyone_all`](zookeeper_client::Acls::anyone_all), as Curator's default ACL
+        /// provider.
+        pub fn acls(mut self, acls: impl Into<Vec<zookeeper_client::Acl>>) -> Self {
+            self.$($options).+.acls = crate::AclProvider::uniform(acls);
+            self
+        }
+
+        /// One ACL for the lock nodes and one for the parents zklock creates; see
+        /// [`AclProvider`](crate::AclProvider). Defaults to anyone-all for both.
+        pub fn acl_provider(mut self, provider: crate::AclProvider) -> Self {
+            self.$($options).+.acls = provider;
+            self
+        }
+
+        /// Whether metrics (feature `metrics`) carry the lock path as a `path` label. Defaults
+        /// to `false`: every lock of a recipe shares its series, so that thousands of lock paths
+        /// cannot blow up a metrics backend's cardinality.
+        pub fn path_in_metrics(mut self, labelled: bool) -> Self {
+            self.$($options).+.path_in_metrics = labelled;
+            self
+        }
+    };
+}
+
+pub(crate) use lock_options;

@@ -1,0 +1,216 @@
+//! What an operator sees: tracing events that name the lock (path, node) on acquired,
+//! released, timed out, lost and revocation requested, spans named per recipe, and metrics
+//! (feature `metrics`, on for the tests) labelled by recipe, and by path only on request.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use common::{connect, unique_path};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use metrics_util::CompositeKey;
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::Layer;
+use zklock::{revoke, InterProcessMutex, InterProcessSemaphoreV2, LossReason};
+
+/// One event as recorded: its level and fields (the message under `message`).
+#[derive(Clone, Debug)]
+struct Recorded {
+    level: Level,
+    fields: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Default)]
+struct Recorder {
+    events: Arc<Mutex<Vec<Recorded>>>,
+    spans: Arc<Mutex<Vec<String>>>,
+}
+
+impl<S: Subscriber> Layer<S> for Recorder {
+    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+        struct Fields<'a>(&'a mut BTreeMap<String, String>);
+        impl Visit for Fields<'_> {
+            fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+                self.0.insert(field.name().to_owned(), format!("{value:?}").trim_matches('"').to_owned());
+            }
+        }
+        let mut fields = BTreeMap::new();
+        event.record(&mut Fields(&mut fields));
+        self.events.lock().unwrap().push(Recorded { level: *event.metadata().level(), fields });
+    }
+
+    fn on_new_span(&self, attrs: &tracing::span::Attributes<'_>, _: &tracing::span::Id, _: Context<'_, S>) {
+        self.spans.lock().unwrap().push(attrs.metadata().name().to_owned());
+    }
+}
+
+impl Recorder {
+    /// The events with this message about `path`.
+    fn events(&self, message: &str, path: &str) -> Vec<Recorded> {
+        let events = self.events.lock().unwrap();
+        events
+            .iter()
+            .filter(|event| {
+                event.fields.get("message").map(String::as_str) == Some(message)
+                    && event.fields.get("path").map(String::as_str) == Some(path)
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+/// Held by each test: a snapshot drains every histogram, so tests must not snapshot at once.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The metrics recorder of this test binary (a process has one).
+fn snapshotter() -> &'static Snapshotter {
+    static SNAPSHOTTER: OnceLock<Snapshotter> = OnceLock::new();
+    SNAPSHOTTER.get_or_init(|| {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        recorder.install().expect("the only metrics recorder");
+        snapshotter
+    })
+}
+
+/// One series of a snapshot.
+#[derive(Debug)]
+struct Metric {
+    name: String,
+    labels: Vec<(String, String)>,
+    value: DebugValue,
+}
+
+/// The metrics whose labels include every one of `labels`, by name.
+fn metrics_with(labels: &[(&str, &str)]) -> Vec<Metric> {
+    snapshotter()
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value): (CompositeKey, _, _, DebugValue)| {
+            let (_kind, key) = key.into_parts();
+            let labels: Vec<(String, String)> =
+                key.labels().map(|label| (label.key().to_owned(), label.value().to_owned())).collect();
+            Metric { name: key.name().to_owned(), labels, value }
+        })
+        .filter(|metric| labels.iter().all(|(k, v)| metric.labels.iter().any(|(hk, hv)| hk == k && hv == v)))
+        .collect()
+}
+
+fn counter(metrics: &[Metric], name: &str, extra: Option<(&str, &str)>) -> u64 {
+    metrics
+        .iter()
+        .filter(|metric| {
+            metric.name == name && extra.is_none_or(|(k, v)| metric.labels.iter().any(|(lk, lv)| lk == k && lv == v))
+        })
+        .map(|metric| match &metric.value {
+            DebugValue::Counter(count) => *count,
+            other => panic!("{name} is not a counter: {other:?}"),
+        })
+        .sum()
+}
+
+fn histogram_len(metrics: &[Metric], name: &str) -> usize {
+    metrics
+        .iter()
+        .filter(|metric| metric.name == name)
+        .map(|metric| match &metric.value {
+            DebugValue::Histogram(values) => values.len(),
+            other => panic!("{name} is not a histogram: {other:?}"),
+        })
+        .sum()
+}
+
+/// This test alone, with a recording subscriber on this thread (a current-thread runtime runs
+/// every task of the test here) and the metrics recorder installed.
+async fn observed() -> (tokio::sync::MutexGuard<'static, ()>, Recorder, tracing::subscriber::DefaultGuard) {
+    let alone = ONE_AT_A_TIME.lock().await;
+    snapshotter();
+    let recorder = Recorder::default();
+    let default = tracing::subscriber::set_default(tracing_subscriber::registry().with(recorder.clone()));
+    (alone, recorder, default)
+}
+
+#[tokio::test]
+async fn a_mutex_tells_its_acquisitions_releases_timeouts_losses_and_revocations() {
+    let (_alone, recorder, _default) = observed().await;
+    let path = unique_path("observed-mutex");
+    let client = connect().await;
+    let operator = connect().await;
+    let mutex = InterProcessMutex::builder(&client, &path).path_in_metrics(true).build().unwrap();
+    let rival = InterProcessMutex::new(&operator, &path).unwrap();
+
+    let guard = mutex.acquire().await.unwrap();
+    let node = guard.node_path().to_owned();
+    assert!(rival.acquire_timeout(Duration::from_millis(200)).await.unwrap().is_none());
+    guard.release().await.unwrap();
+
+    let guard = mutex.acquire().await.unwrap();
+    revoke(&operator, guard.node_path()).await.unwrap();
+    guard.revocation_requested().await;
+    let lost_node = guard.node_path().to_owned();
+    operator.delete(&lost_node, None).await.unwrap();
+    assert_eq!(guard.lost().await, LossReason::NodeDeleted);
+    drop(guard);
+
+    let acquired = recorder.events("acquired", &path);
+    assert!(acquired.iter().any(|event| event.fields["node"] == node), "{acquired:?}");
+    assert!(acquired.iter().all(|e| e.fields["recipe"] == "mutex" && e.fields.contains_key("fencing_token")));
+    assert!(acquired.iter().all(|e| e.fields.contains_key("waited_ms")));
+    let released = recorder.events("released", &path);
+    assert!(released.iter().any(|e| e.fields["node"] == node && e.fields.contains_key("held_ms")), "{released:?}");
+    let timed_out = recorder.events("timed out", &path);
+    assert_eq!(timed_out.len(), 1, "the rival's timeout");
+    assert_eq!(timed_out[0].level, Level::INFO);
+    let lost = recorder.events("lock lost", &path);
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert_eq!(lost[0].level, Level::WARN);
+    assert_eq!(lost[0].fields["node"], lost_node);
+    assert_eq!(lost[0].fields["reason"], LossReason::NodeDeleted.to_string());
+    assert_eq!(recorder.events("revocation requested", &path).len(), 1);
+    assert!(recorder.spans.lock().unwrap().iter().any(|name| name == "zklock.mutex.acquire"));
+
+    let metrics = metrics_with(&[("recipe", "mutex"), ("path", &path)]);
+    assert_eq!(counter(&metrics, "zklock_acquisitions_total", None), 2, "{metrics:?}");
+    assert_eq!(counter(&metrics, "zklock_losses_total", Some(("reason", "node_deleted"))), 1);
+    assert_eq!(histogram_len(&metrics, "zklock_acquire_wait_seconds"), 2);
+    assert_eq!(histogram_len(&metrics, "zklock_hold_seconds"), 2, "both holds ended with a release");
+    // The rival did not ask for its path in the metrics.
+    let unlabelled = metrics_with(&[("recipe", "mutex")]);
+    let rival_timeouts = unlabelled
+        .iter()
+        .filter(|metric| {
+            metric.name == "zklock_acquire_timeouts_total" && metric.labels.iter().all(|(k, _)| k != "path")
+        })
+        .count();
+    assert_eq!(rival_timeouts, 1, "{unlabelled:?}");
+}
+
+#[tokio::test]
+async fn a_semaphore_tells_its_leases_under_its_own_name() {
+    let (_alone, recorder, _default) = observed().await;
+    let path = unique_path("observed-semaphore");
+    let client = connect().await;
+    let semaphore = InterProcessSemaphoreV2::builder(&client, &path, 1).path_in_metrics(true).build().unwrap();
+
+    let lease = semaphore.acquire().await.unwrap();
+    assert!(semaphore.try_acquire().await.unwrap().is_none());
+    lease.release().await.unwrap();
+
+    let acquired = recorder.events("acquired", &path);
+    assert_eq!(acquired.len(), 1, "{acquired:?}");
+    assert_eq!(acquired[0].fields["recipe"], "semaphore");
+    assert!(acquired[0].fields["node"].starts_with(&format!("{path}/leases/")));
+    assert_eq!(recorder.events("released", &path).len(), 1);
+    assert_eq!(recorder.events("timed out", &path).len(), 1);
+    assert!(recorder.spans.lock().unwrap().iter().any(|name| name == "zklock.semaphore.acquire"));
+
+    let metrics = metrics_with(&[("recipe", "semaphore"), ("path", &path)]);
+    assert_eq!(counter(&metrics, "zklock_acquisitions_total", None), 1, "{metrics:?}");
+    assert_eq!(counter(&metrics, "zklock_acquire_timeouts_total", None), 1);
+    assert_eq!(histogram_len(&metrics, "zklock_hold_seconds"), 1);
+}
