@@ -2,6 +2,8 @@
 
 use std::time::{Duration, Instant};
 
+use tracing::Instrument;
+
 use zookeeper_client::Client;
 
 use crate::options::lock_options;
@@ -93,18 +95,11 @@ impl InterProcessMultiLock {
     /// Cancel safe: the guards taken so far are dropped, which releases them in the background,
     /// and the lock being acquired leaves no node.
     pub async fn acquire(&self) -> Result<MultiLockGuard> {
-        let mut guards = Vec::with_capacity(self.locks.len());
-        for lock in &self.locks {
-            match lock.acquire().await {
-                Ok(guard) => guards.push(guard),
-                Err(err) => {
-                    // Already logged; the acquire's own outcome is what the caller needs.
-                    let _ = release_all(guards).await;
-                    return Err(err);
-                }
+        loop {
+            if let Some(guard) = self.acquire_within(None).await? {
+                return Ok(guard);
             }
         }
-        Ok(MultiLockGuard { guards })
     }
 
     /// Acquires every lock within `timeout` in all: `Ok(None)` when time runs out, after the
@@ -116,7 +111,18 @@ impl InterProcessMultiLock {
     /// # Cancel safety
     /// Cancel safe, as [`Self::acquire`].
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<MultiLockGuard>> {
-        let deadline = Instant::now().checked_add(timeout);
+        self.acquire_within(Instant::now().checked_add(timeout)).await
+    }
+
+    /// Takes every lock in order by `deadline` (none: as long as it takes), in a span of its own
+    /// around the locks' spans.
+    async fn acquire_within(&self, deadline: Option<Instant>) -> Result<Option<MultiLockGuard>> {
+        let paths: Vec<&str> = self.locks.iter().map(InterProcessMutex::path).collect();
+        let span = tracing::debug_span!(target: "zklock", "zklock.multi_lock.acquire", paths = ?paths);
+        self.take_all(deadline).instrument(span).await
+    }
+
+    async fn take_all(&self, deadline: Option<Instant>) -> Result<Option<MultiLockGuard>> {
         let mut guards = Vec::with_capacity(self.locks.len());
         for lock in &self.locks {
             let outcome = match deadline {

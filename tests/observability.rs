@@ -214,3 +214,18 @@ async fn a_semaphore_tells_its_leases_under_its_own_name() {
     assert_eq!(counter(&metrics, "zklock_acquire_timeouts_total", None), 1);
     assert_eq!(histogram_len(&metrics, "zklock_hold_seconds"), 1);
 }
+
+#[tokio::test]
+async fn a_multi_lock_acquires_in_a_span_of_its_own_around_its_locks() {
+    let (_alone, recorder, _default) = observed().await;
+    let base = unique_path("observed-multi");
+    let paths = [format!("{base}/a"), format!("{base}/b")];
+    let client = connect().await;
+    let multi = zklock::InterProcessMultiLock::from_paths(&client, &[paths[0].as_str(), paths[1].as_str()]).unwrap();
+    multi.acquire().await.unwrap().release().await.unwrap();
+    let spans = recorder.spans.lock().unwrap().clone();
+    let multi_span = spans.iter().position(|name| name == "zklock.multi_lock.acquire").expect("a multi-lock span");
+    let mutex_span = spans.iter().position(|name| name == "zklock.mutex.acquire").expect("its locks' spans");
+    assert!(multi_span < mutex_span, "{spans:?}");
+    assert_eq!(recorder.events("acquired", &paths[1]).len(), 1);
+}
