@@ -21,6 +21,9 @@ pub struct Group {
     pgid: libc::pid_t,
     /// The command's own status, once it has exited (its descendants may still run).
     status: Option<ExitStatus>,
+    /// zklock's own group, when it handed the terminal to the command's and takes it back at
+    /// the end.
+    terminal_returns_to: Option<libc::pid_t>,
 }
 
 /// Makes this process the reaper of its orphaned descendants, so that a command's background
@@ -53,7 +56,15 @@ impl Group {
             }
         })?;
         let pgid = child.id().expect("a child just spawned has a pid") as libc::pid_t;
-        Ok(Group { child, pgid, status: None })
+        let terminal_returns_to = foreground_group().inspect(|_| {
+            set_foreground(pgid);
+            // It may have stopped on reading the terminal before it was its own.
+            // SAFETY: killpg(2) on the group we just created.
+            unsafe {
+                libc::killpg(pgid, libc::SIGCONT);
+            }
+        });
+        Ok(Group { child, pgid, status: None, terminal_returns_to })
     }
 
     /// Sends `signal` to every process of the group.
@@ -84,6 +95,9 @@ impl Group {
         while self.has_members() {
             tokio::time::sleep(GROUP_POLL).await;
         }
+        if let Some(ours) = self.terminal_returns_to.take() {
+            set_foreground(ours);
+        }
         Ok(status)
     }
 
@@ -107,6 +121,34 @@ impl Group {
         // SAFETY: signal 0 only checks whether the group exists.
         let alive = unsafe { libc::killpg(self.pgid, 0) } == 0;
         alive || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    }
+}
+
+/// zklock's process group, when zklock is the foreground job of the terminal on its stdin. The
+/// command's group is then made the foreground job while it runs, as a shell does: it can read
+/// the terminal (a background group would stop on SIGTTIN), and the terminal's Ctrl-C reaches it
+/// once, directly, instead of through zklock.
+fn foreground_group() -> Option<libc::pid_t> {
+    // SAFETY: isatty, tcgetpgrp and getpgrp only read this process's state.
+    unsafe {
+        let ours = libc::getpgrp();
+        (libc::isatty(libc::STDIN_FILENO) == 1 && libc::tcgetpgrp(libc::STDIN_FILENO) == ours).then_some(ours)
+    }
+}
+
+/// Makes `pgid` the terminal's foreground group. SIGTTOU is blocked meanwhile, as a background
+/// process (zklock, once it gave the terminal away) may otherwise not take it back.
+fn set_foreground(pgid: libc::pid_t) {
+    // SAFETY: sigset operations on a local set, and pthread_sigmask/tcsetpgrp with valid
+    // arguments; the previous mask of this thread is restored.
+    unsafe {
+        let mut block: libc::sigset_t = std::mem::zeroed();
+        let mut previous: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut block);
+        libc::sigaddset(&mut block, libc::SIGTTOU);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut previous);
+        libc::tcsetpgrp(libc::STDIN_FILENO, pgid);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
     }
 }
 

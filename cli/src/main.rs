@@ -10,6 +10,7 @@ mod list;
 mod run;
 mod signals;
 
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use clap::Parser as _;
@@ -65,12 +66,17 @@ fn main() -> ExitCode {
     outcome.unwrap_or_else(Failure::report)
 }
 
-/// Logs go to stderr; RUST_LOG chooses, else -v shows zklock's own steps and the rest only
-/// warnings.
+/// Logs go to stderr; RUST_LOG chooses, else zklock's warnings (and its steps with -v), not the
+/// client's reconnection chatter.
 fn init_logs(verbose: bool) {
-    let default = if verbose { "warn,zklock=info" } else { "warn" };
+    let default = if verbose { "zklock=info" } else { "zklock=warn" };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .init();
 }
 
 fn cli_path(path: &str) -> Result<(), Failure> {

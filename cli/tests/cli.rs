@@ -21,7 +21,11 @@ const NOT_ALLOWED: i32 = 77;
 
 /// `zklock` with no option set and none inherited from the test's environment.
 fn bare_zklock() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_zklock"));
+    bare_zklock_free(Command::new(env!("CARGO_BIN_EXE_zklock")))
+}
+
+/// `command` with no zklock option inherited from the test's environment, in a group of its own.
+fn bare_zklock_free(mut command: Command) -> Command {
     for (name, _) in std::env::vars() {
         if name.starts_with("ZKLOCK_") || name == "ZK_CONNECT" || name == "RUST_LOG" {
             command.env_remove(name);
@@ -519,4 +523,39 @@ fn bad_input_is_one_line_and_a_documented_code() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(127));
+}
+
+/// In a terminal the command is the foreground job while it runs, as under a shell: it can read
+/// the terminal (a background group would stop on SIGTTIN for ever), and the terminal's Ctrl-C
+/// reaches it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_in_a_terminal_reads_it_and_gets_ctrl_c_once() {
+    let path = unique_path("cli-terminal");
+    let log = temp_log("cli-terminal");
+    let shown = log.display();
+    let command = format!(
+        "trap 'echo got INT >> {shown}' INT; \
+         while :; do read line; echo \"read $line\" >> {shown}; [ \"$line\" = second ] && break; done"
+    );
+    let zklock_line = format!(
+        "{} --zk {} {path} -- sh -c \"{}\"",
+        env!("CARGO_BIN_EXE_zklock"),
+        server().connect_string(),
+        command.replace('"', "\\\"").replace('$', "\\$")
+    );
+    let mut terminal = Group::spawn(
+        bare_zklock_free(Command::new("script")).args(["-qec", &zklock_line, "/dev/null"]).stdin(Stdio::piped()),
+    );
+    let mut keyboard = terminal.0.stdin.take().unwrap();
+    std::io::Write::write_all(&mut keyboard, b"first\n").unwrap();
+    log_has(&log, "read first").await;
+    std::io::Write::write_all(&mut keyboard, b"\x03").unwrap(); // Ctrl-C
+    log_has(&log, "got INT").await;
+    tokio::time::sleep(Duration::from_millis(300)).await; // room for a second delivery
+    let typed = std::io::Write::write_all(&mut keyboard, b"second\n");
+    assert!(typed.is_ok(), "{typed:?}: {:?} {}", terminal.0.try_wait(), read(&log));
+    assert!(terminal.wait(Duration::from_secs(20)).success());
+    let text = read(&log);
+    assert_eq!(text.matches("got INT").count(), 1, "{text}");
+    assert!(text.contains("read second"), "{text}");
 }
