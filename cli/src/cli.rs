@@ -166,8 +166,15 @@ pub struct LockArgs {
     pub on_revoke: OnRevoke,
 
     /// When a disconnection counts as losing the lock: after a third of the session timeout,
-    /// or at once.
-    #[arg(long, value_enum, value_name = "POLICY", default_value = "session-timeout", env = "ZKLOCK_LOSS_POLICY")]
+    /// or at once. Locks only: a semaphore always waits a third of the session timeout.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "POLICY",
+        default_value = "session-timeout",
+        env = "ZKLOCK_LOSS_POLICY",
+        conflicts_with = "semaphore"
+    )]
     pub loss_policy: LossPolicyArg,
 
     /// After SIGTERM on a lost lock, wait at most this long before SIGKILL. Never later than the

@@ -61,6 +61,8 @@ impl Held {
         };
         match released {
             Ok(()) => info!("released {node}"),
+            // Already said: the loss is the outcome.
+            Err(zklock::Error::LockLost(_)) => {}
             Err(err) => eprintln!("zklock: releasing the lock: {err}"),
         }
     }
