@@ -101,16 +101,13 @@ pub struct Connection {
     #[arg(long, value_name = "FILE", env = "ZKLOCK_AUTH_FILE", global = true)]
     pub auth_file: Option<PathBuf>,
 
-    /// Connect with TLS, trusting the system's roots unless --tls-ca is given.
-    #[arg(long, env = "ZKLOCK_TLS", global = true)]
-    pub tls: bool,
-
-    /// TLS: trust the CA certificates in this PEM file (implies --tls).
+    /// Connect with TLS, trusting the CA certificates in this PEM file (zookeeper-client has no
+    /// system roots: the CA is required).
     #[arg(long, value_name = "FILE", env = "ZKLOCK_TLS_CA", global = true)]
     pub tls_ca: Option<PathBuf>,
 
-    /// TLS: present the client certificate in this PEM file (with --tls-key; implies --tls).
-    #[arg(long, value_name = "FILE", env = "ZKLOCK_TLS_CERT", requires = "tls_key", global = true)]
+    /// TLS: present the client certificate in this PEM file (with --tls-key and --tls-ca).
+    #[arg(long, value_name = "FILE", env = "ZKLOCK_TLS_CERT", requires_all = ["tls_key", "tls_ca"], global = true)]
     pub tls_cert: Option<PathBuf>,
 
     /// TLS: the private key of --tls-cert, PEM.

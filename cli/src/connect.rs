@@ -71,16 +71,11 @@ fn parse_auth(text: &str) -> Result<(String, String), Failure> {
     }
 }
 
-/// The TLS options, if any TLS option was given.
+/// The TLS options, when a CA to trust was given.
 fn tls_options(connection: &Connection) -> Result<Option<TlsOptions>, Failure> {
-    if !(connection.tls || connection.tls_ca.is_some() || connection.tls_cert.is_some()) {
-        return Ok(None);
-    }
+    let Some(ca) = &connection.tls_ca else { return Ok(None) };
     let bad = |what: &str, err: zookeeper_client::Error| Failure::new(Outcome::Usage, format!("{what}: {err}"));
-    let mut tls = TlsOptions::new();
-    if let Some(ca) = &connection.tls_ca {
-        tls = tls.with_pem_ca(&read(ca, "--tls-ca")?).map_err(|err| bad("--tls-ca", err))?;
-    }
+    let mut tls = TlsOptions::new().with_pem_ca(&read(ca, "--tls-ca")?).map_err(|err| bad("--tls-ca", err))?;
     if let (Some(cert), Some(key)) = (&connection.tls_cert, &connection.tls_key) {
         tls = tls
             .with_pem_identity(&read(cert, "--tls-cert")?, &read(key, "--tls-key")?)
