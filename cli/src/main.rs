@@ -1,19 +1,23 @@
 //! `zklock`: run a command while holding a ZooKeeper lock or semaphore. `zklock --help` says how.
 
 mod cli;
+mod connect;
 mod duration;
 mod exit;
+mod group;
+mod layout;
 mod list;
 mod run;
+mod signals;
 
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use clap::Parser as _;
-use std::time::Duration;
+use tracing_subscriber::EnvFilter;
 
-use zookeeper_client::{Client, SessionState, StateWatcher};
-
-use crate::cli::{Cli, Command, Connection};
+use crate::cli::{Cli, Command};
+use crate::connect::{close_session, connect};
 use crate::exit::{Failure, Outcome};
 
 fn main() -> ExitCode {
@@ -26,15 +30,17 @@ fn main() -> ExitCode {
         }
         Err(err) => return Failure::new(Outcome::Usage, one_line(&err.render().to_string())).report(),
     };
+    init_logs(cli.connection.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => return Failure::new(Outcome::Failed, format!("cannot start the runtime: {err}")).report(),
     };
     // Bad input is reported before anything is sent anywhere.
-    let path_to_check = match &cli.command {
+    let path_to_check = match &cli.subcommand {
         Some(Command::List { lock_path, .. }) => cli_path(lock_path),
         Some(Command::Revoke { node }) => cli_path(node),
-        None => cli.run.lock_path.as_deref().map(cli_path).unwrap_or(Ok(())),
+        Some(Command::Hold { lock }) => lock.lock_path.as_deref().map(cli_path).unwrap_or(Ok(())),
+        None => cli.lock.lock_path.as_deref().map(cli_path).unwrap_or(Ok(())),
     };
     if let Err(failure) = path_to_check {
         return failure.report();
@@ -42,14 +48,15 @@ fn main() -> ExitCode {
     let outcome = runtime.block_on(async move {
         let client = connect(&cli.connection).await?;
         let states = client.state_watcher();
-        let outcome = match cli.command {
-            Some(Command::List { lock_path, semaphore }) => list::list(&client, &lock_path, semaphore).await,
+        let outcome = match cli.subcommand {
+            Some(Command::List { lock_path, json }) => list::list(&client, &lock_path, json).await,
             Some(Command::Revoke { node }) => {
                 zklock::revoke(&client, &node).await.map_err(Failure::from_lock_error)?;
                 println!("asked the holder of {node} to let go");
                 Ok(ExitCode::SUCCESS)
             }
-            None => run::run(&client, cli.run).await,
+            Some(Command::Hold { lock }) => run::hold(&client, lock).await,
+            None => run::run(&client, cli.lock, cli.command).await,
         };
         close_session(client, states).await;
         outcome
@@ -57,6 +64,19 @@ fn main() -> ExitCode {
     // Do not wait for background tasks (a lost session's retries) on the way out.
     runtime.shutdown_background();
     outcome.unwrap_or_else(Failure::report)
+}
+
+/// Logs go to stderr; RUST_LOG chooses, else zklock's warnings (and its steps with -v), not the
+/// client's reconnection chatter.
+fn init_logs(verbose: bool) {
+    let default = if verbose { "zklock=info" } else { "zklock=warn" };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .init();
 }
 
 fn cli_path(path: &str) -> Result<(), Failure> {
@@ -70,37 +90,4 @@ fn one_line(message: &str) -> String {
     let words: Vec<&str> = message.split_whitespace().collect();
     let text = words.join(" ");
     format!("{} (see zklock --help)", text.strip_prefix("error: ").unwrap_or(&text))
-}
-
-/// Closes the session and waits (a little) for the server to confirm: the server then deletes
-/// every node the session still had, such as a waiting node of an acquire cut short by a signal.
-async fn close_session(client: Client, mut states: StateWatcher) {
-    // The last handle going sends CloseSession; background tasks may hold a handle a moment more.
-    drop(client);
-    let closed = async {
-        while !matches!(states.peek_state(), SessionState::Closed | SessionState::Expired) {
-            states.changed().await;
-        }
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(3), closed).await;
-}
-
-/// Connects to ZooKeeper, within the connect timeout.
-async fn connect(connection: &Connection) -> Result<Client, Failure> {
-    let hosts = connection
-        .zk
-        .clone()
-        .or_else(|| std::env::var("ZK_CONNECT").ok().filter(|hosts| !hosts.is_empty()))
-        .unwrap_or_else(|| "127.0.0.1:2181".to_owned());
-    let connecting = Client::connector().with_session_timeout(connection.session_timeout).connect(&hosts);
-    match tokio::time::timeout(connection.connect_timeout, connecting).await {
-        Ok(Ok(client)) => Ok(client),
-        Ok(Err(err)) => {
-            Err(Failure::new(Outcome::Unavailable, format!("cannot connect to ZooKeeper at {hosts}: {err}")))
-        }
-        Err(_) => Err(Failure::new(
-            Outcome::Unavailable,
-            format!("cannot connect to ZooKeeper at {hosts} within {:?}", connection.connect_timeout),
-        )),
-    }
 }

@@ -11,10 +11,12 @@ pub enum Outcome {
     Unavailable,
     /// The command could not be started (not found: 127, not executable: 126, as shells do).
     CannotRun(u8),
-    /// `--timeout` passed before the lock was held.
-    TimedOut,
+    /// The lock was busy: `-n`, or `--timeout` passed before it was held. The code is `-E`'s.
+    Busy(u8),
     /// The lock was lost while the command ran; the command was stopped.
     Lost,
+    /// ZooKeeper refused us: an ACL, or authentication failed.
+    NotAllowed,
     /// Something else went wrong.
     Failed,
 }
@@ -25,7 +27,8 @@ impl Outcome {
             Outcome::Usage => 64,
             Outcome::Unavailable => 69,
             Outcome::Failed => 70,
-            Outcome::TimedOut => 75,
+            Outcome::NotAllowed => 77,
+            Outcome::Busy(code) => code,
             Outcome::Lost => 76,
             Outcome::CannotRun(code) => code,
         }
@@ -50,13 +53,28 @@ impl Failure {
             zklock::Error::InvalidPath { .. } | zklock::Error::InvalidOptions(_) => Outcome::Usage,
             zklock::Error::SessionExpired | zklock::Error::SessionClosed => Outcome::Unavailable,
             zklock::Error::LockLost(_) => Outcome::Lost,
+            zklock::Error::ZooKeeper { source, .. } if refused(source) => Outcome::NotAllowed,
             _ => Outcome::Failed,
         };
         Failure::new(outcome, err.to_string())
+    }
+
+    /// Classifies an error of a request the command sends itself.
+    pub fn zookeeper(operation: &str, path: &str, err: zookeeper_client::Error) -> Self {
+        let outcome = match err {
+            _ if refused(&err) => Outcome::NotAllowed,
+            zookeeper_client::Error::SessionExpired | zookeeper_client::Error::ClientClosed => Outcome::Unavailable,
+            _ => Outcome::Failed,
+        };
+        Failure::new(outcome, format!("zookeeper {operation} {path}: {err}"))
     }
 
     pub fn report(self) -> ExitCode {
         eprintln!("zklock: {}", self.message);
         ExitCode::from(self.outcome.code())
     }
+}
+
+fn refused(err: &zookeeper_client::Error) -> bool {
+    matches!(err, zookeeper_client::Error::NoAuth | zookeeper_client::Error::AuthFailed)
 }

@@ -1,0 +1,236 @@
+//! The command line, as clap parses it. Every option can also come from the environment
+//! variable that `--help` shows next to it.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::duration::parse_duration;
+
+const AFTER_HELP: &str = "\
+Examples:
+  # Run the nightly job on one machine of the cluster at a time
+  zklock --zk zk1:2181,zk2:2181 /locks/nightly -- ./nightly-job.sh
+
+  # Skip the run if another machine holds the lock (exit 75, or -E's code)
+  zklock -n -E 0 /locks/deploy -- ./deploy.sh
+
+  # At most three backups at once, cluster-wide
+  zklock --semaphore 3 /semaphores/backup -- ./backup.sh
+
+  # Readers share, writers are alone (like flock -s / -x; the default is the write side)
+  zklock --read /locks/catalog -- ./export-catalog.sh
+  zklock /locks/catalog -- ./rebuild-catalog.sh
+
+  # Hold the lock from a shell script until told to stop
+  zklock hold /locks/maintenance & ...; kill %1
+
+  # Who holds the lock, who waits; ask the holder to let go
+  zklock list --json /locks/nightly
+  zklock revoke /locks/nightly/_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-__WRIT__0000000007
+
+  # A secured ensemble
+  ZKLOCK_AUTH=digest:deployer:secret zklock --tls-ca ca.pem --zk zk1:2281 /locks/deploy -- ./deploy.sh
+
+The command sees ZKLOCK_PATH, ZKLOCK_NODE and ZKLOCK_FENCING_TOKEN (the lock node's czxid,
+which grows from holder to holder: pass it to what you write, and refuse older ones).
+
+The command runs in a process group of its own. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
+SIGUSR2 sent to zklock are passed on to that whole group, once; the lock is released when the
+last process of the group has exited. If the lock is lost while the command runs (session
+expired, disconnected too long, node deleted), the group gets SIGTERM at once and SIGKILL at the
+latest when the server could first expire the session (sooner with --kill-after); zklock exits 76
+once the group is gone, before anyone else can hold the lock.
+
+A path holds one kind of lock: a mode that cannot share it with the nodes already there (a
+semaphore on a lock, a kazoo lock on a Curator one) is refused with exit 64.
+
+Exit codes: the command's own status (128+N if it died of signal N); 1 `list`: nobody holds;
+64 bad usage or a mode the path cannot take; 69 ZooKeeper unreachable or session ended before
+the lock was held; 70 other errors; 75 lock busy (-n, --timeout; see -E); 76 lock lost while
+the command ran; 77 not allowed (ACL, authentication); 126/127 command not executable / not
+found.";
+
+/// Run a command while holding a ZooKeeper lock or semaphore, cluster-wide.
+#[derive(Debug, Parser)]
+#[command(
+    name = "zklock",
+    version,
+    about = "Run a command while holding a ZooKeeper lock or semaphore, cluster-wide (like flock, consul lock, etcdctl lock).",
+    after_help = AFTER_HELP,
+    subcommand_negates_reqs = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub connection: Connection,
+
+    #[command(flatten)]
+    pub lock: LockArgs,
+
+    /// The command to run while holding the lock, after `--`.
+    #[arg(value_name = "COMMAND", last = true, required = true, num_args = 1..)]
+    pub command: Vec<OsString>,
+
+    #[command(subcommand)]
+    pub subcommand: Option<Command>,
+}
+
+/// Where ZooKeeper is and how to talk to it.
+#[derive(Debug, Args)]
+pub struct Connection {
+    /// ZooKeeper servers, host:port[,host:port...][/chroot]. Falls back to $ZK_CONNECT, then
+    /// 127.0.0.1:2181.
+    #[arg(long = "zk", value_name = "HOSTS", env = "ZKLOCK_ZK", global = true)]
+    pub zk: Option<String>,
+
+    /// ZooKeeper session timeout: a holder that dies releases the lock after about this long.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, env = "ZKLOCK_SESSION_TIMEOUT", global = true)]
+    pub session_timeout: Duration,
+
+    /// How long to try to reach ZooKeeper before giving up (exit 69).
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, env = "ZKLOCK_CONNECT_TIMEOUT", global = true)]
+    pub connect_timeout: Duration,
+
+    /// Authenticate as SCHEME:CREDENTIALS, e.g. digest:user:password (may be repeated).
+    #[arg(long, value_name = "SCHEME:CREDENTIALS", env = "ZKLOCK_AUTH", global = true, hide_env_values = true)]
+    pub auth: Vec<String>,
+
+    /// Read SCHEME:CREDENTIALS lines from FILE (keeps secrets off the command line).
+    #[arg(long, value_name = "FILE", env = "ZKLOCK_AUTH_FILE", global = true)]
+    pub auth_file: Option<PathBuf>,
+
+    /// Connect with TLS, trusting the CA certificates in this PEM file (zookeeper-client has no
+    /// system roots: the CA is required).
+    #[arg(long, value_name = "FILE", env = "ZKLOCK_TLS_CA", global = true)]
+    pub tls_ca: Option<PathBuf>,
+
+    /// TLS: present the client certificate in this PEM file (with --tls-key and --tls-ca).
+    #[arg(long, value_name = "FILE", env = "ZKLOCK_TLS_CERT", requires_all = ["tls_key", "tls_ca"], global = true)]
+    pub tls_cert: Option<PathBuf>,
+
+    /// TLS: the private key of --tls-cert, PEM.
+    #[arg(long, value_name = "FILE", env = "ZKLOCK_TLS_KEY", requires = "tls_cert", global = true)]
+    pub tls_key: Option<PathBuf>,
+
+    /// Say on stderr whom we wait for, when the lock is acquired and released. RUST_LOG
+    /// selects more (e.g. RUST_LOG=zklock=debug).
+    #[arg(long, short = 'v', env = "ZKLOCK_VERBOSE", global = true)]
+    pub verbose: bool,
+}
+
+/// Which lock, and how to take and hold it.
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    /// Give up after waiting this long for the lock (exit 75, or -E's code). Default: wait for
+    /// ever.
+    #[arg(long, short = 'w', value_name = "DUR", value_parser = parse_duration, env = "ZKLOCK_TIMEOUT")]
+    pub timeout: Option<Duration>,
+
+    /// Do not wait: give up at once if the lock is busy (like flock -n).
+    #[arg(long, short = 'n', env = "ZKLOCK_NONBLOCK", conflicts_with = "timeout")]
+    pub nonblock: bool,
+
+    /// The exit code when the lock is busy (-n, --timeout).
+    #[arg(long, short = 'E', value_name = "N", default_value_t = 75, env = "ZKLOCK_CONFLICT_EXIT_CODE")]
+    pub conflict_exit_code: u8,
+
+    /// The write side of the path's read-write lock: alone (like flock -x). The default.
+    #[arg(long, short = 'x', env = "ZKLOCK_WRITE")]
+    pub write: bool,
+
+    /// The read side of the path's read-write lock: shared with other readers (like flock -s).
+    #[arg(long, short = 's', env = "ZKLOCK_READ", conflicts_with = "write")]
+    pub read: bool,
+
+    /// A counting semaphore of N leases (Curator's InterProcessSemaphoreV2 layout; every
+    /// participant must use the same N).
+    #[arg(long, value_name = "N", env = "ZKLOCK_SEMAPHORE", conflicts_with_all = ["read", "write"], value_parser = clap::value_parser!(u32).range(1..))]
+    pub semaphore: Option<u32>,
+
+    /// Curator's InterProcessMutex layout (to share the path with Java services that use it).
+    #[arg(long, env = "ZKLOCK_MUTEX", conflicts_with_all = ["read", "write", "semaphore"])]
+    pub mutex: bool,
+
+    /// kazoo's Lock layout (to share the path with Python services that use it).
+    #[arg(long, env = "ZKLOCK_KAZOO", conflicts_with_all = ["read", "write", "semaphore", "mutex"])]
+    pub kazoo: bool,
+
+    /// What to do when someone asks the holder to let go (`zklock revoke`): send the command
+    /// SIGTERM (hold mode: release and exit 0), or carry on.
+    #[arg(long, value_enum, value_name = "WHAT", default_value = "term", env = "ZKLOCK_ON_REVOKE")]
+    pub on_revoke: OnRevoke,
+
+    /// When a disconnection counts as losing the lock: after a third of the session timeout,
+    /// or at once. Locks only: a semaphore always waits a third of the session timeout.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "POLICY",
+        default_value = "session-timeout",
+        env = "ZKLOCK_LOSS_POLICY",
+        conflicts_with = "semaphore"
+    )]
+    pub loss_policy: LossPolicyArg,
+
+    /// After SIGTERM on a lost lock, wait at most this long before SIGKILL. Never later than the
+    /// moment the server could first expire the session.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, env = "ZKLOCK_KILL_AFTER")]
+    pub kill_after: Duration,
+
+    /// The lock path, e.g. /locks/nightly-job.
+    #[arg(value_name = "LOCK_PATH", required = true)]
+    pub lock_path: Option<String>,
+}
+
+/// What a revocation request does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnRevoke {
+    /// SIGTERM to the command's process group (hold mode: release).
+    Term,
+    /// Keep holding.
+    Ignore,
+}
+
+/// `LossPolicy` as the command line names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LossPolicyArg {
+    /// Lost after a third of the session timeout without a connection.
+    SessionTimeout,
+    /// Lost at the first disconnection.
+    AnyDisconnection,
+}
+
+impl From<LossPolicyArg> for zklock::LossPolicy {
+    fn from(policy: LossPolicyArg) -> Self {
+        match policy {
+            LossPolicyArg::SessionTimeout => zklock::LossPolicy::SessionTimeout,
+            LossPolicyArg::AnyDisconnection => zklock::LossPolicy::AnyDisconnection,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Take the lock, print its node and fencing token, and hold it until signalled (like
+    /// `etcdctl lock NAME` without a command).
+    Hold {
+        #[command(flatten)]
+        lock: LockArgs,
+    },
+    /// Print each queue of a lock path (holders and waiters) with the nodes' data. Exits 1
+    /// when nobody holds.
+    List {
+        /// The lock path.
+        lock_path: String,
+        /// One JSON object, for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask the holder of a lock node to give the lock up (it decides whether to).
+    Revoke {
+        /// The full path of the holder's node, as `zklock list` prints it.
+        node: String,
+    },
+}

@@ -1,0 +1,162 @@
+//! The command's process group: started in a group of its own, signalled as a whole, and waited
+//! for until its last process is gone, so nothing the command started outlives the lock.
+
+use std::ffi::OsString;
+use std::io::ErrorKind;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use tokio::process::Child;
+
+use crate::exit::{Failure, Outcome};
+
+/// How often an emptied group is looked at again once the command itself has exited.
+const GROUP_POLL: Duration = Duration::from_millis(20);
+
+/// A running command and every process in its group.
+#[derive(Debug)]
+pub struct Group {
+    child: Child,
+    pgid: libc::pid_t,
+    /// The command's own status, once it has exited (its descendants may still run).
+    status: Option<ExitStatus>,
+    /// zklock's own group, when it handed the terminal to the command's and takes it back at
+    /// the end.
+    terminal_returns_to: Option<libc::pid_t>,
+}
+
+/// Makes this process the reaper of its orphaned descendants, so that a command's background
+/// processes whose parent exits are ours to wait for instead of init's (which in a container
+/// may never reap them, and a zombie still counts as a member of the group).
+pub fn become_subreaper() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl with integer arguments only.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+}
+
+impl Group {
+    /// Starts `program` in a new process group with the lock's environment.
+    pub fn spawn(program: &OsString, args: &[OsString], env: &[(&str, String)]) -> Result<Group, Failure> {
+        let mut command = tokio::process::Command::new(program);
+        command.args(args).process_group(0);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let child = command.spawn().map_err(|err| {
+            let name = program.to_string_lossy();
+            match err.kind() {
+                ErrorKind::NotFound => Failure::new(Outcome::CannotRun(127), format!("{name}: command not found")),
+                ErrorKind::PermissionDenied => {
+                    Failure::new(Outcome::CannotRun(126), format!("{name}: permission denied"))
+                }
+                _ => Failure::new(Outcome::CannotRun(126), format!("{name}: cannot run: {err}")),
+            }
+        })?;
+        let pgid = child.id().expect("a child just spawned has a pid") as libc::pid_t;
+        let terminal_returns_to = foreground_group().inspect(|_| {
+            set_foreground(pgid);
+            // It may have stopped on reading the terminal before it was its own.
+            // SAFETY: killpg(2) on the group we just created.
+            unsafe {
+                libc::killpg(pgid, libc::SIGCONT);
+            }
+        });
+        Ok(Group { child, pgid, status: None, terminal_returns_to })
+    }
+
+    /// Sends `signal` to every process of the group.
+    pub fn signal(&self, signal: libc::c_int) {
+        // SAFETY: killpg(2) on the group we created; while any member lives (we wait for all of
+        // them before dropping the group) the id cannot be reused.
+        unsafe {
+            libc::killpg(self.pgid, signal);
+        }
+    }
+
+    /// Waits until every process of the group has exited; returns the command's own status.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the command's status is kept once seen, and waiting again goes on from there.
+    pub async fn wait(&mut self) -> Result<ExitStatus, Failure> {
+        let status = match self.status {
+            Some(status) => status,
+            None => {
+                let status = self
+                    .child
+                    .wait()
+                    .await
+                    .map_err(|err| Failure::new(Outcome::Failed, format!("lost track of the command: {err}")))?;
+                *self.status.insert(status)
+            }
+        };
+        while self.has_members() {
+            tokio::time::sleep(GROUP_POLL).await;
+        }
+        if let Some(ours) = self.terminal_returns_to.take() {
+            set_foreground(ours);
+        }
+        Ok(status)
+    }
+
+    /// Whether any process of the group is still there, after reaping those of its exited
+    /// members that are our children (orphans we inherited as subreaper).
+    fn has_members(&self) -> bool {
+        loop {
+            // SAFETY: a zeroed siginfo_t is a valid out-parameter for waitid(2).
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            // SAFETY: waitid(2) on our own process group id, with a valid out-parameter. The
+            // command's own pid was reaped by tokio before we get here, so tokio's handle is
+            // never robbed of its status.
+            let reaped = unsafe {
+                libc::waitid(libc::P_PGID, self.pgid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG)
+            };
+            // SAFETY: si_pid is set by waitid when a child was reaped, and zero otherwise.
+            if reaped != 0 || unsafe { info.si_pid() } == 0 {
+                break;
+            }
+        }
+        // SAFETY: signal 0 only checks whether the group exists.
+        let alive = unsafe { libc::killpg(self.pgid, 0) } == 0;
+        alive || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    }
+}
+
+/// zklock's process group, when zklock is the foreground job of the terminal on its stdin. The
+/// command's group is then made the foreground job while it runs, as a shell does: it can read
+/// the terminal (a background group would stop on SIGTTIN), and the terminal's Ctrl-C reaches it
+/// once, directly, instead of through zklock.
+fn foreground_group() -> Option<libc::pid_t> {
+    // SAFETY: isatty, tcgetpgrp and getpgrp only read this process's state.
+    unsafe {
+        let ours = libc::getpgrp();
+        (libc::isatty(libc::STDIN_FILENO) == 1 && libc::tcgetpgrp(libc::STDIN_FILENO) == ours).then_some(ours)
+    }
+}
+
+/// Makes `pgid` the terminal's foreground group. SIGTTOU is blocked meanwhile, as a background
+/// process (zklock, once it gave the terminal away) may otherwise not take it back.
+fn set_foreground(pgid: libc::pid_t) {
+    // SAFETY: sigset operations on a local set, and pthread_sigmask/tcsetpgrp with valid
+    // arguments; the previous mask of this thread is restored.
+    unsafe {
+        let mut block: libc::sigset_t = std::mem::zeroed();
+        let mut previous: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut block);
+        libc::sigaddset(&mut block, libc::SIGTTOU);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut previous);
+        libc::tcsetpgrp(libc::STDIN_FILENO, pgid);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
+    }
+}
+
+/// The command's exit code, as a shell reports it (128 + N for death by signal N).
+pub fn exit_code(status: ExitStatus) -> u8 {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code as u8,
+        (None, Some(signal)) => 128u8.saturating_add(signal as u8),
+        (None, None) => Outcome::Failed.code(),
+    }
+}

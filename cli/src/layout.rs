@@ -1,0 +1,142 @@
+//! Which kind of lock a path already holds, read from its nodes, so that a mode that cannot share
+//! the path with them is refused instead of silently running beside them.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use zookeeper_client::{Client, Error as ZkError};
+
+use crate::exit::{Failure, Outcome};
+
+/// A kind of lock, as its nodes show it. Two kinds never see each other's nodes, so two modes
+/// of different kinds on one path would not exclude each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    /// Curator's read-write layout: `_c_{uuid}-__READ__{seq}` and `_c_{uuid}-__WRIT__{seq}`.
+    ReadWrite,
+    /// Curator's `InterProcessMutex`: `_c_{uuid}-lock-{seq}`.
+    Mutex,
+    /// kazoo's locks: `{hex}__lock__{seq}` (and `__rlock__` for its read lock).
+    Kazoo,
+    /// `InterProcessSemaphoreV2`: lease nodes under `leases/`, its own mutex under `locks/`.
+    Semaphore,
+}
+
+/// The semaphore's two folders under the lock path.
+pub const SEMAPHORE_FOLDERS: [&str; 2] = ["leases", "locks"];
+
+impl Kind {
+    /// The kind of a lock node directly under a lock path; `None` for another child (or a
+    /// semaphore folder, which counts only when it has nodes in it).
+    pub fn of_node(name: &str) -> Option<Kind> {
+        if !name.ends_with(|c: char| c.is_ascii_digit()) {
+            return None;
+        }
+        if name.contains("__READ__") || name.contains("__WRIT__") {
+            Some(Kind::ReadWrite)
+        } else if name.contains("__lock__") || name.contains("__rlock__") {
+            Some(Kind::Kazoo)
+        } else if name.contains("-lock-") {
+            Some(Kind::Mutex)
+        } else {
+            None
+        }
+    }
+
+    /// The name used in JSON and in the text listing.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::ReadWrite => "read-write",
+            Kind::Mutex => "mutex",
+            Kind::Kazoo => "kazoo",
+            Kind::Semaphore => "semaphore",
+        }
+    }
+
+    /// The options that take this kind of lock.
+    fn options(self) -> &'static str {
+        match self {
+            Kind::ReadWrite => "the default, --write or --read",
+            Kind::Mutex => "--mutex",
+            Kind::Kazoo => "--kazoo",
+            Kind::Semaphore => "--semaphore",
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} lock ({})", self.name(), self.options())
+    }
+}
+
+/// The kinds of lock that have nodes under `path` now. Syncs first, so that a node another
+/// client created before this call is seen.
+pub async fn kinds_present(client: &Client, path: &str) -> Result<BTreeSet<Kind>, Failure> {
+    let mut kinds = BTreeSet::new();
+    match client.sync(path).await {
+        Ok(()) | Err(ZkError::NoNode) => {}
+        Err(err) => return Err(Failure::zookeeper("sync", path, err)),
+    }
+    for child in list(client, path).await? {
+        if SEMAPHORE_FOLDERS.contains(&child.as_str()) {
+            if !list(client, &format!("{path}/{child}")).await?.is_empty() {
+                kinds.insert(Kind::Semaphore);
+            }
+        } else if let Some(kind) = Kind::of_node(&child) {
+            kinds.insert(kind);
+        }
+    }
+    Ok(kinds)
+}
+
+async fn list(client: &Client, path: &str) -> Result<Vec<String>, Failure> {
+    match client.list_children(path).await {
+        Ok(children) => Ok(children),
+        Err(ZkError::NoNode) => Ok(Vec::new()),
+        Err(err) => Err(Failure::zookeeper("list", path, err)),
+    }
+}
+
+/// Refuses `ours` on a path where another kind of lock has nodes.
+pub fn check(path: &str, ours: Kind, present: &BTreeSet<Kind>) -> Result<(), Failure> {
+    match present.iter().find(|kind| **kind != ours) {
+        None => Ok(()),
+        Some(theirs) => Err(Failure::new(
+            Outcome::Usage,
+            format!("{path} is in use as a {theirs}; a {ours} cannot share it (use one kind of lock per path)"),
+        )),
+    }
+}
+
+/// Refuses `ours` on a path where another kind of lock has nodes now.
+pub async fn ensure_alone(client: &Client, path: &str, ours: Kind) -> Result<(), Failure> {
+    check(path, ours, &kinds_present(client, path).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodes_are_told_apart_by_their_names() {
+        let uuid = "_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-";
+        assert_eq!(Kind::of_node(&format!("{uuid}__WRIT__0000000003")), Some(Kind::ReadWrite));
+        assert_eq!(Kind::of_node(&format!("{uuid}__READ__0000000004")), Some(Kind::ReadWrite));
+        assert_eq!(Kind::of_node(&format!("{uuid}lock-0000000001")), Some(Kind::Mutex));
+        assert_eq!(Kind::of_node("6ba7b8109dad11d180b400c04fd430c8__lock__0000000002"), Some(Kind::Kazoo));
+        assert_eq!(Kind::of_node("6ba7b8109dad11d180b400c04fd430c8__rlock__0000000002"), Some(Kind::Kazoo));
+        assert_eq!(Kind::of_node("config"), None);
+        assert_eq!(Kind::of_node("leases"), None);
+    }
+
+    #[test]
+    fn only_another_kind_is_refused() {
+        let present = BTreeSet::from([Kind::ReadWrite]);
+        assert!(check("/p", Kind::ReadWrite, &present).is_ok());
+        assert!(check("/p", Kind::ReadWrite, &BTreeSet::new()).is_ok());
+        let refused = check("/p", Kind::Semaphore, &present).unwrap_err();
+        assert_eq!(refused.outcome, Outcome::Usage);
+        assert!(refused.message.contains("read-write lock"), "{}", refused.message);
+    }
+}
