@@ -159,7 +159,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
             warmup: 300,
             rounds: 3,
             sessions: 8,
-            contended_for: Duration::from_secs(4),
+            contended_for: Duration::from_secs(3),
             contended_warmup: Duration::from_millis(500),
             waiters: 200,
             held_locks: 10_000,

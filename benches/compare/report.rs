@@ -45,7 +45,7 @@ pub fn write_markdown(path: &Path, command: &str) -> Result<(), String> {
          Command: `{command}`, on commit {}, {}.\n\n{}\n",
         commit(),
         date(),
-        kept.trim_end()
+        kept.trim()
     );
     let updated = format!("{}{generated}{}", &text[..begin], &text[end..]);
     std::fs::write(path, updated).map_err(|e| format!("write {}: {e}", path.display()))
@@ -84,9 +84,9 @@ static FAILURES: Mutex<Vec<String>> = Mutex::new(Vec::new());
 /// Records why the run fails (a row that should have run and did not, or whose exclusion did not
 /// hold); the run goes on, so that every table is printed, and exits non-zero at the end.
 pub fn fail(why: String) {
-    eprintln!("FAILURE: {why}");
     let mut failures = FAILURES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if !failures.contains(&why) {
+        eprintln!("FAILURE: {why}");
         failures.push(why);
     }
 }
