@@ -1,18 +1,30 @@
 // Curator's InterProcessMutex, timed, for zklock's comparison benchmark (benches/compare).
 //
 // java -cp <classes>:/usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar \
-//     CuratorBench CONNECT PATH uncontended CYCLES WARMUP   -> "latencies_us P50 P99"
-//     CuratorBench CONNECT PATH contended SESSIONS MILLIS   -> "counts N1 N2 ... violations V"
+//     CuratorBench CONNECT PATH uncontended CYCLES WARMUP
+//         -> after WARMUP untimed cycles prints "ready", waits for a line on stdin, then times
+//            CYCLES cycles and prints "latencies_us P50 P99"
+//     CuratorBench CONNECT PATH contended SESSIONS MILLIS WARMUP_MILLIS RECORD
+//         -> SESSIONS threads with a session each contend untimed for WARMUP_MILLIS, then it
+//            prints "ready", waits for a line, and they contend for MILLIS, each hold appending
+//            "curator-T +" and "curator-T -" to the file RECORD (the benchmark checks exclusion
+//            there) around a yield; prints "counts N1 N2 ..." (timed acquisitions per thread)
 //     CuratorBench CONNECT PATH handoff WAITERS
 //         -> after one unmeasured pass (JIT warmup), prints "queued" once a Curator holder has
 //            the lock and WAITERS clients are queued behind it, waits for a line on stdin (the
 //            caller reads the server's watches meanwhile), lets go, and prints
 //            "handoff_us P50 P99": the gaps between consecutive acquisitions, the first from the
 //            holder's release (each waiter lets go as soon as it holds).
+// After its figures it waits for stdin to close before closing its sessions, so that the
+// benchmark's request counts hold the measured part alone.
 
 import java.io.BufferedReader;
+import java.io.FileOutputStream;
+import java.io.IOException;
 import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -22,6 +34,8 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.retry.RetryNTimes;
 
 public class CuratorBench {
+    static final BufferedReader INPUT = new BufferedReader(new InputStreamReader(System.in));
+
     public static void main(String[] args) throws Exception {
         String connect = args[0], path = args[1], scenario = args[2];
         int first = Integer.parseInt(args[3]);
@@ -29,7 +43,7 @@ public class CuratorBench {
             if (scenario.equals("uncontended")) {
                 uncontended(connect, path, first, Integer.parseInt(args[4]));
             } else if (scenario.equals("contended")) {
-                contended(connect, path, first, Long.parseLong(args[4]));
+                contended(connect, path, first, Long.parseLong(args[4]), Long.parseLong(args[5]), args[6]);
             } else {
                 handoff(connect, path, first);
             }
@@ -71,6 +85,7 @@ public class CuratorBench {
             mutex.acquire();
             mutex.release();
         }
+        awaitGo("ready");
         long[] micros = new long[cycles];
         for (int i = 0; i < cycles; i++) {
             long started = System.nanoTime();
@@ -80,47 +95,85 @@ public class CuratorBench {
         }
         Arrays.sort(micros);
         System.out.println("latencies_us " + micros[cycles / 2] + " " + micros[cycles * 99 / 100]);
+        awaitClose();
         client.close();
     }
 
-    static void contended(String connect, String path, int sessions, long millis) throws Exception {
-        AtomicInteger inside = new AtomicInteger();
-        AtomicInteger violations = new AtomicInteger();
+    /** Says {@code word} and waits for the benchmark's answer (it reads the server's counts). */
+    static void awaitGo(String word) throws IOException {
+        System.out.println(word);
+        System.out.flush();
+        INPUT.readLine();
+    }
+
+    /** Waits until the benchmark has read the server's counts and closed our stdin. */
+    static void awaitClose() throws IOException {
+        System.out.flush();
+        while (INPUT.readLine() != null) {
+        }
+    }
+
+    static void contended(String connect, String path, int sessions, long millis, long warmupMillis, String record)
+            throws Exception {
         long[] counts = new long[sessions];
         Thread[] threads = new Thread[sessions];
-        CuratorFramework[] clients = new CuratorFramework[sessions];
-        for (int s = 0; s < sessions; s++) {
-            clients[s] = client(connect);
-        }
-        long deadline = System.nanoTime() + millis * 1_000_000;
+        CuratorFramework[] clients = clients(connect, sessions);
+        // Opened for appending (O_APPEND): each write lands whole at the end, whichever process.
+        FileOutputStream holds = new FileOutputStream(record, true);
+        // Every thread and this one: all warm, then all go.
+        CyclicBarrier warm = new CyclicBarrier(sessions + 1);
+        CyclicBarrier go = new CyclicBarrier(sessions + 1);
+        AtomicInteger failures = new AtomicInteger();
+        long warmUntil = System.nanoTime() + warmupMillis * 1_000_000;
         for (int s = 0; s < sessions; s++) {
             final int session = s;
             InterProcessMutex mutex = new InterProcessMutex(clients[s], path);
+            byte[] enter = ("curator-" + s + " +\n").getBytes(StandardCharsets.US_ASCII);
+            byte[] exit = ("curator-" + s + " -\n").getBytes(StandardCharsets.US_ASCII);
             threads[s] = new Thread(() -> {
                 try {
+                    while (System.nanoTime() < warmUntil) {
+                        mutex.acquire();
+                        Thread.yield();
+                        mutex.release();
+                    }
+                    warm.await();
+                    go.await();
+                    long deadline = System.nanoTime() + millis * 1_000_000;
                     while (System.nanoTime() < deadline) {
                         mutex.acquire();
-                        if (inside.incrementAndGet() > 1) {
-                            violations.incrementAndGet();
-                        }
-                        inside.decrementAndGet();
+                        holds.write(enter);
+                        Thread.yield();
+                        holds.write(exit);
                         mutex.release();
                         counts[session]++;
                     }
                 } catch (Exception e) {
-                    throw new RuntimeException(e);
+                    e.printStackTrace();
+                    failures.incrementAndGet();
+                    // The others must not wait at a barrier for this thread.
+                    warm.reset();
+                    go.reset();
                 }
             });
             threads[s].start();
         }
+        warm.await();
+        awaitGo("ready");
+        go.await();
         for (Thread thread : threads) {
             thread.join();
         }
+        if (failures.get() > 0) {
+            throw new IllegalStateException(failures.get() + " sessions failed");
+        }
+        holds.close();
         StringBuilder line = new StringBuilder("counts");
         for (long count : counts) {
             line.append(' ').append(count);
         }
-        System.out.println(line.append(" violations ").append(violations.get()));
+        System.out.println(line);
+        awaitClose();
         for (CuratorFramework client : clients) {
             client.close();
         }
@@ -136,7 +189,7 @@ public class CuratorBench {
         long warm = System.nanoTime();
         double[] gaps = handoffPass(clients, path, true);
         System.out.printf("handoff_us %.0f %.0f%n", percentile(gaps, 50), percentile(gaps, 99));
-        System.out.flush();
+        awaitClose();
         // For the report on how long a run takes; the benchmark reads only stdout.
         System.err.printf("Curator handoff: %d clients connected in %.1f s, warmup pass %.1f s, measured pass %.1f s%n",
                 waiters + 1, (connected - started) / 1e9, (warm - connected) / 1e9, (System.nanoTime() - warm) / 1e9);
@@ -183,9 +236,7 @@ public class CuratorBench {
             Thread.sleep(20);
         }
         if (measured) {
-            System.out.println("queued");
-            System.out.flush();
-            new BufferedReader(new InputStreamReader(System.in)).readLine();
+            awaitGo("queued");
         }
         long released = System.nanoTime();
         holder.release();

@@ -1,17 +1,26 @@
 """kazoo's Lock, timed, for zklock's comparison benchmark (benches/compare). Same command line
 and output as CuratorBench.java:
 
-/usr/bin/python3 kazoo_bench.py CONNECT PATH uncontended CYCLES WARMUP -> "latencies_us P50 P99"
-/usr/bin/python3 kazoo_bench.py CONNECT PATH contended SESSIONS MILLIS -> "counts N1 N2 ... violations V"
+/usr/bin/python3 kazoo_bench.py CONNECT PATH uncontended CYCLES WARMUP
+    -> after WARMUP untimed cycles prints "ready", waits for a line on stdin, then times CYCLES
+       cycles and prints "latencies_us P50 P99"
+/usr/bin/python3 kazoo_bench.py CONNECT PATH contended SESSIONS MILLIS WARMUP_MILLIS RECORD
+    -> SESSIONS threads with a session each contend untimed for WARMUP_MILLIS, then it prints
+       "ready", waits for a line, and they contend for MILLIS, each hold appending "kazoo-T +"
+       and "kazoo-T -" to the file RECORD (the benchmark checks exclusion there) around a yield;
+       prints "counts N1 N2 ..." (timed acquisitions per thread)
 /usr/bin/python3 kazoo_bench.py CONNECT PATH handoff WAITERS
     -> after one unmeasured pass (as CuratorBench.java has for its JIT), prints "queued" once a
        kazoo holder has the lock and WAITERS clients are queued behind it, waits for a line on
        stdin (the caller reads the server's watches meanwhile), lets go, and prints
        "handoff_us P50 P99": the gaps between consecutive acquisitions, the first from the
        holder's release (each waiter lets go as soon as it holds).
+After its figures it waits for stdin to close before closing its sessions, so that the
+benchmark's request counts hold the measured part alone.
 """
 
 import logging
+import os
 import sys
 import threading
 import time
@@ -46,6 +55,19 @@ def close(all_clients):
         each.close()
 
 
+def await_go(word):
+    """Says `word` and waits for the benchmark's answer (it reads the server's counts)."""
+    print(word, flush=True)
+    sys.stdin.readline()
+
+
+def await_close():
+    """Waits until the benchmark has read the server's counts and closed our stdin."""
+    sys.stdout.flush()
+    while sys.stdin.readline():
+        pass
+
+
 def percentile(samples, percent):
     """The same nearest-rank percentile as the Rust side of the benchmark."""
     ordered = sorted(samples)
@@ -58,6 +80,7 @@ def uncontended(connect, path, cycles, warmup):
     for _ in range(warmup):
         lock.acquire()
         lock.release()
+    await_go("ready")
     micros = []
     for _ in range(cycles):
         started = time.perf_counter_ns()
@@ -67,33 +90,44 @@ def uncontended(connect, path, cycles, warmup):
     micros.sort()
     # The same ranks as CuratorBench.java.
     print(f"latencies_us {micros[cycles // 2]} {micros[cycles * 99 // 100]}", flush=True)
+    await_close()
     close([zk])
 
 
-def contended(connect, path, sessions, millis):
+def contended(connect, path, sessions, millis, warmup_millis, record):
     all_clients = clients(connect, sessions)
     counts = [0] * sessions
-    state = {"inside": 0, "violations": 0}
-    # Guards only the counter update (Python's += is not atomic across threads); the lock under
-    # test is what must keep two threads from being inside at once.
-    counter = threading.Lock()
+    # Opened for appending (O_APPEND): each write lands whole at the end, whichever process.
+    holds = os.open(record, os.O_WRONLY | os.O_APPEND)
+    # Every thread and this one: all warm, then all go. A failed thread breaks them, so that
+    # nobody waits for it.
+    warm = threading.Barrier(sessions + 1)
+    go = threading.Barrier(sessions + 1)
+    warm_until = time.monotonic() + warmup_millis / 1000
     failed = []
-    deadline = time.monotonic() + millis / 1000
 
     def loop(index, lock):
+        enter, leave = f"kazoo-{index} +\n".encode(), f"kazoo-{index} -\n".encode()
         try:
+            while time.monotonic() < warm_until:
+                lock.acquire()
+                time.sleep(0)
+                lock.release()
+            warm.wait()
+            go.wait()
+            deadline = time.monotonic() + millis / 1000
             while time.monotonic() < deadline:
                 lock.acquire()
-                with counter:
-                    state["inside"] += 1
-                    if state["inside"] > 1:
-                        state["violations"] += 1
-                with counter:
-                    state["inside"] -= 1
+                os.write(holds, enter)
+                # Lets the other threads run, as the other rows' critical sections yield.
+                time.sleep(0)
+                os.write(holds, leave)
                 lock.release()
                 counts[index] += 1
         except Exception:
             failed.append(index)
+            warm.abort()
+            go.abort()
             raise
 
     threads = [
@@ -102,11 +136,16 @@ def contended(connect, path, sessions, millis):
     ]
     for thread in threads:
         thread.start()
+    warm.wait()
+    await_go("ready")
+    go.wait()
     for thread in threads:
         thread.join()
     if failed:
         raise RuntimeError(f"{len(failed)} sessions failed")
-    print("counts " + " ".join(map(str, counts)) + f" violations {state['violations']}", flush=True)
+    os.close(holds)
+    print("counts " + " ".join(map(str, counts)), flush=True)
+    await_close()
     close(all_clients)
 
 
@@ -119,6 +158,7 @@ def handoff(connect, path, waiters):
     warm = time.monotonic()
     gaps = handoff_pass(all_clients, path, measured=True)
     print(f"handoff_us {percentile(gaps, 50):.0f} {percentile(gaps, 99):.0f}", flush=True)
+    await_close()
     # For the report on how long a run takes; the benchmark reads only stdout.
     print(
         f"kazoo handoff: {waiters + 1} clients connected in {connected - started:.1f} s, "
@@ -157,8 +197,7 @@ def handoff_pass(all_clients, path, measured):
             raise RuntimeError("the waiters did not queue in time")
         time.sleep(0.02)
     if measured:
-        print("queued", flush=True)
-        sys.stdin.readline()
+        await_go("queued")
     released = time.perf_counter_ns()
     holder.release()
     for thread in threads:
@@ -173,13 +212,12 @@ def main():
     # kazoo logs connection chatter as warnings; the benchmark's output is its tables.
     logging.basicConfig(level=logging.ERROR)
     connect, path, scenario = sys.argv[1:4]
-    numbers = [int(arg) for arg in sys.argv[4:]]
     if scenario == "uncontended":
-        uncontended(connect, path, *numbers)
+        uncontended(connect, path, *map(int, sys.argv[4:6]))
     elif scenario == "contended":
-        contended(connect, path, *numbers)
+        contended(connect, path, *map(int, sys.argv[4:7]), sys.argv[7])
     elif scenario == "handoff":
-        handoff(connect, path, *numbers)
+        handoff(connect, path, int(sys.argv[4]))
     else:
         sys.exit(f"unknown scenario {scenario}")
 

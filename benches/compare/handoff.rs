@@ -5,8 +5,10 @@ use std::error::Error;
 
 use zklock_testcontainers::four_letter_word;
 
+use crate::report::out;
 use crate::row::{Row, Scenario};
-use crate::table::{lines, turns};
+use crate::table::{lines, turns, State};
+use crate::targets::Summary;
 use crate::{percentile, Bench};
 
 /// One handoff run of one row: latencies in µs, and the most sessions seen watching one node of
@@ -22,14 +24,14 @@ pub struct Handoff {
 }
 
 /// Runs every row's handoff once per round, then prints the medians of its rounds.
-pub async fn run(bench: &Bench<'_>, rows: &[Box<dyn Row>]) -> Result<(), Box<dyn Error>> {
+pub async fn run(bench: &Bench<'_>, rows: &[Box<dyn Row>], summary: &mut Summary) -> Result<(), Box<dyn Error>> {
     let plan = bench.plan;
-    println!(
+    out!(
         "| lock | release to next holder p50 µs (median of {} rounds) | p99 µs | most sessions watching one node | client CPU per handoff µs | server CPU per handoff µs |",
         plan.rounds
     );
-    println!("|---|---|---|---|---|---|");
-    let mut lines = lines(rows, Scenario::Handoff, Vec::<Handoff>::new);
+    out!("|---|---|---|---|---|---|");
+    let mut lines = lines(bench, rows, Scenario::Handoff, Vec::<Handoff>::new);
     for round in 0..plan.rounds {
         for at in turns(lines.len(), round) {
             let line = &mut lines[at];
@@ -41,6 +43,10 @@ pub async fn run(bench: &Bench<'_>, rows: &[Box<dyn Row>]) -> Result<(), Box<dyn
         }
     }
     for line in &mut lines {
+        if let State::Runs(runs) = &line.state {
+            let mut p50s: Vec<f64> = runs.iter().map(|run| run.p50_us).collect();
+            summary.handoff(line.row.tag(), percentile(&mut p50s, 50.0));
+        }
         let label = line.row.label(Scenario::Handoff, plan);
         line.print(6, label, |runs| {
             let median =

@@ -1,17 +1,21 @@
 //! The rows that run in another process: Curator on the JVM, kazoo in Python. Each is a small
-//! program under `interop/` with the same command line (`CONNECT PATH SCENARIO NUMBER...`) and
-//! output (a tag, then numbers), so one type stands for both. Latencies come from the program's
-//! own clock; requests from the server's `mntr`, server-wide, so they include the program's
-//! connects and closes.
+//! program under `interop/` with the same command line (`CONNECT PATH SCENARIO ARGS...`) and
+//! conversation: after its warm-up it prints `ready` (or `queued`, for a handoff) and waits for a
+//! line; then it runs the measured part and prints its figures (a tag, then numbers), and waits
+//! for its standard input to close before it closes its sessions. So the server's counts read at
+//! those two moments hold the measured part alone. Latencies come from the program's own clock;
+//! requests from the server's `mntr`, server-wide (less the busy pass's writers).
 
 mod contended;
 mod handoff;
 mod uncontended;
 
 use std::ffi::OsString;
-use std::process::{Child, Command, Stdio};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
 
 use crate::contended::Contention;
+use crate::exclusion::Record;
 use crate::handoff::Handoff;
 use crate::row::{Part, Pending, Row, Scenario};
 use crate::uncontended::Rounds;
@@ -64,23 +68,54 @@ impl Peer {
         Ok(command)
     }
 
-    /// Runs one scenario to its end and returns the numbers of its output.
-    fn run(&self, connect: &str, path: &str, args: &[&str]) -> Result<Vec<i64>, String> {
-        let output = self.command(connect, path, args)?.output().map_err(|e| format!("{}: {e}", self.lock))?;
-        if !output.status.success() {
-            return Err(format!("{} failed: {}", self.lock, String::from_utf8_lossy(&output.stderr)));
-        }
-        Ok(numbers(&String::from_utf8_lossy(&output.stdout)))
-    }
-
-    /// Starts one scenario that talks with us over its standard input and output (handoff).
-    fn spawn(&self, connect: &str, path: &str, args: &[&str]) -> Result<Child, String> {
-        self.command(connect, path, args)?
+    /// Runs one scenario: `at_ready` when the program says `ready` or `queued` (it is answered
+    /// `go` after), `at_result` on the line whose tag is `result` (its numbers); the program's
+    /// input is closed after that line, and it exits. Its standard error is kept for the
+    /// message when it fails.
+    fn converse(
+        &self,
+        bench: &Bench<'_>,
+        path: &str,
+        args: &[&str],
+        result: &str,
+        mut at_ready: impl FnMut(),
+    ) -> Result<Vec<i64>, String> {
+        let mut child = self
+            .command(bench.connect, path, args)?
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("{}: {e}", self.lock))
+            .map_err(|e| format!("{}: {e}", self.lock))?;
+        // Drained all along: a program that logs a lot must not block on a full pipe.
+        let mut stderr = child.stderr.take().ok_or("no stderr")?;
+        let errors = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr.read_to_string(&mut text);
+            text
+        });
+        let mut stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut figures = None;
+        for line in stdout.lines() {
+            let line = line.map_err(|e| e.to_string())?;
+            if line == "ready" || line == "queued" {
+                at_ready();
+                if let Some(stdin) = &mut stdin {
+                    let _ = writeln!(stdin, "go");
+                }
+            } else if line.split_whitespace().next() == Some(result) {
+                figures = Some(numbers(&line));
+                stdin = None;
+            }
+        }
+        drop(stdin);
+        let status = child.wait().map_err(|e| e.to_string())?;
+        let errors = errors.join().unwrap_or_default();
+        match figures {
+            Some(figures) if status.success() => Ok(figures),
+            _ => Err(format!("{} {} failed ({status}): {errors}", self.full_name(""), args.first().unwrap_or(&""))),
+        }
     }
 }
 
@@ -112,8 +147,8 @@ impl Row for Peer {
         Box::pin(async move { Ok(Box::new(uncontended::ProgramRounds::new(self)) as Box<dyn Rounds>) })
     }
 
-    fn contended<'a>(&'a self, bench: &'a Bench<'a>, path: String) -> Pending<'a, Contention> {
-        Box::pin(async move { Ok(contended::contend(self, bench, &path)?) })
+    fn contended<'a>(&'a self, bench: &'a Bench<'a>, path: String, record: &'a Record) -> Pending<'a, Contention> {
+        Box::pin(async move { Ok(contended::contend(self, bench, &path, record)?) })
     }
 
     fn handoff<'a>(&'a self, bench: &'a Bench<'a>, path: String) -> Pending<'a, Handoff> {

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::contended::Contention;
+use crate::exclusion::Record;
 use crate::handoff::Handoff;
 use crate::uncontended::Rounds;
 use crate::{Bench, Plan};
@@ -23,7 +24,8 @@ pub enum Scenario {
 pub enum Part {
     /// It runs, and its line has its figures.
     Runs,
-    /// Its line says why it did not run (its library or server is not installed).
+    /// Its line says why it did not run (its library or server is not installed, which fails
+    /// the run, or it was skipped on purpose).
     Skipped(String),
     /// It has no line: the scenario does not apply (the floor does not exclude, so it has no
     /// contended figures).
@@ -33,7 +35,8 @@ pub enum Part {
 /// Why a row's run did not finish.
 #[derive(Debug)]
 pub enum Failure {
-    /// Its own server failed (Redis, MariaDB): its line says so, and it runs no more rounds.
+    /// Its own server failed (Redis, MariaDB): its line says so, it runs no more rounds, and the
+    /// run fails at the end.
     Row(String),
     /// ZooKeeper, zklock or a peer program failed: the benchmark stops.
     Bench(Box<dyn Error>),
@@ -79,6 +82,12 @@ pub trait Row {
         false
     }
 
+    /// Whether its lock lives on the ZooKeeper server (the busy and forceSync passes run only
+    /// those rows).
+    fn on_zookeeper(&self) -> bool {
+        true
+    }
+
     /// The process of the server its lock lives on, for that server's CPU per acquisition.
     fn server_pid(&self, bench: &Bench<'_>) -> Option<u32> {
         bench.zookeeper_pid
@@ -87,8 +96,10 @@ pub trait Row {
     /// Gets ready for the uncontended rounds (a warmed-up session, where it keeps one).
     fn uncontended<'a>(&'a self, bench: &'a Bench<'a>) -> Pending<'a, Box<dyn Rounds + 'a>>;
 
-    /// One contended run on the lock at `path`, for `plan.contended_for`.
-    fn contended<'a>(&'a self, bench: &'a Bench<'a>, path: String) -> Pending<'a, Contention>;
+    /// One contended run on the lock at `path`: `plan.contended_warmup` untimed, then
+    /// `plan.contended_for` timed, each timed hold appending its enter and exit to `record`
+    /// (through [`Record::writer`] in this process, or the file at [`Record::path`] in another).
+    fn contended<'a>(&'a self, bench: &'a Bench<'a>, path: String, record: &'a Record) -> Pending<'a, Contention>;
 
     /// One handoff run on the lock at `path`. Only rows with [`Part::Runs`] in
     /// [`Scenario::Handoff`] are asked.

@@ -7,6 +7,7 @@ use tokio::task::JoinSet;
 use zklock::{InterProcessMutex, LockGuard};
 
 use crate::heap::{live_bytes, resident_bytes};
+use crate::report::out;
 use crate::zookeeper::prepare;
 use crate::{session, Bench};
 
@@ -31,15 +32,15 @@ pub struct Scale {
 
 /// Client memory per held lock and per waiter.
 pub async fn run(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> {
-    println!("| scenario | count | client heap per item | resident growth per item | heap left after release | time |");
-    println!("|---|---|---|---|---|---|");
+    out!("| scenario | count | client heap per item | resident growth per item | heap left after release | time |");
+    out!("|---|---|---|---|---|---|");
     let locks = many_locks(bench, bench.plan.held_locks).await?;
     let waiters = many_waiters(bench, bench.plan.waiters_on_one_lock).await?;
     for (scenario, run) in [
         ("distinct locks held at once, one session (time: to take them all)", &locks),
         ("waiters queued on one lock, one session (time: until all queued)", &waiters),
     ] {
-        println!(
+        out!(
             "| {scenario} | {} | {:.0} B | {:.0} B | {:.0} B per item | {:.2} s |",
             run.count,
             run.heap_per_item,
@@ -48,7 +49,7 @@ pub async fn run(bench: &Bench<'_>) -> Result<(), Box<dyn std::error::Error>> {
             run.took.as_secs_f64()
         );
     }
-    println!(
+    out!(
         "\n{} held locks: {:.1} MB of client heap in all.",
         locks.count,
         locks.heap_per_item * locks.count as f64 / 1e6

@@ -5,6 +5,7 @@
 use std::future::Future;
 
 use crate::contended::Contention;
+use crate::exclusion::Record;
 use crate::row::{Failure, Part, Pending, Row, Scenario};
 use crate::spin::{contend, time_cycles, Cycle};
 use crate::uncontended::{Latency, Rounds};
@@ -68,6 +69,10 @@ impl<S: LockServer> Row for OnServer<S> {
         }
     }
 
+    fn on_zookeeper(&self) -> bool {
+        false
+    }
+
     fn server_pid(&self, _bench: &Bench<'_>) -> Option<u32> {
         self.server.as_ref().ok().and_then(S::pid)
     }
@@ -81,7 +86,7 @@ impl<S: LockServer> Row for OnServer<S> {
 
     /// `plan.sessions` connections contending, one task each; requests per acquisition count
     /// the retries.
-    fn contended<'a>(&'a self, bench: &'a Bench<'a>, path: String) -> Pending<'a, Contention> {
+    fn contended<'a>(&'a self, bench: &'a Bench<'a>, path: String, record: &'a Record) -> Pending<'a, Contention> {
         Box::pin(async move {
             let contended = async {
                 let server = self.server.as_ref().map_err(String::clone)?;
@@ -89,10 +94,9 @@ impl<S: LockServer> Row for OnServer<S> {
                 for _ in 0..bench.plan.sessions {
                     locks.push(server.lock(&path).await?);
                 }
-                let before = server.requests().await?;
-                let mut run = contend(locks, bench.plan.contended_for).await?;
-                let requests = requests_since(server, before).await?;
-                run.requests_per_acquisition = requests as f64 / run.acquisitions().max(1) as f64;
+                let mut run = contend(locks, bench.plan, S::TAG, record, async || server.requests().await).await?;
+                // The reading that ends the span counted itself.
+                run.requests_per_acquisition -= S::COUNTED_BY_A_READING as f64 / run.acquisitions().max(1) as f64;
                 Ok::<_, String>(run)
             };
             contended.await.map_err(Failure::Row)

@@ -2,7 +2,9 @@
 
 use std::error::Error;
 
+use crate::report::{self, out};
 use crate::row::{Failure, Part, Row, Scenario};
+use crate::Bench;
 
 /// A row's line in a scenario's table.
 pub struct Line<'r, T> {
@@ -21,10 +23,15 @@ pub enum State<T> {
 }
 
 /// The lines of `scenario`'s table in the order of `rows`, `start()` for each row that runs.
-pub fn lines<T>(rows: &[Box<dyn Row>], scenario: Scenario, mut start: impl FnMut() -> T) -> Vec<Line<'_, T>> {
+pub fn lines<'r, T>(
+    bench: &Bench<'_>,
+    rows: &'r [Box<dyn Row>],
+    scenario: Scenario,
+    mut start: impl FnMut() -> T,
+) -> Vec<Line<'r, T>> {
     let mut lines = Vec::new();
     for row in rows {
-        let state = match row.part(scenario) {
+        let state = match bench.part(row.as_ref(), scenario) {
             Part::Runs => State::Runs(start()),
             Part::Skipped(why) => State::Skipped(why),
             Part::NoLine => continue,
@@ -73,7 +80,10 @@ impl<T> State<T> {
 
     fn failed(failure: Failure) -> Result<State<T>, Box<dyn Error>> {
         match failure {
-            Failure::Row(why) => Ok(State::Failed(format!("failed: {why}"))),
+            Failure::Row(why) => {
+                report::fail(format!("a server of a row failed: {why}"));
+                Ok(State::Failed(format!("FAILED: {why}")))
+            }
             Failure::Bench(error) => Err(error),
         }
     }
@@ -89,11 +99,9 @@ impl<T> Line<'_, T> {
     /// else the name or label and why there are no figures, padded to `columns` cells.
     pub fn print(&mut self, columns: usize, label: String, figures: impl FnOnce(&mut T) -> String) {
         match &mut self.state {
-            State::Runs(runs) => println!("| {label} | {} |", figures(runs)),
-            State::Skipped(why) => {
-                println!("{}", without_figures(self.row.name(), &format!("skipped: {why}"), columns))
-            }
-            State::Failed(why) => println!("{}", without_figures(&label, why, columns)),
+            State::Runs(runs) => out!("| {label} | {} |", figures(runs)),
+            State::Skipped(why) => out!("{}", without_figures(self.row.name(), why, columns)),
+            State::Failed(why) => out!("{}", without_figures(&label, why, columns)),
         }
     }
 }

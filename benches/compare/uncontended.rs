@@ -2,9 +2,11 @@
 
 use std::error::Error;
 
+use crate::report::out;
 use crate::row::{Failure, Part, Pending, Row, Scenario};
 use crate::table::{turns, Line, State};
-use crate::{Bench, Plan};
+use crate::targets::Summary;
+use crate::{Bench, Pass, Plan};
 
 /// A row's uncontended figures, over every round.
 pub struct Latency {
@@ -30,12 +32,13 @@ pub trait Rounds {
     }
 }
 
-/// Runs every row's rounds, then prints the table and the rows' notes.
-pub async fn run(bench: &Bench<'_>, rows: &[Box<dyn Row>]) -> Result<(), Box<dyn Error>> {
+/// Runs every row's rounds, then prints the table and the rows' notes. On the busy pass the
+/// background load runs from before each row's round until after it.
+pub async fn run(bench: &Bench<'_>, rows: &[Box<dyn Row>], summary: &mut Summary) -> Result<(), Box<dyn Error>> {
     let plan = bench.plan;
     let mut lines = Vec::new();
     for row in rows {
-        let state = match row.part(Scenario::Uncontended) {
+        let state = match bench.part(row.as_ref(), Scenario::Uncontended) {
             Part::Runs => State::after(row.uncontended(bench).await)?,
             Part::Skipped(why) => State::Skipped(why),
             Part::NoLine => continue,
@@ -46,7 +49,9 @@ pub async fn run(bench: &Bench<'_>, rows: &[Box<dyn Row>]) -> Result<(), Box<dyn
         for at in turns(lines.len(), round) {
             let line = &mut lines[at];
             if let State::Runs(rounds) = &mut line.state {
+                let load = bench.load();
                 let outcome = rounds.round(bench).await;
+                Bench::unload(load).await;
                 line.state.settle(outcome)?;
             }
         }
@@ -63,9 +68,12 @@ pub async fn run(bench: &Bench<'_>, rows: &[Box<dyn Row>]) -> Result<(), Box<dyn
             _ => None,
         })
         .unwrap_or(f64::NAN);
-    println!("| lock | p50 µs | p99 µs | p50 / raw floor | requests per cycle |");
-    println!("|---|---|---|---|---|");
+    out!("| lock | p50 µs | p99 µs | p50 / raw floor | requests per cycle |");
+    out!("|---|---|---|---|---|");
     for line in &mut figures {
+        if let State::Runs(latency) = &line.state {
+            summary.uncontended(bench.pass, line.row.tag(), latency.p50_us / floor_p50, latency.requests_per_cycle);
+        }
         let label = line.row.label(Scenario::Uncontended, plan);
         line.print(5, label, |latency| {
             format!(
@@ -78,10 +86,11 @@ pub async fn run(bench: &Bench<'_>, rows: &[Box<dyn Row>]) -> Result<(), Box<dyn
             )
         });
     }
-    for line in &lines {
+    // Reentry costs no request, so it is the same on every server.
+    for line in lines.iter().filter(|_| bench.pass == Pass::Quiet) {
         if let State::Runs(rounds) = &line.state {
             if let Some(note) = rounds.note(plan).await.map_err(Failure::into_error)? {
-                println!("\n{note}");
+                out!("\n{note}");
             }
         }
     }

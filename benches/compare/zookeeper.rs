@@ -11,6 +11,7 @@ use std::marker::PhantomData;
 use zookeeper_client::{Acls, Client, CreateMode};
 
 use crate::contended::Contention;
+use crate::exclusion::Record;
 use crate::handoff::Handoff;
 use crate::row::{Part, Pending, Row, Scenario};
 use crate::spin::Cycle;
@@ -70,8 +71,8 @@ impl<L: ZooKeeperLock> Row for InProcess<L> {
         Box::pin(async move { Ok(Box::new(uncontended::Session::<L>::start(bench).await?) as Box<dyn Rounds>) })
     }
 
-    fn contended<'a>(&'a self, bench: &'a Bench<'a>, path: String) -> Pending<'a, Contention> {
-        Box::pin(async move { Ok(contended::contend::<L>(bench, &path).await?) })
+    fn contended<'a>(&'a self, bench: &'a Bench<'a>, path: String, record: &'a Record) -> Pending<'a, Contention> {
+        Box::pin(async move { Ok(contended::contend::<L>(bench, &path, record).await?) })
     }
 
     fn handoff<'a>(&'a self, bench: &'a Bench<'a>, path: String) -> Pending<'a, Handoff> {

@@ -38,13 +38,14 @@ impl ServerProcess {
              clientPortAddress=127.0.0.1\n\
              maxSessionTimeout={max_session}\n\
              maxClientCnxns=0\n\
-             forceSync=no\n\
+             forceSync={force_sync}\n\
              admin.enableServer=false\n\
              4lw.commands.whitelist=*\n\
              {extra_config}",
             tick = options.tick_time.as_millis(),
             data = data.display(),
             max_session = options.max_session_timeout.as_millis(),
+            force_sync = if options.force_sync { "yes" } else { "no" },
         );
         fs::write(dir.join("zoo.cfg"), config).map_err(HarnessError::io("write zoo.cfg"))?;
         let logging = "log4j.rootLogger=INFO, CONSOLE\n\

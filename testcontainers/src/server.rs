@@ -24,6 +24,10 @@ pub struct ServerOptions {
     /// How often the server deletes empty container nodes (`znode.container.checkIntervalMs`).
     /// Defaults to 1 s, so tests can watch containers go; ZooKeeper's own default is 60 s.
     pub container_check_interval: Duration,
+    /// Whether the server syncs its transaction log to disk before it acknowledges a write
+    /// (`forceSync`). Defaults to `false`, so that tests do not wait for the disk; ZooKeeper's
+    /// own default is `true`.
+    pub force_sync: bool,
 }
 
 impl Default for ServerOptions {
@@ -34,6 +38,7 @@ impl Default for ServerOptions {
             start_timeout: Duration::from_secs(60),
             heap: "256m".into(),
             container_check_interval: Duration::from_secs(1),
+            force_sync: false,
         }
     }
 }
@@ -41,7 +46,8 @@ impl Default for ServerOptions {
 /// A standalone ZooKeeper server on a free loopback port, killed when dropped.
 ///
 /// Every four-letter word is enabled (`wchp`, `cons`, `mntr`, ...), the admin HTTP server is off,
-/// and data is written without fsync. The server's log is `zookeeper.log` in [`Self::dir`].
+/// and data is written without fsync unless [`ServerOptions::force_sync`] says otherwise. The
+/// server's log is `zookeeper.log` in [`Self::dir`].
 #[derive(Debug)]
 pub struct ZooKeeperServer {
     // Declared before `dir`: the process dies before its directory is removed.

@@ -1,17 +1,17 @@
-//! A peer's uncontended rounds: each one runs the program's own warmup and cycles on a session of
-//! its own.
+//! A peer's uncontended rounds: each one runs the program's own warm-up and cycles on a session of
+//! its own; requests are counted over the timed cycles alone.
 
 use super::Peer;
 use crate::row::Pending;
 use crate::uncontended::{Latency, Rounds};
-use crate::{packets_received, percentile, Bench, Plan};
+use crate::{percentile, Bench, Plan};
 
 /// What each round's program printed, and the server's count.
 pub struct ProgramRounds<'a> {
     peer: &'a Peer,
     p50_us: Vec<f64>,
     p99_us: Vec<f64>,
-    /// Requests per cycle, server-wide, warmup included.
+    /// Requests per timed cycle, server-wide.
     requests: Vec<f64>,
 }
 
@@ -26,14 +26,14 @@ impl Rounds for ProgramRounds<'_> {
         Box::pin(async move {
             let plan = bench.plan;
             let path = format!("{}/uncontended/{}", bench.base, self.peer.tag);
-            let before = packets_received(bench.server);
+            let mut before = 0;
             let args = ["uncontended", &plan.cycles.to_string(), &plan.warmup.to_string()];
-            let numbers = self.peer.run(bench.connect, &path, &args)?;
+            let numbers = self.peer.converse(bench, &path, &args, "latencies_us", || before = bench.requests())?;
+            let after = bench.requests();
             let [p50, p99] = numbers[..] else {
                 return Err(format!("{}: unexpected output {numbers:?}", self.peer.lock).into());
             };
-            let total = (plan.cycles + plan.warmup) as f64;
-            self.requests.push(packets_received(bench.server).saturating_sub(before) as f64 / total);
+            self.requests.push(after.saturating_sub(before) as f64 / plan.cycles as f64);
             self.p50_us.push(p50 as f64);
             self.p99_us.push(p99 as f64);
             Ok(())

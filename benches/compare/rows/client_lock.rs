@@ -1,5 +1,6 @@
 //! The row of zookeeper-client's own lock recipe, `Client::lock` (Curator-style names).
 
+use std::future::Future;
 use zookeeper_client::{Acls, Client, LockOptions, LockPrefix};
 
 use crate::row::Scenario;
@@ -23,11 +24,11 @@ impl ZooKeeperLock for ClientLock {
 }
 
 impl Cycle for ClientLock {
-    async fn cycle(&mut self, inside: impl FnOnce() + Send) -> Result<(), String> {
+    async fn cycle(&mut self, inside: impl Future<Output = Result<(), String>> + Send) -> Result<(), String> {
         let prefix = LockPrefix::new_curator(&self.dir, "lock-").map_err(|e| e.to_string())?;
         let lock =
             self.client.lock(prefix, b"", LockOptions::new(Acls::anyone_all())).await.map_err(|e| e.to_string())?;
-        inside();
+        inside.await?;
         let path = lock.lock_path().to_owned();
         // Await the delete ourselves (its Drop would send it in the background).
         std::mem::forget(lock);

@@ -1,6 +1,7 @@
 //! The raw floor: create an ephemeral sequential node and delete it, what any ZooKeeper queue
 //! lock must do at least. It does not exclude, so it has only uncontended figures.
 
+use std::future::Future;
 use zookeeper_client::{Acls, Client, CreateMode};
 
 use crate::row::Scenario;
@@ -25,10 +26,10 @@ impl ZooKeeperLock for RawFloor {
 }
 
 impl Cycle for RawFloor {
-    async fn cycle(&mut self, inside: impl FnOnce() + Send) -> Result<(), String> {
+    async fn cycle(&mut self, inside: impl Future<Output = Result<(), String>> + Send) -> Result<(), String> {
         let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
         let (_, sequence) = self.client.create(&self.prefix, b"", &options).await.map_err(|e| e.to_string())?;
-        inside();
+        inside.await?;
         self.client.delete(&format!("{}{sequence}", self.prefix), None).await.map_err(|e| e.to_string())
     }
 }

@@ -8,6 +8,7 @@
 
 mod protocol;
 
+use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -130,7 +131,7 @@ impl TableLock {
 }
 
 impl Cycle for TableLock {
-    async fn cycle(&mut self, inside: impl FnOnce() + Send) -> Result<(), String> {
+    async fn cycle(&mut self, inside: impl Future<Output = Result<(), String>> + Send) -> Result<(), String> {
         // Names and owners are ours (letters, digits, dashes): nothing to escape.
         let owner = Uuid::new_v4();
         let insert = format!("INSERT INTO bench.locks (name, owner) VALUES ('{}', '{owner}')", self.name);
@@ -143,7 +144,7 @@ impl Cycle for TableLock {
                 Err(other) => return Err(other.to_string()),
             }
         }
-        inside();
+        inside.await?;
         let delete = format!("DELETE FROM bench.locks WHERE name = '{}' AND owner = '{owner}'", self.name);
         match self.connection.query(&delete).await? {
             Answer::Done { affected: 1 } => Ok(()),

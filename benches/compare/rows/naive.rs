@@ -1,6 +1,7 @@
 //! The seed articles' naive lock: create one ephemeral node; on NodeExists sleep 1 ms and
 //! retry. Not fair, not a queue, so it has no handoff line.
 
+use std::future::Future;
 use std::time::Duration;
 
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
@@ -26,7 +27,7 @@ impl ZooKeeperLock for Naive {
 }
 
 impl Cycle for Naive {
-    async fn cycle(&mut self, inside: impl FnOnce() + Send) -> Result<(), String> {
+    async fn cycle(&mut self, inside: impl Future<Output = Result<(), String>> + Send) -> Result<(), String> {
         let options = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
         loop {
             match self.client.create(&self.path, b"", &options).await {
@@ -35,7 +36,7 @@ impl Cycle for Naive {
                 Err(err) => return Err(err.to_string()),
             }
         }
-        inside();
+        inside.await?;
         self.client.delete(&self.path, None).await.map_err(|e| e.to_string())
     }
 }

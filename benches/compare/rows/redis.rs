@@ -7,6 +7,7 @@
 
 mod resp;
 
+use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -101,7 +102,7 @@ pub struct SpinLock {
 }
 
 impl Cycle for SpinLock {
-    async fn cycle(&mut self, inside: impl FnOnce() + Send) -> Result<(), String> {
+    async fn cycle(&mut self, inside: impl Future<Output = Result<(), String>> + Send) -> Result<(), String> {
         // A fresh token per acquisition: a late release from an earlier hold cannot delete this one.
         let token = Uuid::new_v4().to_string();
         loop {
@@ -111,7 +112,7 @@ impl Cycle for SpinLock {
                 other => return Err(format!("SET NX answered {other:?}")),
             }
         }
-        inside();
+        inside.await?;
         match self.connection.command(&["EVAL", RELEASE, "1", &self.key, &token]).await? {
             Reply::Integer(1) => Ok(()),
             other => Err(format!("the release found the key gone or someone else's ({other:?})")),

@@ -1,5 +1,6 @@
 //! The zklock row: `InterProcessMutex`, in this process.
 
+use std::future::Future;
 use std::time::Instant;
 
 use zklock::InterProcessMutex;
@@ -36,9 +37,9 @@ impl ZooKeeperLock for InterProcessMutex {
 }
 
 impl Cycle for InterProcessMutex {
-    async fn cycle(&mut self, inside: impl FnOnce() + Send) -> Result<(), String> {
+    async fn cycle(&mut self, inside: impl Future<Output = Result<(), String>> + Send) -> Result<(), String> {
         let guard = self.acquire().await.map_err(|e| e.to_string())?;
-        inside();
+        inside.await?;
         guard.release().await.map_err(|e| e.to_string())
     }
 }

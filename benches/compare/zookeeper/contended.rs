@@ -4,11 +4,17 @@ use std::error::Error;
 
 use super::{prepare, ZooKeeperLock};
 use crate::contended::Contention;
+use crate::exclusion::Record;
 use crate::spin::contend as spin;
-use crate::{packets_received, session, Bench};
+use crate::{session, Bench};
 
-/// One contended run on the lock at `path`; requests are the server's count for everyone.
-pub async fn contend<L: ZooKeeperLock>(bench: &Bench<'_>, path: &str) -> Result<Contention, Box<dyn Error>> {
+/// One contended run on the lock at `path`; requests are the server's count for everyone but
+/// the busy pass's writers.
+pub async fn contend<L: ZooKeeperLock>(
+    bench: &Bench<'_>,
+    path: &str,
+    record: &Record,
+) -> Result<Contention, Box<dyn Error>> {
     let setup = session(bench.connect).await?;
     prepare(&setup, path).await;
     let mut clients = Vec::new();
@@ -16,9 +22,5 @@ pub async fn contend<L: ZooKeeperLock>(bench: &Bench<'_>, path: &str) -> Result<
         clients.push(session(bench.connect).await?);
     }
     let locks = clients.iter().map(|client| L::new(client, path)).collect();
-    let before = packets_received(bench.server);
-    let mut run = spin(locks, bench.plan.contended_for).await?;
-    run.requests_per_acquisition =
-        packets_received(bench.server).saturating_sub(before) as f64 / run.acquisitions().max(1) as f64;
-    Ok(run)
+    Ok(spin(locks, bench.plan, L::TAG, record, async || Ok(bench.requests())).await?)
 }

@@ -27,7 +27,11 @@ pub async fn handoff<L: ZooKeeperLock>(bench: &Bench<'_>, path: &str) -> Result<
         let mut lock = L::new(&client, path);
         let acquired = Arc::clone(&acquired);
         tasks.push(tokio::spawn(async move {
-            lock.cycle(|| acquired.lock().unwrap().push(Instant::now())).await.expect("a handoff failed");
+            let held = async {
+                acquired.lock().unwrap().push(Instant::now());
+                Ok(())
+            };
+            lock.cycle(held).await.expect("a handoff failed");
         }));
         clients.push(client);
     }

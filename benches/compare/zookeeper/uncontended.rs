@@ -8,7 +8,7 @@ use zookeeper_client::Client;
 
 use super::{prepare, ZooKeeperLock};
 use crate::row::Pending;
-use crate::spin::time_cycles;
+use crate::spin::{nothing, time_cycles};
 use crate::uncontended::{Latency, Rounds};
 use crate::{percentile, session, Bench, Plan};
 
@@ -30,7 +30,7 @@ impl<L: ZooKeeperLock> Session<L> {
         prepare(&client, &path).await;
         let mut lock = L::new(&client, &path);
         for _ in 0..bench.plan.warmup {
-            lock.cycle(|| {}).await?;
+            lock.cycle(nothing()).await?;
         }
         Ok(Session { client, lock, samples: Vec::new(), requests: 0 })
     }

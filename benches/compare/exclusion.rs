@@ -1,0 +1,103 @@
+//! Exclusion checked from outside every process: each holder appends `NAME +` when it enters the
+//! critical section and `NAME -` when it leaves, one `write` each to a file opened with
+//! `O_APPEND`, so that the file's order is the order of those writes across threads and
+//! processes (Curator's and kazoo's programs write the same file). An enter written while another
+//! holder's enter has no exit yet is two holders inside at once. The critical section awaits
+//! between its two records, so a lock that does not exclude is caught in the act.
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The record file of one contended run.
+pub struct Record {
+    path: PathBuf,
+}
+
+/// What a record file says.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// Enters found.
+    pub holds: u64,
+    /// Enters written while another holder was inside.
+    pub violations: u64,
+}
+
+impl Record {
+    /// A new, empty record file in the temporary directory, named after the run.
+    pub fn create(name: &str) -> Result<Record, String> {
+        let path = std::env::temp_dir().join(format!("zklock-bench-{}-{name}.holds", std::process::id()));
+        File::create(&path).map_err(|e| format!("create {}: {e}", path.display()))?;
+        Ok(Record { path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A writer for the holders of this process.
+    pub fn writer(&self) -> Result<Writer, String> {
+        let file =
+            OpenOptions::new().append(true).open(&self.path).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        Ok(Writer(Arc::new(file)))
+    }
+
+    /// Reads the file back and counts the holds and the overlaps.
+    pub fn verdict(&self) -> Result<Verdict, String> {
+        let text = std::fs::read_to_string(&self.path).map_err(|e| format!("read {}: {e}", self.path.display()))?;
+        check(&text)
+    }
+}
+
+impl Drop for Record {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Appends enter and exit records; cloned into every holder's task.
+#[derive(Clone)]
+pub struct Writer(Arc<File>);
+
+impl Writer {
+    /// The critical section of holder `name`: its enter, a yield to the scheduler (another
+    /// holder that got in too would run and write its own enter now), its exit.
+    pub async fn hold(&self, name: &str) -> Result<(), String> {
+        self.append(&format!("{name} +\n"))?;
+        tokio::task::yield_now().await;
+        self.append(&format!("{name} -\n"))
+    }
+
+    fn append(&self, line: &str) -> Result<(), String> {
+        // One write: with O_APPEND the kernel places it whole at the end of the file.
+        (&*self.0).write_all(line.as_bytes()).map_err(|e| format!("append to the record: {e}"))
+    }
+}
+
+/// Counts enters, and those written while someone else was inside; `Err` on a line that is not a
+/// record, or an exit without its enter.
+pub fn check(text: &str) -> Result<Verdict, String> {
+    let mut inside = HashSet::new();
+    let mut verdict = Verdict { holds: 0, violations: 0 };
+    for line in text.lines() {
+        match line.rsplit_once(' ') {
+            Some((name, "+")) => {
+                verdict.holds += 1;
+                if !inside.is_empty() {
+                    verdict.violations += 1;
+                }
+                inside.insert(name);
+            }
+            Some((name, "-")) if inside.remove(name) => {}
+            _ => {
+                return Err(format!("the hold record has a line that is no enter or exit of a holder inside: {line:?}"))
+            }
+        }
+    }
+    if !inside.is_empty() {
+        return Err(format!("the hold record ends with holders inside: {inside:?}"));
+    }
+    Ok(verdict)
+}
