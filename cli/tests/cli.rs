@@ -296,12 +296,16 @@ async fn a_lost_lock_stops_the_command_and_exits_with_the_loss_code() {
             .args([
                 "sh",
                 "-c",
-                &format!("trap 'echo stopped >> {}; kill $!; exit 0' TERM; sleep 60 & wait", log.display()),
+                &format!(
+                    "trap 'echo stopped >> {log}; kill $!; exit 0' TERM; echo started >> {log}; sleep 60 & wait",
+                    log = log.display()
+                ),
             ])
             .stderr(Stdio::piped()),
     );
-    let client = connect().await;
-    wait_for_children(&client, &path, 1).await;
+    // The command runs only once zklock knows it holds: cutting it off any earlier (its node
+    // already on the server, the reply not yet back) would end its acquire, not a hold.
+    eventually("the command started", || async { read(&log).contains("started") }).await;
     proxy.blackhole(); // the session will expire on the server
     assert_eq!(run.wait(Duration::from_secs(30)).code(), Some(LOST));
     assert!(read(&log).contains("stopped"), "the command got SIGTERM");
