@@ -162,16 +162,9 @@ pub struct LockArgs {
     #[arg(long, value_enum, value_name = "WHAT", default_value = "term", env = "ZKLOCK_ON_REVOKE")]
     pub on_revoke: OnRevoke,
 
-    /// When a disconnection counts as losing the lock: after a third of the session timeout,
-    /// or at once. Locks only: a semaphore always waits a third of the session timeout.
-    #[arg(
-        long,
-        value_enum,
-        value_name = "POLICY",
-        default_value = "session-timeout",
-        env = "ZKLOCK_LOSS_POLICY",
-        conflicts_with = "semaphore"
-    )]
+    /// When a disconnection counts as losing the lock (or lease): after a third of the session
+    /// timeout, or at once.
+    #[arg(long, value_enum, value_name = "POLICY", default_value = "session-timeout", env = "ZKLOCK_LOSS_POLICY")]
     pub loss_policy: LossPolicyArg,
 
     /// After SIGTERM on a lost lock, wait at most this long before SIGKILL. Never later than the

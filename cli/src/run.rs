@@ -168,14 +168,18 @@ async fn say_who_holds(client: &Client, lock_path: &str, kind: Kind) {
 
 async fn acquire(client: &Client, lock_path: &str, kind: Kind, args: &LockArgs) -> Result<Held, Failure> {
     let timeout = if args.nonblock { Some(Duration::ZERO) } else { args.timeout };
+    let node_data = format!("zklock pid {} on {}", std::process::id(), hostname());
     let held = if let Some(leases) = args.semaphore {
-        let semaphore = InterProcessSemaphoreV2::new(client, lock_path, leases).map_err(Failure::from_lock_error)?;
+        let semaphore = InterProcessSemaphoreV2::builder(client, lock_path, leases)
+            .node_data(node_data)
+            .loss_policy(args.loss_policy.into())
+            .build()
+            .map_err(Failure::from_lock_error)?;
         match timeout {
             None => Some(semaphore.acquire().await.map(Held::Lease)),
             Some(timeout) => semaphore.acquire_timeout(timeout).await.transpose().map(|lease| lease.map(Held::Lease)),
         }
     } else {
-        let node_data = format!("zklock pid {} on {}", std::process::id(), hostname());
         let builder =
             InterProcessMutex::builder(client, lock_path).node_data(node_data).loss_policy(args.loss_policy.into());
         let rw;

@@ -572,3 +572,26 @@ async fn a_command_in_a_terminal_reads_it_and_gets_ctrl_c_once() {
     assert_eq!(text.matches("got INT").count(), 1, "{text}");
     assert!(text.contains("read second"), "{text}");
 }
+
+/// A semaphore's lease carries the same node data as a lock's (who holds it), and takes the same
+/// loss policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_semaphore_lease_says_who_holds_it_and_takes_a_loss_policy() {
+    let path = unique_path("cli-semaphore-data");
+    let zk = server().connect_string();
+    let mut holder = Group::spawn(
+        zklock(&zk)
+            .args(["--semaphore", "2", "--loss-policy", "any-disconnection"])
+            .arg(&path)
+            .args(["--", "sleep", "60"]),
+    );
+    let client = connect().await;
+    let leases = format!("{path}/leases");
+    wait_for_children(&client, &leases, 1).await;
+    let lease = common::children(&client, &leases).await.remove(0);
+    let (data, _) = client.get_data(&format!("{leases}/{lease}")).await.unwrap();
+    assert!(String::from_utf8_lossy(&data).starts_with("zklock pid "), "{data:?}");
+    holder.signal_job(libc::SIGTERM);
+    holder.wait(Duration::from_secs(30));
+    wait_for_children(&client, &leases, 0).await;
+}
