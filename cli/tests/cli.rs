@@ -11,11 +11,12 @@ use std::time::{Duration, Instant};
 
 use common::interop::{check_leases, check_log, temp_log};
 use common::{connect, eventually, server, unique_path, wait_for_children};
-use zklock_testcontainers::Proxy;
+use zklock_testcontainers::{Proxy, ServerOptions, ZooKeeperServer};
 use zookeeper_client::{Acls, Client, CreateMode};
 
 const TIMED_OUT: i32 = 75;
 const LOST: i32 = 76;
+const UNAVAILABLE: i32 = 69;
 const USAGE: i32 = 64;
 const NOT_ALLOWED: i32 = 77;
 
@@ -529,7 +530,7 @@ fn bad_input_is_one_line_and_a_documented_code() {
         assert_eq!(String::from_utf8_lossy(&output.stderr).lines().count(), 1, "{args:?}: {output:?}");
     }
     let output = zklock(zk).args(["--connect-timeout", "1s", "/x", "--", "true"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(69), "unreachable ZooKeeper");
+    assert_eq!(output.status.code(), Some(UNAVAILABLE), "unreachable ZooKeeper");
     assert_eq!(String::from_utf8_lossy(&output.stderr).lines().count(), 1);
     let output = zklock(&server().connect_string())
         .args(["/zklock-tests/cli-missing", "--", "/no/such/command"])
@@ -594,4 +595,24 @@ async fn a_semaphore_lease_says_who_holds_it_and_takes_a_loss_policy() {
     holder.signal_job(libc::SIGTERM);
     holder.wait(Duration::from_secs(30));
     wait_for_children(&client, &leases, 0).await;
+}
+
+/// TLS end to end, against a server with a TLS port (the harness makes a throwaway CA): with
+/// `--tls-ca` the command runs under the lock; without it, plaintext to the TLS port cannot
+/// connect, and zklock says so with exit 69.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_port_is_reached_with_its_ca_and_not_without() {
+    let mut options = ServerOptions::default();
+    options.tls = true;
+    let server = tokio::task::spawn_blocking(move || ZooKeeperServer::start_with(&options)).await.unwrap().unwrap();
+    let secure = server.secure_connect_string().expect("a TLS port");
+    let ca = server.tls_ca_pem().expect("the CA's certificate");
+    let path = unique_path("cli-tls");
+    let output =
+        zklock(&secure).arg("--tls-ca").arg(ca).arg(&path).args(["--", "sh", "-c", "echo \"$ZKLOCK_NODE\""]).output();
+    let output = output.unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with(&format!("{path}/")));
+    let plaintext = zklock(&secure).args(["--connect-timeout", "3s"]).arg(&path).args(["--", "true"]).output();
+    assert_eq!(plaintext.unwrap().status.code(), Some(UNAVAILABLE));
 }

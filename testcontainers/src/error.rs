@@ -36,6 +36,9 @@ pub enum HarnessError {
         #[source]
         source: io::Error,
     },
+    /// The test certificates of a TLS server could not be made (`keytool`'s message).
+    #[error("cannot make the test server's certificates: {0}")]
+    Tls(String),
     /// A ZooKeeper client operation of the harness failed.
     #[error("{context}: {source}")]
     Client {

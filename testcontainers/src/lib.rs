@@ -47,6 +47,7 @@ mod proxy;
 mod server;
 mod session;
 mod spawn;
+mod tls;
 mod wire;
 
 pub use classpath::discover_classpath;

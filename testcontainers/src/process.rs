@@ -64,7 +64,10 @@ impl ServerProcess {
         let mut process = ServerProcess {
             child: None,
             dir: dir.to_path_buf(),
-            classpath: crate::discover_classpath()?,
+            classpath: match options.tls {
+                true => format!("{}:{}", crate::discover_classpath()?, crate::tls::netty_classpath()),
+                false => crate::discover_classpath()?,
+            },
             heap: options.heap.clone(),
             container_check_interval: options.container_check_interval,
             client_address,

@@ -6,6 +6,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::process::{free_loopback_ports, ServerProcess};
+use crate::tls::{make_certificates, TlsFiles};
 use crate::{four_letter_word, session_requests, watchers, HarnessError};
 
 /// How a test server is configured. Start from [`ServerOptions::default`].
@@ -28,6 +29,11 @@ pub struct ServerOptions {
     /// (`forceSync`). Defaults to `false`, so that tests do not wait for the disk; ZooKeeper's
     /// own default is `true`.
     pub force_sync: bool,
+    /// Whether the server also listens on a TLS port (a throwaway CA and server certificate,
+    /// made with the JDK's `keytool`); see [`ZooKeeperServer::secure_connect_string`] and
+    /// [`ZooKeeperServer::tls_ca_pem`]. Defaults to `false`. Needs Debian's Netty jars
+    /// (`libnetty-java`, which its `zookeeper` package depends on).
+    pub tls: bool,
 }
 
 impl Default for ServerOptions {
@@ -39,6 +45,7 @@ impl Default for ServerOptions {
             heap: "256m".into(),
             container_check_interval: Duration::from_secs(1),
             force_sync: false,
+            tls: false,
         }
     }
 }
@@ -52,6 +59,8 @@ impl Default for ServerOptions {
 pub struct ZooKeeperServer {
     // Declared before `dir`: the process dies before its directory is removed.
     process: ServerProcess,
+    /// The TLS port and its files, when started with [`ServerOptions::tls`].
+    secure: Option<(SocketAddr, TlsFiles)>,
     dir: TempDir,
 }
 
@@ -74,17 +83,33 @@ impl ZooKeeperServer {
     /// - [`HarnessError::Io`] when the temporary directory cannot be written.
     pub fn start_with(options: &ServerOptions) -> Result<Self, HarnessError> {
         let dir = temp_dir("zklock-zookeeper-")?;
-        let port = free_loopback_ports(1)?[0];
-        ServerProcess::configure(dir.path(), port, options, "")?;
-        let address = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let ports = free_loopback_ports(2)?;
+        let secure = match options.tls {
+            true => Some((SocketAddr::from((Ipv4Addr::LOCALHOST, ports[1])), make_certificates(dir.path())?)),
+            false => None,
+        };
+        let extra_config = secure.as_ref().map(|(address, files)| files.config(address.port())).unwrap_or_default();
+        ServerProcess::configure(dir.path(), ports[0], options, &extra_config)?;
+        let address = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0]));
         let mut process = ServerProcess::launch(dir.path(), address, options)?;
         process.wait_until("ruok", &["imok"], options.start_timeout)?;
-        Ok(ZooKeeperServer { process, dir })
+        Ok(ZooKeeperServer { process, secure, dir })
     }
 
     /// `host:port` for [`zookeeper_client::Client::connect`].
     pub fn connect_string(&self) -> String {
         self.process.client_address.to_string()
+    }
+
+    /// `host:port` of the TLS port, for a client with TLS options trusting [`Self::tls_ca_pem`];
+    /// `None` unless started with [`ServerOptions::tls`].
+    pub fn secure_connect_string(&self) -> Option<String> {
+        self.secure.as_ref().map(|(address, _)| address.to_string())
+    }
+
+    /// The PEM certificate of the CA that signed the TLS port's certificate.
+    pub fn tls_ca_pem(&self) -> Option<&Path> {
+        self.secure.as_ref().map(|(_, files)| files.ca_pem.as_path())
     }
 
     /// The server's client address on loopback.
