@@ -1,5 +1,7 @@
 //! Taking a place in a lock queue and waiting for our turn.
 
+use std::future::Future;
+
 use zookeeper_client::{Acl, Client, Error as ZkError, EventType, MultiReadResult, OneshotWatcher};
 
 use super::deadline::{within, Patience};
@@ -34,7 +36,27 @@ pub(crate) struct QueueSpec<'a> {
 
 /// Puts a node of ours in the queue and waits until the rule lets it hold. Returns the node, and
 /// what that hold lets the participant's next acquire send with its create once the hold's
-/// delete is confirmed.
+/// delete is confirmed. See [`enter`].
+pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Result<Option<(LockNode, Opening)>> {
+    enter(spec, patience, &TurnWait { patience }).await
+}
+
+/// What a node of ours waits for once it is in the queue: our turn, room for a lease. `Ok(None)`
+/// gives up (a try that cannot hold at once).
+pub(crate) trait Wait {
+    type Output;
+
+    fn wait<'a>(
+        &'a self,
+        spec: &'a QueueSpec<'a>,
+        node: &'a LockNode,
+        first: FirstLook,
+        proof: Proof,
+    ) -> impl Future<Output = Result<Option<Self::Output>>> + Send + 'a;
+}
+
+/// Puts a node of ours in the queue (`spec`) and waits for what `waiting` waits for. Returns the
+/// node and what the wait returned.
 ///
 /// Returns `Ok(None)` when `patience` runs out; our node is deleted before that returns (when
 /// ZooKeeper answers within `CLEANUP_AFTER_DEADLINE`), and before an error returns. If our node
@@ -43,19 +65,21 @@ pub(crate) struct QueueSpec<'a> {
 /// # Cancel safety
 /// Dropping the future at any point leaves no node behind: a cleanup armed before the create
 /// deletes it (or finds it by its protected prefix first) in a spawned task.
-pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Result<Option<(LockNode, Opening)>> {
+pub(crate) async fn enter<W: Wait>(
+    spec: &QueueSpec<'_>,
+    patience: Patience,
+    waiting: &W,
+) -> Result<Option<(LockNode, W::Output)>> {
     let deadline = patience.deadline();
     loop {
         let prefix = spec.schema.protected_prefix(&uuid::Uuid::new_v4());
         let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
         let outcome = match within(deadline, create_node(spec, &prefix, &mut cleanup)).await {
-            Some(Ok((node, first, proof))) => {
-                match within(deadline, wait_turn(spec, &node, first, proof, patience)).await {
-                    Some(Ok(Turn::Hold(next_opening))) => Ok(Some((node, next_opening))),
-                    Some(Ok(Turn::GaveUp)) | None => Ok(None),
-                    Some(Err(err)) => Err(err),
-                }
-            }
+            Some(Ok((node, first, proof))) => match within(deadline, waiting.wait(spec, &node, first, proof)).await {
+                Some(Ok(Some(waited))) => Ok(Some((node, waited))),
+                Some(Ok(None)) | None => Ok(None),
+                Some(Err(err)) => Err(err),
+            },
             None => Ok(None),
             Some(Err(err)) => Err(err),
         };
@@ -65,9 +89,31 @@ pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Resu
     }
 }
 
+/// Waiting for our turn under the spec's rule.
+struct TurnWait {
+    patience: Patience,
+}
+
+impl Wait for TurnWait {
+    type Output = Opening;
+
+    async fn wait<'a>(
+        &'a self,
+        spec: &'a QueueSpec<'a>,
+        node: &'a LockNode,
+        first: FirstLook,
+        proof: Proof,
+    ) -> Result<Option<Opening>> {
+        Ok(match wait_turn(spec, node, first, proof, self.patience).await? {
+            Turn::Hold(next_opening) => Some(next_opening),
+            Turn::GaveUp => None,
+        })
+    }
+}
+
 /// Whether an acquire whose outcome this is queues again with a new node: its node was deleted
 /// by someone else while it waited, and the session lives (as Curator does).
-pub(crate) fn queues_again<T>(outcome: &Result<T>, client: &Client) -> bool {
+fn queues_again<T>(outcome: &Result<T>, client: &Client) -> bool {
     match outcome {
         Err(Error::LockNodeDeleted { path }) if ended_session(client).is_none() => {
             tracing::debug!(node = %path, "our queue node was deleted while waiting; queueing again");

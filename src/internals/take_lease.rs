@@ -4,47 +4,47 @@
 
 use zookeeper_client::Error as ZkError;
 
-use super::deadline::{within, Patience};
-use super::node::{create_node, FirstLook, LockNode, NodeCleanup};
-use super::queue::{queues_again, QueueSpec};
+use super::deadline::Patience;
+use super::node::{FirstLook, LockNode};
+use super::queue::{enter, QueueSpec, Wait};
 use super::retry::retry_transient;
 use super::session_end::SessionEnd;
+use crate::driver::opening::Proof;
 use crate::{Error, Result};
 
 /// Creates a lease node in `spec.lock_path` and waits until at most `max_leases` children are
-/// there (ours among them). `Ok(None)` when `deadline` passes first; the node is deleted before
-/// that returns, and before an error returns. A node deleted by someone else while we wait is
-/// replaced by a new one (we queue again) while the session lives.
+/// there (ours among them). `Ok(None)` when `patience` runs out; see [`enter`] for timeouts,
+/// errors, a node deleted while we wait (we queue again), and cancellation.
 ///
 /// Curator counts every child of the leases directory, and so does this: counting a foreign child
 /// can only make us wait, never hold a lease too many.
-///
-/// # Cancel safety
-/// Dropping the future leaves no node behind (the cleanup is armed before the create).
 pub(crate) async fn take_lease(
     spec: &QueueSpec<'_>,
     max_leases: usize,
     patience: Patience,
 ) -> Result<Option<LockNode>> {
-    let deadline = patience.deadline();
-    loop {
-        let prefix = spec.schema.protected_prefix(&uuid::Uuid::new_v4());
-        let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
-        let outcome = match within(deadline, create_node(spec, &prefix, &mut cleanup)).await {
-            Some(Ok((node, first, _))) => {
-                let waits = patience != Patience::NoWait;
-                match within(deadline, wait_for_room(spec, &node, first, max_leases, waits)).await {
-                    Some(Ok(true)) => Ok(Some(node)),
-                    Some(Ok(false)) | None => Ok(None),
-                    Some(Err(err)) => Err(err),
-                }
-            }
-            None => Ok(None),
-            Some(Err(err)) => Err(err),
-        };
-        if !queues_again(&outcome, spec.client) {
-            return cleanup.settle(outcome, deadline).await;
-        }
+    let room = RoomWait { max_leases, waits: patience != Patience::NoWait };
+    Ok(enter(spec, patience, &room).await?.map(|(node, ())| node))
+}
+
+/// Waiting for room among the leases.
+struct RoomWait {
+    max_leases: usize,
+    /// `false` for a try: give up at once when full.
+    waits: bool,
+}
+
+impl Wait for RoomWait {
+    type Output = ();
+
+    async fn wait<'a>(
+        &'a self,
+        spec: &'a QueueSpec<'a>,
+        node: &'a LockNode,
+        first: FirstLook,
+        _proof: Proof,
+    ) -> Result<Option<()>> {
+        Ok(wait_for_room(spec, node, first, self.max_leases, self.waits).await?.then_some(()))
     }
 }
 
