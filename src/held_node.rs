@@ -23,7 +23,6 @@ pub(crate) struct HeldNode {
     path: Arc<str>,
     fencing_token: i64,
     signal: Arc<HoldSignal>,
-    events: Arc<HoldEvents>,
     /// Keeps the session's loss watch running while the hold lives: a lease outlives the
     /// semaphore object it came from, and must still hear of a disconnection.
     _session_watch: Arc<SessionWatch>,
@@ -43,8 +42,7 @@ impl HeldNode {
             client: client.clone(),
             path: node.path.into(),
             fencing_token: node.czxid,
-            signal: HoldSignal::new(Arc::clone(&events)),
-            events,
+            signal: HoldSignal::new(events),
             _session_watch: Arc::clone(session_watch),
         };
         session_watch.register(&held.signal, &held.path);
@@ -84,7 +82,6 @@ impl HeldNode {
     /// Our own release is about to delete the node: its deletion is no loss.
     pub(crate) fn mark_released(&self) {
         self.signal.mark_released();
-        self.events.released();
     }
 
     /// A transaction whose first operation checks that our node still exists.

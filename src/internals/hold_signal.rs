@@ -17,7 +17,7 @@ pub(crate) struct HoldSignal {
     revoke: watch::Sender<bool>,
     released: AtomicBool,
     node_watch_started: AtomicBool,
-    /// Tells the operator (tracing, metrics) which lock was lost or asked for.
+    /// Tells the operator (tracing, metrics) which lock was released, lost or asked for.
     events: Arc<HoldEvents>,
 }
 
@@ -81,6 +81,7 @@ impl HoldSignal {
     /// Our own release is deleting the node: its deletion is not a loss.
     pub(crate) fn mark_released(&self) {
         self.released.store(true, Ordering::SeqCst);
+        self.events.released();
     }
 
     pub(crate) fn is_released(&self) -> bool {
