@@ -11,6 +11,7 @@ use crate::driver::naming::{Schema, KAZOO_MUTEX, MUTEX, READ, WRITE};
 use crate::driver::opening;
 use crate::driver::path::validate_lock_path;
 use crate::driver::read_write::{self, Role};
+use crate::held_node::HeldNode;
 use crate::internals::deadline::{within, Patience};
 use crate::internals::queue::{queue_order, queue_with_data, take_place, QueueSpec};
 use crate::internals::session_end::ended_session;
@@ -331,7 +332,7 @@ impl InterProcessMutex {
         };
         let participant = &self.participant;
         let other_side = participant.sibling_node_held_by(owner);
-        let entry = read_write::entry(participant.role, participant.schema, other_side.as_deref())
+        let entry = read_write::entry(participant.role, participant.schema, other_side.as_deref().map(HeldNode::path))
             .map_err(Error::WouldDeadlock)?;
         let may_wait = patience != Patience::NoWait;
         let spec = QueueSpec {

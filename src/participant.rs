@@ -199,17 +199,17 @@ impl Participant {
     }
 
     /// The node `owner` holds on the other side of this read-write lock, if any.
-    pub(crate) fn sibling_node_held_by(&self, owner: Owner) -> Option<Arc<str>> {
+    pub(crate) fn sibling_node_held_by(&self, owner: Owner) -> Option<Arc<HeldNode>> {
         self.sibling.get().and_then(Weak::upgrade).and_then(|sibling| sibling.node_held_by(owner))
     }
 
     pub(crate) fn is_held_by(&self, owner: Owner) -> bool {
-        self.node_held_by(owner).is_some()
+        self.holds.get(&owner).is_some_and(|slot| matches!(*slot, Slot::Held(..)))
     }
 
-    fn node_held_by(&self, owner: Owner) -> Option<Arc<str>> {
+    fn node_held_by(&self, owner: Owner) -> Option<Arc<HeldNode>> {
         match self.holds.get(&owner).as_deref() {
-            Some(Slot::Held(hold, _)) => Some(Arc::from(hold.node.path())),
+            Some(Slot::Held(hold, _)) => Some(Arc::clone(&hold.node)),
             _ => None,
         }
     }
