@@ -83,7 +83,7 @@ impl ZooKeeperServer {
     /// - [`HarnessError::Io`] when the temporary directory cannot be written.
     pub fn start_with(options: &ServerOptions) -> Result<Self, HarnessError> {
         let dir = temp_dir("zklock-zookeeper-")?;
-        let ports = free_loopback_ports(2)?;
+        let ports = free_loopback_ports(1 + usize::from(options.tls))?;
         let secure = match options.tls {
             true => Some((SocketAddr::from((Ipv4Addr::LOCALHOST, ports[1])), make_certificates(dir.path())?)),
             false => None,
