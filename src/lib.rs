@@ -25,6 +25,8 @@
 //! The recipes: [`InterProcessMutex`], [`InterProcessReadWriteLock`], [`InterProcessSemaphoreV2`],
 //! [`InterProcessSemaphoreMutex`], [`InterProcessMultiLock`], and [`revoke`] to ask a holder to
 //! let go. [`NodeSchema::Kazoo`] makes a mutex share its lock with Python's kazoo instead.
+//! Leader election: [`LeaderLatch`] and [`LeaderSelector`] (Curator's, on the same queue), whose
+//! [`Leadership`] has the locks' loss signal and an epoch to fence with.
 //!
 //! Runnable versions are in `examples/`; `scripts/example` starts a throwaway ZooKeeper for
 //! them. Every acquire is cancel safe, and [`LockGuard::fencing_token`] gives a strictly
