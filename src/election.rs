@@ -265,7 +265,7 @@ where
         // Subscribed before the term is published, so that no interrupt falls in between.
         let mut interrupts = election.interrupts.subscribe();
         election.state.send_replace(State::Leading(leadership.clone()));
-        tracing::info!(target: "zklock", path = election.path(), id = %election.id, epoch = leadership.epoch(), "leadership taken");
+        election.mutex.label().leadership_taken(&election.id, leadership.epoch());
         let end = tokio::select! {
             biased;
             () = election.closing() => TermEnd::Closed,
@@ -278,7 +278,7 @@ where
             Ok(()) | Err(Error::LockLost(_)) => {}
             Err(err) => tracing::debug!(target: "zklock", path = election.path(), error = %err, "ending the term"),
         }
-        tracing::info!(target: "zklock", path = election.path(), id = %election.id, epoch = leadership.epoch(), end = ?end, "leadership ended");
+        election.mutex.label().leadership_ended(&election.id, leadership.epoch(), &end);
         if let Some(err) = ended_session(election.mutex.client()) {
             break Some(err);
         }
@@ -298,7 +298,7 @@ where
         election.state.send_replace(State::Queued);
     };
     if let Some(err) = ended {
-        tracing::warn!(target: "zklock", path = election.path(), id = %election.id, error = %err, "left the election");
+        election.mutex.label().left_election(&election.id, &err);
         election.state.send_replace(State::Ended(err));
     }
 }

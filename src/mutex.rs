@@ -282,6 +282,11 @@ impl InterProcessMutex {
         &self.participant.client
     }
 
+    /// Names this lock in events and metrics.
+    pub(crate) fn label(&self) -> &LockLabel {
+        &self.participant.label
+    }
+
     /// Whether the current task (or thread, outside a task) holds this mutex. Curator's
     /// `isOwnedByCurrentThread`.
     pub fn is_acquired_by_current_task(&self) -> bool {
