@@ -21,6 +21,10 @@ pub(crate) enum Recipe {
     SemaphoreMutex,
     /// The mutex a semaphore's lease takers hold while they take leases (`{path}/locks`).
     SemaphoreGate,
+    /// The queue of a `LeaderLatch` (`latch-` nodes); a hold is a term of leadership.
+    LeaderLatch,
+    /// The mutex of a `LeaderSelector`; a hold is a term of leadership.
+    LeaderSelector,
 }
 
 impl Recipe {
@@ -32,6 +36,8 @@ impl Recipe {
             Recipe::Semaphore => "semaphore",
             Recipe::SemaphoreMutex => "semaphore_mutex",
             Recipe::SemaphoreGate => "semaphore_gate",
+            Recipe::LeaderLatch => "leader_latch",
+            Recipe::LeaderSelector => "leader_selector",
         }
     }
 }
@@ -63,6 +69,10 @@ impl LockLabel {
                 tracing::debug_span!(target: "zklock", "zklock.semaphore_mutex.acquire", %path)
             }
             Recipe::SemaphoreGate => tracing::trace_span!(target: "zklock", "zklock.semaphore_gate.acquire", %path),
+            Recipe::LeaderLatch => tracing::debug_span!(target: "zklock", "zklock.leader_latch.acquire", %path),
+            Recipe::LeaderSelector => {
+                tracing::debug_span!(target: "zklock", "zklock.leader_selector.acquire", %path)
+            }
         }
     }
 
