@@ -15,7 +15,8 @@ use tokio::sync::Barrier;
 const CURATOR_JAR: &str = "/usr/share/java/curator-recipes.jar";
 const SLF4J_NOP_JAR: &str = "/usr/share/java/slf4j-nop.jar";
 
-/// Compiles `interop/CuratorLocker.java` once per test binary; returns the classpath to run it.
+/// Compiles the Curator participants (`interop/CuratorLocker.java`, `interop/CuratorLeader.java`)
+/// once per test binary; returns the classpath to run them.
 pub fn curator_classpath() -> String {
     static CLASSES: OnceLock<PathBuf> = OnceLock::new();
     let classes = CLASSES.get_or_init(|| {
@@ -25,9 +26,10 @@ pub fn curator_classpath() -> String {
         );
         let classes = std::env::temp_dir().join(format!("zklock-interop-classes-{}", std::process::id()));
         std::fs::create_dir_all(&classes).unwrap();
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/CuratorLocker.java");
+        let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop");
         let status = Command::new("javac")
-            .args(["-d".as_ref(), classes.as_os_str(), "-cp".as_ref(), CURATOR_JAR.as_ref(), source.as_os_str()])
+            .args(["-d".as_ref(), classes.as_os_str(), "-cp".as_ref(), CURATOR_JAR.as_ref()])
+            .args(["CuratorLocker.java", "CuratorLeader.java"].map(|source| interop.join(source)))
             .status()
             .expect("run javac (install a JDK: apt-get install -y default-jdk-headless)");
         assert!(status.success(), "javac failed");
