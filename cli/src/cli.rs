@@ -199,8 +199,8 @@ pub struct HoldOptions {
 /// Which election to join, and as whom.
 #[derive(Debug, Args)]
 pub struct ElectArgs {
-    /// This participant's id, the data of its election node (what `zklock list` and Curator's
-    /// `getParticipants()` show). Default: HOSTNAME:PID.
+    /// This participant's id, the data of its election node (what `zklock list` shows).
+    /// Default: HOSTNAME:PID.
     #[arg(long, value_name = "ID", env = "ZKLOCK_ID")]
     pub id: Option<String>,
 

@@ -136,7 +136,8 @@ async fn elect_timeout_gives_up_with_the_conflict_exit_code_and_leaves_nothing()
     assert_eq!(children(&client, &path).await.len(), 1, "those that gave up left the election");
 }
 
-/// An election and a lock do not see each other's nodes, so one path takes one of them.
+/// An election and a lock do not see each other's nodes, so one path takes one of them. (A
+/// participant's id is HOSTNAME:PID unless --id says otherwise.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_election_and_a_lock_refuse_each_others_path() {
     let zk = server().connect_string();
@@ -148,8 +149,13 @@ async fn an_election_and_a_lock_refuse_each_others_path() {
     assert!(String::from_utf8_lossy(&elect.stderr).contains("cannot share"), "{elect:?}");
 
     let elected = unique_path("lock-on-an-election");
-    let _leader = Group::spawn(zklock(&zk).args(["elect", &elected, "--", "sleep", "60"]));
+    let leader = Group::spawn(zklock(&zk).args(["elect", &elected, "--", "sleep", "60"]));
     wait_for_children(&client, &elected, 1).await;
+    let listed = zklock(&zk).args(["list", "--json", &elected]).output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let default_id = format!("{}:{}", host.trim(), leader.0.id());
+    assert_eq!(json["queues"][0]["nodes"][0]["data"], default_id.as_str(), "the default id: {json}");
     let lock = zklock(&zk).args(["-n", &elected, "--", "true"]).output().unwrap();
     assert_eq!(lock.status.code(), Some(USAGE), "{lock:?}");
     assert!(String::from_utf8_lossy(&lock.stderr).contains("election"), "{lock:?}");
