@@ -24,6 +24,9 @@ Examples:
   zklock --read /locks/catalog -- ./export-catalog.sh
   zklock /locks/catalog -- ./rebuild-catalog.sh
 
+  # Run the scheduler on the elected leader only; another machine takes over when it goes
+  zklock elect --id web-3 /elections/scheduler -- ./scheduler
+
   # Hold the lock from a shell script until told to stop
   zklock hold /locks/maintenance & ...; kill %1
 
@@ -44,21 +47,29 @@ expired, disconnected too long, node deleted), the group gets SIGTERM at once an
 latest when the server could first expire the session (sooner with --kill-after); zklock exits 76
 once the group is gone, before anyone else can hold the lock.
 
-A path holds one kind of lock: a mode that cannot share it with the nodes already there (a
-semaphore on a lock, a kazoo lock on a Curator one) is refused with exit 64.
+`zklock elect PATH -- COMMAND` joins the election at PATH (Curator's LeaderLatch: node
+_c_{uuid}-latch-{seq}, data = --id, by default HOSTNAME:PID), waits to lead, and runs the command
+only while leading, with ZKLOCK_FENCING_TOKEN set to the leadership's epoch. Losing leadership
+stops the command as losing a lock does (exit 76); when the command ends, zklock leaves the
+election, the next participant leads, and zklock exits with the command's status.
+
+A path holds one kind of lock or an election: a mode that cannot share it with the nodes already
+there (a semaphore on a lock, a kazoo lock on a Curator one, an election on a lock) is refused
+with exit 64.
 
 Exit codes: the command's own status (128+N if it died of signal N); 1 `list`: nobody holds;
 64 bad usage or a mode the path cannot take; 69 ZooKeeper unreachable or session ended before
-the lock was held; 70 other errors; 75 lock busy (-n, --timeout; see -E); 76 lock lost while
-the command ran; 77 not allowed (ACL, authentication); 126/127 command not executable / not
-found.";
+the lock or leadership was held; 70 other errors; 75 lock busy or leadership not ours in time
+(-n, --timeout; see -E); 76 lock or leadership lost while the command ran; 77 not allowed (ACL,
+authentication); 126/127 command not executable / not found.";
 
-/// Run a command while holding a ZooKeeper lock or semaphore, cluster-wide.
+/// Run a command while holding a ZooKeeper lock or semaphore, or while leading an election,
+/// cluster-wide.
 #[derive(Debug, Parser)]
 #[command(
     name = "zklock",
     version,
-    about = "Run a command while holding a ZooKeeper lock or semaphore, cluster-wide (like flock, consul lock, etcdctl lock).",
+    about = "Run a command while holding a ZooKeeper lock or semaphore, cluster-wide (like flock, consul lock, etcdctl lock), or while leading an election.",
     after_help = AFTER_HELP,
     subcommand_negates_reqs = true
 )]
@@ -123,18 +134,12 @@ pub struct Connection {
 /// Which lock, and how to take and hold it.
 #[derive(Debug, Args)]
 pub struct LockArgs {
-    /// Give up after waiting this long for the lock (exit 75, or -E's code). Default: wait for
-    /// ever.
-    #[arg(long, short = 'w', value_name = "DUR", value_parser = parse_duration, env = "ZKLOCK_TIMEOUT")]
-    pub timeout: Option<Duration>,
+    #[command(flatten)]
+    pub hold: HoldOptions,
 
     /// Do not wait: give up at once if the lock is busy (like flock -n).
     #[arg(long, short = 'n', env = "ZKLOCK_NONBLOCK", conflicts_with = "timeout")]
     pub nonblock: bool,
-
-    /// The exit code when the lock is busy (-n, --timeout).
-    #[arg(long, short = 'E', value_name = "N", default_value_t = 75, env = "ZKLOCK_CONFLICT_EXIT_CODE")]
-    pub conflict_exit_code: u8,
 
     /// The write side of the path's read-write lock: alone (like flock -x). The default.
     #[arg(long, short = 'x', env = "ZKLOCK_WRITE")]
@@ -162,19 +167,49 @@ pub struct LockArgs {
     #[arg(long, value_enum, value_name = "WHAT", default_value = "term", env = "ZKLOCK_ON_REVOKE")]
     pub on_revoke: OnRevoke,
 
-    /// When a disconnection counts as losing the lock (or lease): after a third of the session
-    /// timeout, or at once.
-    #[arg(long, value_enum, value_name = "POLICY", default_value = "session-timeout", env = "ZKLOCK_LOSS_POLICY")]
-    pub loss_policy: LossPolicyArg,
-
-    /// After SIGTERM on a lost lock, wait at most this long before SIGKILL. Never later than the
-    /// moment the server could first expire the session.
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, env = "ZKLOCK_KILL_AFTER")]
-    pub kill_after: Duration,
-
     /// The lock path, e.g. /locks/nightly-job.
     #[arg(value_name = "LOCK_PATH", required = true)]
     pub lock_path: Option<String>,
+}
+
+/// How long to wait for the lock or leadership, and what losing it does to the command: the
+/// same for every mode that runs a command.
+#[derive(Debug, Args)]
+pub struct HoldOptions {
+    /// Give up after waiting this long for the lock or leadership (exit 75, or -E's code).
+    /// Default: wait for ever.
+    #[arg(long, short = 'w', value_name = "DUR", value_parser = parse_duration, env = "ZKLOCK_TIMEOUT")]
+    pub timeout: Option<Duration>,
+
+    /// The exit code when the lock is busy (-n) or not ours within --timeout.
+    #[arg(long, short = 'E', value_name = "N", default_value_t = 75, env = "ZKLOCK_CONFLICT_EXIT_CODE")]
+    pub conflict_exit_code: u8,
+
+    /// When a disconnection counts as losing the lock, lease or leadership: after a third of
+    /// the session timeout, or at once.
+    #[arg(long, value_enum, value_name = "POLICY", default_value = "session-timeout", env = "ZKLOCK_LOSS_POLICY")]
+    pub loss_policy: LossPolicyArg,
+
+    /// After SIGTERM on a lost lock or leadership, wait at most this long before SIGKILL. Never
+    /// later than the moment the server could first expire the session.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, env = "ZKLOCK_KILL_AFTER")]
+    pub kill_after: Duration,
+}
+
+/// Which election to join, and as whom.
+#[derive(Debug, Args)]
+pub struct ElectArgs {
+    /// This participant's id, the data of its election node (what `zklock list` shows).
+    /// Default: HOSTNAME:PID.
+    #[arg(long, value_name = "ID", env = "ZKLOCK_ID")]
+    pub id: Option<String>,
+
+    #[command(flatten)]
+    pub hold: HoldOptions,
+
+    /// The election path, e.g. /elections/report-writer.
+    #[arg(value_name = "ELECTION_PATH")]
+    pub election_path: String,
 }
 
 /// What a revocation request does.
@@ -211,6 +246,16 @@ pub enum Command {
     Hold {
         #[command(flatten)]
         lock: LockArgs,
+    },
+    /// Run a command only while this process leads an election (Curator's LeaderLatch): wait
+    /// for leadership, run the command, stop it if leadership is lost, and leave the election
+    /// when it ends.
+    Elect {
+        #[command(flatten)]
+        election: ElectArgs,
+        /// The command to run while leading, after `--`.
+        #[arg(value_name = "COMMAND", last = true, required = true, num_args = 1..)]
+        command: Vec<OsString>,
     },
     /// Print each queue of a lock path (holders and waiters) with the nodes' data. Exits 1
     /// when nobody holds.

@@ -20,6 +20,8 @@ pub enum Kind {
     Kazoo,
     /// `InterProcessSemaphoreV2`: lease nodes under `leases/`, its own mutex under `locks/`.
     Semaphore,
+    /// An election of Curator's `LeaderLatch` (`zklock elect`): `_c_{uuid}-latch-{seq}`.
+    Latch,
 }
 
 /// The semaphore's two folders under the lock path.
@@ -38,6 +40,8 @@ impl Kind {
             Some(Kind::Kazoo)
         } else if name.contains("-lock-") {
             Some(Kind::Mutex)
+        } else if name.contains("-latch-") {
+            Some(Kind::Latch)
         } else {
             None
         }
@@ -50,23 +54,26 @@ impl Kind {
             Kind::Mutex => "mutex",
             Kind::Kazoo => "kazoo",
             Kind::Semaphore => "semaphore",
+            Kind::Latch => "leader-latch",
         }
     }
 
-    /// The options that take this kind of lock.
+    /// The options (or subcommand) that take this kind of lock.
     fn options(self) -> &'static str {
         match self {
             Kind::ReadWrite => "the default, --write or --read",
             Kind::Mutex => "--mutex",
             Kind::Kazoo => "--kazoo",
             Kind::Semaphore => "--semaphore",
+            Kind::Latch => "zklock elect",
         }
     }
 }
 
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} lock ({})", self.name(), self.options())
+        let noun = if *self == Kind::Latch { "election" } else { "lock" };
+        write!(f, "{} {noun} ({})", self.name(), self.options())
     }
 }
 
@@ -126,6 +133,7 @@ mod tests {
         assert_eq!(Kind::of_node(&format!("{uuid}lock-0000000001")), Some(Kind::Mutex));
         assert_eq!(Kind::of_node("6ba7b8109dad11d180b400c04fd430c8__lock__0000000002"), Some(Kind::Kazoo));
         assert_eq!(Kind::of_node("6ba7b8109dad11d180b400c04fd430c8__rlock__0000000002"), Some(Kind::Kazoo));
+        assert_eq!(Kind::of_node(&format!("{uuid}latch-0000000005")), Some(Kind::Latch));
         assert_eq!(Kind::of_node("config"), None);
         assert_eq!(Kind::of_node("leases"), None);
     }

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use serde_json::json;
-use zklock::{InterProcessMutex, InterProcessSemaphoreV2, NodeSchema, ParticipantNode};
+use zklock::{InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, NodeSchema, ParticipantNode};
 use zookeeper_client::Client;
 
 use crate::exit::Failure;
@@ -21,7 +21,7 @@ pub struct Entry {
 
 /// The participants of `kind`'s queue on `path`, in queue order.
 ///
-/// A semaphore lists its leases as holders (Curator's layout does not store the number of
+/// An election lists its leader as the holder. A semaphore lists its leases as holders (Curator's layout does not store the number of
 /// leases; a participant that has just added its lease and waits for room shows among them
 /// while it is also first in the `locks` queue), then the participants queued in `locks`.
 pub async fn queue(client: &Client, path: &str, kind: Kind) -> Result<Vec<Entry>, Failure> {
@@ -43,6 +43,18 @@ pub async fn queue(client: &Client, path: &str, kind: Kind) -> Result<Vec<Entry>
             let queued = queued.participants_with_data().await.map_err(lock_error)?;
             let entries = leases.into_iter().map(|node| entry(node, None, true));
             return Ok(entries.chain(queued.into_iter().map(|node| entry(node, None, false))).collect());
+        }
+        Kind::Latch => {
+            // The latch only reads here: it never joins the election.
+            let latch = LeaderLatch::new(client, path, "zklock list").map_err(lock_error)?;
+            let participants = latch.participants().await.map_err(lock_error)?;
+            let entries = participants.into_iter().map(|participant| Entry {
+                node: participant.node_path,
+                data: participant.id,
+                side: None,
+                holds: participant.is_leader,
+            });
+            return Ok(entries.collect());
         }
     }
     .participants_with_data()

@@ -1,10 +1,13 @@
-//! `zklock`: run a command while holding a ZooKeeper lock or semaphore. `zklock --help` says how.
+//! `zklock`: run a command while holding a ZooKeeper lock or semaphore, or while leading an
+//! election. `zklock --help` says how.
 
 mod cli;
 mod connect;
 mod duration;
+mod elect;
 mod exit;
 mod group;
+mod held;
 mod layout;
 mod list;
 mod run;
@@ -40,6 +43,7 @@ fn main() -> ExitCode {
         Some(Command::List { lock_path, .. }) => cli_path(lock_path),
         Some(Command::Revoke { node }) => cli_path(node),
         Some(Command::Hold { lock }) => lock.lock_path.as_deref().map(cli_path).unwrap_or(Ok(())),
+        Some(Command::Elect { election, .. }) => cli_path(&election.election_path),
         None => cli.lock.lock_path.as_deref().map(cli_path).unwrap_or(Ok(())),
     };
     if let Err(failure) = path_to_check {
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
                 Ok(ExitCode::SUCCESS)
             }
             Some(Command::Hold { lock }) => run::hold(&client, lock).await,
+            Some(Command::Elect { election, command }) => elect::elect(&client, election, command).await,
             None => run::run(&client, cli.lock, cli.command).await,
         };
         close_session(client, states).await;

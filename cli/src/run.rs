@@ -1,72 +1,24 @@
 //! `zklock LOCK_PATH -- COMMAND` and `zklock hold LOCK_PATH`: acquire, run the command (or just
-//! hold) while watching the lock and the signals, release.
+//! hold) while watching the lock and the signals, release. `zklock elect` runs its command here
+//! too, under leadership instead of a lock.
 
 use std::ffi::OsString;
+use std::future::Future;
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use tracing::info;
-use zklock::{InterProcessMutex, InterProcessSemaphoreV2, Lease, LockGuard, LossReason, NodeSchema};
+use zklock::{InterProcessMutex, InterProcessSemaphoreV2, LossReason, NodeSchema};
 use zookeeper_client::Client;
 
-use crate::cli::{LockArgs, OnRevoke};
+use crate::cli::{HoldOptions, LockArgs, OnRevoke};
 use crate::exit::{Failure, Outcome};
 use crate::group::{become_subreaper, exit_code, Group};
+use crate::held::Held;
 use crate::layout::{ensure_alone, Kind};
 use crate::list::queue;
 use crate::signals::Signals;
-
-/// What the command runs under: a lock guard or a semaphore lease.
-enum Held {
-    Lock(LockGuard),
-    Lease(Lease),
-}
-
-impl Held {
-    fn node_path(&self) -> &str {
-        match self {
-            Held::Lock(guard) => guard.node_path(),
-            Held::Lease(lease) => lease.node_path(),
-        }
-    }
-
-    fn fencing_token(&self) -> i64 {
-        match self {
-            Held::Lock(guard) => guard.fencing_token(),
-            Held::Lease(lease) => lease.fencing_token(),
-        }
-    }
-
-    async fn lost(&self) -> LossReason {
-        match self {
-            Held::Lock(guard) => guard.lost().await,
-            Held::Lease(lease) => lease.lost().await,
-        }
-    }
-
-    async fn revocation_requested(&self) {
-        match self {
-            Held::Lock(guard) => guard.revocation_requested().await,
-            Held::Lease(lease) => lease.revocation_requested().await,
-        }
-    }
-
-    /// Releases, saying so with -v, and complaining (without failing) if the delete failed.
-    async fn release(self) {
-        let node = self.node_path().to_owned();
-        let released = match self {
-            Held::Lock(guard) => guard.release().await,
-            Held::Lease(lease) => lease.release().await,
-        };
-        match released {
-            Ok(()) => info!("released {node}"),
-            // Already said: the loss is the outcome.
-            Err(zklock::Error::LockLost(_)) => {}
-            Err(err) => eprintln!("zklock: releasing the lock: {err}"),
-        }
-    }
-}
 
 /// The kind of lock the options ask for.
 fn kind(args: &LockArgs) -> Kind {
@@ -83,17 +35,34 @@ fn kind(args: &LockArgs) -> Kind {
 
 /// Runs `command` while holding the lock.
 pub async fn run(client: &Client, args: LockArgs, command: Vec<OsString>) -> Result<ExitCode, Failure> {
+    let lock_path = lock_path(&args)?;
+    let kind = kind(&args);
+    let acquire = acquire(client, &lock_path, kind, &args);
+    run_command(client, &lock_path, kind, acquire, &command, args.on_revoke, &args.hold).await
+}
+
+/// Runs `command` under what `take` returns (a lock, a lease, leadership) on `path`, then lets
+/// go of it: the command's status, or why it could not run or was stopped.
+pub async fn run_command(
+    client: &Client,
+    path: &str,
+    kind: Kind,
+    take: impl Future<Output = Result<Held, Failure>>,
+    command: &[OsString],
+    on_revoke: OnRevoke,
+    options: &HoldOptions,
+) -> Result<ExitCode, Failure> {
     let Some((program, program_args)) = command.split_first() else {
-        return Err(Failure::new(Outcome::Usage, "no command given (zklock LOCK_PATH -- COMMAND [ARGS...])"));
+        return Err(Failure::new(Outcome::Usage, "no command given (after --)"));
     };
     become_subreaper();
     let mut signals = Signals::install()?;
-    let (lock_path, held) = match take(client, &args, &mut signals).await? {
-        Ok(taken) => taken,
+    let held = match take_alone(client, path, kind, take, &mut signals).await? {
+        Ok(held) => held,
         Err(signal) => return Ok(ExitCode::from(128 + signal as u8)),
     };
     let env = [
-        ("ZKLOCK_PATH", lock_path),
+        ("ZKLOCK_PATH", path.to_owned()),
         ("ZKLOCK_NODE", held.node_path().to_owned()),
         ("ZKLOCK_FENCING_TOKEN", held.fencing_token().to_string()),
     ];
@@ -104,7 +73,7 @@ pub async fn run(client: &Client, args: LockArgs, command: Vec<OsString>) -> Res
             return Err(failure);
         }
     };
-    let outcome = supervise(&mut group, &held, &mut signals, &args, client.session_timeout()).await;
+    let outcome = supervise(&mut group, &held, &mut signals, on_revoke, options, client.session_timeout()).await;
     held.release().await;
     outcome
 }
@@ -113,14 +82,17 @@ pub async fn run(client: &Client, args: LockArgs, command: Vec<OsString>) -> Res
 /// token first.
 pub async fn hold(client: &Client, args: LockArgs) -> Result<ExitCode, Failure> {
     let mut signals = Signals::install()?;
-    let (_, held) = match take(client, &args, &mut signals).await? {
-        Ok(taken) => taken,
-        Err(signal) => return Ok(ExitCode::from(128 + signal as u8)),
-    };
+    let lock_path = lock_path(&args)?;
+    let kind = kind(&args);
+    let held =
+        match take_alone(client, &lock_path, kind, acquire(client, &lock_path, kind, &args), &mut signals).await? {
+            Ok(held) => held,
+            Err(signal) => return Ok(ExitCode::from(128 + signal as u8)),
+        };
     println!("{} {}", held.node_path(), held.fencing_token());
     let _ = std::io::stdout().flush();
     let outcome = tokio::select! {
-        reason = held.lost() => Err(Failure::new(Outcome::Lost, format!("lock lost ({reason})"))),
+        reason = held.lost() => Err(Failure::new(Outcome::Lost, format!("{} lost ({reason})", held.what()))),
         _ = held.revocation_requested(), if args.on_revoke == OnRevoke::Term => {
             info!("revocation requested: letting go");
             Ok(ExitCode::SUCCESS)
@@ -131,31 +103,35 @@ pub async fn hold(client: &Client, args: LockArgs) -> Result<ExitCode, Failure> 
     outcome
 }
 
-/// Takes the lock, refusing a path used by another kind of lock. `Ok(Err(signal))` when a signal
-/// came first (the acquire is dropped, which leaves no node behind).
-async fn take(
+fn lock_path(args: &LockArgs) -> Result<String, Failure> {
+    args.lock_path.clone().ok_or_else(|| Failure::new(Outcome::Usage, "no lock path given"))
+}
+
+/// Takes the lock (or leadership) with `take`, refusing a path used by another kind of lock.
+/// `Ok(Err(signal))` when a signal came first (`take` is dropped, which leaves no node behind).
+async fn take_alone(
     client: &Client,
-    args: &LockArgs,
+    path: &str,
+    kind: Kind,
+    take: impl Future<Output = Result<Held, Failure>>,
     signals: &mut Signals,
-) -> Result<Result<(String, Held), libc::c_int>, Failure> {
-    let lock_path = args.lock_path.clone().ok_or_else(|| Failure::new(Outcome::Usage, "no lock path given"))?;
-    let kind = kind(args);
-    ensure_alone(client, &lock_path, kind).await?;
+) -> Result<Result<Held, libc::c_int>, Failure> {
+    ensure_alone(client, path, kind).await?;
     if tracing::enabled!(tracing::Level::INFO) {
-        say_who_holds(client, &lock_path, kind).await;
+        say_who_holds(client, path, kind).await;
     }
     let held = tokio::select! {
-        held = acquire(client, &lock_path, kind, args) => held?,
+        held = take => held?,
         signal = signals.next() => return Ok(Err(signal)),
     };
     // Two modes of different kinds that looked at an empty path at once both got here; each
     // looks again now that its own node is there, so at least one of them sees the other.
-    if let Err(failure) = ensure_alone(client, &lock_path, kind).await {
+    if let Err(failure) = ensure_alone(client, path, kind).await {
         held.release().await;
         return Err(failure);
     }
     info!("acquired {}, fencing token {}", held.node_path(), held.fencing_token());
-    Ok(Ok((lock_path, held)))
+    Ok(Ok(held))
 }
 
 /// With -v: whom we are about to wait for.
@@ -167,12 +143,12 @@ async fn say_who_holds(client: &Client, lock_path: &str, kind: Kind) {
 }
 
 async fn acquire(client: &Client, lock_path: &str, kind: Kind, args: &LockArgs) -> Result<Held, Failure> {
-    let timeout = if args.nonblock { Some(Duration::ZERO) } else { args.timeout };
+    let timeout = if args.nonblock { Some(Duration::ZERO) } else { args.hold.timeout };
     let node_data = format!("zklock pid {} on {}", std::process::id(), hostname());
     let held = if let Some(leases) = args.semaphore {
         let semaphore = InterProcessSemaphoreV2::builder(client, lock_path, leases)
             .node_data(node_data)
-            .loss_policy(args.loss_policy.into())
+            .loss_policy(args.hold.loss_policy.into())
             .build()
             .map_err(Failure::from_lock_error)?;
         match timeout {
@@ -180,8 +156,9 @@ async fn acquire(client: &Client, lock_path: &str, kind: Kind, args: &LockArgs) 
             Some(timeout) => semaphore.acquire_timeout(timeout).await.transpose().map(|lease| lease.map(Held::Lease)),
         }
     } else {
-        let builder =
-            InterProcessMutex::builder(client, lock_path).node_data(node_data).loss_policy(args.loss_policy.into());
+        let builder = InterProcessMutex::builder(client, lock_path)
+            .node_data(node_data)
+            .loss_policy(args.hold.loss_policy.into());
         let rw;
         let mutex;
         let side = match kind {
@@ -197,7 +174,7 @@ async fn acquire(client: &Client, lock_path: &str, kind: Kind, args: &LockArgs) 
                 mutex = builder.node_schema(NodeSchema::Kazoo).build().map_err(Failure::from_lock_error)?;
                 &mutex
             }
-            Kind::Mutex | Kind::Semaphore => {
+            Kind::Mutex | Kind::Semaphore | Kind::Latch => {
                 mutex = builder.build().map_err(Failure::from_lock_error)?;
                 &mutex
             }
@@ -211,10 +188,10 @@ async fn acquire(client: &Client, lock_path: &str, kind: Kind, args: &LockArgs) 
         Some(Ok(held)) => Ok(held),
         Some(Err(err)) => Err(Failure::from_lock_error(err)),
         None if args.nonblock => {
-            Err(Failure::new(Outcome::Busy(args.conflict_exit_code), format!("{lock_path} is busy")))
+            Err(Failure::new(Outcome::Busy(args.hold.conflict_exit_code), format!("{lock_path} is busy")))
         }
         None => Err(Failure::new(
-            Outcome::Busy(args.conflict_exit_code),
+            Outcome::Busy(args.hold.conflict_exit_code),
             format!("timed out after {:?} waiting for {lock_path}", timeout.unwrap_or_default()),
         )),
     }
@@ -225,22 +202,24 @@ async fn supervise(
     group: &mut Group,
     held: &Held,
     signals: &mut Signals,
-    args: &LockArgs,
+    on_revoke: OnRevoke,
+    options: &HoldOptions,
     session_timeout: Duration,
 ) -> Result<ExitCode, Failure> {
-    let mut heed_revocation = args.on_revoke == OnRevoke::Term;
+    let mut heed_revocation = on_revoke == OnRevoke::Term;
+    let what = held.what();
     loop {
         tokio::select! {
             status = group.wait() => return Ok(ExitCode::from(exit_code(status?))),
             reason = held.lost() => {
-                eprintln!("zklock: lock lost ({reason}); stopping the command");
+                eprintln!("zklock: {what} lost ({reason}); stopping the command");
                 group.signal(libc::SIGTERM);
-                let kill_by = kill_deadline(reason, session_timeout, args.kill_after);
+                let kill_by = kill_deadline(reason, session_timeout, options.kill_after);
                 if tokio::time::timeout(kill_by, group.wait()).await.is_err() {
                     group.signal(libc::SIGKILL);
                     group.wait().await?;
                 }
-                return Err(Failure::new(Outcome::Lost, format!("the command was stopped because the lock was lost ({reason})")));
+                return Err(Failure::new(Outcome::Lost, format!("the command was stopped because the {what} was lost ({reason})")));
             }
             _ = held.revocation_requested(), if heed_revocation => {
                 heed_revocation = false;
@@ -269,7 +248,7 @@ fn kill_deadline(reason: LossReason, session_timeout: Duration, kill_after: Dura
     left.min(kill_after)
 }
 
-fn hostname() -> String {
+pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|name| name.trim().to_owned()).unwrap_or_default()
 }
 

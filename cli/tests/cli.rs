@@ -2,47 +2,21 @@
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
+mod support;
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::interop::{check_leases, check_log, temp_log};
 use common::{connect, eventually, server, unique_path, wait_for_children};
+use support::{
+    bare_zklock, bare_zklock_free, hold, log_has, read, wait_with_timeout, zklock, Group, LOST, NOT_ALLOWED, TIMED_OUT,
+    UNAVAILABLE, USAGE,
+};
 use zklock_testcontainers::{Proxy, ServerOptions, ZooKeeperServer};
 use zookeeper_client::{Acls, Client, CreateMode};
-
-const TIMED_OUT: i32 = 75;
-const LOST: i32 = 76;
-const UNAVAILABLE: i32 = 69;
-const USAGE: i32 = 64;
-const NOT_ALLOWED: i32 = 77;
-
-/// `zklock` with no option set and none inherited from the test's environment.
-fn bare_zklock() -> Command {
-    bare_zklock_free(Command::new(env!("CARGO_BIN_EXE_zklock")))
-}
-
-/// `command` with no zklock option inherited from the test's environment, in a group of its own.
-fn bare_zklock_free(mut command: Command) -> Command {
-    for (name, _) in std::env::vars() {
-        if name.starts_with("ZKLOCK_") || name == "ZK_CONNECT" || name == "RUST_LOG" {
-            command.env_remove(name);
-        }
-    }
-    // Its own process group, as a shell's job: a test can signal the job as a terminal does,
-    // and kill zklock and its command together.
-    command.process_group(0);
-    command
-}
-
-fn zklock(zk: &str) -> Command {
-    let mut command = bare_zklock();
-    command.arg("--zk").arg(zk).arg("--session-timeout").arg("4s");
-    command
-}
 
 /// A shell command that logs entering and leaving, as the interop peers do.
 fn logged(log: &Path, name: &str, mode: &str, seconds: &str) -> [String; 3] {
@@ -52,71 +26,6 @@ fn logged(log: &Path, name: &str, mode: &str, seconds: &str) -> [String; 3] {
         "-c".into(),
         format!("echo enter {name} {mode} >> {log}; sleep {seconds}; echo exit {name} {mode} >> {log}"),
     ]
-}
-
-/// Kills a process group when dropped (zklock and its command), so no test leaves one behind.
-struct Group(Child);
-
-impl Group {
-    fn spawn(command: &mut Command) -> Group {
-        Group(command.spawn().unwrap())
-    }
-
-    /// Sends `signal` to zklock's group, as a terminal sends Ctrl-C to its foreground job.
-    fn signal_job(&self, signal: libc::c_int) {
-        // SAFETY: killpg on the group of a child we started and have not reaped.
-        unsafe {
-            libc::killpg(self.0.id() as libc::pid_t, signal);
-        }
-    }
-
-    fn wait(&mut self, timeout: Duration) -> ExitStatus {
-        wait_with_timeout(&mut self.0, timeout)
-    }
-
-    fn stderr(&mut self) -> String {
-        let mut stderr = String::new();
-        std::io::Read::read_to_string(self.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-        stderr
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        // SAFETY: killpg on the group of a child we started.
-        unsafe {
-            libc::killpg(self.0.id() as libc::pid_t, libc::SIGKILL);
-        }
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_with_timeout(child: &mut Child, timeout: Duration) -> ExitStatus {
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(started.elapsed() < timeout, "zklock still running after {timeout:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Starts `zklock hold` with `options` and returns it with the node it printed.
-fn hold(zk: &str, options: &[&str], path: &str) -> (Group, String) {
-    let mut holder = Group::spawn(zklock(zk).arg("hold").args(options).arg(path).stdout(Stdio::piped()));
-    let mut line = String::new();
-    BufReader::new(holder.0.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-    let node = line.split_whitespace().next().unwrap_or_else(|| panic!("hold printed {line:?}")).to_owned();
-    (holder, node)
-}
-
-async fn log_has(log: &Path, what: &str) {
-    eventually(&format!("the log has {what:?}"), || async { read(log).contains(what) }).await;
-}
-
-fn read(log: &Path) -> String {
-    std::fs::read_to_string(log).unwrap_or_default()
 }
 
 /// Starts `count` zklock runs with `options` on `path`, each logging a `mode` section of

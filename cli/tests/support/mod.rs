@@ -1,0 +1,106 @@
+//! Running `zklock` as a user would in the command's tests: with no option inherited from the
+//! test's environment, as a job of its own that no test leaves behind.
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::eventually;
+
+pub const TIMED_OUT: i32 = 75;
+pub const LOST: i32 = 76;
+pub const UNAVAILABLE: i32 = 69;
+pub const USAGE: i32 = 64;
+pub const NOT_ALLOWED: i32 = 77;
+
+/// `zklock` with no option set and none inherited from the test's environment.
+pub fn bare_zklock() -> Command {
+    bare_zklock_free(Command::new(env!("CARGO_BIN_EXE_zklock")))
+}
+
+/// `command` with no zklock option inherited from the test's environment, in a group of its own.
+pub fn bare_zklock_free(mut command: Command) -> Command {
+    for (name, _) in std::env::vars() {
+        if name.starts_with("ZKLOCK_") || name == "ZK_CONNECT" || name == "RUST_LOG" {
+            command.env_remove(name);
+        }
+    }
+    // Its own process group, as a shell's job: a test can signal the job as a terminal does,
+    // and kill zklock and its command together.
+    command.process_group(0);
+    command
+}
+
+pub fn zklock(zk: &str) -> Command {
+    let mut command = bare_zklock();
+    command.arg("--zk").arg(zk).arg("--session-timeout").arg("4s");
+    command
+}
+
+/// Kills a process group when dropped (zklock and its command), so no test leaves one behind.
+pub struct Group(pub Child);
+
+impl Group {
+    pub fn spawn(command: &mut Command) -> Group {
+        Group(command.spawn().unwrap())
+    }
+
+    /// Sends `signal` to zklock's group, as a terminal sends Ctrl-C to its foreground job.
+    pub fn signal_job(&self, signal: libc::c_int) {
+        // SAFETY: killpg on the group of a child we started and have not reaped.
+        unsafe {
+            libc::killpg(self.0.id() as libc::pid_t, signal);
+        }
+    }
+
+    pub fn wait(&mut self, timeout: Duration) -> ExitStatus {
+        wait_with_timeout(&mut self.0, timeout)
+    }
+
+    pub fn stderr(&mut self) -> String {
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(self.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        stderr
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // SAFETY: killpg on the group of a child we started.
+        unsafe {
+            libc::killpg(self.0.id() as libc::pid_t, libc::SIGKILL);
+        }
+        let _ = self.0.wait();
+    }
+}
+
+pub fn wait_with_timeout(child: &mut Child, timeout: Duration) -> ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(started.elapsed() < timeout, "zklock still running after {timeout:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Starts `zklock hold` with `options` and returns it with the node it printed.
+pub fn hold(zk: &str, options: &[&str], path: &str) -> (Group, String) {
+    let mut holder = Group::spawn(zklock(zk).arg("hold").args(options).arg(path).stdout(Stdio::piped()));
+    let mut line = String::new();
+    BufReader::new(holder.0.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    let node = line.split_whitespace().next().unwrap_or_else(|| panic!("hold printed {line:?}")).to_owned();
+    (holder, node)
+}
+
+pub async fn log_has(log: &Path, what: &str) {
+    eventually(&format!("the log has {what:?}"), || async { read(log).contains(what) }).await;
+}
+
+pub fn read(log: &Path) -> String {
+    std::fs::read_to_string(log).unwrap_or_default()
+}
