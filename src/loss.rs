@@ -12,7 +12,8 @@ pub enum LossReason {
     SessionExpired,
     /// The ZooKeeper client was closed (or failed to authenticate).
     SessionClosed,
-    /// Someone else deleted the lock node (an operator, a revoker, a deleted lock path).
+    /// Someone else deleted our node (an operator, a revoker, a deleted lock path): the lock
+    /// node, the lease node, or the leader's node.
     NodeDeleted,
     /// The client was disconnected for `after`, long enough that the server may have expired
     /// the session (see [`LossPolicy`]). The lock may in fact survive if the client reconnects in
@@ -28,7 +29,7 @@ impl fmt::Display for LossReason {
         match self {
             LossReason::SessionExpired => f.write_str("the zookeeper session expired"),
             LossReason::SessionClosed => f.write_str("the zookeeper client was closed"),
-            LossReason::NodeDeleted => f.write_str("the lock node was deleted by someone else"),
+            LossReason::NodeDeleted => f.write_str("our node was deleted by someone else"),
             LossReason::Disconnected { after } => {
                 write!(f, "disconnected from zookeeper for {after:?}")
             }
@@ -104,7 +105,7 @@ mod tests {
 
     #[test]
     fn reasons_read_well() {
-        assert_eq!(LossReason::NodeDeleted.to_string(), "the lock node was deleted by someone else");
+        assert_eq!(LossReason::NodeDeleted.to_string(), "our node was deleted by someone else");
         assert_eq!(
             LossReason::Disconnected { after: Duration::from_secs(2) }.to_string(),
             "disconnected from zookeeper for 2s"
