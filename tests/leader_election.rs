@@ -25,13 +25,23 @@ async fn started_latch(path: &str, id: &str) -> (Client, LeaderLatch) {
     (client, latch)
 }
 
+/// A session through a proxy, for `expire_session`.
+async fn expirable_session() -> (Proxy, Client) {
+    let proxy = Proxy::start(server().address()).unwrap();
+    let client = connect_through(&proxy, Duration::from_secs(20)).await;
+    (proxy, client)
+}
+
 async fn leads(latch: &LeaderLatch) -> Leadership {
     tokio::time::timeout(PROMPTLY, latch.await_leadership()).await.expect("no leadership").unwrap()
 }
 
-/// The full paths of the children of `path`, in name order.
+/// The full paths of the children of `path` in queue order: by sequence number, the text after
+/// the last `-` (names start with a random uuid).
 async fn nodes(client: &Client, path: &str) -> Vec<String> {
-    children(client, path).await.into_iter().map(|child| format!("{path}/{child}")).collect()
+    let mut names = children(client, path).await;
+    names.sort_by(|a, b| a.rsplit('-').next().cmp(&b.rsplit('-').next()));
+    names.into_iter().map(|name| format!("{path}/{name}")).collect()
 }
 
 /// Whether `name` is Curator's protected sequential name `_c_{uuid}-{kind}-{10 digits}`.
@@ -39,7 +49,9 @@ fn is_curator_name(name: &str, kind: &str) -> bool {
     let Some(rest) = name.strip_prefix("_c_") else { return false };
     let (uuid, rest) = rest.split_at_checked(36).unwrap_or(("", ""));
     let uuid_shape = uuid.len() == 36
-        && uuid.char_indices().all(|(at, c)| if [8, 13, 18, 23].contains(&at) { c == '-' } else { c.is_ascii_hexdigit() });
+        && uuid
+            .char_indices()
+            .all(|(at, c)| if [8, 13, 18, 23].contains(&at) { c == '-' } else { c.is_ascii_hexdigit() });
     let Some(sequence) = rest.strip_prefix(&format!("-{kind}-")) else { return false };
     uuid_shape && sequence.len() == 10 && sequence.bytes().all(|b| b.is_ascii_digit())
 }
@@ -118,7 +130,11 @@ async fn a_deleted_node_is_lost_and_the_latch_reenters_to_lead_again_with_a_grea
     let second_term = leads(&a).await;
     assert_eq!(second_term.node_path(), queued.node_path);
     assert!(second_term.epoch() > b_term.epoch(), "a's second term is not fenced above b's");
-    assert_eq!(tokio::time::timeout(Duration::from_millis(100), first_term.lost()).await, Ok(reason), "a lost term stays lost");
+    assert_eq!(
+        tokio::time::timeout(Duration::from_millis(100), first_term.lost()).await,
+        Ok(reason),
+        "a lost term stays lost"
+    );
     a.close().await.unwrap();
     assert!(children(&operator, &path).await.is_empty());
 }
@@ -126,8 +142,7 @@ async fn a_deleted_node_is_lost_and_the_latch_reenters_to_lead_again_with_a_grea
 #[tokio::test]
 async fn after_session_expiry_await_leadership_fails_and_the_latches_leave_no_node() {
     let path = unique_path("leader-expired");
-    let proxy = Proxy::start(server().address()).unwrap();
-    let client = connect_through(&proxy, Duration::from_secs(20)).await;
+    let (proxy, client) = expirable_session().await;
     let leader = LeaderLatch::new(&client, &path, "leader").unwrap();
     leader.start().await.unwrap();
     let leadership = leads(&leader).await;
@@ -156,24 +171,30 @@ async fn after_session_expiry_await_leadership_fails_and_the_latches_leave_no_no
     survivor.close().await.unwrap();
 }
 
+/// Latches `a`, `b` and `c` on sessions of their own, started in that order: `a` leads (its term
+/// is returned), `b` and `c` queue behind it.
+async fn a_leads_b_and_c_queue(path: &str) -> ([(Client, LeaderLatch); 3], Leadership) {
+    let a = started_latch(path, "a").await;
+    let a_term = leads(&a.1).await;
+    let (b, c) = (started_latch(path, "b").await, started_latch(path, "c").await);
+    ([a, b, c], a_term)
+}
+
 #[tokio::test]
 async fn closing_a_queued_latch_or_the_leader_leaves_no_node_and_hands_over() {
     let path = unique_path("leader-close");
-    let (_a_client, a) = started_latch(&path, "a").await;
-    let a_term = leads(&a).await;
-    let (_b_client, b) = started_latch(&path, "b").await;
-    let (observer, c) = started_latch(&path, "c").await;
+    let ([(_, a), (_, b), (observer, c)], a_term) = a_leads_b_and_c_queue(&path).await;
     let [_, b_node, c_node] = <[String; 3]>::try_from(nodes(&observer, &path).await).unwrap();
 
     // close() returns once the server has deleted the node.
     b.close().await.unwrap();
-    assert_eq!(nodes(&observer, &path).await, [a_term.node_path().to_owned(), c_node.clone()]);
+    assert_eq!(nodes(&observer, &path).await, [a_term.node_path(), c_node.as_str()]);
     assert!(observer.check_stat(&b_node).await.unwrap().is_none());
     assert!(a.has_leadership(), "closing a queued latch disturbed the leader");
 
     a.close().await.unwrap();
     assert!(!a_term.is_held() && !a.has_leadership());
-    assert_eq!(nodes(&observer, &path).await, [c_node.clone()]);
+    assert_eq!(nodes(&observer, &path).await, [c_node.as_str()]);
     let c_term = leads(&c).await;
     assert_eq!(c_term.node_path(), c_node);
     assert!(c_term.epoch() > a_term.epoch());
@@ -231,7 +252,12 @@ async fn participants_and_leader_list_the_queue_in_order_with_unicode_ids() {
     let node_paths = nodes(&observer, &path).await;
     assert_eq!(node_paths.len(), ids.len());
     for (_, latch) in &latches {
-        assert_eq!(seen(latch.participants().await.unwrap()), expected_queue(&ids, &node_paths), "as {} sees it", latch.id());
+        assert_eq!(
+            seen(latch.participants().await.unwrap()),
+            expected_queue(&ids, &node_paths),
+            "as {} sees it",
+            latch.id()
+        );
         let leader = latch.leader().await.unwrap().expect("a leader");
         assert_eq!((leader.id.as_str(), leader.is_leader), (ids[0], true));
     }
@@ -248,10 +274,7 @@ async fn participants_and_leader_list_the_queue_in_order_with_unicode_ids() {
 #[tokio::test]
 async fn dropping_a_started_latch_leaves_the_election() {
     let path = unique_path("leader-dropped");
-    let (_a_client, a) = started_latch(&path, "a").await;
-    let a_term = leads(&a).await;
-    let (_b_client, b) = started_latch(&path, "b").await;
-    let (observer, c) = started_latch(&path, "c").await;
+    let ([(_, a), (_, b), (observer, c)], a_term) = a_leads_b_and_c_queue(&path).await;
     drop(c);
     wait_for_children(&observer, &path, 2).await;
     drop(a);
@@ -323,21 +346,38 @@ async fn next_term(terms: &mut mpsc::UnboundedReceiver<SelectorTerm>) -> Selecto
     tokio::time::timeout(PROMPTLY, terms.recv()).await.expect("no leadership").expect("the selector ended")
 }
 
+/// A started selector on a session of its own.
+struct Contender {
+    client: Client,
+    selector: LeaderSelector,
+    terms: mpsc::UnboundedReceiver<SelectorTerm>,
+}
+
+/// Two contenders named `leader` and `follower`, each with this auto-requeue: the leader leads
+/// (its first term is returned), the follower is queued behind it.
+async fn leader_and_follower(path: &str, auto_requeue: bool) -> (Contender, SelectorTerm, Contender) {
+    let mut contenders = Vec::new();
+    for id in ["leader", "follower"] {
+        let client = connect().await;
+        let (selector, terms) = started_selector(&client, path, id, auto_requeue).await;
+        contenders.push(Contender { client, selector, terms });
+    }
+    let [mut leader, follower] = <[Contender; 2]>::try_from(contenders).ok().unwrap();
+    let term = next_term(&mut leader.terms).await;
+    wait_for_children(&leader.client, path, 2).await;
+    (leader, term, follower)
+}
+
 #[tokio::test]
 async fn a_selectors_lead_future_is_dropped_when_its_node_is_deleted() {
     let path = unique_path("selector-deleted");
-    let client = connect().await;
-    let (selector, mut terms) = started_selector(&client, &path, "s", false).await;
-    let term = next_term(&mut terms).await;
-    let other_client = connect().await;
-    let (other, mut other_terms) = started_selector(&other_client, &path, "other", false).await;
-    wait_for_children(&client, &path, 2).await;
+    let (Contender { client, selector, .. }, term, mut other) = leader_and_follower(&path, false).await;
 
     connect().await.delete(term.leadership.node_path(), None).await.unwrap();
     let leadership = term.expect_cancelled().await;
     assert_eq!(tokio::time::timeout(PROMPTLY, leadership.lost()).await, Ok(LossReason::NodeDeleted));
     assert!(!leadership.is_held() && !selector.has_leadership());
-    let other_term = next_term(&mut other_terms).await;
+    let other_term = next_term(&mut other.terms).await;
     assert!(other_term.leadership.epoch() > leadership.epoch());
     // Without auto-requeue the selector waits to be queued again.
     assert_eq!(nodes(&client, &path).await, [other_term.leadership.node_path()]);
@@ -345,7 +385,7 @@ async fn a_selectors_lead_future_is_dropped_when_its_node_is_deleted() {
     wait_for_children(&client, &path, 2).await;
 
     selector.close().await.unwrap();
-    other.close().await.unwrap();
+    other.selector.close().await.unwrap();
     other_term.expect_cancelled().await;
     assert!(children(&client, &path).await.is_empty());
 }
@@ -353,8 +393,7 @@ async fn a_selectors_lead_future_is_dropped_when_its_node_is_deleted() {
 #[tokio::test]
 async fn a_selectors_lead_future_is_dropped_when_its_session_expires() {
     let path = unique_path("selector-expired");
-    let proxy = Proxy::start(server().address()).unwrap();
-    let client = connect_through(&proxy, Duration::from_secs(20)).await;
+    let (proxy, client) = expirable_session().await;
     let (selector, mut terms) = started_selector(&client, &path, "s", true).await;
     let term = next_term(&mut terms).await;
     let observer = connect().await;
@@ -384,9 +423,8 @@ async fn interrupting_leadership_drops_the_future_and_requeue_leads_again() {
 
     selector.interrupt_leadership();
     let first = first.expect_cancelled().await;
-    assert!(!first.is_held());
     wait_for_children(&client, &path, 0).await;
-    assert!(!selector.has_leadership());
+    assert!(!first.is_held() && !selector.has_leadership());
     selector.interrupt_leadership(); // not leading: nothing to interrupt
     assert!(tokio::time::timeout(Duration::from_millis(300), terms.recv()).await.is_err(), "led again unasked");
 
@@ -402,52 +440,44 @@ async fn interrupting_leadership_drops_the_future_and_requeue_leads_again() {
 #[tokio::test]
 async fn with_auto_requeue_selectors_queue_again_by_themselves() {
     let path = unique_path("selector-auto-requeue");
-    let client = connect().await;
-    let (first, mut first_terms) = started_selector(&client, &path, "first", true).await;
-    let term = next_term(&mut first_terms).await;
-    let other_client = connect().await;
-    let (second, mut second_terms) = started_selector(&other_client, &path, "second", true).await;
-    wait_for_children(&client, &path, 2).await;
+    let (mut first, term, mut second) = leader_and_follower(&path, true).await;
+    let client = first.client.clone();
 
-    first.interrupt_leadership();
+    first.selector.interrupt_leadership();
     let first_epoch = term.expect_cancelled().await.epoch();
     // first queued again, behind second, which leads.
-    let term = next_term(&mut second_terms).await;
+    let term = next_term(&mut second.terms).await;
     assert!(term.leadership.epoch() > first_epoch);
     wait_for_children(&client, &path, 2).await;
-    let queue = second.participants().await.unwrap();
-    assert_eq!(queue.iter().map(|participant| participant.id.as_str()).collect::<Vec<_>>(), ["second", "first"]);
+    let queue = second.selector.participants().await.unwrap();
+    assert_eq!(queue.iter().map(|participant| participant.id.as_str()).collect::<Vec<_>>(), ["follower", "leader"]);
 
-    second.interrupt_leadership();
+    second.selector.interrupt_leadership();
     let second_epoch = term.expect_cancelled().await.epoch();
-    let term = next_term(&mut first_terms).await;
+    let term = next_term(&mut first.terms).await;
     assert!(term.leadership.epoch() > second_epoch);
+    // second queued again too (closing it while its create is in flight is another test's).
+    wait_for_children(&client, &path, 2).await;
 
-    first.close().await.unwrap();
+    first.selector.close().await.unwrap();
     term.expect_cancelled().await;
-    second.close().await.unwrap();
+    second.selector.close().await.unwrap();
     assert!(children(&client, &path).await.is_empty());
 }
 
 #[tokio::test]
 async fn closing_a_leading_selector_cancels_the_future_and_leaves_no_node() {
     let path = unique_path("selector-close");
-    let client = connect().await;
-    let (selector, mut terms) = started_selector(&client, &path, "s", true).await;
-    let term = next_term(&mut terms).await;
-    let other_client = connect().await;
-    let (other, mut other_terms) = started_selector(&other_client, &path, "other", false).await;
-    wait_for_children(&client, &path, 2).await;
+    let (Contender { client, selector, .. }, mut term, mut other) = leader_and_follower(&path, true).await;
 
     selector.close().await.unwrap();
     // close() returns once the future is dropped and the node deleted.
-    let mut term = term;
     assert!(term.future_dropped.try_recv().is_err_and(|err| err == oneshot::error::TryRecvError::Closed));
     assert!(!term.leadership.is_held());
-    let other_term = next_term(&mut other_terms).await;
+    let other_term = next_term(&mut other.terms).await;
     assert_eq!(nodes(&client, &path).await, [other_term.leadership.node_path()]);
     assert!(matches!(selector.requeue(), Err(Error::ElectionClosed)));
-    other.close().await.unwrap();
+    other.selector.close().await.unwrap();
 }
 
 #[tokio::test]
@@ -485,4 +515,26 @@ async fn selector_nodes_are_named_as_curator_names_them() {
 #[allow(dead_code)]
 fn errors_are_clone(error: &Error) -> Error {
     error.clone()
+}
+
+/// Fails on 9bab21a: `close()` sees through the delete of a node whose create was confirmed
+/// (`queued`), but a create still in flight when the task stops is left to the acquire's
+/// background cleanup, so `close()` returns while our node is still in the queue.
+#[tokio::test]
+#[ignore = "bug in Election::close (src/election.rs): returns before a node whose create was in flight is deleted"]
+async fn closing_a_selector_while_it_queues_again_leaves_no_node() {
+    let path = unique_path("selector-close-requeueing");
+    let client = connect().await;
+    for delay_us in [0, 200, 500, 1_000, 2_000, 3_000, 5_000].into_iter().cycle().take(21) {
+        let (selector, mut terms) = started_selector(&client, &path, "s", false).await;
+        let term = next_term(&mut terms).await;
+        selector.interrupt_leadership();
+        term.expect_cancelled().await;
+        wait_for_children(&client, &path, 0).await;
+        assert!(selector.requeue().unwrap());
+        tokio::time::sleep(Duration::from_micros(delay_us)).await;
+        selector.close().await.unwrap();
+        let left = children(&client, &path).await;
+        assert!(left.is_empty(), "close() returned with our node still there ({delay_us} us after requeue): {left:?}");
+    }
 }
