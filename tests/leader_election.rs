@@ -164,10 +164,15 @@ async fn after_session_expiry_await_leadership_fails_and_the_latches_leave_no_no
     }
     let survivor_term = leads(&survivor).await;
     assert_eq!(nodes(&observer, &path).await, [survivor_term.node_path()], "the expired latches left nodes");
+    // close() reports what ended the latch.
     for latch in [&leader, &queued] {
         let closed = tokio::time::timeout(PROMPTLY, latch.close()).await.expect("close hung");
-        assert!(matches!(closed, Ok(()) | Err(Error::SessionExpired)), "{}: {closed:?}", latch.id());
+        assert!(matches!(closed, Err(Error::SessionExpired)), "{}: {closed:?}", latch.id());
     }
+    let late = LeaderLatch::new(&client, &path, "late").unwrap();
+    let started = tokio::time::timeout(PROMPTLY, late.start()).await.expect("start hung");
+    assert!(matches!(started, Err(Error::SessionExpired)), "{started:?}");
+    assert_eq!(nodes(&observer, &path).await, [survivor_term.node_path()]);
     survivor.close().await.unwrap();
 }
 
@@ -261,6 +266,12 @@ async fn participants_and_leader_list_the_queue_in_order_with_unicode_ids() {
         let leader = latch.leader().await.unwrap().expect("a leader");
         assert_eq!((leader.id.as_str(), leader.is_leader), (ids[0], true));
     }
+    // One listing and one multi-read, whoever asks (a latch that never joined too).
+    let reader = LeaderLatch::new(&observer, &path, "reader").unwrap();
+    let before = server().session_requests(observer.session_id().0).unwrap();
+    assert_eq!(seen(reader.participants().await.unwrap()), expected_queue(&ids, &node_paths));
+    assert_eq!(server().session_requests(observer.session_id().0).unwrap() - before, 2, "requests to list");
+
     latches[0].1.close().await.unwrap();
     assert_eq!(seen(latches[3].1.participants().await.unwrap()), expected_queue(&ids[1..], &node_paths[1..]));
     assert_eq!(latches[2].1.leader().await.unwrap().map(|leader| leader.id), Some(ids[1].to_owned()));
@@ -353,6 +364,14 @@ struct Contender {
     terms: mpsc::UnboundedReceiver<SelectorTerm>,
 }
 
+/// A contender named `id`, alone, without auto-requeue, and its first term.
+async fn lone_leader(path: &str, id: &str) -> (Contender, SelectorTerm) {
+    let client = connect().await;
+    let (selector, mut terms) = started_selector(&client, path, id, false).await;
+    let term = next_term(&mut terms).await;
+    (Contender { client, selector, terms }, term)
+}
+
 /// Two contenders named `leader` and `follower`, each with this auto-requeue: the leader leads
 /// (its first term is returned), the follower is queued behind it.
 async fn leader_and_follower(path: &str, auto_requeue: bool) -> (Contender, SelectorTerm, Contender) {
@@ -415,9 +434,7 @@ async fn a_selectors_lead_future_is_dropped_when_its_session_expires() {
 #[tokio::test]
 async fn interrupting_leadership_drops_the_future_and_requeue_leads_again() {
     let path = unique_path("selector-interrupt");
-    let client = connect().await;
-    let (selector, mut terms) = started_selector(&client, &path, "s", false).await;
-    let first = next_term(&mut terms).await;
+    let (Contender { client, selector, mut terms }, first) = lone_leader(&path, "s").await;
     assert!(selector.has_leadership());
     assert!(!selector.requeue().unwrap(), "requeued while leading");
 
@@ -425,6 +442,7 @@ async fn interrupting_leadership_drops_the_future_and_requeue_leads_again() {
     let first = first.expect_cancelled().await;
     wait_for_children(&client, &path, 0).await;
     assert!(!first.is_held() && !selector.has_leadership());
+    assert!(tokio::time::timeout(Duration::from_millis(100), first.lost()).await.is_err(), "given up is not lost");
     selector.interrupt_leadership(); // not leading: nothing to interrupt
     assert!(tokio::time::timeout(Duration::from_millis(300), terms.recv()).await.is_err(), "led again unasked");
 
@@ -435,6 +453,72 @@ async fn interrupting_leadership_drops_the_future_and_requeue_leads_again() {
     selector.close().await.unwrap();
     second.expect_cancelled().await;
     assert!(children(&client, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_finished_lead_future_ends_the_term_and_hands_over() {
+    let path = unique_path("selector-finished");
+    let client = connect().await;
+    let selector = LeaderSelector::new(&client, &path, "brief").unwrap();
+    let (sender, mut terms) = mpsc::unbounded_channel();
+    let (finish, finished) = oneshot::channel::<()>();
+    let mut finished = Some(finished);
+    selector
+        .start(move |leadership| {
+            let (sender, finished) = (sender.clone(), finished.take());
+            async move {
+                let _ = sender.send(leadership);
+                if let Some(finished) = finished {
+                    let _ = finished.await;
+                }
+            }
+        })
+        .await
+        .unwrap();
+    let leadership = tokio::time::timeout(PROMPTLY, terms.recv()).await.unwrap().unwrap();
+    let other_client = connect().await;
+    let (other, mut other_terms) = started_selector(&other_client, &path, "other", false).await;
+    wait_for_children(&client, &path, 2).await;
+    assert!(leadership.is_held(), "the term ended before its future did");
+
+    finish.send(()).unwrap();
+    let other_term = next_term(&mut other_terms).await;
+    assert!(other_term.leadership.epoch() > leadership.epoch());
+    assert!(!leadership.is_held() && !selector.has_leadership());
+    assert!(tokio::time::timeout(Duration::from_millis(100), leadership.lost()).await.is_err(), "finished is not lost");
+    // Without auto-requeue the selector waits to be queued again.
+    assert_eq!(nodes(&client, &path).await, [other_term.leadership.node_path()]);
+    selector.close().await.unwrap();
+    other.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn requeue_after_an_interrupt_leads_again_once_the_term_has_ended() {
+    let path = unique_path("selector-interrupt-requeue");
+    let (Contender { client, selector, mut terms }, first) = lone_leader(&path, "s").await;
+    selector.interrupt_leadership();
+    let requeued = selector.requeue();
+    let first = first.expect_cancelled().await;
+    // Either it is queued again now, or it said it was not: then asking again once idle works.
+    if !requeued.unwrap() {
+        wait_for_children(&client, &path, 0).await;
+        assert!(selector.requeue().unwrap(), "requeue() said 'already queued or leading' and then stayed idle");
+    }
+    let second = next_term(&mut terms).await;
+    assert!(second.leadership.epoch() > first.epoch());
+    selector.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn dropping_a_leading_selector_cancels_its_future_and_leaves_the_election() {
+    let path = unique_path("selector-dropped");
+    let (Contender { client, selector, .. }, term, mut other) = leader_and_follower(&path, true).await;
+    drop(selector);
+    let leadership = term.expect_cancelled().await;
+    let other_term = next_term(&mut other.terms).await;
+    assert!(other_term.leadership.epoch() > leadership.epoch());
+    assert_eq!(nodes(&client, &path).await, [other_term.leadership.node_path()]);
+    other.selector.close().await.unwrap();
 }
 
 #[tokio::test]
@@ -503,9 +587,7 @@ async fn misusing_a_selector_gives_typed_errors() {
 async fn selector_nodes_are_named_as_curator_names_them() {
     let path = unique_path("selector-names");
     let id = "selector-named-λ";
-    let client = connect().await;
-    let (selector, mut terms) = started_selector(&client, &path, id, false).await;
-    let term = next_term(&mut terms).await;
+    let (Contender { client, selector, .. }, term) = lone_leader(&path, id).await;
     expect_curator_node(&client, &path, "lock", id, &term.leadership).await;
     assert_eq!(selector.leader().await.unwrap().map(|leader| leader.id), Some(id.to_owned()));
     selector.close().await.unwrap();
