@@ -620,3 +620,24 @@ async fn closing_a_selector_while_it_queues_again_leaves_no_node() {
         assert!(left.is_empty(), "close() returned with our node still there ({delay_us} us after requeue): {left:?}");
     }
 }
+
+/// Fails on 9bab21a every time: after a loss the latch re-enters at once, and `close()` called
+/// as the loss is seen (the latch's own doc example) stops it while that create is in flight;
+/// the node is left to the acquire's background cleanup, so it is still there when `close()`
+/// returns. Same cause as the test above.
+#[tokio::test]
+#[ignore = "bug in Election::close (src/election.rs): returns before a node whose create was in flight is deleted"]
+async fn closing_a_latch_as_its_loss_is_seen_leaves_no_node() {
+    let path = unique_path("leader-close-after-loss");
+    let (client, operator) = (connect().await, connect().await);
+    for round in 0..5 {
+        let latch = LeaderLatch::new(&client, &path, "l").unwrap();
+        latch.start().await.unwrap();
+        let leadership = leads(&latch).await;
+        operator.delete(leadership.node_path(), None).await.unwrap();
+        assert_eq!(tokio::time::timeout(PROMPTLY, leadership.lost()).await, Ok(LossReason::NodeDeleted));
+        latch.close().await.unwrap();
+        let left = children(&client, &path).await;
+        assert!(left.is_empty(), "round {round}: close() returned with our new node still there: {left:?}");
+    }
+}
