@@ -1,7 +1,8 @@
 //! The lock contract, written once and run for every lock (Curator's
-//! `TestInterProcessMutexBase` with its abstract `makeLock`): at most one holder across sessions
-//! and processes with increasing fencing tokens, no node left by a give-up, crashed holders
-//! handing over, and losses signalled. Each (lock, contract) pair is its own test, named
+//! `TestInterProcessMutexBase` with its abstract `makeLock`), and for the leader latch and
+//! selector, whose terms of leadership are holds: at most one holder across sessions and
+//! processes with increasing fencing tokens, no node left by a give-up, crashed holders handing
+//! over, and losses signalled. Each (lock, contract) pair is its own test, named
 //! `{lock}::{contract}`. The recipes' own rules follow in `*_rules` modules.
 
 mod common;
@@ -10,6 +11,8 @@ mod common;
 mod exclusion;
 #[path = "contract/give_up.rs"]
 mod give_up;
+#[path = "contract/leader.rs"]
+mod leader;
 #[path = "contract/lock.rs"]
 mod lock;
 #[path = "contract/loss.rs"]
@@ -93,6 +96,9 @@ contracts! {
     semaphore_mutex: lock::SemaphoreMutex [],
     semaphore_of_one: lock::SemaphoreOfOne [],
     multi_lock: lock::MultiOfTwo [lost_at_once_under_the_strict_policy],
+    // A term of leadership is the hold (see contract/leader.rs).
+    leader_latch: leader::Latch [lost_at_once_under_the_strict_policy],
+    leader_selector: leader::Selector [lost_at_once_under_the_strict_policy],
 }
 
 #[path = "contract/multi.rs"]

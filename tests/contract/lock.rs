@@ -7,7 +7,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use zklock::{
-    InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2, Lease, LockGuard, LossPolicy, LossReason, MultiLockGuard, Result,
 };
 use zookeeper_client::Client;
@@ -67,6 +67,11 @@ pub trait Held: Send + Sync + 'static {
     fn fencing_token(&self) -> i64;
     /// Every node this hold owns, full paths.
     fn node_paths(&self) -> Vec<String>;
+    /// Whether `released`, what releasing a hold lost for `reason` returned, says what it
+    /// should: a lock's release reports the loss.
+    fn release_reports_loss(released: &Result<()>, reason: LossReason) -> bool {
+        matches!(released, Err(Error::LockLost(lost)) if *lost == reason)
+    }
 }
 
 /// `Held` for a guard type with a single node.

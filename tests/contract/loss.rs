@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use zklock::{Error, LossPolicy, LossReason};
+use zklock::{LossPolicy, LossReason};
 use zklock_testcontainers::expire_session;
 use zookeeper_client::Client;
 
@@ -89,7 +89,7 @@ pub async fn an_expired_holder_hands_over<L: LockUnderTest>() {
 async fn release_reports<H: Held>(held: H, reason: LossReason) {
     assert!(!held.is_held());
     let released = tokio::time::timeout(PROMPTLY, held.release()).await.expect("release hung");
-    assert!(matches!(released, Err(Error::LockLost(lost)) if lost == reason), "{released:?}");
+    assert!(H::release_reports_loss(&released, reason), "{released:?} after {reason:?}");
 }
 
 /// `lost()` resolves with `SessionExpired` when the session expires.

@@ -1,0 +1,643 @@
+//! The leader recipes' own rules (their lock contract is in `tests/contract.rs`): epochs that
+//! fence one leader from the next, what a latch does when its node or its session goes, leaving
+//! the election, misuse, the queue as participants see it, Curator's node names; and for the
+//! selector, that the leader's future is cancelled the moment leadership ends.
+
+mod common;
+
+use std::future::Future;
+use std::time::Duration;
+
+use common::{children, connect, connect_through, eventually, server, unique_path, wait_for_children};
+use tokio::sync::{mpsc, oneshot};
+use zklock::{ElectionParticipant, Error, LeaderLatch, LeaderSelector, Leadership, LossReason};
+use zklock_testcontainers::{expire_session, Proxy};
+use zookeeper_client::Client;
+
+/// Generous bound for "promptly": a hang exceeds it, a slow machine does not.
+const PROMPTLY: Duration = Duration::from_secs(10);
+
+/// A started latch named `id` on its own session.
+async fn started_latch(path: &str, id: &str) -> (Client, LeaderLatch) {
+    let client = connect().await;
+    let latch = LeaderLatch::new(&client, path, id).unwrap();
+    latch.start().await.unwrap();
+    (client, latch)
+}
+
+/// A session through a proxy, for `expire_session`.
+async fn expirable_session() -> (Proxy, Client) {
+    let proxy = Proxy::start(server().address()).unwrap();
+    let client = connect_through(&proxy, Duration::from_secs(20)).await;
+    (proxy, client)
+}
+
+async fn leads(latch: &LeaderLatch) -> Leadership {
+    tokio::time::timeout(PROMPTLY, latch.await_leadership()).await.expect("no leadership").unwrap()
+}
+
+/// The full paths of the children of `path` in queue order: by sequence number, the text after
+/// the last `-` (names start with a random uuid).
+async fn nodes(client: &Client, path: &str) -> Vec<String> {
+    let mut names = children(client, path).await;
+    names.sort_by(|a, b| a.rsplit('-').next().cmp(&b.rsplit('-').next()));
+    names.into_iter().map(|name| format!("{path}/{name}")).collect()
+}
+
+/// Whether `name` is Curator's protected sequential name `_c_{uuid}-{kind}-{10 digits}`.
+fn is_curator_name(name: &str, kind: &str) -> bool {
+    let Some(rest) = name.strip_prefix("_c_") else { return false };
+    let (uuid, rest) = rest.split_at_checked(36).unwrap_or(("", ""));
+    let uuid_shape = uuid.len() == 36
+        && uuid
+            .char_indices()
+            .all(|(at, c)| if [8, 13, 18, 23].contains(&at) { c == '-' } else { c.is_ascii_hexdigit() });
+    let Some(sequence) = rest.strip_prefix(&format!("-{kind}-")) else { return false };
+    uuid_shape && sequence.len() == 10 && sequence.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The node of `path`'s only participant: named as Curator names it, holding `id`.
+async fn expect_curator_node(observer: &Client, path: &str, kind: &str, id: &str, leadership: &Leadership) {
+    let names = children(observer, path).await;
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(is_curator_name(&names[0], kind), "{} is not _c_{{uuid}}-{kind}-{{10 digits}}", names[0]);
+    assert_eq!(leadership.node_path(), format!("{path}/{}", names[0]));
+    let (data, stat) = observer.get_data(leadership.node_path()).await.unwrap();
+    assert_eq!(data, id.as_bytes(), "the node's data is the participant's id");
+    assert_eq!(leadership.epoch(), stat.czxid, "the epoch is the node's czxid");
+}
+
+#[test]
+fn the_name_check_rejects_what_curator_would_not_write() {
+    let uuid = "0f8fad5b-d9cb-469f-a165-70867728950e";
+    assert!(is_curator_name(&format!("_c_{uuid}-latch-0000000042"), "latch"));
+    assert!(!is_curator_name(&format!("_c_{uuid}-lock-0000000042"), "latch"));
+    assert!(!is_curator_name(&format!("_c_{uuid}-latch-000000042"), "latch"));
+    assert!(!is_curator_name(&format!("{uuid}-latch-0000000042"), "latch"));
+    assert!(!is_curator_name("_c_0f8fad5b-d9cb-469f-a165-70867728950-latch-0000000042", "latch"));
+}
+
+#[tokio::test]
+async fn epochs_strictly_increase_from_leader_to_leader() {
+    let path = unique_path("leader-epochs");
+    let mut latches = Vec::new();
+    for party in 0..3 {
+        latches.push(started_latch(&path, &format!("party-{party}")).await);
+    }
+    let observer = connect().await;
+    let mut last_epoch = 0;
+    for (index, (_, latch)) in latches.iter().enumerate() {
+        let leadership = leads(latch).await;
+        assert!(latches.iter().filter(|(_, other)| other.has_leadership()).count() == 1, "two leaders at once");
+        let (_, stat) = observer.get_data(leadership.node_path()).await.unwrap();
+        assert_eq!(leadership.epoch(), stat.czxid, "the epoch is the leader's node's czxid");
+        assert!(leadership.epoch() > last_epoch, "leader {index}'s epoch is not above its predecessor's");
+        last_epoch = leadership.epoch();
+        latch.close().await.unwrap();
+        assert!(!leadership.is_held(), "a closed latch's leadership is still held");
+    }
+    assert!(children(&observer, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_deleted_node_is_lost_and_the_latch_reenters_to_lead_again_with_a_greater_epoch() {
+    let path = unique_path("leader-deleted");
+    let (_a_client, a) = started_latch(&path, "a").await;
+    let first_term = leads(&a).await;
+    let (_b_client, b) = started_latch(&path, "b").await;
+    wait_for_children(&connect().await, &path, 2).await;
+    assert!(tokio::time::timeout(Duration::from_millis(100), first_term.lost()).await.is_err(), "lost while held");
+
+    let operator = connect().await;
+    operator.delete(first_term.node_path(), None).await.unwrap();
+    let reason = tokio::time::timeout(PROMPTLY, first_term.lost()).await.expect("loss not signalled");
+    assert_eq!(reason, LossReason::NodeDeleted);
+    assert!(!first_term.is_held());
+    let b_term = leads(&b).await;
+    assert!(b_term.epoch() > first_term.epoch());
+
+    // The session lives, so a re-enters, behind b, with a node of its own.
+    eventually("a queued again", || async {
+        let participants = b.participants().await.unwrap();
+        participants.len() == 2 && participants[1].id == "a"
+    })
+    .await;
+    let queued = &b.participants().await.unwrap()[1];
+    assert_ne!(queued.node_path, first_term.node_path(), "a re-entered with its old node");
+    assert!(!a.has_leadership() && a.leadership().is_none());
+
+    b.close().await.unwrap();
+    let second_term = leads(&a).await;
+    assert_eq!(second_term.node_path(), queued.node_path);
+    assert!(second_term.epoch() > b_term.epoch(), "a's second term is not fenced above b's");
+    assert_eq!(
+        tokio::time::timeout(Duration::from_millis(100), first_term.lost()).await,
+        Ok(reason),
+        "a lost term stays lost"
+    );
+    a.close().await.unwrap();
+    assert!(children(&operator, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn after_session_expiry_await_leadership_fails_and_the_latches_leave_no_node() {
+    let path = unique_path("leader-expired");
+    let (proxy, client) = expirable_session().await;
+    let leader = LeaderLatch::new(&client, &path, "leader").unwrap();
+    leader.start().await.unwrap();
+    let leadership = leads(&leader).await;
+    let queued = LeaderLatch::new(&client, &path, "queued").unwrap();
+    queued.start().await.unwrap();
+    let (observer, survivor) = started_latch(&path, "survivor").await;
+    assert_eq!(children(&observer, &path).await.len(), 3);
+
+    expire_session(&client, &proxy).await.unwrap();
+
+    let reason = tokio::time::timeout(PROMPTLY, leadership.lost()).await.expect("loss not signalled");
+    assert_eq!(reason, LossReason::SessionExpired);
+    assert!(!leadership.is_held() && !leader.has_leadership());
+    for latch in [&leader, &queued] {
+        let outcome = tokio::time::timeout(PROMPTLY, latch.await_leadership()).await.expect("await hung");
+        assert!(matches!(outcome, Err(Error::SessionExpired)), "{}: {outcome:?}", latch.id());
+        let outcome = tokio::time::timeout(PROMPTLY, latch.await_leadership_timeout(PROMPTLY)).await.unwrap();
+        assert!(matches!(outcome, Err(Error::SessionExpired)), "{}: {outcome:?}", latch.id());
+    }
+    let survivor_term = leads(&survivor).await;
+    assert_eq!(nodes(&observer, &path).await, [survivor_term.node_path()], "the expired latches left nodes");
+    // close() reports what ended the latch.
+    for latch in [&leader, &queued] {
+        let closed = tokio::time::timeout(PROMPTLY, latch.close()).await.expect("close hung");
+        assert!(matches!(closed, Err(Error::SessionExpired)), "{}: {closed:?}", latch.id());
+    }
+    let late = LeaderLatch::new(&client, &path, "late").unwrap();
+    let started = tokio::time::timeout(PROMPTLY, late.start()).await.expect("start hung");
+    assert!(matches!(started, Err(Error::SessionExpired)), "{started:?}");
+    assert_eq!(nodes(&observer, &path).await, [survivor_term.node_path()]);
+    survivor.close().await.unwrap();
+}
+
+/// Latches `a`, `b` and `c` on sessions of their own, started in that order: `a` leads (its term
+/// is returned), `b` and `c` queue behind it.
+async fn a_leads_b_and_c_queue(path: &str) -> ([(Client, LeaderLatch); 3], Leadership) {
+    let a = started_latch(path, "a").await;
+    let a_term = leads(&a.1).await;
+    let (b, c) = (started_latch(path, "b").await, started_latch(path, "c").await);
+    ([a, b, c], a_term)
+}
+
+#[tokio::test]
+async fn closing_a_queued_latch_or_the_leader_leaves_no_node_and_hands_over() {
+    let path = unique_path("leader-close");
+    let ([(_, a), (_, b), (observer, c)], a_term) = a_leads_b_and_c_queue(&path).await;
+    let [_, b_node, c_node] = <[String; 3]>::try_from(nodes(&observer, &path).await).unwrap();
+
+    // close() returns once the server has deleted the node.
+    b.close().await.unwrap();
+    assert_eq!(nodes(&observer, &path).await, [a_term.node_path(), c_node.as_str()]);
+    assert!(observer.check_stat(&b_node).await.unwrap().is_none());
+    assert!(a.has_leadership(), "closing a queued latch disturbed the leader");
+
+    a.close().await.unwrap();
+    assert!(!a_term.is_held() && !a.has_leadership());
+    assert_eq!(nodes(&observer, &path).await, [c_node.as_str()]);
+    let c_term = leads(&c).await;
+    assert_eq!(c_term.node_path(), c_node);
+    assert!(c_term.epoch() > a_term.epoch());
+    // Given up by its owner, a term is not lost: lost() stays pending.
+    assert!(tokio::time::timeout(Duration::from_millis(100), a_term.lost()).await.is_err());
+
+    c.close().await.unwrap();
+    assert!(children(&observer, &path).await.is_empty());
+    c.close().await.expect("close is idempotent");
+}
+
+#[tokio::test]
+async fn misusing_a_latch_gives_typed_errors() {
+    let path = unique_path("leader-misuse");
+    let client = connect().await;
+    assert!(matches!(LeaderLatch::new(&client, "relative", "id"), Err(Error::InvalidPath { .. })));
+    let latch = LeaderLatch::new(&client, &path, "id").unwrap();
+    assert!(matches!(latch.await_leadership().await, Err(Error::ElectionNotStarted)));
+    assert!(matches!(latch.await_leadership_timeout(PROMPTLY).await, Err(Error::ElectionNotStarted)));
+    assert!(matches!(latch.close().await, Err(Error::ElectionNotStarted)));
+    assert!(!latch.has_leadership() && latch.leadership().is_none());
+
+    latch.start().await.unwrap();
+    assert!(matches!(latch.start().await, Err(Error::ElectionAlreadyStarted)));
+    let leadership = leads(&latch).await;
+    assert_eq!(latch.leadership().map(|held| held.epoch()), Some(leadership.epoch()));
+
+    latch.close().await.unwrap();
+    assert!(matches!(latch.await_leadership().await, Err(Error::ElectionClosed)));
+    assert!(matches!(latch.await_leadership_timeout(PROMPTLY).await, Err(Error::ElectionClosed)));
+    assert!(matches!(latch.start().await, Err(Error::ElectionClosed)));
+    latch.close().await.expect("close is idempotent");
+    assert!(children(&client, &path).await.is_empty());
+    assert_eq!((latch.id(), latch.path()), ("id", path.as_str()));
+}
+
+/// What everyone sees: the queue in order, the leader first.
+fn expected_queue(ids: &[&str], node_paths: &[String]) -> Vec<(String, bool, String)> {
+    ids.iter().zip(node_paths).enumerate().map(|(at, (id, node))| ((*id).to_owned(), at == 0, node.clone())).collect()
+}
+
+fn seen(participants: Vec<ElectionParticipant>) -> Vec<(String, bool, String)> {
+    participants.into_iter().map(|participant| (participant.id, participant.is_leader, participant.node_path)).collect()
+}
+
+#[tokio::test]
+async fn participants_and_leader_list_the_queue_in_order_with_unicode_ids() {
+    let path = unique_path("leader-participants");
+    let ids = ["first", "zweiter-ü", "λ-三-😀", "with space/and slash"];
+    let mut latches = Vec::new();
+    for id in ids {
+        latches.push(started_latch(&path, id).await);
+    }
+    let observer = connect().await;
+    let node_paths = nodes(&observer, &path).await;
+    assert_eq!(node_paths.len(), ids.len());
+    for (_, latch) in &latches {
+        assert_eq!(
+            seen(latch.participants().await.unwrap()),
+            expected_queue(&ids, &node_paths),
+            "as {} sees it",
+            latch.id()
+        );
+        let leader = latch.leader().await.unwrap().expect("a leader");
+        assert_eq!((leader.id.as_str(), leader.is_leader), (ids[0], true));
+    }
+    // One listing and one multi-read, whoever asks (a latch that never joined too).
+    let reader = LeaderLatch::new(&observer, &path, "reader").unwrap();
+    let before = server().session_requests(observer.session_id().0).unwrap();
+    assert_eq!(seen(reader.participants().await.unwrap()), expected_queue(&ids, &node_paths));
+    assert_eq!(server().session_requests(observer.session_id().0).unwrap() - before, 2, "requests to list");
+
+    latches[0].1.close().await.unwrap();
+    assert_eq!(seen(latches[3].1.participants().await.unwrap()), expected_queue(&ids[1..], &node_paths[1..]));
+    assert_eq!(latches[2].1.leader().await.unwrap().map(|leader| leader.id), Some(ids[1].to_owned()));
+    for (_, latch) in &latches[1..] {
+        latch.close().await.unwrap();
+    }
+    assert_eq!(latches[1].1.participants().await.unwrap(), []);
+    assert_eq!(latches[1].1.leader().await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn dropping_a_started_latch_leaves_the_election() {
+    let path = unique_path("leader-dropped");
+    let ([(_, a), (_, b), (observer, c)], a_term) = a_leads_b_and_c_queue(&path).await;
+    drop(c);
+    wait_for_children(&observer, &path, 2).await;
+    drop(a);
+    let b_term = leads(&b).await;
+    assert!(b_term.epoch() > a_term.epoch());
+    assert!(!a_term.is_held());
+    assert_eq!(nodes(&observer, &path).await, [b_term.node_path()]);
+    b.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn latch_nodes_are_named_as_curator_names_them() {
+    let path = unique_path("leader-latch-names");
+    let id = "curator-named-ü";
+    let (client, latch) = started_latch(&path, id).await;
+    let leadership = leads(&latch).await;
+    expect_curator_node(&client, &path, "latch", id, &leadership).await;
+    let (_, stat) = client.get_data(leadership.node_path()).await.unwrap();
+    assert_eq!(stat.ephemeral_owner, client.session_id().0);
+    latch.close().await.unwrap();
+}
+
+/// A term of a selector's leadership as the test sees it: the leadership, and a receiver that
+/// resolves (with an error) once the leader's future has been dropped.
+struct SelectorTerm {
+    leadership: Leadership,
+    future_dropped: oneshot::Receiver<()>,
+}
+
+impl SelectorTerm {
+    /// Waits (bounded) until the leader's future is dropped.
+    async fn expect_cancelled(self) -> Leadership {
+        let outcome = tokio::time::timeout(PROMPTLY, self.future_dropped).await.expect("the lead future still runs");
+        assert!(outcome.is_err(), "the guard is only ever dropped");
+        self.leadership
+    }
+}
+
+/// A lead closure whose future never ends by itself: it hands its term out and waits. Only
+/// cancellation can drop the guard it holds.
+fn lead_until_cancelled(
+    terms: mpsc::UnboundedSender<SelectorTerm>,
+) -> impl FnMut(Leadership) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send + 'static {
+    move |leadership| {
+        let terms = terms.clone();
+        Box::pin(async move {
+            let (guard, future_dropped) = oneshot::channel::<()>();
+            let _ = terms.send(SelectorTerm { leadership, future_dropped });
+            std::future::pending::<()>().await;
+            drop(guard);
+        })
+    }
+}
+
+/// A started selector named `id` on `client`, and the terms its closure hands out.
+async fn started_selector(
+    client: &Client,
+    path: &str,
+    id: &str,
+    auto_requeue: bool,
+) -> (LeaderSelector, mpsc::UnboundedReceiver<SelectorTerm>) {
+    let selector = LeaderSelector::builder(client, path, id).auto_requeue(auto_requeue).build().unwrap();
+    let (sender, terms) = mpsc::unbounded_channel();
+    selector.start(lead_until_cancelled(sender)).await.unwrap();
+    (selector, terms)
+}
+
+async fn next_term(terms: &mut mpsc::UnboundedReceiver<SelectorTerm>) -> SelectorTerm {
+    tokio::time::timeout(PROMPTLY, terms.recv()).await.expect("no leadership").expect("the selector ended")
+}
+
+/// A started selector on a session of its own.
+struct Contender {
+    client: Client,
+    selector: LeaderSelector,
+    terms: mpsc::UnboundedReceiver<SelectorTerm>,
+}
+
+/// A contender named `id`, alone, without auto-requeue, and its first term.
+async fn lone_leader(path: &str, id: &str) -> (Contender, SelectorTerm) {
+    let client = connect().await;
+    let (selector, mut terms) = started_selector(&client, path, id, false).await;
+    let term = next_term(&mut terms).await;
+    (Contender { client, selector, terms }, term)
+}
+
+/// Two contenders named `leader` and `follower`, each with this auto-requeue: the leader leads
+/// (its first term is returned), the follower is queued behind it.
+async fn leader_and_follower(path: &str, auto_requeue: bool) -> (Contender, SelectorTerm, Contender) {
+    let mut contenders = Vec::new();
+    for id in ["leader", "follower"] {
+        let client = connect().await;
+        let (selector, terms) = started_selector(&client, path, id, auto_requeue).await;
+        contenders.push(Contender { client, selector, terms });
+    }
+    let [mut leader, follower] = <[Contender; 2]>::try_from(contenders).ok().unwrap();
+    let term = next_term(&mut leader.terms).await;
+    wait_for_children(&leader.client, path, 2).await;
+    (leader, term, follower)
+}
+
+#[tokio::test]
+async fn a_selectors_lead_future_is_dropped_when_its_node_is_deleted() {
+    let path = unique_path("selector-deleted");
+    let (Contender { client, selector, .. }, term, mut other) = leader_and_follower(&path, false).await;
+
+    connect().await.delete(term.leadership.node_path(), None).await.unwrap();
+    let leadership = term.expect_cancelled().await;
+    assert_eq!(tokio::time::timeout(PROMPTLY, leadership.lost()).await, Ok(LossReason::NodeDeleted));
+    assert!(!leadership.is_held() && !selector.has_leadership());
+    let other_term = next_term(&mut other.terms).await;
+    assert!(other_term.leadership.epoch() > leadership.epoch());
+    // Without auto-requeue the selector waits to be queued again.
+    assert_eq!(nodes(&client, &path).await, [other_term.leadership.node_path()]);
+    assert!(selector.requeue().unwrap());
+    wait_for_children(&client, &path, 2).await;
+
+    selector.close().await.unwrap();
+    other.selector.close().await.unwrap();
+    other_term.expect_cancelled().await;
+    assert!(children(&client, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_selectors_lead_future_is_dropped_when_its_session_expires() {
+    let path = unique_path("selector-expired");
+    let (proxy, client) = expirable_session().await;
+    let (selector, mut terms) = started_selector(&client, &path, "s", true).await;
+    let term = next_term(&mut terms).await;
+    let observer = connect().await;
+    let (other, mut other_terms) = started_selector(&observer, &path, "other", false).await;
+
+    expire_session(&client, &proxy).await.unwrap();
+
+    let leadership = term.expect_cancelled().await;
+    assert_eq!(tokio::time::timeout(PROMPTLY, leadership.lost()).await, Ok(LossReason::SessionExpired));
+    assert!(!selector.has_leadership());
+    let other_term = next_term(&mut other_terms).await;
+    assert_eq!(nodes(&observer, &path).await, [other_term.leadership.node_path()]);
+    // It cannot requeue on an expired session, even with auto-requeue: it ended, and says why.
+    let closed = tokio::time::timeout(PROMPTLY, selector.close()).await.expect("close hung");
+    assert!(matches!(closed, Err(Error::SessionExpired)), "{closed:?}");
+    other.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn interrupting_leadership_drops_the_future_and_requeue_leads_again() {
+    let path = unique_path("selector-interrupt");
+    let (Contender { client, selector, mut terms }, first) = lone_leader(&path, "s").await;
+    assert!(selector.has_leadership());
+    assert!(!selector.requeue().unwrap(), "requeued while leading");
+
+    selector.interrupt_leadership();
+    let first = first.expect_cancelled().await;
+    wait_for_children(&client, &path, 0).await;
+    assert!(!first.is_held() && !selector.has_leadership());
+    assert!(tokio::time::timeout(Duration::from_millis(100), first.lost()).await.is_err(), "given up is not lost");
+    selector.interrupt_leadership(); // not leading: nothing to interrupt
+    assert!(tokio::time::timeout(Duration::from_millis(300), terms.recv()).await.is_err(), "led again unasked");
+
+    assert!(selector.requeue().unwrap());
+    let second = next_term(&mut terms).await;
+    assert!(second.leadership.epoch() > first.epoch());
+    assert!(!selector.requeue().unwrap(), "requeued while leading");
+    selector.close().await.unwrap();
+    second.expect_cancelled().await;
+    assert!(children(&client, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_finished_lead_future_ends_the_term_and_hands_over() {
+    let path = unique_path("selector-finished");
+    let client = connect().await;
+    let selector = LeaderSelector::new(&client, &path, "brief").unwrap();
+    let (sender, mut terms) = mpsc::unbounded_channel();
+    let (finish, finished) = oneshot::channel::<()>();
+    let mut finished = Some(finished);
+    selector
+        .start(move |leadership| {
+            let (sender, finished) = (sender.clone(), finished.take());
+            async move {
+                let _ = sender.send(leadership);
+                if let Some(finished) = finished {
+                    let _ = finished.await;
+                }
+            }
+        })
+        .await
+        .unwrap();
+    let leadership = tokio::time::timeout(PROMPTLY, terms.recv()).await.unwrap().unwrap();
+    let other_client = connect().await;
+    let (other, mut other_terms) = started_selector(&other_client, &path, "other", false).await;
+    wait_for_children(&client, &path, 2).await;
+    assert!(leadership.is_held(), "the term ended before its future did");
+
+    finish.send(()).unwrap();
+    let other_term = next_term(&mut other_terms).await;
+    assert!(other_term.leadership.epoch() > leadership.epoch());
+    assert!(!leadership.is_held() && !selector.has_leadership());
+    assert!(tokio::time::timeout(Duration::from_millis(100), leadership.lost()).await.is_err(), "finished is not lost");
+    // Without auto-requeue the selector waits to be queued again.
+    assert_eq!(nodes(&client, &path).await, [other_term.leadership.node_path()]);
+    selector.close().await.unwrap();
+    other.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn requeue_after_an_interrupt_leads_again_once_the_term_has_ended() {
+    let path = unique_path("selector-interrupt-requeue");
+    let (Contender { client, selector, mut terms }, first) = lone_leader(&path, "s").await;
+    selector.interrupt_leadership();
+    let requeued = selector.requeue();
+    let first = first.expect_cancelled().await;
+    // Either it is queued again now, or it said it was not: then asking again once idle works.
+    if !requeued.unwrap() {
+        wait_for_children(&client, &path, 0).await;
+        assert!(selector.requeue().unwrap(), "requeue() said 'already queued or leading' and then stayed idle");
+    }
+    let second = next_term(&mut terms).await;
+    assert!(second.leadership.epoch() > first.epoch());
+    selector.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn dropping_a_leading_selector_cancels_its_future_and_leaves_the_election() {
+    let path = unique_path("selector-dropped");
+    let (Contender { client, selector, .. }, term, mut other) = leader_and_follower(&path, true).await;
+    drop(selector);
+    let leadership = term.expect_cancelled().await;
+    let other_term = next_term(&mut other.terms).await;
+    assert!(other_term.leadership.epoch() > leadership.epoch());
+    assert_eq!(nodes(&client, &path).await, [other_term.leadership.node_path()]);
+    other.selector.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn with_auto_requeue_selectors_queue_again_by_themselves() {
+    let path = unique_path("selector-auto-requeue");
+    let (mut first, term, mut second) = leader_and_follower(&path, true).await;
+    let client = first.client.clone();
+
+    first.selector.interrupt_leadership();
+    let first_epoch = term.expect_cancelled().await.epoch();
+    // first queued again, behind second, which leads.
+    let term = next_term(&mut second.terms).await;
+    assert!(term.leadership.epoch() > first_epoch);
+    wait_for_children(&client, &path, 2).await;
+    let queue = second.selector.participants().await.unwrap();
+    assert_eq!(queue.iter().map(|participant| participant.id.as_str()).collect::<Vec<_>>(), ["follower", "leader"]);
+
+    second.selector.interrupt_leadership();
+    let second_epoch = term.expect_cancelled().await.epoch();
+    let term = next_term(&mut first.terms).await;
+    assert!(term.leadership.epoch() > second_epoch);
+    // second queued again too (closing it while its create is in flight is another test's).
+    wait_for_children(&client, &path, 2).await;
+
+    first.selector.close().await.unwrap();
+    term.expect_cancelled().await;
+    second.selector.close().await.unwrap();
+    assert!(children(&client, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn closing_a_leading_selector_cancels_the_future_and_leaves_no_node() {
+    let path = unique_path("selector-close");
+    let (Contender { client, selector, .. }, mut term, mut other) = leader_and_follower(&path, true).await;
+
+    selector.close().await.unwrap();
+    // close() returns once the future is dropped and the node deleted.
+    assert!(term.future_dropped.try_recv().is_err_and(|err| err == oneshot::error::TryRecvError::Closed));
+    assert!(!term.leadership.is_held());
+    let other_term = next_term(&mut other.terms).await;
+    assert_eq!(nodes(&client, &path).await, [other_term.leadership.node_path()]);
+    assert!(matches!(selector.requeue(), Err(Error::ElectionClosed)));
+    other.selector.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn misusing_a_selector_gives_typed_errors() {
+    let path = unique_path("selector-misuse");
+    let client = connect().await;
+    let selector = LeaderSelector::new(&client, &path, "s").unwrap();
+    assert!(matches!(selector.requeue(), Err(Error::ElectionNotStarted)));
+    let (sender, mut terms) = mpsc::unbounded_channel();
+    selector.start(lead_until_cancelled(sender.clone())).await.unwrap();
+    let started_again = selector.start(lead_until_cancelled(sender)).await;
+    assert!(matches!(started_again, Err(Error::ElectionAlreadyStarted)), "{started_again:?}");
+    next_term(&mut terms).await;
+    selector.close().await.unwrap();
+    let (sender, _terms) = mpsc::unbounded_channel();
+    assert!(matches!(selector.start(lead_until_cancelled(sender)).await, Err(Error::ElectionClosed)));
+    assert!(matches!(selector.requeue(), Err(Error::ElectionClosed)));
+    selector.close().await.expect("close is idempotent");
+    assert_eq!((selector.id(), selector.path()), ("s", path.as_str()));
+}
+
+#[tokio::test]
+async fn selector_nodes_are_named_as_curator_names_them() {
+    let path = unique_path("selector-names");
+    let id = "selector-named-λ";
+    let (Contender { client, selector, .. }, term) = lone_leader(&path, id).await;
+    expect_curator_node(&client, &path, "lock", id, &term.leadership).await;
+    assert_eq!(selector.leader().await.unwrap().map(|leader| leader.id), Some(id.to_owned()));
+    selector.close().await.unwrap();
+}
+
+/// The errors are `Clone` (the spec of issue 15): a leadership's outcome may be shared.
+#[allow(dead_code)]
+fn errors_are_clone(error: &Error) -> Error {
+    error.clone()
+}
+
+/// Fails on 9bab21a: `close()` sees through the delete of a node whose create was confirmed
+/// (`queued`), but a create still in flight when the task stops is left to the acquire's
+/// background cleanup, so `close()` returns while our node is still in the queue.
+#[tokio::test]
+#[ignore = "bug in Election::close (src/election.rs): returns before a node whose create was in flight is deleted"]
+async fn closing_a_selector_while_it_queues_again_leaves_no_node() {
+    let path = unique_path("selector-close-requeueing");
+    let client = connect().await;
+    for delay_us in [0, 200, 500, 1_000, 2_000, 3_000, 5_000].into_iter().cycle().take(21) {
+        let (selector, mut terms) = started_selector(&client, &path, "s", false).await;
+        let term = next_term(&mut terms).await;
+        selector.interrupt_leadership();
+        term.expect_cancelled().await;
+        wait_for_children(&client, &path, 0).await;
+        assert!(selector.requeue().unwrap());
+        tokio::time::sleep(Duration::from_micros(delay_us)).await;
+        selector.close().await.unwrap();
+        let left = children(&client, &path).await;
+        assert!(left.is_empty(), "close() returned with our node still there ({delay_us} us after requeue): {left:?}");
+    }
+}
+
+/// Fails on 9bab21a every time: after a loss the latch re-enters at once, and `close()` called
+/// as the loss is seen (the latch's own doc example) stops it while that create is in flight;
+/// the node is left to the acquire's background cleanup, so it is still there when `close()`
+/// returns. Same cause as the test above.
+#[tokio::test]
+#[ignore = "bug in Election::close (src/election.rs): returns before a node whose create was in flight is deleted"]
+async fn closing_a_latch_as_its_loss_is_seen_leaves_no_node() {
+    let path = unique_path("leader-close-after-loss");
+    let (client, operator) = (connect().await, connect().await);
+    for round in 0..5 {
+        let latch = LeaderLatch::new(&client, &path, "l").unwrap();
+        latch.start().await.unwrap();
+        let leadership = leads(&latch).await;
+        operator.delete(leadership.node_path(), None).await.unwrap();
+        assert_eq!(tokio::time::timeout(PROMPTLY, leadership.lost()).await, Ok(LossReason::NodeDeleted));
+        latch.close().await.unwrap();
+        let left = children(&client, &path).await;
+        assert!(left.is_empty(), "round {round}: close() returned with our new node still there: {left:?}");
+    }
+}
