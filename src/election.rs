@@ -17,8 +17,7 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
-use crate::internals::node::delete_released;
-use crate::internals::queue::QueuedNode;
+use crate::internals::queue::PlaceReport;
 use crate::internals::session_end::ended_session;
 use crate::{ElectionParticipant, Error, InterProcessMutex, Leadership, Result};
 
@@ -31,8 +30,9 @@ pub(crate) struct Election {
     /// otherwise the participant waits for [`requeue`](Self::requeue).
     auto_requeue: bool,
     state: watch::Sender<State>,
-    /// Our node in the queue while we wait or lead; `start` returns once it is there.
-    queued: QueuedNode,
+    /// Our node in the queue while we wait or lead (its prefix as soon as its create may be
+    /// sent); `start` returns once it is there, `close` removes what may exist of it.
+    place: PlaceReport,
     closing: watch::Sender<bool>,
     /// Counts calls to `interrupt`; a term ends when the count changes.
     interrupts: watch::Sender<u64>,
@@ -70,7 +70,7 @@ impl Election {
             id,
             auto_requeue,
             state: watch::Sender::new(State::NotStarted),
-            queued: watch::Sender::new(None),
+            place: watch::Sender::new(None),
             closing: watch::Sender::new(false),
             interrupts: watch::Sender::new(0),
             requeues: Notify::new(),
@@ -113,11 +113,11 @@ impl Election {
         }
         let task = tokio::spawn(take_terms(Arc::clone(self), lead));
         *self.task.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(task);
-        let mut queued = self.queued.subscribe();
+        let mut place = self.place.subscribe();
         let mut state = self.state.subscribe();
         tokio::select! {
             // The senders live in `self`: these resolve only on what they wait for.
-            _ = queued.wait_for(Option::is_some) => Ok(()),
+            _ = place.wait_for(|place| place.as_ref().is_some_and(|place| place.node.is_some())) => Ok(()),
             ended = state.wait_for(|state| matches!(state, State::Ended(_) | State::Closed)) => match ended.as_deref() {
                 Ok(State::Ended(err)) => Err(err.clone()),
                 _ => Err(Error::ElectionClosed),
@@ -215,16 +215,17 @@ impl Election {
             // Only a panic in the user's `lead` fails the join; it was logged by tokio.
             let _ = task.await;
         }
-        // A wait cut short leaves its node to a cleanup in the background; see it through, so
-        // that nobody finds us in the queue once `close` returns.
-        if let Some(node) = self.queued.send_replace(None) {
-            match delete_released(self.mutex.client(), &node).await {
-                // Already deleted by the cleanup, or gone with the session.
-                Ok(()) | Err(Error::LockNodeDeleted { .. } | Error::SessionExpired | Error::SessionClosed) => {}
-                Err(err) => return Err(err),
-            }
-        }
-        match self.state.send_replace(State::Closed) {
+        // A create or a wait cut short leaves its node to a cleanup in the background; see it
+        // through here, so that nobody finds us in the queue once `close` returns. (A lost
+        // term's node, if the server still has it, is deleted in the background or with the
+        // session.)
+        let removed = match self.place.send_replace(None) {
+            Some(place) => place.remove(self.mutex.client(), self.path()).await,
+            None => Ok(()),
+        };
+        let before = self.state.send_replace(State::Closed);
+        removed?;
+        match before {
             State::Ended(err) => Err(err),
             _ => Ok(()),
         }
@@ -252,12 +253,12 @@ where
         let acquired = tokio::select! {
             biased;
             () = election.closing() => break None,
-            acquired = election.mutex.acquire_reporting(Some(&election.queued)) => acquired,
+            acquired = election.mutex.acquire_reporting(Some(&election.place)) => acquired,
         };
         let guard = match acquired {
             Ok(guard) => guard,
             Err(err) => {
-                election.queued.send_replace(None);
+                election.place.send_replace(None);
                 break Some(err);
             }
         };
@@ -273,7 +274,7 @@ where
             _ = interrupts.changed() => TermEnd::Interrupted,
             () = lead(leadership.clone()) => TermEnd::Finished,
         };
-        election.queued.send_replace(None);
+        election.place.send_replace(None);
         match guard.release().await {
             Ok(()) | Err(Error::LockLost(_)) => {}
             Err(err) => tracing::debug!(target: "zklock", path = election.path(), error = %err, "ending the term"),

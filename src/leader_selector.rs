@@ -127,7 +127,9 @@ impl LeaderSelector {
     }
 
     /// Queues again after a term ended without auto-requeue: `Ok(true)` when it did, `Ok(false)`
-    /// when the selector is already queued or leading.
+    /// when the selector is already queued or leading, as Curator's. A term that was just
+    /// interrupted still counts as leading until its node is deleted: call this once
+    /// [`has_leadership`](Self::has_leadership) is `false`, or use auto-requeue.
     ///
     /// # Errors
     /// [`Error::ElectionNotStarted`](crate::Error::ElectionNotStarted),

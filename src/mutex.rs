@@ -13,7 +13,7 @@ use crate::driver::path::validate_lock_path;
 use crate::driver::read_write::{self, Role};
 use crate::held_node::HeldNode;
 use crate::internals::deadline::{within, Patience};
-use crate::internals::queue::{queue_order, queue_with_data, take_place, QueueSpec, QueuedNode};
+use crate::internals::queue::{queue_order, queue_with_data, take_place, PlaceReport, QueueSpec};
 use crate::internals::session_end::ended_session;
 use crate::observe::{LockLabel, Recipe};
 use crate::options::lock_options;
@@ -230,10 +230,10 @@ impl InterProcessMutex {
         self.acquire_reporting(None).await
     }
 
-    /// [`acquire`](Self::acquire), telling `queued` where each node it puts in the queue is.
-    pub(crate) async fn acquire_reporting(&self, queued: Option<&QueuedNode>) -> Result<LockGuard> {
+    /// [`acquire`](Self::acquire), telling `place` where each node it puts in the queue is.
+    pub(crate) async fn acquire_reporting(&self, place: Option<&PlaceReport>) -> Result<LockGuard> {
         loop {
-            if let Some(guard) = self.acquire_with(Patience::Forever, queued).await? {
+            if let Some(guard) = self.acquire_with(Patience::Forever, place).await? {
                 return Ok(guard);
             }
         }
@@ -323,10 +323,10 @@ impl InterProcessMutex {
         queue_with_data(&self.participant.client, self.path(), self.participant.schema).await
     }
 
-    async fn acquire_with(&self, patience: Patience, queued: Option<&QueuedNode>) -> Result<Option<LockGuard>> {
+    async fn acquire_with(&self, patience: Patience, place: Option<&PlaceReport>) -> Result<Option<LockGuard>> {
         let started = Instant::now();
         let label = &self.participant.label;
-        let outcome = self.acquire_once(patience, queued, started).instrument(label.acquire_span()).await;
+        let outcome = self.acquire_once(patience, place, started).instrument(label.acquire_span()).await;
         match &outcome {
             Ok(None) => label.timed_out(started),
             Err(err) => tracing::debug!(target: "zklock", path = %self.path(), error = %err, "acquire failed"),
@@ -338,7 +338,7 @@ impl InterProcessMutex {
     async fn acquire_once(
         &self,
         patience: Patience,
-        queued: Option<&QueuedNode>,
+        place: Option<&PlaceReport>,
         started: Instant,
     ) -> Result<Option<LockGuard>> {
         // A hold counted here is worth nothing once the session is gone; fail before re-entering.
@@ -366,7 +366,7 @@ impl InterProcessMutex {
             parent_acls: participant.acls.parents(),
             opening: opening::usable(participant.take_opening(), entry.rule, may_wait),
             level_with: entry.level_with,
-            queued,
+            place,
         };
         let Some((node, next_opening)) = take_place(&spec, patience).await? else {
             return Ok(None);

@@ -603,7 +603,6 @@ fn errors_are_clone(error: &Error) -> Error {
 /// (`queued`), but a create still in flight when the task stops is left to the acquire's
 /// background cleanup, so `close()` returns while our node is still in the queue.
 #[tokio::test]
-#[ignore = "bug in Election::close (src/election.rs): returns before a node whose create was in flight is deleted"]
 async fn closing_a_selector_while_it_queues_again_leaves_no_node() {
     let path = unique_path("selector-close-requeueing");
     let client = connect().await;
@@ -626,7 +625,6 @@ async fn closing_a_selector_while_it_queues_again_leaves_no_node() {
 /// the node is left to the acquire's background cleanup, so it is still there when `close()`
 /// returns. Same cause as the test above.
 #[tokio::test]
-#[ignore = "bug in Election::close (src/election.rs): returns before a node whose create was in flight is deleted"]
 async fn closing_a_latch_as_its_loss_is_seen_leaves_no_node() {
     let path = unique_path("leader-close-after-loss");
     let (client, operator) = (connect().await, connect().await);

@@ -419,6 +419,16 @@ impl Drop for NodeCleanup {
     }
 }
 
+/// Deletes our node `prefix…` under `lock_path`: at `node` when its create was confirmed, else
+/// wherever a create of ours may have put it. Returns once ZooKeeper confirmed.
+pub(crate) async fn clean_up_node(client: &Client, lock_path: &str, prefix: &str, node: Option<&str>) -> Result<()> {
+    let trace = match node {
+        Some(path) => Trace::Created(path.to_owned()),
+        None => Trace::MaybeCreated,
+    };
+    clean_up(client, lock_path, prefix, &trace).await
+}
+
 async fn clean_up(client: &Client, lock_path: &str, prefix: &str, trace: &Trace) -> Result<()> {
     let outcome = async {
         let path = match trace {

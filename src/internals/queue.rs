@@ -1,11 +1,12 @@
 //! Taking a place in a lock queue and waiting for our turn.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use zookeeper_client::{Acl, Client, Error as ZkError, EventType, MultiReadResult, OneshotWatcher};
 
 use super::deadline::{within, Patience};
-use super::node::{create_node, list_children, FirstLook, LockNode, NodeCleanup};
+use super::node::{clean_up_node, create_node, list_children, FirstLook, LockNode, NodeCleanup};
 use super::retry::retry_transient;
 use super::session_end::{ended_session, SessionEnd};
 use crate::driver::decide::{decide, Decision, Rule};
@@ -32,13 +33,30 @@ pub(crate) struct QueueSpec<'a> {
     /// The sort key our node takes instead of a sequence number (a downgrade's read node; see
     /// [`Entry::level_with`](crate::driver::read_write::Entry)).
     pub(crate) level_with: Option<&'a str>,
-    /// Told the path of each node we put in the queue, once ZooKeeper confirmed its creation (a
-    /// leader election's `start` returns then).
-    pub(crate) queued: Option<&'a QueuedNode>,
+    /// Told our place in the queue as it takes it (a leader election's `start` returns once our
+    /// node is there, and its `close` removes what may exist of it).
+    pub(crate) place: Option<&'a PlaceReport>,
 }
 
-/// Where a participant's node in the queue is, once created; `None` before.
-pub(crate) type QueuedNode = tokio::sync::watch::Sender<Option<std::sync::Arc<str>>>;
+/// Where a participant's node in the queue is, as far as it knows.
+pub(crate) type PlaceReport = tokio::sync::watch::Sender<Option<Place>>;
+
+/// Our node in a queue: its protected prefix from the moment its create may be sent, its path
+/// once ZooKeeper confirmed the create.
+#[derive(Clone, Debug)]
+pub(crate) struct Place {
+    pub(crate) prefix: Arc<str>,
+    pub(crate) node: Option<Arc<str>>,
+}
+
+impl Place {
+    /// Deletes what may exist of this node (found by its prefix if its create was not
+    /// confirmed; every request of ours, that create too, runs in order) and waits for
+    /// ZooKeeper to confirm. A session that ended took the node with it.
+    pub(crate) async fn remove(&self, client: &Client, lock_path: &str) -> Result<()> {
+        clean_up_node(client, lock_path, &self.prefix, self.node.as_deref()).await
+    }
+}
 
 /// Puts a node of ours in the queue and waits until the rule lets it hold. Returns the node, and
 /// what that hold lets the participant's next acquire send with its create once the hold's
@@ -80,11 +98,16 @@ pub(crate) async fn enter<W: Wait>(
     loop {
         let prefix = spec.schema.protected_prefix(&uuid::Uuid::new_v4());
         let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
+        let prefix_shared: Arc<str> = prefix.as_str().into();
+        let report = |node: Option<&str>| {
+            if let Some(place) = spec.place {
+                place.send_replace(Some(Place { prefix: Arc::clone(&prefix_shared), node: node.map(Arc::from) }));
+            }
+        };
+        report(None);
         let outcome = match within(deadline, create_node(spec, &prefix, &mut cleanup)).await {
             Some(Ok((node, first, proof))) => {
-                if let Some(queued) = spec.queued {
-                    queued.send_replace(Some(node.path.as_str().into()));
-                }
+                report(Some(&node.path));
                 match within(deadline, waiting.wait(spec, &node, first, proof)).await {
                     Some(Ok(Some(waited))) => Ok(Some((node, waited))),
                     Some(Ok(None)) | None => Ok(None),
