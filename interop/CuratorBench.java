@@ -1,4 +1,5 @@
-// Curator's InterProcessMutex, timed, for zklock's comparison benchmark (benches/compare).
+// Curator's InterProcessMutex and LeaderLatch, timed, for zklock's comparison benchmark
+// (benches/compare).
 //
 // java -cp <classes>:/usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar \
 //     CuratorBench CONNECT PATH uncontended CYCLES WARMUP
@@ -15,6 +16,12 @@
 //            caller reads the server's watches meanwhile), lets go, and prints
 //            "handoff_us P50 P99": the gaps between consecutive acquisitions, the first from the
 //            holder's release (each waiter lets go as soon as it holds).
+//     CuratorBench CONNECT PATH failover PARTICIPANTS TERMS WARMUP
+//         -> PARTICIPANTS clients each with a LeaderLatch on PATH; again and again the leader
+//            closes its latch and a new latch on its client joins at the back. After WARMUP
+//            such terms untimed it prints "ready", waits for a line, times TERMS terms and prints
+//            "failover_us P50 P99": from the leader's close() call to the moment await() returns
+//            in the next leader's thread.
 // After its figures it waits for stdin to close before closing its sessions, so that the
 // benchmark's request counts hold the measured part alone.
 
@@ -23,13 +30,19 @@ import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.io.EOFException;
 import java.util.Arrays;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.retry.RetryNTimes;
 
@@ -44,6 +57,8 @@ public class CuratorBench {
                 uncontended(connect, path, first, Integer.parseInt(args[4]));
             } else if (scenario.equals("contended")) {
                 contended(connect, path, first, Long.parseLong(args[4]), Long.parseLong(args[5]), args[6]);
+            } else if (scenario.equals("failover")) {
+                failover(connect, path, first, Integer.parseInt(args[4]), Integer.parseInt(args[5]));
             } else {
                 handoff(connect, path, first);
             }
@@ -254,6 +269,71 @@ public class CuratorBench {
             before = acquired[w];
         }
         return gaps;
+    }
+
+    static void failover(String connect, String path, int participants, int terms, int warmup) throws Exception {
+        CuratorFramework[] clients = clients(connect, participants);
+        // Each message: a participant's slot and the System.nanoTime() at which await() returned.
+        BlockingQueue<long[]> told = new LinkedBlockingQueue<>();
+        // Threads that wait in await(), reused from term to term, and daemons: a latch that never
+        // leads must not keep the JVM alive.
+        ExecutorService waiters = Executors.newCachedThreadPool(runnable -> {
+            Thread thread = new Thread(runnable);
+            thread.setDaemon(true);
+            return thread;
+        });
+        LeaderLatch[] latches = new LeaderLatch[participants];
+        for (int slot = 0; slot < participants; slot++) {
+            latches[slot] = join(clients[slot], path, slot, told, waiters);
+        }
+        long[] leader = nextLeader(told);
+        double[] gaps = new double[terms];
+        for (int term = -warmup; term < terms; term++) {
+            if (term == 0) {
+                awaitGo("ready");
+            }
+            int slot = (int) leader[0];
+            long gaveUp = System.nanoTime();
+            latches[slot].close();
+            latches[slot] = join(clients[slot], path, slot, told, waiters);
+            leader = nextLeader(told);
+            if (term >= 0) {
+                gaps[term] = (leader[1] - gaveUp) / 1_000.0;
+            }
+        }
+        System.out.printf("failover_us %.0f %.0f%n", percentile(gaps, 50), percentile(gaps, 99));
+        awaitClose();
+        for (LeaderLatch latch : latches) {
+            latch.close();
+        }
+        for (CuratorFramework client : clients) {
+            client.close();
+        }
+    }
+
+    /** A new latch for {@code slot} on {@code client}, started, with a thread that reports when it leads. */
+    static LeaderLatch join(CuratorFramework client, String path, int slot, BlockingQueue<long[]> told,
+            ExecutorService waiters) throws Exception {
+        LeaderLatch latch = new LeaderLatch(client, path, "participant-" + slot);
+        latch.start();
+        waiters.execute(() -> {
+            try {
+                latch.await();
+                told.add(new long[] {slot, System.nanoTime()});
+            } catch (EOFException | InterruptedException closedBeforeLeading) {
+                // Only at the end, when the latches still queued are closed.
+            }
+        });
+        return latch;
+    }
+
+    /** The next participant told it leads, or a failure after two minutes. */
+    static long[] nextLeader(BlockingQueue<long[]> told) throws InterruptedException {
+        long[] leader = told.poll(120, TimeUnit.SECONDS);
+        if (leader == null) {
+            throw new IllegalStateException("no participant was told it leads within 120 s");
+        }
+        return leader;
     }
 
     /** The same nearest-rank percentile as the Rust side of the benchmark. */

@@ -1,5 +1,5 @@
-"""kazoo's Lock, timed, for zklock's comparison benchmark (benches/compare). Same command line
-and output as CuratorBench.java:
+"""kazoo's Lock and Election, timed, for zklock's comparison benchmark (benches/compare). Same
+command line and output as CuratorBench.java:
 
 /usr/bin/python3 kazoo_bench.py CONNECT PATH uncontended CYCLES WARMUP
     -> after WARMUP untimed cycles prints "ready", waits for a line on stdin, then times CYCLES
@@ -15,12 +15,20 @@ and output as CuratorBench.java:
        stdin (the caller reads the server's watches meanwhile), lets go, and prints
        "handoff_us P50 P99": the gaps between consecutive acquisitions, the first from the
        holder's release (each waiter lets go as soon as it holds).
+/usr/bin/python3 kazoo_bench.py CONNECT PATH failover PARTICIPANTS TERMS WARMUP
+    -> PARTICIPANTS clients each run an Election on PATH in a thread, in a loop: when elected
+       the thread waits to be told to give up, returns from its leader function (kazoo deletes
+       its node) and runs the election again, at the back. After WARMUP such terms untimed it
+       prints "ready", waits for a line, times TERMS terms and prints "failover_us P50 P99":
+       from the moment the leader is told to give up to the moment the next leader's function
+       is called.
 After its figures it waits for stdin to close before closing its sessions, so that the
 benchmark's request counts hold the measured part alone.
 """
 
 import logging
 import os
+import queue
 import sys
 import threading
 import time
@@ -208,6 +216,55 @@ def handoff_pass(all_clients, path, measured):
     return [(after - before) / 1000 for before, after in zip([released] + times, times)]
 
 
+def failover(connect, path, participants, terms, warmup):
+    all_clients = clients(connect, participants)
+    elections = [zk.Election(path, f"participant-{index}") for index, zk in enumerate(all_clients)]
+    # (participant, time.perf_counter_ns()) when its leader function is called.
+    told = queue.Queue()
+    give_up = [threading.Event() for _ in range(participants)]
+    stopping = threading.Event()
+
+    def lead(index):
+        told.put((index, time.perf_counter_ns()))
+        give_up[index].wait()
+        give_up[index].clear()
+
+    def participate(index):
+        while not stopping.is_set():
+            elections[index].run(lead, index)
+
+    def next_leader():
+        try:
+            return told.get(timeout=DEADLINE_SECONDS)
+        except queue.Empty:
+            raise RuntimeError(f"no participant was told it leads within {DEADLINE_SECONDS} s") from None
+
+    # Daemons: should this process fail, participants still waiting must not keep it alive.
+    threads = [threading.Thread(target=participate, args=(index,), daemon=True) for index in range(participants)]
+    for thread in threads:
+        thread.start()
+    leader, _ = next_leader()
+    gaps = []
+    for term in range(-warmup, terms):
+        if term == 0:
+            await_go("ready")
+        gave_up = time.perf_counter_ns()
+        give_up[leader].set()
+        leader, at = next_leader()
+        if term >= 0:
+            gaps.append((at - gave_up) / 1000)
+    print(f"failover_us {percentile(gaps, 50):.0f} {percentile(gaps, 99):.0f}", flush=True)
+    await_close()
+    stopping.set()
+    for election in elections:
+        election.cancel()
+    for event in give_up:
+        event.set()
+    for thread in threads:
+        thread.join(DEADLINE_SECONDS)
+    close(all_clients)
+
+
 def main():
     # kazoo logs connection chatter as warnings; the benchmark's output is its tables.
     logging.basicConfig(level=logging.ERROR)
@@ -218,6 +275,8 @@ def main():
         contended(connect, path, *map(int, sys.argv[4:7]), sys.argv[7])
     elif scenario == "handoff":
         handoff(connect, path, int(sys.argv[4]))
+    elif scenario == "failover":
+        failover(connect, path, *map(int, sys.argv[4:7]))
     else:
         sys.exit(f"unknown scenario {scenario}")
 

@@ -7,7 +7,7 @@ use zklock_testcontainers::four_letter_word;
 
 use crate::report::out;
 use crate::row::{Row, Scenario};
-use crate::table::{lines, turns, State};
+use crate::table::{run_rounds, State};
 use crate::targets::Summary;
 use crate::{percentile, Bench};
 
@@ -31,17 +31,8 @@ pub async fn run(bench: &Bench<'_>, rows: &[Box<dyn Row>], summary: &mut Summary
         plan.rounds
     );
     out!("|---|---|---|---|---|---|");
-    let mut lines = lines(bench, rows, Scenario::Handoff, Vec::<Handoff>::new);
-    for round in 0..plan.rounds {
-        for at in turns(lines.len(), round) {
-            let line = &mut lines[at];
-            if line.runs() {
-                let path = format!("{}/handoff/{}-{round}", bench.base, line.row.tag());
-                let outcome = line.row.handoff(bench, path).await;
-                line.record(outcome)?;
-            }
-        }
-    }
+    let mut lines =
+        run_rounds(bench, rows, Scenario::Handoff, "handoff", |row, bench, path| row.handoff(bench, path)).await?;
     for line in &mut lines {
         if let State::Runs(runs) = &line.state {
             let mut p50s: Vec<f64> = runs.iter().map(|run| run.p50_us).collect();

@@ -1,9 +1,10 @@
 //! zklock beside the other ways to lock, in one run.
 //!
 //! `cargo bench --bench compare` (add `-- --quick` for a seconds-long smoke run, as CI does;
-//! `-- --only uncontended|contended|handoff|scale` for one scenario; `-- --rounds N` for more or
-//! fewer rounds; `-- --skip TAG` to leave a row out on purpose; `-- --markdown BENCHMARKS.md` to
-//! write the tables into that file between its `bench:begin`/`bench:end` markers).
+//! `-- --only uncontended|contended|handoff|scale|failover` for one scenario; `-- --rounds N` for
+//! more or fewer rounds; `-- --skip TAG` to leave a row out on purpose; `-- --markdown
+//! BENCHMARKS.md` to write the tables into that file between its `bench:begin`/`bench:end`
+//! markers, the leader failover table between `bench:begin failover`/`bench:end failover`).
 //!
 //! The uncontended and contended scenarios run in three passes: on a quiet server, on the same
 //! server while background sessions write to an unrelated path at a fixed rate, and on a second
@@ -20,7 +21,9 @@
 mod busy;
 mod contended;
 mod cpu;
+mod election;
 mod exclusion;
+mod failover;
 mod handoff;
 mod heap;
 mod peers;
@@ -66,6 +69,11 @@ pub(crate) struct Plan {
     pub(crate) held_locks: usize,
     /// Waiters on one lock in one process (scale).
     pub(crate) waiters_on_one_lock: usize,
+    /// Participants in one leader election, a session each (failover).
+    pub(crate) participants: usize,
+    /// Timed terms of the failover runs, after `failover_warmup` untimed ones.
+    pub(crate) failovers: usize,
+    pub(crate) failover_warmup: usize,
 }
 
 /// The busy server's load: writes per second, and the sessions they are spread over.
@@ -152,6 +160,9 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
             waiters: 20,
             held_locks: 500,
             waiters_on_one_lock: 100,
+            participants: 4,
+            failovers: 30,
+            failover_warmup: 10,
         }
     } else {
         Plan {
@@ -164,6 +175,9 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
             waiters: 200,
             held_locks: 10_000,
             waiters_on_one_lock: 1_000,
+            participants: 4,
+            failovers: 300,
+            failover_warmup: 50,
         }
     };
     if let Some(rounds) = value_of("--rounds") {
@@ -250,6 +264,19 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         out!("\n## Scale, quiet server: one process (zklock)\n");
         scale::run(&quiet).await?;
     }
+    if runs("failover") {
+        // A section of its own in the file: `--only failover --markdown` rewrites it alone.
+        report::section(report::FAILOVER);
+        out!(
+            "\n## Leader failover, quiet server: {} participants in one election, a session each ({} rounds x {} terms after {} untimed)\n",
+            plan.participants,
+            plan.rounds,
+            plan.failovers,
+            plan.failover_warmup
+        );
+        failover::run(&quiet, &rows).await?;
+        report::section(report::MAIN);
+    }
     if only.is_none() {
         out!("\n## The targets, side by side (this run)\n");
         summary.print();
@@ -275,7 +302,7 @@ fn first_address(connect: &str) -> Result<SocketAddr, String> {
 }
 
 /// The scenarios, for `--only`.
-const SCENARIOS: [&str; 4] = ["uncontended", "contended", "handoff", "scale"];
+const SCENARIOS: [&str; 5] = ["uncontended", "contended", "handoff", "scale", "failover"];
 
 /// What every scenario needs: where the server is, where to put locks, how long to run.
 #[derive(Clone, Copy)]

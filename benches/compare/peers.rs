@@ -7,6 +7,7 @@
 //! requests from the server's `mntr`, server-wide (less the busy pass's writers).
 
 mod contended;
+mod failover;
 mod handoff;
 mod uncontended;
 
@@ -16,6 +17,7 @@ use std::process::{Command, Stdio};
 
 use crate::contended::Contention;
 use crate::exclusion::Record;
+use crate::failover::Failover;
 use crate::handoff::Handoff;
 use crate::row::{Part, Pending, Row, Scenario};
 use crate::uncontended::Rounds;
@@ -25,6 +27,8 @@ use crate::{Bench, Plan};
 pub struct Peer {
     /// The lock as the tables name it.
     lock: &'static str,
+    /// The leader election, as the failover table names it.
+    election: &'static str,
     /// What runs it, for the tables.
     runtime: &'static str,
     /// The last part of its lock paths: kazoo's node names differ from Curator's, and the two
@@ -46,14 +50,16 @@ impl Launcher {
 }
 
 impl Peer {
-    /// The row of `lock` run by `runtime`, with the program that runs it, or why there is none.
+    /// The row of `lock` and `election` run by `runtime`, with the program that runs them, or
+    /// why there is none.
     pub fn new(
         lock: &'static str,
+        election: &'static str,
         runtime: &'static str,
         tag: &'static str,
         program: Result<Launcher, String>,
     ) -> Peer {
-        Peer { lock, runtime, tag, program }
+        Peer { lock, election, runtime, tag, program }
     }
 
     /// The lock, then what runs it and `detail` in parentheses.
@@ -69,9 +75,9 @@ impl Peer {
     }
 
     /// Runs one scenario: `at_ready` when the program says `ready` or `queued` (it is answered
-    /// `go` after), `at_result` on the line whose tag is `result` (its numbers); the program's
-    /// input is closed after that line, and it exits. Its standard error is kept for the
-    /// message when it fails.
+    /// `go` after), and its numbers from the line whose tag is `result`; the program's input is
+    /// closed after that line, and it exits. The server's count is read at those two lines.
+    /// Its standard error is kept for the message when it fails.
     fn converse(
         &self,
         bench: &Bench<'_>,
@@ -79,7 +85,7 @@ impl Peer {
         args: &[&str],
         result: &str,
         mut at_ready: impl FnMut(),
-    ) -> Result<Vec<i64>, String> {
+    ) -> Result<Conversation, String> {
         let mut child = self
             .command(bench.connect, path, args)?
             .stdin(Stdio::piped())
@@ -96,16 +102,18 @@ impl Peer {
         });
         let mut stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
-        let mut figures = None;
+        let (mut figures, mut before) = (None, 0);
         for line in stdout.lines() {
             let line = line.map_err(|e| e.to_string())?;
             if line == "ready" || line == "queued" {
+                before = bench.requests();
                 at_ready();
                 if let Some(stdin) = &mut stdin {
                     let _ = writeln!(stdin, "go");
                 }
             } else if line.split_whitespace().next() == Some(result) {
-                figures = Some(numbers(&line));
+                figures =
+                    Some(Conversation { figures: numbers(&line), requests: bench.requests().saturating_sub(before) });
                 stdin = None;
             }
         }
@@ -129,6 +137,9 @@ impl Row for Peer {
             Scenario::Uncontended => self.full_name(""),
             Scenario::Contended => self.full_name(&format!(", {} threads with a session each", plan.sessions)),
             Scenario::Handoff => self.full_name(", holder and waiters in one process"),
+            Scenario::Failover => {
+                format!("{} ({}, {} sessions in one process)", self.election, self.runtime, plan.participants)
+            }
         }
     }
 
@@ -154,6 +165,17 @@ impl Row for Peer {
     fn handoff<'a>(&'a self, bench: &'a Bench<'a>, path: String) -> Pending<'a, Handoff> {
         Box::pin(async move { Ok(handoff::handoff(self, bench, &path)?) })
     }
+
+    fn failover<'a>(&'a self, bench: &'a Bench<'a>, path: String) -> Pending<'a, Failover> {
+        Box::pin(async move { Ok(failover::failover(self, bench, &path)?) })
+    }
+}
+
+/// What a program printed on its result line, and the requests the server received from its
+/// `ready` line to that one (server-wide, less the busy pass's writers).
+struct Conversation {
+    figures: Vec<i64>,
+    requests: u64,
 }
 
 /// The numbers of a program's output line, after its tag (`latencies_us 512 980`).

@@ -1,15 +1,30 @@
 //! What the benchmark prints is also kept, so that `--markdown PATH` can write the same tables
-//! into a file (BENCHMARKS.md) between two markers, under the commit and the date they come from.
+//! into a file (BENCHMARKS.md) between markers, under the commit and the date they come from.
+//! A section is one pair of markers: the leader failover table has its own, so that a run of it
+//! alone rewrites it and leaves the locks' tables as they are.
 
 use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 
-/// Where the generated part of the file begins and ends; the text around them is kept.
-const BEGIN: &str = "<!-- bench:begin -->";
-const END: &str = "<!-- bench:end -->";
+/// A part of the file the benchmark writes, between `<!-- bench:begin{NAME} -->` and
+/// `<!-- bench:end{NAME} -->`; the text around them is kept.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Section(&'static str);
 
-static KEPT: Mutex<String> = Mutex::new(String::new());
+/// The locks' tables.
+pub const MAIN: Section = Section("");
+/// The leader failover table.
+pub const FAILOVER: Section = Section(" failover");
+
+/// Each section's lines so far, in the order the sections were first written to.
+static KEPT: Mutex<Vec<(Section, String)>> = Mutex::new(Vec::new());
+static CURRENT: Mutex<Section> = Mutex::new(MAIN);
+
+/// Lines printed from now on go to `section`.
+pub fn section(section: Section) {
+    *CURRENT.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = section;
+}
 
 /// Prints a line of the report and keeps it for `--markdown`.
 macro_rules! out {
@@ -24,31 +39,41 @@ pub(crate) use out;
 
 pub fn line(text: String) {
     println!("{text}");
+    let current = *CURRENT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut kept = KEPT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    kept.push_str(&text);
-    kept.push('\n');
+    let at = match kept.iter().position(|(section, _)| *section == current) {
+        Some(at) => at,
+        None => {
+            kept.push((current, String::new()));
+            kept.len() - 1
+        }
+    };
+    kept[at].1.push_str(&text);
+    kept[at].1.push('\n');
 }
 
-/// Replaces what lies between the markers of `path` with every line printed so far, headed by
-/// the command, the commit and the date.
+/// Replaces what lies between the markers of each section this run printed to with its lines,
+/// headed by the command, the commit and the date. Sections it did not print to are kept.
 pub fn write_markdown(path: &Path, command: &str) -> Result<(), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("read {}: {e}", path.display()))?;
-    let (Some(begin), Some(end)) = (text.find(BEGIN), text.find(END)) else {
-        return Err(format!("{} has no {BEGIN} ... {END} markers", path.display()));
-    };
-    if end < begin {
-        return Err(format!("{}: {END} comes before {BEGIN}", path.display()));
-    }
+    let mut text = std::fs::read_to_string(path).map_err(|e| format!("read {}: {e}", path.display()))?;
     let kept = KEPT.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
-    let generated = format!(
-        "{BEGIN}\n<!-- Written by `cargo bench --bench compare -- --markdown`: edit the benchmark, not these lines. -->\n\n\
-         Command: `{command}`, on commit {}, {}.\n\n{}\n",
-        commit(),
-        date(),
-        kept.trim()
-    );
-    let updated = format!("{}{generated}{}", &text[..begin], &text[end..]);
-    std::fs::write(path, updated).map_err(|e| format!("write {}: {e}", path.display()))
+    let (commit, date) = (commit(), date());
+    for (Section(name), lines) in kept.iter().filter(|(_, lines)| !lines.trim().is_empty()) {
+        let (begin_marker, end_marker) = (format!("<!-- bench:begin{name} -->"), format!("<!-- bench:end{name} -->"));
+        let (Some(begin), Some(end)) = (text.find(&begin_marker), text.find(&end_marker)) else {
+            return Err(format!("{} has no {begin_marker} ... {end_marker} markers", path.display()));
+        };
+        if end < begin {
+            return Err(format!("{}: {end_marker} comes before {begin_marker}", path.display()));
+        }
+        let generated = format!(
+            "{begin_marker}\n<!-- Written by `cargo bench --bench compare -- --markdown`: edit the benchmark, not these lines. -->\n\n\
+             Command: `{command}`, on commit {commit}, {date}.\n\n{}\n",
+            lines.trim()
+        );
+        text = format!("{}{generated}{}", &text[..begin], &text[end..]);
+    }
+    std::fs::write(path, text).map_err(|e| format!("write {}: {e}", path.display()))
 }
 
 /// `git rev-parse --short HEAD`, with `+dirty` when the work tree has changes.

@@ -8,6 +8,7 @@ use std::pin::Pin;
 
 use crate::contended::Contention;
 use crate::exclusion::Record;
+use crate::failover::Failover;
 use crate::handoff::Handoff;
 use crate::uncontended::Rounds;
 use crate::{Bench, Plan};
@@ -18,6 +19,8 @@ pub enum Scenario {
     Uncontended,
     Contended,
     Handoff,
+    /// Leader election: the leader gives up, the next participant is told it leads.
+    Failover,
 }
 
 /// Whether a row has a line in a scenario's table.
@@ -93,18 +96,32 @@ pub trait Row {
         bench.zookeeper_pid
     }
 
-    /// Gets ready for the uncontended rounds (a warmed-up session, where it keeps one).
-    fn uncontended<'a>(&'a self, bench: &'a Bench<'a>) -> Pending<'a, Box<dyn Rounds + 'a>>;
+    /// Gets ready for the uncontended rounds (a warmed-up session, where it keeps one). Only
+    /// rows with [`Part::Runs`] in [`Scenario::Uncontended`] are asked, as for each scenario.
+    fn uncontended<'a>(&'a self, _bench: &'a Bench<'a>) -> Pending<'a, Box<dyn Rounds + 'a>> {
+        no_line(self.name(), Scenario::Uncontended)
+    }
 
     /// One contended run on the lock at `path`: `plan.contended_warmup` untimed, then
     /// `plan.contended_for` timed, each timed hold appending its enter and exit to `record`
     /// (through [`Record::writer`] in this process, or the file at [`Record::path`] in another).
-    fn contended<'a>(&'a self, bench: &'a Bench<'a>, path: String, record: &'a Record) -> Pending<'a, Contention>;
-
-    /// One handoff run on the lock at `path`. Only rows with [`Part::Runs`] in
-    /// [`Scenario::Handoff`] are asked.
-    fn handoff<'a>(&'a self, _bench: &'a Bench<'a>, _path: String) -> Pending<'a, Handoff> {
-        let why = format!("{} has no handoff line", self.name());
-        Box::pin(async move { Err(why.into()) })
+    fn contended<'a>(&'a self, _bench: &'a Bench<'a>, _path: String, _record: &'a Record) -> Pending<'a, Contention> {
+        no_line(self.name(), Scenario::Contended)
     }
+
+    /// One handoff run on the lock at `path`.
+    fn handoff<'a>(&'a self, _bench: &'a Bench<'a>, _path: String) -> Pending<'a, Handoff> {
+        no_line(self.name(), Scenario::Handoff)
+    }
+
+    /// One failover run of the election at `path`.
+    fn failover<'a>(&'a self, _bench: &'a Bench<'a>, _path: String) -> Pending<'a, Failover> {
+        no_line(self.name(), Scenario::Failover)
+    }
+}
+
+/// The answer of a row asked to run a scenario it has no line in.
+fn no_line<'a, T>(name: &str, scenario: Scenario) -> Pending<'a, T> {
+    let why = format!("{name} has no {scenario:?} line");
+    Box::pin(async move { Err(why.into()) })
 }

@@ -3,13 +3,16 @@
 
 mod client_lock;
 mod curator;
+mod failover_floor;
 mod floor;
 mod kazoo;
+mod leader;
 mod mariadb;
 mod naive;
 mod redis;
 mod zklock;
 
+use crate::election;
 use crate::row::Row;
 use crate::servers;
 use crate::zookeeper;
@@ -22,6 +25,9 @@ pub async fn all() -> Vec<Box<dyn Row>> {
         zookeeper::row::<client_lock::ClientLock>(),
         zookeeper::row::<floor::RawFloor>(),
         zookeeper::row::<naive::Naive>(),
+        election::row::<leader::Latches>(),
+        election::row::<leader::Selectors>(),
+        election::row::<failover_floor::WatchedDelete>(),
         Box::new(curator::peer()),
         Box::new(kazoo::peer()),
         servers::row::<redis::Redis>().await,

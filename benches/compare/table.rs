@@ -3,7 +3,7 @@
 use std::error::Error;
 
 use crate::report::{self, out};
-use crate::row::{Failure, Part, Row, Scenario};
+use crate::row::{Failure, Part, Pending, Row, Scenario};
 use crate::Bench;
 
 /// A row's line in a scenario's table.
@@ -39,6 +39,29 @@ pub fn lines<'r, T>(
         lines.push(Line { row: row.as_ref(), state });
     }
     lines
+}
+
+/// The lines of `scenario`'s table after `plan.rounds` rounds, each row's runs in its line:
+/// `run` on a path of its own under `{base}/{folder}`, the rows taking [`turns`].
+pub async fn run_rounds<'r, T>(
+    bench: &Bench<'_>,
+    rows: &'r [Box<dyn Row>],
+    scenario: Scenario,
+    folder: &str,
+    run: impl for<'a> Fn(&'a dyn Row, &'a Bench<'a>, String) -> Pending<'a, T>,
+) -> Result<Vec<Line<'r, Vec<T>>>, Box<dyn Error>> {
+    let mut lines = lines(bench, rows, scenario, Vec::new);
+    for round in 0..bench.plan.rounds {
+        for at in turns(lines.len(), round) {
+            let line = &mut lines[at];
+            if line.runs() {
+                let path = format!("{}/{folder}/{}-{round}", bench.base, line.row.tag());
+                let outcome = run(line.row, bench, path).await;
+                line.record(outcome)?;
+            }
+        }
+    }
+    Ok(lines)
 }
 
 /// Who runs in `round`: everyone once, starting one place further along each round, so that no

@@ -13,8 +13,6 @@ pub fn contend(peer: &Peer, bench: &Bench<'_>, path: &str, record: &Record) -> R
     let warmup = plan.contended_warmup.as_millis().to_string();
     let record = record.path().to_str().ok_or("the record's path is not UTF-8")?;
     let args = ["contended", &sessions, &millis, &warmup, record];
-    let mut before = 0;
-    let counts = peer.converse(bench, path, &args, "counts", || before = bench.requests())?;
-    let requests = bench.requests().saturating_sub(before);
-    Ok(Contention::new(counts.iter().map(|&count| count as u64).collect(), requests))
+    let said = peer.converse(bench, path, &args, "counts", || ())?;
+    Ok(Contention::new(said.figures.iter().map(|&count| count as u64).collect(), said.requests))
 }

@@ -11,8 +11,9 @@ use crate::Bench;
 pub fn handoff(peer: &Peer, bench: &Bench<'_>, path: &str) -> Result<Handoff, String> {
     let mut watchers_per_node = 0;
     let args = ["handoff", &bench.plan.waiters.to_string()];
-    let figures =
-        peer.converse(bench, path, &args, "handoff_us", || watchers_per_node = most_watchers_per_node(bench, path))?;
+    let figures = peer
+        .converse(bench, path, &args, "handoff_us", || watchers_per_node = most_watchers_per_node(bench, path))?
+        .figures;
     let [p50, p99] = figures[..] else {
         return Err(format!("{}: unexpected handoff output {figures:?}", peer.full_name("")));
     };

@@ -26,14 +26,12 @@ impl Rounds for ProgramRounds<'_> {
         Box::pin(async move {
             let plan = bench.plan;
             let path = format!("{}/uncontended/{}", bench.base, self.peer.tag);
-            let mut before = 0;
             let args = ["uncontended", &plan.cycles.to_string(), &plan.warmup.to_string()];
-            let numbers = self.peer.converse(bench, &path, &args, "latencies_us", || before = bench.requests())?;
-            let after = bench.requests();
-            let [p50, p99] = numbers[..] else {
-                return Err(format!("{}: unexpected output {numbers:?}", self.peer.lock).into());
+            let said = self.peer.converse(bench, &path, &args, "latencies_us", || ())?;
+            let [p50, p99] = said.figures[..] else {
+                return Err(format!("{}: unexpected output {:?}", self.peer.lock, said.figures).into());
             };
-            self.requests.push(after.saturating_sub(before) as f64 / plan.cycles as f64);
+            self.requests.push(said.requests as f64 / plan.cycles as f64);
             self.p50_us.push(p50 as f64);
             self.p99_us.push(p99 as f64);
             Ok(())

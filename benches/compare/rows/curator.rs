@@ -8,9 +8,15 @@ use crate::peers::{Launcher, Peer};
 const CURATOR_JAR: &str = "/usr/share/java/curator-recipes.jar";
 const SLF4J_NOP_JAR: &str = "/usr/share/java/slf4j-nop.jar";
 
-/// Curator's `InterProcessMutex` on the JVM, or why it is skipped.
+/// Curator's `InterProcessMutex` and `LeaderLatch` on the JVM, or why they are skipped.
 pub fn peer() -> Peer {
-    Peer::new("Curator 5.4 InterProcessMutex", "JVM", "curator", compile())
+    Peer::new(
+        "Curator 5.4 InterProcessMutex",
+        "Curator 5.4 LeaderLatch, close + a new latch",
+        "JVM",
+        "curator",
+        compile(),
+    )
 }
 
 /// Compiles `interop/CuratorBench.java` against Debian's Curator.

@@ -10,9 +10,9 @@ use crate::peers::{Launcher, Peer};
 /// `python3-kazoo`.
 const PYTHON: &str = "/usr/bin/python3";
 
-/// kazoo's `Lock` in Python, or why it is skipped.
+/// kazoo's `Lock` and `Election` in Python, or why they are skipped.
 pub fn peer() -> Peer {
-    Peer::new("kazoo 2.8 Lock", "Python", "kazoo", find())
+    Peer::new("kazoo 2.8 Lock", "kazoo 2.8 Election, leader function returns", "Python", "kazoo", find())
 }
 
 /// Checks that `/usr/bin/python3` can import kazoo.
