@@ -270,7 +270,7 @@ where
         let end = tokio::select! {
             biased;
             () = election.closing() => TermEnd::Closed,
-            _ = leadership.lost() => TermEnd::Lost,
+            _ = leadership.loss_known() => TermEnd::Lost,
             _ = interrupts.changed() => TermEnd::Interrupted,
             () = lead(leadership.clone()) => TermEnd::Finished,
         };

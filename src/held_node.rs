@@ -74,6 +74,12 @@ impl HeldNode {
         self.signal.lost().await
     }
 
+    /// Resolves with the reason once the hold is known lost, without setting the node watch
+    /// itself: the session's watch, and the node watch once the hold has lasted a second, tell.
+    pub(crate) async fn loss_known(&self) -> LossReason {
+        self.signal.lost().await
+    }
+
     /// Resolves once someone asks for the lock back; sets the node watch on first use.
     pub(crate) async fn revocation_requested(&self) {
         watch_node(&self.client, &self.path, &self.signal);

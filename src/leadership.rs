@@ -61,6 +61,12 @@ impl Leadership {
         self.node.lost().await
     }
 
+    /// [`lost`](Self::lost) without its node watch, for the election's own task: a term that
+    /// nobody asks about costs no request (the watch is set once it has lasted a second).
+    pub(crate) async fn loss_known(&self) -> LossReason {
+        self.node.loss_known().await
+    }
+
     /// Whether this term still stands, as far as this process knows: `false` once it is lost or
     /// given up. Never sends a request (a deletion by a third party is seen once the node
     /// watch is set, by [`lost`](Self::lost) or after a second of leadership).
