@@ -205,7 +205,9 @@ async fn recover(slot: &Slot, paths: &Paths, deadline: Instant) -> Vec<Recipe> {
                 match outcome {
                     Ok(Some(held)) => return held.release().await.map(|()| true),
                     Ok(None) => return Ok(false),
-                    Err(Error::SessionExpired | Error::SessionClosed) => slot.forget_client(),
+                    Err(Error::SessionExpired | Error::SessionClosed) => {
+                        slot.forget_ended_client();
+                    }
                     Err(err) => return Err(err),
                 }
             }

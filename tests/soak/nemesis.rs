@@ -111,8 +111,7 @@ fn expire(slot: &Slot, faults: &FaultCounts, rng: &mut Rng) {
 
 /// The client to partition: the current holder half of the time, else anyone.
 fn holder_or_anyone(slots: &[Slot], rng: &mut Rng) -> usize {
-    let holders: Vec<usize> =
-        (0..slots.len()).filter(|&index| slots[index].holding_until.lock().unwrap().is_some()).collect();
+    let holders: Vec<usize> = (0..slots.len()).filter(|&index| slots[index].holding_until().is_some()).collect();
     match holders.is_empty() || rng.bool() {
         true => rng.usize(0..slots.len()),
         false => holders[rng.usize(0..holders.len())],
@@ -128,7 +127,7 @@ fn long_holder(slots: &[Slot], rng: &mut Rng) -> usize {
     while Instant::now() < give_up {
         let holding_past = Instant::now() + notice;
         let long: Vec<usize> = (0..slots.len())
-            .filter(|&index| slots[index].holding_until.lock().unwrap().is_some_and(|until| until > holding_past))
+            .filter(|&index| slots[index].holding_until().is_some_and(|until| until > holding_past))
             .collect();
         if !long.is_empty() {
             return long[rng.usize(0..long.len())];

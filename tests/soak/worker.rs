@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 use fastrand::Rng;
 use tokio::sync::watch;
 
-use super::fence::Verdict;
 use super::history::Section;
 use super::recipe::{Held, Locks, Recipe};
 use super::tally::bump;
@@ -58,18 +57,19 @@ async fn critical_section(
     bump(&counts.acquisitions);
     let start = Instant::now();
     let hold = hold_time(rng);
-    let holding_until = &run.slots[index].holding_until;
-    *holding_until.lock().unwrap() = Some(start + hold);
-    let mut told_lost = !access(run, recipe, &held);
+    let holding = run.slots[index].holding(start + hold);
+    let writer = run.fences.writer();
+    let access = || run.access(recipe, writer, || held.parts());
+    let mut told_lost = !access();
     if !told_lost {
         tokio::select! {
-            _ = tokio::time::sleep(hold) => told_lost = !access(run, recipe, &held),
+            _ = tokio::time::sleep(hold) => told_lost = !access(),
             _ = held.lost() => told_lost = true,
             _ = async { let _ = stop.wait_for(|stopped| *stopped).await; } => {}
         }
     }
     let end = Instant::now();
-    *holding_until.lock().unwrap() = None;
+    drop(holding);
     if told_lost {
         bump(&counts.losses);
     }
@@ -88,25 +88,7 @@ async fn critical_section(
     }
 }
 
-/// Mostly short critical sections; one in ten long enough to meet a fault while holding.
-fn hold_time(rng: &mut Rng) -> Duration {
+/// Mostly short holds; one in ten long enough to meet a fault while holding.
+pub fn hold_time(rng: &mut Rng) -> Duration {
     Duration::from_millis(if rng.u8(0..10) == 0 { rng.u64(2_000..12_000) } else { rng.u64(1..40) })
-}
-
-/// Uses every resource the hold protects; `false` once the holder knows it lost (part of) it,
-/// or a fence refused it (a violation, counted here).
-fn access(run: &Run, recipe: Recipe, held: &Held) -> bool {
-    let counts = run.tally.of(recipe);
-    let verdicts = run.fences.access(recipe.mode(), || held.parts());
-    for verdict in &verdicts {
-        match verdict {
-            Verdict::Accepted | Verdict::KnownLost => {}
-            Verdict::RefusedAfterLoss => bump(&counts.stale_after_loss),
-            Verdict::RefusedWhileHeld => {
-                bump(&counts.stale_while_held);
-                eprintln!("soak: a {} holder's token was refused while it believed it held", recipe.name());
-            }
-        }
-    }
-    verdicts.iter().all(|verdict| *verdict == Verdict::Accepted)
 }
