@@ -9,7 +9,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 ///
 /// Timing out is not an error: [`acquire_timeout`](crate::InterProcessMutex::acquire_timeout)
 /// returns `Ok(None)`.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The lock path is not a valid ZooKeeper path for a lock; nothing was sent to ZooKeeper.
@@ -64,6 +64,20 @@ pub enum Error {
         #[source]
         source: zookeeper_client::Error,
     },
+
+    /// The leader election (a [`LeaderLatch`](crate::LeaderLatch) or
+    /// [`LeaderSelector`](crate::LeaderSelector)) has not been started.
+    #[error("the leader election was not started")]
+    ElectionNotStarted,
+
+    /// The leader election was already started; a latch or selector joins once (make a new one
+    /// to join again).
+    #[error("the leader election was already started")]
+    ElectionAlreadyStarted,
+
+    /// The leader election was closed: this participant has left it for good.
+    #[error("the leader election was closed")]
+    ElectionClosed,
 
     /// ZooKeeper refused an operation, or it failed in a way zklock does not retry
     /// (for example `NoAuth` when the ACL of the lock path forbids us).

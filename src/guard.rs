@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use zookeeper_client::{MultiWriteResult, MultiWriter};
 
+use crate::held_node::HeldNode;
 use crate::owner::Owner;
 use crate::participant::{Hold, Participant};
 use crate::{Error, LossReason, Result};
@@ -126,6 +127,11 @@ impl LockGuard {
     /// Cancel safe.
     pub async fn revocation_requested(&self) {
         self.hold.node.revocation_requested().await
+    }
+
+    /// The node this guard stands for (a leadership is told of its loss through it).
+    pub(crate) fn held_node(&self) -> &Arc<HeldNode> {
+        &self.hold.node
     }
 
     /// The full path of the lock node.

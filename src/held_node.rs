@@ -57,9 +57,10 @@ impl HeldNode {
         self.fencing_token
     }
 
-    /// Whether the hold still stands as far as this process knows; no request.
+    /// Whether the hold still stands as far as this process knows (neither lost nor released by
+    /// us); no request.
     pub(crate) fn is_held(&self) -> bool {
-        self.signal.reason().is_none() && ended_session(&self.client).is_none()
+        self.signal.reason().is_none() && !self.signal.is_released() && ended_session(&self.client).is_none()
     }
 
     /// Why the hold was lost, if it was.
@@ -110,3 +111,33 @@ impl HeldNode {
         delete_in_background(&self.client, Arc::clone(&self.path));
     }
 }
+
+/// The fenced writes of a type that stands for a [`HeldNode`] (`$node`, the path of its field),
+/// said once for a lease and a term of leadership; [`LockGuard`](crate::LockGuard)'s carry the
+/// full docs.
+macro_rules! fenced_writes {
+    ($($node:ident).+) => {
+        /// A transaction that commits only while this is held: its first operation checks that
+        /// our node exists. See [`LockGuard::multi_writer`](crate::LockGuard::multi_writer).
+        pub fn multi_writer(&self) -> zookeeper_client::MultiWriter<'_> {
+            self.$($node).+.multi_writer()
+        }
+
+        /// Commits a transaction from [`multi_writer`](Self::multi_writer) if and only if our
+        /// node still exists; see [`LockGuard::commit`](crate::LockGuard::commit).
+        ///
+        /// # Errors
+        /// As [`LockGuard::commit`](crate::LockGuard::commit).
+        ///
+        /// # Cancel safety
+        /// As [`LockGuard::commit`](crate::LockGuard::commit).
+        pub async fn commit(
+            &self,
+            writer: zookeeper_client::MultiWriter<'_>,
+        ) -> crate::Result<Vec<zookeeper_client::MultiWriteResult>> {
+            self.$($node).+.commit(writer).await
+        }
+    };
+}
+
+pub(crate) use fenced_writes;

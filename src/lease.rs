@@ -2,9 +2,7 @@
 
 use std::fmt;
 
-use zookeeper_client::{MultiWriteResult, MultiWriter};
-
-use crate::held_node::HeldNode;
+use crate::held_node::{fenced_writes, HeldNode};
 use crate::{LossReason, Result};
 
 /// One lease of an [`InterProcessSemaphoreV2`](crate::InterProcessSemaphoreV2) (or the hold of
@@ -79,23 +77,7 @@ impl Lease {
         self.node.path()
     }
 
-    /// A transaction that commits only while this lease is held; see
-    /// [`LockGuard::multi_writer`](crate::LockGuard::multi_writer).
-    pub fn multi_writer(&self) -> MultiWriter<'_> {
-        self.node.multi_writer()
-    }
-
-    /// Commits a transaction from [`multi_writer`](Self::multi_writer) if and only if the lease
-    /// node still exists; see [`LockGuard::commit`](crate::LockGuard::commit).
-    ///
-    /// # Errors
-    /// As [`LockGuard::commit`](crate::LockGuard::commit).
-    ///
-    /// # Cancel safety
-    /// As [`LockGuard::commit`](crate::LockGuard::commit).
-    pub async fn commit(&self, writer: MultiWriter<'_>) -> Result<Vec<MultiWriteResult>> {
-        self.node.commit(writer).await
-    }
+    fenced_writes!(node);
 
     /// The czxid of the lease node; see [`LockGuard::fencing_token`](crate::LockGuard::fencing_token).
     /// With several leases, each holder has its own token; a resource can refuse tokens older

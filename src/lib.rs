@@ -25,6 +25,8 @@
 //! The recipes: [`InterProcessMutex`], [`InterProcessReadWriteLock`], [`InterProcessSemaphoreV2`],
 //! [`InterProcessSemaphoreMutex`], [`InterProcessMultiLock`], and [`revoke`] to ask a holder to
 //! let go. [`NodeSchema::Kazoo`] makes a mutex share its lock with Python's kazoo instead.
+//! Leader election: [`LeaderLatch`] and [`LeaderSelector`] (Curator's, on the same queue), whose
+//! [`Leadership`] has the locks' loss signal and an epoch to fence with.
 //!
 //! Runnable versions are in `examples/`; `scripts/example` starts a throwaway ZooKeeper for
 //! them. Every acquire is cancel safe, and [`LockGuard::fencing_token`] gives a strictly
@@ -37,11 +39,16 @@
 #![deny(missing_docs, missing_debug_implementations)]
 
 mod driver;
+mod election;
+mod election_participant;
 mod error;
 mod fenced_write;
 mod guard;
 mod held_node;
 mod internals;
+mod leader_latch;
+mod leader_selector;
+mod leadership;
 mod lease;
 mod loss;
 mod metrics;
@@ -58,8 +65,12 @@ mod semaphore;
 mod semaphore_mutex;
 
 pub use driver::path::validate_lock_path;
+pub use election_participant::ElectionParticipant;
 pub use error::{Error, Result};
 pub use guard::LockGuard;
+pub use leader_latch::{LeaderLatch, LeaderLatchBuilder};
+pub use leader_selector::{LeaderSelector, LeaderSelectorBuilder};
+pub use leadership::Leadership;
 pub use lease::Lease;
 pub use loss::{LossPolicy, LossReason};
 pub use multi::{InterProcessMultiLock, MultiLockBuilder, MultiLockGuard};

@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 use zookeeper_client::Client;
 
-use crate::driver::naming::{Schema, KAZOO_MUTEX, MUTEX, READ, WRITE};
+use crate::driver::naming::{Schema, KAZOO_MUTEX, LATCH, MUTEX, READ, WRITE};
 use crate::driver::opening;
 use crate::driver::path::validate_lock_path;
 use crate::driver::read_write::{self, Role};
 use crate::held_node::HeldNode;
 use crate::internals::deadline::{within, Patience};
-use crate::internals::queue::{queue_order, queue_with_data, take_place, QueueSpec};
+use crate::internals::queue::{queue_order, queue_with_data, take_place, QueueSpec, QueuedNode};
 use crate::internals::session_end::ended_session;
 use crate::observe::{LockLabel, Recipe};
 use crate::options::lock_options;
@@ -141,9 +141,11 @@ impl MutexBuilder {
     pub fn build(self) -> Result<InterProcessMutex> {
         validate_lock_path(&self.path)?;
         self.options.acls.validate()?;
-        let schema = match self.node_schema {
-            NodeSchema::Curator => MUTEX,
-            NodeSchema::Kazoo => KAZOO_MUTEX,
+        // A leader latch's queue is a mutex's with Curator's `latch-` names.
+        let schema = match (self.serves, self.node_schema) {
+            (Some(Recipe::LeaderLatch), _) => LATCH,
+            (_, NodeSchema::Curator) => MUTEX,
+            (_, NodeSchema::Kazoo) => KAZOO_MUTEX,
         };
         Ok(InterProcessMutex { participant: Arc::new(self.participant(Role::Mutex, schema)) })
     }
@@ -225,8 +227,13 @@ impl InterProcessMutex {
     /// created, a spawned task deletes it within a moment (it finds the node by its protected
     /// prefix when the create's reply had not arrived yet).
     pub async fn acquire(&self) -> Result<LockGuard> {
+        self.acquire_reporting(None).await
+    }
+
+    /// [`acquire`](Self::acquire), telling `queued` where each node it puts in the queue is.
+    pub(crate) async fn acquire_reporting(&self, queued: Option<&QueuedNode>) -> Result<LockGuard> {
         loop {
-            if let Some(guard) = self.acquire_with(Patience::Forever).await? {
+            if let Some(guard) = self.acquire_with(Patience::Forever, queued).await? {
                 return Ok(guard);
             }
         }
@@ -250,7 +257,7 @@ impl InterProcessMutex {
             Some(deadline) => Patience::Until(deadline),
             None => Patience::Forever,
         };
-        self.acquire_with(patience).await
+        self.acquire_with(patience, None).await
     }
 
     /// Acquires the mutex only if it is free: `Ok(None)` when another participant holds it or
@@ -263,12 +270,21 @@ impl InterProcessMutex {
     /// # Cancel safety
     /// Cancel safe, as [`acquire`](Self::acquire).
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        self.acquire_with(Patience::NoWait).await
+        self.acquire_with(Patience::NoWait, None).await
     }
 
     /// The lock path.
     pub fn path(&self) -> &str {
         &self.participant.path
+    }
+
+    pub(crate) fn client(&self) -> &Client {
+        &self.participant.client
+    }
+
+    /// Names this lock in events and metrics.
+    pub(crate) fn label(&self) -> &LockLabel {
+        &self.participant.label
     }
 
     /// Whether the current task (or thread, outside a task) holds this mutex. Curator's
@@ -307,10 +323,10 @@ impl InterProcessMutex {
         queue_with_data(&self.participant.client, self.path(), self.participant.schema).await
     }
 
-    async fn acquire_with(&self, patience: Patience) -> Result<Option<LockGuard>> {
+    async fn acquire_with(&self, patience: Patience, queued: Option<&QueuedNode>) -> Result<Option<LockGuard>> {
         let started = Instant::now();
         let label = &self.participant.label;
-        let outcome = self.acquire_once(patience, started).instrument(label.acquire_span()).await;
+        let outcome = self.acquire_once(patience, queued, started).instrument(label.acquire_span()).await;
         match &outcome {
             Ok(None) => label.timed_out(started),
             Err(err) => tracing::debug!(target: "zklock", path = %self.path(), error = %err, "acquire failed"),
@@ -319,7 +335,12 @@ impl InterProcessMutex {
         outcome
     }
 
-    async fn acquire_once(&self, patience: Patience, started: Instant) -> Result<Option<LockGuard>> {
+    async fn acquire_once(
+        &self,
+        patience: Patience,
+        queued: Option<&QueuedNode>,
+        started: Instant,
+    ) -> Result<Option<LockGuard>> {
         // A hold counted here is worth nothing once the session is gone; fail before re-entering.
         if let Some(ended) = ended_session(&self.participant.client) {
             return Err(ended);
@@ -345,6 +366,7 @@ impl InterProcessMutex {
             parent_acls: participant.acls.parents(),
             opening: opening::usable(participant.take_opening(), entry.rule, may_wait),
             level_with: entry.level_with,
+            queued,
         };
         let Some((node, next_opening)) = take_place(&spec, patience).await? else {
             return Ok(None);

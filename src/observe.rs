@@ -4,7 +4,9 @@
 //!
 //! Events (target `zklock`): `acquired` (`waited_ms`, `fencing_token`), `released`
 //! (`held_ms`), `timed out` (`waited_ms`), `lost` (`reason`), `revocation requested`; each with
-//! `recipe`, `path` and, once there is one, `node`.
+//! `recipe`, `path` and, once there is one, `node`. A leader election adds `leadership taken` and
+//! `leadership ended` (`end`) at `info`, with `id` and `epoch`, and `left the election` (`error`)
+//! at `warn`.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,6 +23,10 @@ pub(crate) enum Recipe {
     SemaphoreMutex,
     /// The mutex a semaphore's lease takers hold while they take leases (`{path}/locks`).
     SemaphoreGate,
+    /// The queue of a `LeaderLatch` (`latch-` nodes); a hold is a term of leadership.
+    LeaderLatch,
+    /// The mutex of a `LeaderSelector`; a hold is a term of leadership.
+    LeaderSelector,
 }
 
 impl Recipe {
@@ -32,6 +38,8 @@ impl Recipe {
             Recipe::Semaphore => "semaphore",
             Recipe::SemaphoreMutex => "semaphore_mutex",
             Recipe::SemaphoreGate => "semaphore_gate",
+            Recipe::LeaderLatch => "leader_latch",
+            Recipe::LeaderSelector => "leader_selector",
         }
     }
 }
@@ -63,6 +71,10 @@ impl LockLabel {
                 tracing::debug_span!(target: "zklock", "zklock.semaphore_mutex.acquire", %path)
             }
             Recipe::SemaphoreGate => tracing::trace_span!(target: "zklock", "zklock.semaphore_gate.acquire", %path),
+            Recipe::LeaderLatch => tracing::debug_span!(target: "zklock", "zklock.leader_latch.acquire", %path),
+            Recipe::LeaderSelector => {
+                tracing::debug_span!(target: "zklock", "zklock.leader_selector.acquire", %path)
+            }
         }
     }
 
@@ -80,6 +92,21 @@ impl LockLabel {
         );
         metrics::acquired(self, waited);
         Arc::new(HoldEvents { lock: self.clone(), node: node.into(), acquired_at: Instant::now() })
+    }
+
+    /// A leader election's participant `id` leads, in the term of `epoch`.
+    pub(crate) fn leadership_taken(&self, id: &str, epoch: i64) {
+        tracing::info!(target: "zklock", recipe = self.recipe.name(), path = %self.path, id, epoch, "leadership taken");
+    }
+
+    /// The term of `epoch` ended (`end` says how: lost, finished, interrupted, closed).
+    pub(crate) fn leadership_ended(&self, id: &str, epoch: i64, end: &dyn std::fmt::Debug) {
+        tracing::info!(target: "zklock", recipe = self.recipe.name(), path = %self.path, id, epoch, ?end, "leadership ended");
+    }
+
+    /// The participant `id` left the election by itself: its session ended, or ZooKeeper refused it.
+    pub(crate) fn left_election(&self, id: &str, error: &crate::Error) {
+        tracing::warn!(target: "zklock", recipe = self.recipe.name(), path = %self.path, id, %error, "left the election");
     }
 
     /// An acquire that started at `started` ran out of time.

@@ -88,21 +88,29 @@ impl Default for AclProvider {
     }
 }
 
-/// The builder methods every recipe shares, written once: `$options` is the path of the
+/// The builder methods every lock recipe shares, written once: `$options` is the path of the
 /// builder's [`ParticipantOptions`](crate::participant::ParticipantOptions) field.
 macro_rules! lock_options {
     ($($options:ident).+) => {
-        /// When a disconnection counts as losing a held lock. Defaults to
-        /// [`LossPolicy::SessionTimeout`](crate::LossPolicy::SessionTimeout).
-        pub fn loss_policy(mut self, policy: crate::LossPolicy) -> Self {
-            self.$($options).+.loss_policy = policy;
-            self
-        }
-
         /// The data stored in each lock node, shown by `participants_with_data()` to anyone who
         /// may read them (for example a host name). Defaults to empty.
         pub fn node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
             self.$($options).+.data = data.into();
+            self
+        }
+
+        crate::options::participant_options!($($options).+);
+    };
+}
+
+/// The builder methods of every recipe, leader elections included (whose node data is the
+/// participant's id, so they take no `node_data`).
+macro_rules! participant_options {
+    ($($options:ident).+) => {
+        /// When a disconnection counts as losing a held lock (or leadership). Defaults to
+        /// [`LossPolicy::SessionTimeout`](crate::LossPolicy::SessionTimeout).
+        pub fn loss_policy(mut self, policy: crate::LossPolicy) -> Self {
+            self.$($options).+.loss_policy = policy;
             self
         }
 
@@ -132,4 +140,4 @@ macro_rules! lock_options {
     };
 }
 
-pub(crate) use lock_options;
+pub(crate) use {lock_options, participant_options};

@@ -286,6 +286,7 @@ impl InterProcessSemaphoreV2 {
             parent_acls: inner.acls.parents(),
             opening: Opening::Unknown,
             level_with: None,
+            queued: None,
         };
         let mut leases = Vec::with_capacity(quantity as usize);
         let mut outcome = Ok(true);

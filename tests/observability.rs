@@ -229,3 +229,34 @@ async fn a_multi_lock_acquires_in_a_span_of_its_own_around_its_locks() {
     assert!(multi_span < mutex_span, "{spans:?}");
     assert_eq!(recorder.events("acquired", &paths[1]).len(), 1);
 }
+
+#[tokio::test]
+async fn a_leader_latch_tells_each_term_taken_lost_and_ended_under_its_own_name() {
+    let (_alone, recorder, _default) = observed().await;
+    let path = unique_path("observed-latch");
+    let client = connect().await;
+    let operator = connect().await;
+    let latch = zklock::LeaderLatch::builder(&client, &path, "host-1").path_in_metrics(true).build().unwrap();
+    latch.start().await.unwrap();
+    let first = latch.await_leadership().await.unwrap();
+    operator.delete(first.node_path(), None).await.unwrap();
+    assert_eq!(first.lost().await, LossReason::NodeDeleted);
+    let second = latch.await_leadership().await.unwrap();
+    latch.close().await.unwrap();
+
+    let taken = recorder.events("leadership taken", &path);
+    assert_eq!(taken.len(), 2, "{taken:?}");
+    assert!(taken.iter().all(|event| event.level == Level::INFO && event.fields["id"] == "host-1"));
+    assert_eq!(taken[1].fields["epoch"], second.epoch().to_string());
+    let ended = recorder.events("leadership ended", &path);
+    assert_eq!(ended.len(), 2, "{ended:?}");
+    assert!(ended[0].fields["end"].contains("Lost") && ended[1].fields["end"].contains("Closed"), "{ended:?}");
+    let lost = recorder.events("lock lost", &path);
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert_eq!((lost[0].fields["recipe"].as_str(), lost[0].level), ("leader_latch", Level::WARN));
+    assert!(recorder.spans.lock().unwrap().iter().any(|name| name == "zklock.leader_latch.acquire"));
+
+    let metrics = metrics_with(&[("recipe", "leader_latch"), ("path", &path)]);
+    assert_eq!(counter(&metrics, "zklock_acquisitions_total", None), 2, "{metrics:?}");
+    assert_eq!(counter(&metrics, "zklock_losses_total", Some(("reason", "node_deleted"))), 1);
+}

@@ -1,4 +1,4 @@
-//! Locked-down locks resist other identities: with digest auth, identity A takes each recipe
+//! Locked-down locks (and leader elections) resist other identities: with digest auth, identity A takes each recipe
 //! with creator-only ACLs (everyone may read); identity B and an anonymous client can neither
 //! delete A's nodes nor create nodes in A's lock path, so they cannot take the lock or jump the
 //! queue, and zklock tells them with a typed error; A's recipe keeps working.
@@ -11,7 +11,7 @@ use common::{children, connect, server, unique_path};
 use zklock::zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
 use zklock::{
     revoke, AclProvider, Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
-    InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
+    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LeaderLatch, LeaderSelector,
 };
 
 struct Identities {
@@ -184,6 +184,60 @@ async fn a_locked_down_multi_lock_resists_other_identities() {
     multi.acquire().await.unwrap().release().await.unwrap();
 }
 
+/// The election's queue as the other recipes' `participants()` give it.
+fn node_paths(participants: Vec<zklock::ElectionParticipant>) -> Vec<String> {
+    participants.into_iter().map(|participant| participant.node_path).collect()
+}
+
+#[tokio::test]
+async fn a_locked_down_leader_latch_resists_other_identities() {
+    let ids = identities().await;
+    let path = &unique_path("secure-latch");
+    let latch = LeaderLatch::builder(&ids.a, path, "a").acl_provider(locked_down()).build().unwrap();
+    latch.start().await.unwrap();
+    let leadership = latch.await_leadership().await.unwrap();
+
+    let take =
+        move |client: Client| async move { LeaderLatch::new(&client, path, "intruder")?.start().await.map(|()| true) };
+    let list = move |client: Client| async move {
+        Ok(node_paths(LeaderLatch::new(&client, path, "reader")?.participants().await?))
+    };
+    intruders_are_locked_out(&ids, path, leadership.node_path(), take, list).await;
+
+    assert!(leadership.is_held() && latch.has_leadership());
+    latch.close().await.unwrap();
+    assert!(children(&ids.a, path).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_locked_down_leader_selector_resists_other_identities() {
+    let ids = identities().await;
+    let path = &unique_path("secure-selector");
+    let selector = LeaderSelector::builder(&ids.a, path, "a").acl_provider(locked_down()).build().unwrap();
+    let (terms, mut leading) = tokio::sync::mpsc::unbounded_channel();
+    selector
+        .start(move |leadership| {
+            let _ = terms.send(leadership);
+            std::future::pending()
+        })
+        .await
+        .unwrap();
+    let leadership = leading.recv().await.unwrap();
+
+    let take = move |client: Client| async move {
+        LeaderSelector::new(&client, path, "intruder")?.start(|_| async {}).await.map(|()| true)
+    };
+    let list = move |client: Client| async move {
+        Ok(node_paths(LeaderSelector::new(&client, path, "reader")?.participants().await?))
+    };
+    intruders_are_locked_out(&ids, path, leadership.node_path(), take, list).await;
+
+    assert!(leadership.is_held() && selector.has_leadership());
+    selector.close().await.unwrap();
+    assert!(!leadership.is_held());
+    assert!(children(&ids.a, path).await.is_empty());
+}
+
 #[tokio::test]
 async fn parents_may_have_an_acl_of_their_own() {
     let ids = identities().await;
@@ -216,4 +270,6 @@ fn empty_acl_lists_are_refused_by_every_builder() {
     refused(InterProcessSemaphoreMutex::builder(&client, "/a").acl_provider(empty()).build().map(drop));
     refused(InterProcessMultiLock::builder(&client, &["/a"]).acl_provider(empty()).build().map(drop));
     refused(InterProcessMutex::builder(&client, "/a").acls(Vec::new()).build().map(drop));
+    refused(LeaderLatch::builder(&client, "/a", "id").acl_provider(empty()).build().map(drop));
+    refused(LeaderSelector::builder(&client, "/a", "id").acl_provider(empty()).build().map(drop));
 }

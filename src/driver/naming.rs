@@ -48,6 +48,8 @@ pub(crate) const WRITE_NAME: &str = "__WRIT__";
 
 /// `InterProcessMutex`: `_c_{uuid}-lock-{seq}`.
 pub(crate) const MUTEX: Schema = Schema { own_name: "lock-", names: &["lock-"], protection: Protection::Curator };
+/// Curator's `LeaderLatch`: `_c_{uuid}-latch-{seq}`, ordered by the text after `latch-`.
+pub(crate) const LATCH: Schema = Schema { own_name: "latch-", names: &["latch-"], protection: Protection::Curator };
 /// Leases of `InterProcessSemaphoreV2`: `{path}/leases/_c_{uuid}-lease-{seq}`.
 pub(crate) const LEASE: Schema = Schema { own_name: "lease-", names: &["lease-"], protection: Protection::Curator };
 /// kazoo's `Lock`: `{hex32}__lock__{seq}`, ordered by the sequence after `__lock__`.

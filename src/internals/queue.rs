@@ -32,7 +32,13 @@ pub(crate) struct QueueSpec<'a> {
     /// The sort key our node takes instead of a sequence number (a downgrade's read node; see
     /// [`Entry::level_with`](crate::driver::read_write::Entry)).
     pub(crate) level_with: Option<&'a str>,
+    /// Told the path of each node we put in the queue, once ZooKeeper confirmed its creation (a
+    /// leader election's `start` returns then).
+    pub(crate) queued: Option<&'a QueuedNode>,
 }
+
+/// Where a participant's node in the queue is, once created; `None` before.
+pub(crate) type QueuedNode = tokio::sync::watch::Sender<Option<std::sync::Arc<str>>>;
 
 /// Puts a node of ours in the queue and waits until the rule lets it hold. Returns the node, and
 /// what that hold lets the participant's next acquire send with its create once the hold's
@@ -75,11 +81,16 @@ pub(crate) async fn enter<W: Wait>(
         let prefix = spec.schema.protected_prefix(&uuid::Uuid::new_v4());
         let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
         let outcome = match within(deadline, create_node(spec, &prefix, &mut cleanup)).await {
-            Some(Ok((node, first, proof))) => match within(deadline, waiting.wait(spec, &node, first, proof)).await {
-                Some(Ok(Some(waited))) => Ok(Some((node, waited))),
-                Some(Ok(None)) | None => Ok(None),
-                Some(Err(err)) => Err(err),
-            },
+            Some(Ok((node, first, proof))) => {
+                if let Some(queued) = spec.queued {
+                    queued.send_replace(Some(node.path.as_str().into()));
+                }
+                match within(deadline, waiting.wait(spec, &node, first, proof)).await {
+                    Some(Ok(Some(waited))) => Ok(Some((node, waited))),
+                    Some(Ok(None)) | None => Ok(None),
+                    Some(Err(err)) => Err(err),
+                }
+            }
             None => Ok(None),
             Some(Err(err)) => Err(err),
         };

@@ -1,0 +1,395 @@
+//! What a leader latch and a leader selector share: a participant that takes one mutex over and
+//! over in a background task, each hold a term of leadership, as Curator builds its
+//! `LeaderSelector` on an `InterProcessMutex` (and its `LeaderLatch` is the same queue under
+//! another node name).
+//!
+//! A term ends when leadership is lost (under the mutex's [`LossPolicy`](crate::LossPolicy)),
+//! when the leader's work (`lead`) finishes or is interrupted, or when the election is closed;
+//! then our node is deleted. After a loss the participant queues again with a new node while the
+//! session lives (Curator's `reset`), so every term, even two of one participant, has its own
+//! node and a greater epoch. The session's end ends the election: a zookeeper-client session
+//! cannot be renewed, so a new client must make a new participant.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{watch, Notify};
+use tokio::task::JoinHandle;
+
+use crate::internals::node::delete_released;
+use crate::internals::queue::QueuedNode;
+use crate::internals::session_end::ended_session;
+use crate::{ElectionParticipant, Error, InterProcessMutex, Leadership, Result};
+
+/// One participant of a leader election and the task that keeps it in.
+#[derive(Debug)]
+pub(crate) struct Election {
+    mutex: InterProcessMutex,
+    id: String,
+    /// Whether a term that ended (other than by `close`) queues again at once, with a new node;
+    /// otherwise the participant waits for [`requeue`](Self::requeue).
+    auto_requeue: bool,
+    state: watch::Sender<State>,
+    /// Our node in the queue while we wait or lead; `start` returns once it is there.
+    queued: QueuedNode,
+    closing: watch::Sender<bool>,
+    /// Counts calls to `interrupt`; a term ends when the count changes.
+    interrupts: watch::Sender<u64>,
+    requeues: Notify,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// Where a participant stands.
+#[derive(Clone, Debug)]
+enum State {
+    NotStarted,
+    Queued,
+    Leading(Leadership),
+    /// A term ended and the participant waits for `requeue`.
+    Idle,
+    /// The session ended, or ZooKeeper refused us: the error says which.
+    Ended(Error),
+    Closed,
+}
+
+/// How a term ended.
+#[derive(Debug)]
+enum TermEnd {
+    /// Lost under the loss policy (the hold's events log why).
+    Lost,
+    Finished,
+    Interrupted,
+    Closed,
+}
+
+impl Election {
+    pub(crate) fn new(mutex: InterProcessMutex, id: String, auto_requeue: bool) -> Self {
+        Election {
+            mutex,
+            id,
+            auto_requeue,
+            state: watch::Sender::new(State::NotStarted),
+            queued: watch::Sender::new(None),
+            closing: watch::Sender::new(false),
+            interrupts: watch::Sender::new(0),
+            requeues: Notify::new(),
+            task: Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(crate) fn path(&self) -> &str {
+        self.mutex.path()
+    }
+
+    /// Joins the election: spawns the task that takes terms and runs `lead` in each, and returns
+    /// once our node is in the queue (or with the error that kept it out).
+    pub(crate) async fn start<F, Fut>(self: &Arc<Self>, lead: F) -> Result<()>
+    where
+        F: FnMut(Leadership) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let mut refused = None;
+        self.state.send_if_modified(|state| match state {
+            State::NotStarted => {
+                *state = State::Queued;
+                true
+            }
+            State::Closed => {
+                refused = Some(Error::ElectionClosed);
+                false
+            }
+            _ => {
+                refused = Some(Error::ElectionAlreadyStarted);
+                false
+            }
+        });
+        if let Some(err) = refused {
+            return Err(err);
+        }
+        let task = tokio::spawn(take_terms(Arc::clone(self), lead));
+        *self.task.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(task);
+        let mut queued = self.queued.subscribe();
+        let mut state = self.state.subscribe();
+        tokio::select! {
+            // The senders live in `self`: these resolve only on what they wait for.
+            _ = queued.wait_for(Option::is_some) => Ok(()),
+            ended = state.wait_for(|state| matches!(state, State::Ended(_) | State::Closed)) => match ended.as_deref() {
+                Ok(State::Ended(err)) => Err(err.clone()),
+                _ => Err(Error::ElectionClosed),
+            },
+        }
+    }
+
+    /// Waits until we lead, and returns the term.
+    pub(crate) async fn await_leadership(&self) -> Result<Leadership> {
+        let mut state = self.state.subscribe();
+        loop {
+            match &*state.borrow_and_update() {
+                State::NotStarted => return Err(Error::ElectionNotStarted),
+                State::Closed => return Err(Error::ElectionClosed),
+                State::Ended(err) => return Err(err.clone()),
+                // A term lost a moment ago is not handed out; the task is queueing again.
+                State::Leading(leadership) if leadership.is_held() => return Ok(leadership.clone()),
+                State::Queued | State::Leading(_) | State::Idle => {}
+            }
+            // The sender lives in `self`, so this only returns on a change.
+            let _ = state.changed().await;
+        }
+    }
+
+    /// [`await_leadership`](Self::await_leadership) within `timeout`: `Ok(None)` when it passed.
+    pub(crate) async fn await_leadership_timeout(&self, timeout: Duration) -> Result<Option<Leadership>> {
+        match tokio::time::timeout(timeout, self.await_leadership()).await {
+            Ok(leadership) => leadership.map(Some),
+            Err(_elapsed) => Ok(None),
+        }
+    }
+
+    /// The current term, if we lead.
+    pub(crate) fn leadership(&self) -> Option<Leadership> {
+        match &*self.state.borrow() {
+            State::Leading(leadership) if leadership.is_held() => Some(leadership.clone()),
+            _ => None,
+        }
+    }
+
+    /// Every participant in queue order, the leader first.
+    pub(crate) async fn participants(&self) -> Result<Vec<ElectionParticipant>> {
+        Ok(ElectionParticipant::from_queue(self.mutex.participants_with_data().await?))
+    }
+
+    /// Ends the current term, if we lead.
+    pub(crate) fn interrupt(&self) {
+        if matches!(*self.state.borrow(), State::Leading(_)) {
+            self.interrupts.send_modify(|count| *count += 1);
+        }
+    }
+
+    /// Queues again after a term ended: `Ok(true)` if we were idle, `Ok(false)` if we are
+    /// already queued or leading.
+    pub(crate) fn requeue(&self) -> Result<bool> {
+        let mut requeued = false;
+        let mut outcome = Ok(false);
+        self.state.send_if_modified(|state| match state {
+            State::Idle => {
+                *state = State::Queued;
+                requeued = true;
+                outcome = Ok(true);
+                true
+            }
+            State::NotStarted => {
+                outcome = Err(Error::ElectionNotStarted);
+                false
+            }
+            State::Closed => {
+                outcome = Err(Error::ElectionClosed);
+                false
+            }
+            State::Ended(err) => {
+                outcome = Err(err.clone());
+                false
+            }
+            State::Queued | State::Leading(_) => false,
+        });
+        if requeued {
+            // Keeps a permit if the task is not waiting yet.
+            self.requeues.notify_one();
+        }
+        outcome
+    }
+
+    /// Leaves the election: ends the term or the wait, deletes our node and waits for ZooKeeper
+    /// to confirm. Returns the error that had ended the election by itself, if one did.
+    pub(crate) async fn close(&self) -> Result<()> {
+        if matches!(*self.state.borrow(), State::NotStarted) {
+            return Err(Error::ElectionNotStarted);
+        }
+        self.stop();
+        let task = self.task.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+        if let Some(task) = task {
+            // Only a panic in the user's `lead` fails the join; it was logged by tokio.
+            let _ = task.await;
+        }
+        // A wait cut short leaves its node to a cleanup in the background; see it through, so
+        // that nobody finds us in the queue once `close` returns.
+        if let Some(node) = self.queued.send_replace(None) {
+            match delete_released(self.mutex.client(), &node).await {
+                // Already deleted by the cleanup, or gone with the session.
+                Ok(()) | Err(Error::LockNodeDeleted { .. } | Error::SessionExpired | Error::SessionClosed) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        match self.state.send_replace(State::Closed) {
+            State::Ended(err) => Err(err),
+            _ => Ok(()),
+        }
+    }
+
+    /// Tells the task to leave the election (without waiting for it): a dropped latch or selector.
+    pub(crate) fn stop(&self) {
+        self.closing.send_replace(true);
+    }
+
+    async fn closing(&self) {
+        // The sender lives in `self`, so this resolves only once closing is set.
+        let _ = self.closing.subscribe().wait_for(|closing| *closing).await;
+    }
+}
+
+/// The participant's task: queue, lead, end the term, and again, until the election is closed
+/// or the session ends.
+async fn take_terms<F, Fut>(election: Arc<Election>, mut lead: F)
+where
+    F: FnMut(Leadership) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let ended = loop {
+        let acquired = tokio::select! {
+            biased;
+            () = election.closing() => break None,
+            acquired = election.mutex.acquire_reporting(Some(&election.queued)) => acquired,
+        };
+        let guard = match acquired {
+            Ok(guard) => guard,
+            Err(err) => {
+                election.queued.send_replace(None);
+                break Some(err);
+            }
+        };
+        let leadership = Leadership::new(Arc::clone(guard.held_node()));
+        // Subscribed before the term is published, so that no interrupt falls in between.
+        let mut interrupts = election.interrupts.subscribe();
+        election.state.send_replace(State::Leading(leadership.clone()));
+        election.mutex.label().leadership_taken(&election.id, leadership.epoch());
+        let end = tokio::select! {
+            biased;
+            () = election.closing() => TermEnd::Closed,
+            _ = leadership.lost() => TermEnd::Lost,
+            _ = interrupts.changed() => TermEnd::Interrupted,
+            () = lead(leadership.clone()) => TermEnd::Finished,
+        };
+        election.queued.send_replace(None);
+        match guard.release().await {
+            Ok(()) | Err(Error::LockLost(_)) => {}
+            Err(err) => tracing::debug!(target: "zklock", path = election.path(), error = %err, "ending the term"),
+        }
+        election.mutex.label().leadership_ended(&election.id, leadership.epoch(), &end);
+        if let Some(err) = ended_session(election.mutex.client()) {
+            break Some(err);
+        }
+        match end {
+            TermEnd::Closed => break None,
+            // A latch always (Curator's `reset` after a loss), a selector when asked to.
+            _ if election.auto_requeue => {}
+            TermEnd::Lost | TermEnd::Finished | TermEnd::Interrupted => {
+                election.state.send_replace(State::Idle);
+                tokio::select! {
+                    biased;
+                    () = election.closing() => break None,
+                    () = election.requeues.notified() => {}
+                }
+            }
+        }
+        election.state.send_replace(State::Queued);
+    };
+    if let Some(err) = ended {
+        election.mutex.label().left_election(&election.id, &err);
+        election.state.send_replace(State::Ended(err));
+    }
+}
+
+/// What a [`LeaderLatch`](crate::LeaderLatch) and a [`LeaderSelector`](crate::LeaderSelector)
+/// say alike, written once: each is a handle on the [`Election`] in its field `election`, and
+/// dropping it leaves the election in the background.
+macro_rules! election_handle {
+    ($handle:ident) => {
+        impl $handle {
+            /// Whether this participant leads now, as far as this process knows. No request.
+            pub fn has_leadership(&self) -> bool {
+                self.election.leadership().is_some()
+            }
+
+            /// The current term, if this participant leads. No request.
+            pub fn leadership(&self) -> Option<crate::Leadership> {
+                self.election.leadership()
+            }
+
+            /// Every participant (zklock's and Curator's) in queue order, the leader first: one
+            /// listing, then one read of every node's data.
+            ///
+            /// # Errors
+            /// [`Error::SessionExpired`](crate::Error::SessionExpired),
+            /// [`Error::SessionClosed`](crate::Error::SessionClosed) or
+            /// [`Error::ZooKeeper`](crate::Error::ZooKeeper).
+            ///
+            /// # Cancel safety
+            /// Cancel safe: it only reads.
+            pub async fn participants(&self) -> crate::Result<Vec<crate::ElectionParticipant>> {
+                self.election.participants().await
+            }
+
+            /// The leader, if anyone leads; as [`participants`](Self::participants).
+            ///
+            /// # Errors
+            /// As [`participants`](Self::participants).
+            ///
+            /// # Cancel safety
+            /// Cancel safe: it only reads.
+            pub async fn leader(&self) -> crate::Result<Option<crate::ElectionParticipant>> {
+                Ok(self.participants().await?.into_iter().next())
+            }
+
+            /// Leaves the election for good: ends the current term (its
+            /// [`Leadership`](crate::Leadership) is no longer held; a selector's work is
+            /// dropped), deletes our node and waits for ZooKeeper to confirm. Closing again does
+            /// nothing.
+            ///
+            /// # Errors
+            /// - [`Error::ElectionNotStarted`](crate::Error::ElectionNotStarted);
+            /// - the error that had ended the election by itself (for example
+            ///   [`Error::SessionExpired`](crate::Error::SessionExpired));
+            /// - [`Error::ZooKeeper`](crate::Error::ZooKeeper) when our node could not be deleted.
+            ///
+            /// # Cancel safety
+            /// The participant leaves in any case; dropping the future only stops waiting for the
+            /// confirmation.
+            pub async fn close(&self) -> crate::Result<()> {
+                self.election.close().await
+            }
+
+            /// This participant's id.
+            pub fn id(&self) -> &str {
+                self.election.id()
+            }
+
+            /// The election's path.
+            pub fn path(&self) -> &str {
+                self.election.path()
+            }
+        }
+
+        impl std::fmt::Debug for $handle {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($handle))
+                    .field("path", &self.path())
+                    .field("id", &self.id())
+                    .field("has_leadership", &self.has_leadership())
+                    .finish()
+            }
+        }
+
+        impl Drop for $handle {
+            /// Leaves the election in the background: the term ends and our node is deleted.
+            fn drop(&mut self) {
+                self.election.stop();
+            }
+        }
+    };
+}
+
+pub(crate) use election_handle;

@@ -1,0 +1,161 @@
+//! `LeaderLatch`: Curator's leader latch, a participant that leads while its node is first.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use zookeeper_client::Client;
+
+use crate::election::{election_handle, Election};
+use crate::observe::Recipe;
+use crate::options::participant_options;
+use crate::{InterProcessMutex, Leadership, MutexBuilder, Result};
+
+/// Elects one leader among every participant on a ZooKeeper path, in the style of Apache
+/// Curator's `LeaderLatch`, and wire-compatible with it.
+///
+/// Each participant puts an ephemeral sequential node `_c_{uuid}-latch-{seq}` (data: its id)
+/// under the path; the lowest sequence leads until it leaves, crashes or loses its session, and
+/// every other participant watches only the node just before its own. Curator's `LeaderLatch`
+/// processes on the same path take part in the same election.
+///
+/// - [`start`](Self::start) joins; a task in the background keeps the participant in the
+///   election until [`close`](Self::close) (or until the latch is dropped).
+/// - Leadership comes as a [`Leadership`]: its [`lost`](Leadership::lost) signal resolves when it
+///   is lost under the latch's [`LossPolicy`](crate::LossPolicy) (by default once the client
+///   has been disconnected for a third of the session timeout, before the server can expire the
+///   session and let another participant lead), and its [`epoch`](Leadership::epoch) fences what
+///   the leader writes.
+/// - After a loss while the session lives (a long disconnection, the node deleted by someone
+///   else), the latch joins again with a new node at the back of the queue, as Curator's does.
+///   When the session expires the latch ends: zookeeper-client sessions cannot be renewed, so
+///   [`await_leadership`](Self::await_leadership) returns
+///   [`Error::SessionExpired`](crate::Error::SessionExpired); connect a new client and make a new
+///   latch.
+///
+/// # Examples
+///
+/// ```no_run
+/// use zklock::LeaderLatch;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # async fn schedule_jobs(_epoch: i64) {}
+/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let latch = LeaderLatch::new(&client, "/app/leader/scheduler", "host-1")?;
+/// latch.start().await?;
+/// let leadership = latch.await_leadership().await?;
+/// tokio::select! {
+///     () = schedule_jobs(leadership.epoch()) => {}
+///     reason = leadership.lost() => eprintln!("lost leadership: {reason}"),
+/// }
+/// latch.close().await?;
+/// # Ok(())
+/// # }
+/// ```
+pub struct LeaderLatch {
+    election: Arc<Election>,
+}
+
+/// Builds a [`LeaderLatch`] with options; from [`LeaderLatch::builder`].
+#[derive(Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct LeaderLatchBuilder {
+    mutex: MutexBuilder,
+    id: String,
+}
+
+impl LeaderLatchBuilder {
+    participant_options!(mutex.options);
+
+    /// Builds the latch. Sends nothing to ZooKeeper.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) when the path is not a usable lock path
+    /// (see [`MutexBuilder::build`]), [`Error::InvalidOptions`](crate::Error::InvalidOptions) when
+    /// the ACL list is empty.
+    pub fn build(self) -> Result<LeaderLatch> {
+        let mutex = self.mutex.node_data(self.id.as_bytes()).reentrant(false).serving(Recipe::LeaderLatch).build()?;
+        Ok(LeaderLatch { election: Arc::new(Election::new(mutex, self.id, true)) })
+    }
+}
+
+impl LeaderLatch {
+    /// Makes a latch for the participant `id` (stored in its node, shown by
+    /// [`participants`](Self::participants)) on `path`, with default options. Sends nothing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) when `path` is not a usable lock path.
+    pub fn new(client: &Client, path: &str, id: &str) -> Result<Self> {
+        Self::builder(client, path, id).build()
+    }
+
+    /// Starts building a latch with options (loss policy, ACLs).
+    pub fn builder(client: &Client, path: &str, id: &str) -> LeaderLatchBuilder {
+        LeaderLatchBuilder { mutex: InterProcessMutex::builder(client, path), id: id.to_owned() }
+    }
+
+    /// Joins the election, and returns once our node is in it (so that
+    /// [`participants`](Self::participants) shows us). A latch joins once.
+    ///
+    /// # Errors
+    /// - [`Error::ElectionAlreadyStarted`](crate::Error::ElectionAlreadyStarted),
+    ///   [`Error::ElectionClosed`](crate::Error::ElectionClosed): started before, or closed;
+    /// - [`Error::SessionExpired`](crate::Error::SessionExpired) /
+    ///   [`Error::SessionClosed`](crate::Error::SessionClosed), or
+    ///   [`Error::ZooKeeper`](crate::Error::ZooKeeper) when ZooKeeper refused our node (for
+    ///   example `NoAuth`); the latch has then ended.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not stop the latch: it joins in the background.
+    pub async fn start(&self) -> Result<()> {
+        self.election.start(|_leadership| std::future::pending()).await
+    }
+
+    /// Waits until this participant leads, and returns the term.
+    ///
+    /// # Errors
+    /// - [`Error::ElectionNotStarted`](crate::Error::ElectionNotStarted),
+    ///   [`Error::ElectionClosed`](crate::Error::ElectionClosed);
+    /// - [`Error::SessionExpired`](crate::Error::SessionExpired) /
+    ///   [`Error::SessionClosed`](crate::Error::SessionClosed) once the session ended (the
+    ///   latch cannot join again), or the [`Error::ZooKeeper`](crate::Error::ZooKeeper) refusal
+    ///   that ended it.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only watches the latch.
+    pub async fn await_leadership(&self) -> Result<Leadership> {
+        self.election.await_leadership().await
+    }
+
+    /// [`await_leadership`](Self::await_leadership), giving up after `timeout`: `Ok(None)` when
+    /// we do not lead by then (the latch stays in the election).
+    ///
+    /// # Errors
+    /// As [`await_leadership`](Self::await_leadership).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn await_leadership_timeout(&self, timeout: Duration) -> Result<Option<Leadership>> {
+        self.election.await_leadership_timeout(timeout).await
+    }
+}
+
+election_handle!(LeaderLatch);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[allow(dead_code)]
+    fn bounds(latch: LeaderLatch) {
+        fn send_static<T: Send + 'static>(_: &T) {}
+        fn send_sync<T: Send + Sync + std::fmt::Debug>(_: &T) {}
+        send_sync(&latch);
+        send_static(&async move {
+            latch.start().await?;
+            let leadership = latch.await_leadership().await?;
+            send_sync(&leadership);
+            latch.close().await
+        });
+    }
+}

@@ -1,0 +1,147 @@
+//! `LeaderSelector`: Curator's leader selector, which runs the leader's work for one term at a
+//! time on top of an `InterProcessMutex`.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use zookeeper_client::Client;
+
+use crate::election::{election_handle, Election};
+use crate::observe::Recipe;
+use crate::options::participant_options;
+use crate::{InterProcessMutex, Leadership, MutexBuilder, Result};
+
+/// Runs the leader's work in one participant at a time, in the style of Apache Curator's
+/// `LeaderSelector`, and wire-compatible with it.
+///
+/// The selector is an [`InterProcessMutex`] on the path (nodes `_c_{uuid}-lock-{seq}`, data: the
+/// participant's id), as Curator builds it, so Curator's `LeaderSelector` processes on the same
+/// path take part in the same election. When the mutex is ours, the selector calls `lead` with
+/// the term's [`Leadership`] and leads until the future it returned completes; then it deletes
+/// its node and, with [`auto_requeue`](LeaderSelectorBuilder::auto_requeue), queues again.
+///
+/// The future is **dropped**, cancelling the leader's work at its next await point, the moment
+/// leadership is lost (under the selector's [`LossPolicy`](crate::LossPolicy)),
+/// [`interrupt_leadership`](Self::interrupt_leadership) is called, or the selector is closed
+/// (Curator interrupts the leader's thread). Work that must not stop halfway can watch
+/// [`Leadership::lost`] itself and fence what it writes with [`Leadership::epoch`].
+///
+/// When the session expires the selector ends (zookeeper-client sessions cannot be renewed):
+/// [`close`](Self::close) returns [`Error::SessionExpired`](crate::Error::SessionExpired); connect
+/// a new client and make a new selector.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use zklock::LeaderSelector;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let selector = LeaderSelector::builder(&client, "/app/leader/compactor", "host-1").auto_requeue(true).build()?;
+/// selector
+///     .start(|leadership| async move {
+///         println!("leading with epoch {}", leadership.epoch());
+///         // One term: compact for a minute, then give the others a turn.
+///         tokio::time::sleep(Duration::from_secs(60)).await;
+///     })
+///     .await?;
+/// tokio::signal::ctrl_c().await?;
+/// selector.close().await?;
+/// # Ok(())
+/// # }
+/// ```
+pub struct LeaderSelector {
+    election: Arc<Election>,
+}
+
+/// Builds a [`LeaderSelector`] with options; from [`LeaderSelector::builder`].
+#[derive(Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct LeaderSelectorBuilder {
+    mutex: MutexBuilder,
+    id: String,
+    auto_requeue: bool,
+}
+
+impl LeaderSelectorBuilder {
+    /// Whether the selector queues again by itself, with a new node, once a term ends (the work
+    /// finished, was interrupted, or leadership was lost). Defaults to `false`, as Curator's:
+    /// then the selector waits for [`requeue`](LeaderSelector::requeue) after each term. The
+    /// session's end ends the selector either way.
+    pub fn auto_requeue(mut self, auto_requeue: bool) -> Self {
+        self.auto_requeue = auto_requeue;
+        self
+    }
+
+    participant_options!(mutex.options);
+
+    /// Builds the selector. Sends nothing to ZooKeeper.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) when the path is not a usable lock path
+    /// (see [`MutexBuilder::build`]), [`Error::InvalidOptions`](crate::Error::InvalidOptions) when
+    /// the ACL list is empty.
+    pub fn build(self) -> Result<LeaderSelector> {
+        let mutex =
+            self.mutex.node_data(self.id.as_bytes()).reentrant(false).serving(Recipe::LeaderSelector).build()?;
+        Ok(LeaderSelector { election: Arc::new(Election::new(mutex, self.id, self.auto_requeue)) })
+    }
+}
+
+impl LeaderSelector {
+    /// Makes a selector for the participant `id` (stored in its node) on `path`, with default
+    /// options (no auto-requeue). Sends nothing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) when `path` is not a usable lock path.
+    pub fn new(client: &Client, path: &str, id: &str) -> Result<Self> {
+        Self::builder(client, path, id).build()
+    }
+
+    /// Starts building a selector with options (auto-requeue, loss policy, ACLs).
+    pub fn builder(client: &Client, path: &str, id: &str) -> LeaderSelectorBuilder {
+        LeaderSelectorBuilder {
+            mutex: InterProcessMutex::builder(client, path),
+            id: id.to_owned(),
+            auto_requeue: false,
+        }
+    }
+
+    /// Joins the election with `lead`, the leader's work: called with each term's
+    /// [`Leadership`], it leads until the future completes (see the type's docs for when it is
+    /// dropped). Returns once our node is in the queue. A selector starts once.
+    ///
+    /// # Errors
+    /// As [`LeaderLatch::start`](crate::LeaderLatch::start).
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not stop the selector: it joins in the background.
+    pub async fn start<F, Fut>(&self, lead: F) -> Result<()>
+    where
+        F: FnMut(Leadership) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.election.start(lead).await
+    }
+
+    /// Queues again after a term ended without auto-requeue: `Ok(true)` when it did, `Ok(false)`
+    /// when the selector is already queued or leading.
+    ///
+    /// # Errors
+    /// [`Error::ElectionNotStarted`](crate::Error::ElectionNotStarted),
+    /// [`Error::ElectionClosed`](crate::Error::ElectionClosed), or the error that ended the
+    /// selector (for example [`Error::SessionExpired`](crate::Error::SessionExpired)).
+    pub fn requeue(&self) -> Result<bool> {
+        self.election.requeue()
+    }
+
+    /// Ends the current term, if this participant leads: the leader's future is dropped and our
+    /// node deleted (then, with auto-requeue, the selector queues again). Does nothing otherwise.
+    pub fn interrupt_leadership(&self) {
+        self.election.interrupt();
+    }
+}
+
+election_handle!(LeaderSelector);
