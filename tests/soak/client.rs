@@ -14,7 +14,14 @@ pub const SESSION_TIMEOUT: Duration = Duration::from_secs(6);
 pub struct Slot {
     pub proxy: Proxy,
     pub client: Mutex<Option<Client>>,
-    holds: Mutex<Vec<Instant>>,
+    holds: Mutex<Vec<(Hold, Instant)>>,
+}
+
+/// What a slot's task holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    Lock,
+    Leadership,
 }
 
 impl Slot {
@@ -55,14 +62,15 @@ impl Slot {
 
     /// Marks a hold (a critical section, a term of leadership) planned to last `until`, for as
     /// long as the returned mark lives.
-    pub fn holding(&self, until: Instant) -> Holding<'_> {
-        self.holds.lock().unwrap().push(until);
-        Holding { slot: self, until }
+    pub fn holding(&self, hold: Hold, until: Instant) -> Holding<'_> {
+        self.holds.lock().unwrap().push((hold, until));
+        Holding { slot: self, hold: (hold, until) }
     }
 
-    /// When the longest hold under way is planned to end, if one is.
-    pub fn holding_until(&self) -> Option<Instant> {
-        self.holds.lock().unwrap().iter().max().copied()
+    /// When the longest hold under way (of kind `only`, if given) is planned to end, if one is.
+    pub fn holding_until(&self, only: Option<Hold>) -> Option<Instant> {
+        let holds = self.holds.lock().unwrap();
+        holds.iter().filter(|(hold, _)| only.is_none_or(|only| only == *hold)).map(|(_, until)| *until).max()
     }
 
     async fn connect(&self) -> Option<Client> {
@@ -75,13 +83,13 @@ impl Slot {
 /// A hold under way on a slot, seen by the nemesis until dropped.
 pub struct Holding<'a> {
     slot: &'a Slot,
-    until: Instant,
+    hold: (Hold, Instant),
 }
 
 impl Drop for Holding<'_> {
     fn drop(&mut self) {
         let mut holds = self.slot.holds.lock().unwrap();
-        if let Some(position) = holds.iter().position(|until| *until == self.until) {
+        if let Some(position) = holds.iter().position(|hold| *hold == self.hold) {
             holds.swap_remove(position);
         }
     }

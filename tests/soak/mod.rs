@@ -1,6 +1,7 @@
 //! The parts of the fault soak (`tests/fault_soak.rs`), one concept per file.
 
 pub mod client;
+pub mod election;
 pub mod fence;
 pub mod history;
 pub mod nemesis;
@@ -19,15 +20,19 @@ use history::Section;
 use recipe::{Part, Paths, Recipe};
 use tally::{bump, Tally};
 
-/// Everything the workers, the nemesis and the checks share.
+/// Everything the workers, the election participants, the nemesis and the checks share.
 pub struct Run {
     pub paths: Paths,
     pub slots: Vec<Slot>,
     pub tally: Tally,
     pub fences: Fences,
     pub history: Mutex<Vec<Section>>,
-    /// Set when the faults are over: workers finish their round and stop.
+    /// Set when the faults are over: workers finish their round and stop; leaders keep their
+    /// terms short from then on.
     pub stop: watch::Sender<bool>,
+    /// Set once every participant has been elected again after the faults (or that took too
+    /// long): participants leave their elections.
+    pub stop_elections: watch::Sender<bool>,
 }
 
 impl Run {
