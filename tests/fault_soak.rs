@@ -1,16 +1,20 @@
 //! The fault soak: several clients, each behind its own proxy to a 3-node ensemble, take every
 //! lock recipe at once (each round a recipe at random: the mutex, either side of the read-write
 //! lock, a semaphore of two leases, the semaphore mutex, a multi-lock over two paths; random
-//! timeouts, random cancellations) while a nemesis kills and pauses the leader, partitions
-//! clients, expires their sessions and loses the server's replies to them. Every critical
-//! section goes through a fenced register per exclusive lock path and into one shared history.
+//! timeouts, random cancellations) and take part in two leader elections all along (a latch
+//! whose leader leaves after its term and joins again, a selector whose closure leads for one
+//! term), while a nemesis kills and pauses the leader, partitions clients, expires their
+//! sessions and loses the server's replies to them. Every critical section and every term of
+//! leadership goes through a fenced register per exclusive lock path or election (a leader
+//! writes its epoch, again and again during its term) and into one shared history.
 //!
-//! The run then checks each recipe's rule against the history (exclusion for the mutexes and
-//! each path of the multi-lock, readers-writers for the read-write lock, at most two leases for
-//! the semaphore), that no holder's access was refused by a fence while it believed it held, that
-//! no error other than a documented loss came back, that the faults really happened and holders
-//! were told of losses, that every client gets every recipe back once the faults stop, and that
-//! no node is left under any lock path.
+//! The run then checks each recipe's rule against the history (exclusion for the mutexes, each
+//! path of the multi-lock and each election's leaders, readers-writers for the read-write lock,
+//! at most two leases for the semaphore), that no holder's access was refused by a fence while it
+//! believed it held (tokens strictly increase from one holder to the next), that no error other
+//! than a documented loss came back, that the faults really happened and holders were told of
+//! losses, that every client gets every lock back and is elected again in every election once
+//! the faults stop, and that no node is left under any lock or election path.
 //!
 //! Sessions expire the way they do in production: a client is partitioned for longer than the
 //! session timeout and the server expires it. (Curator's KillSession trick, which closes a
@@ -40,7 +44,7 @@ use soak::fence::Fences;
 use soak::history::check;
 use soak::recipe::{Locks, Paths, Recipe, Resource, MAX_LEASES};
 use soak::tally::{get, Tally};
-use soak::{nemesis, worker, Run};
+use soak::{election, nemesis, worker, Run};
 
 const CLIENTS: usize = 5;
 
@@ -57,6 +61,7 @@ async fn every_recipe_keeps_its_rule_through_faults() {
         fences: Fences::default(),
         history: Mutex::default(),
         stop: watch::Sender::new(false),
+        stop_elections: watch::Sender::new(false),
     });
 
     let workers: Vec<_> = (0..CLIENTS)
@@ -64,6 +69,19 @@ async fn every_recipe_keeps_its_rule_through_faults() {
             let run = Arc::clone(&run);
             let mut rng = Rng::with_seed(seed.wrapping_add(1 + index as u64));
             tokio::spawn(async move { worker::work(index, &run, &mut rng).await })
+        })
+        .collect();
+    let participants: Vec<_> = (0..CLIENTS)
+        .flat_map(|index| {
+            let seed = seed.wrapping_add(1 + (CLIENTS + 2 * index) as u64);
+            let latch = {
+                let run = Arc::clone(&run);
+                let mut rng = Rng::with_seed(seed);
+                tokio::spawn(async move { election::latch(index, &run, &mut rng).await })
+            };
+            let selector =
+                tokio::spawn(election::selector(index, Arc::clone(&run), Rng::with_seed(seed.wrapping_add(1))));
+            [latch, selector]
         })
         .collect();
     let nemesis = {
@@ -74,13 +92,15 @@ async fn every_recipe_keeps_its_rule_through_faults() {
         })
     };
     let ensemble = nemesis.await.unwrap();
+    let healed = Instant::now();
     run.stop.send_replace(true);
     for worker in workers {
         worker.await.unwrap();
     }
 
-    // Faults are over: every client must get every recipe back within the session timeout and
-    // a few seconds (a partitioned client may first have to find out that its session expired).
+    // Faults are over: every client must get every lock back, and be elected again in every
+    // election (which went on meanwhile), within the session timeout and a few seconds (a
+    // partitioned client may first have to find out that its session expired).
     let recovery_started = Instant::now();
     let deadline = recovery_started + SESSION_TIMEOUT + Duration::from_secs(20);
     let recoveries: Vec<_> = (0..CLIENTS)
@@ -93,9 +113,14 @@ async fn every_recipe_keeps_its_rule_through_faults() {
     for (index, recovery) in recoveries.into_iter().enumerate() {
         unrecovered.extend(recovery.await.unwrap().into_iter().map(|recipe| (index, recipe)));
     }
+    unrecovered.extend(elected_again(&run, healed, deadline).await);
     let recovery_took = recovery_started.elapsed();
+    run.stop_elections.send_replace(true);
+    for participant in participants {
+        participant.await.unwrap();
+    }
 
-    // No orphans: once every client is gone, no lock or lease node is left.
+    // No orphans: once every client is gone, no lock, lease or election node is left.
     for slot in &run.slots {
         slot.forget_client();
     }
@@ -118,7 +143,10 @@ async fn every_recipe_keeps_its_rule_through_faults() {
         eprintln!("soak: conflict: {}", conflict.description);
     }
     for (index, recipe) in &unrecovered {
-        eprintln!("soak: client {index} did not get the {} back after the faults", recipe.name());
+        match Recipe::ELECTIONS.contains(recipe) {
+            true => eprintln!("soak: client {index} was not elected again in the {} after the faults", recipe.name()),
+            false => eprintln!("soak: client {index} did not get the {} back after the faults", recipe.name()),
+        }
     }
     for (_, node) in &orphans {
         eprintln!("soak: orphan {node}");
@@ -132,10 +160,20 @@ async fn every_recipe_keeps_its_rule_through_faults() {
             + unrecovered.iter().filter(|(_, unrecovered)| *unrecovered == recipe).count() as u64
             + orphans.iter().filter(|(resource, node)| orphan_recipe(*resource, node) == recipe).count() as u64
     };
-    let per_recipe: Vec<String> = Recipe::ALL
-        .iter()
-        .map(|&recipe| {
+    let per_recipe: Vec<String> = Recipe::all()
+        .map(|recipe| {
             let counts = tally.of(recipe);
+            if Recipe::ELECTIONS.contains(&recipe) {
+                let unserved = unrecovered.iter().filter(|(_, unserved)| *unserved == recipe).count();
+                return format!(
+                    "{} terms={} losses={} elected after heal={}/{CLIENTS} violations={}",
+                    recipe.name(),
+                    get(&counts.acquisitions),
+                    get(&counts.losses),
+                    CLIENTS - unserved,
+                    violations_of(recipe)
+                );
+            }
             format!(
                 "{} acq={} timeouts={} cancels={} losses={} violations={}",
                 recipe.name(),
@@ -147,11 +185,11 @@ async fn every_recipe_keeps_its_rule_through_faults() {
             )
         })
         .collect();
-    let violations: u64 = Recipe::ALL.iter().map(|&recipe| violations_of(recipe)).sum();
+    let violations: u64 = Recipe::all().map(violations_of).sum();
     let faults = &tally.faults;
     let peak = |resource| checked.peaks.get(&resource).copied().unwrap_or(0);
     let (readers, leases) = (peak(Resource::ReadWrite), peak(Resource::Semaphore));
-    let stale_after_loss: u64 = Recipe::ALL.iter().map(|&recipe| get(&tally.of(recipe).stale_after_loss)).sum();
+    let stale_after_loss: u64 = Recipe::all().map(|recipe| get(&tally.of(recipe).stale_after_loss)).sum();
     // Written to stderr directly, past the test harness's capture, so CI logs always show it.
     let _ = writeln!(
         std::io::stderr(),
@@ -174,7 +212,7 @@ async fn every_recipe_keeps_its_rule_through_faults() {
         recovery_took.as_secs_f64(),
     );
     assert_eq!(violations, 0, "see the soak line above");
-    for recipe in Recipe::ALL {
+    for recipe in Recipe::all() {
         assert!(get(&tally.of(recipe).acquisitions) > 0, "nobody ever got the {}", recipe.name());
     }
     for (fault, count) in [
@@ -192,11 +230,11 @@ async fn every_recipe_keeps_its_rule_through_faults() {
     drop(ensemble);
 }
 
-/// Takes and releases every recipe once through the slot's client (a new one if its session
-/// ended) before `deadline`; returns the recipes it could not get back.
+/// Takes and releases every lock once through the slot's client (a new one if its session
+/// ended) before `deadline`; returns the locks it could not get back.
 async fn recover(slot: &Slot, paths: &Paths, deadline: Instant) -> Vec<Recipe> {
     let mut unrecovered = Vec::new();
-    for recipe in Recipe::ALL {
+    for recipe in Recipe::LOCKS {
         let once = async {
             loop {
                 let client = slot.client().await;
@@ -205,7 +243,9 @@ async fn recover(slot: &Slot, paths: &Paths, deadline: Instant) -> Vec<Recipe> {
                 match outcome {
                     Ok(Some(held)) => return held.release().await.map(|()| true),
                     Ok(None) => return Ok(false),
-                    Err(Error::SessionExpired | Error::SessionClosed) => slot.forget_client(),
+                    Err(Error::SessionExpired | Error::SessionClosed) => {
+                        slot.forget_ended_client();
+                    }
                     Err(err) => return Err(err),
                 }
             }
@@ -220,6 +260,31 @@ async fn recover(slot: &Slot, paths: &Paths, deadline: Instant) -> Vec<Recipe> {
         }
     }
     unrecovered
+}
+
+/// Waits until every client has led a term in every election since `healed` without being told
+/// it lost, or until `deadline`; returns the clients and elections for which that did not happen.
+async fn elected_again(run: &Run, healed: Instant, deadline: Instant) -> Vec<(usize, Recipe)> {
+    loop {
+        let unserved: Vec<(usize, Recipe)> = {
+            let history = run.history.lock().unwrap();
+            (0..CLIENTS)
+                .flat_map(|index| Recipe::ELECTIONS.map(|recipe| (index, recipe)))
+                .filter(|&(index, recipe)| {
+                    !history.iter().any(|section| {
+                        section.client == index
+                            && section.recipe == recipe
+                            && section.start >= healed
+                            && !section.told_lost
+                    })
+                })
+                .collect()
+        };
+        if unserved.is_empty() || Instant::now() >= deadline {
+            return unserved;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// The ephemeral nodes anywhere under `path` (a semaphore keeps its nodes one level down).
@@ -248,5 +313,7 @@ fn orphan_recipe(resource: Resource, node: &str) -> Recipe {
         Resource::Semaphore => Recipe::Semaphore,
         Resource::SemaphoreMutex => Recipe::SemaphoreMutex,
         Resource::Multi(_) => Recipe::MultiLock,
+        Resource::Latch => Recipe::LeaderLatch,
+        Resource::Selector => Recipe::LeaderSelector,
     }
 }

@@ -8,7 +8,7 @@ use fastrand::Rng;
 use zklock_testcontainers::{Ensemble, Proxy};
 use zookeeper_client::SessionState;
 
-use super::client::{Slot, SESSION_TIMEOUT};
+use super::client::{Hold, Slot, SESSION_TIMEOUT};
 use super::tally::{bump, FaultCounts};
 
 #[derive(Clone, Copy, Debug)]
@@ -37,6 +37,7 @@ pub fn run(
     let started = Instant::now();
     let mut deck = Vec::new();
     let mut dealt = 0;
+    let mut expiries = 0;
     while started.elapsed() < duration || dealt < DECK.len() {
         std::thread::sleep(Duration::from_millis(rng.u64(1_000..3_000)));
         if deck.is_empty() {
@@ -66,7 +67,13 @@ pub fn run(
                 let spell = Duration::from_millis(rng.u64(300..4_000));
                 disturb(&slots[holder_or_anyone(slots, rng)], &faults.partitions, Proxy::blackhole, spell);
             }
-            Fault::Expire => expire(&slots[long_holder(slots, rng)], faults, rng),
+            // Expiries cut off a leader and a lock holder in turns, so that both the elections
+            // and the locks meet a session expiring under a holder in every run.
+            Fault::Expire => {
+                let hold = [Hold::Leadership, Hold::Lock][expiries % 2];
+                expiries += 1;
+                expire(&slots[long_holder(slots, hold, rng)], faults, rng)
+            }
             // Its requests still run but it learns none of their outcomes: it reconnects and
             // must find the nodes it created (or meant to delete) by itself.
             Fault::LoseReplies => {
@@ -111,24 +118,28 @@ fn expire(slot: &Slot, faults: &FaultCounts, rng: &mut Rng) {
 
 /// The client to partition: the current holder half of the time, else anyone.
 fn holder_or_anyone(slots: &[Slot], rng: &mut Rng) -> usize {
-    let holders: Vec<usize> =
-        (0..slots.len()).filter(|&index| slots[index].holding_until.lock().unwrap().is_some()).collect();
+    let holders: Vec<usize> = (0..slots.len()).filter(|&index| slots[index].holding_until(None).is_some()).collect();
     match holders.is_empty() || rng.bool() {
         true => rng.usize(0..slots.len()),
         false => holders[rng.usize(0..holders.len())],
     }
 }
 
-/// The client to expire: one that will still be holding when it notices the partition (so a
-/// loss is signalled), waiting a few seconds for one; else one with a session.
-fn long_holder(slots: &[Slot], rng: &mut Rng) -> usize {
-    // The holder notices after 2/5 of the session timeout and gives up a third later.
-    let notice = SESSION_TIMEOUT * 4 / 5;
+/// The client to expire: one that will still be holding (a `hold`) when it notices the
+/// partition (so a loss is signalled), waiting a few seconds for one; else one with a session.
+/// A leader must mean to lead past the session's expiry, when the next leader comes: had it
+/// missed its loss, it would still write then, and the register would refuse it.
+fn long_holder(slots: &[Slot], hold: Hold, rng: &mut Rng) -> usize {
+    let past = match hold {
+        // The holder notices after 2/5 of the session timeout and gives up a third later.
+        Hold::Lock => SESSION_TIMEOUT * 4 / 5,
+        Hold::Leadership => SESSION_TIMEOUT + Duration::from_secs(1),
+    };
     let give_up = Instant::now() + Duration::from_secs(8);
     while Instant::now() < give_up {
-        let holding_past = Instant::now() + notice;
+        let holding_past = Instant::now() + past;
         let long: Vec<usize> = (0..slots.len())
-            .filter(|&index| slots[index].holding_until.lock().unwrap().is_some_and(|until| until > holding_past))
+            .filter(|&index| slots[index].holding_until(Some(hold)).is_some_and(|until| until > holding_past))
             .collect();
         if !long.is_empty() {
             return long[rng.usize(0..long.len())];

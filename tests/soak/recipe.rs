@@ -1,4 +1,5 @@
-//! The recipes the soak mixes, their lock paths, and a hold of any of them.
+//! The recipes the soak mixes (the locks, and the two leader elections), their paths, and a hold
+//! of any lock.
 
 use std::time::Duration;
 
@@ -11,8 +12,8 @@ use zookeeper_client::Client;
 /// Leases of the soak's semaphore: more than one, so holders really share it.
 pub const MAX_LEASES: usize = 2;
 
-/// One way of taking a lock; each has its own path(s), except that both sides of the
-/// read-write lock share one.
+/// One way of taking a lock, or of being elected leader; each has its own path(s), except that
+/// both sides of the read-write lock share one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Recipe {
     Mutex,
@@ -25,10 +26,15 @@ pub enum Recipe {
     Semaphore,
     SemaphoreMutex,
     MultiLock,
+    /// A `LeaderLatch` participant, which leaves after a full term and joins again.
+    LeaderLatch,
+    /// A `LeaderSelector` participant (auto-requeue), whose closure leads for one term.
+    LeaderSelector,
 }
 
 impl Recipe {
-    pub const ALL: [Recipe; 7] = [
+    /// The locks, which the workers take in turns.
+    pub const LOCKS: [Recipe; 7] = [
         Recipe::Mutex,
         Recipe::Write,
         Recipe::Read,
@@ -37,6 +43,17 @@ impl Recipe {
         Recipe::SemaphoreMutex,
         Recipe::MultiLock,
     ];
+
+    /// The elections, in which every client takes part all along.
+    pub const ELECTIONS: [Recipe; 2] = [Recipe::LeaderLatch, Recipe::LeaderSelector];
+
+    /// How many recipes there are.
+    pub const COUNT: usize = Recipe::LOCKS.len() + Recipe::ELECTIONS.len();
+
+    /// Every recipe: the locks, then the elections.
+    pub fn all() -> impl Iterator<Item = Recipe> {
+        Recipe::LOCKS.into_iter().chain(Recipe::ELECTIONS)
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -47,12 +64,14 @@ impl Recipe {
             Recipe::Semaphore => "semaphore",
             Recipe::SemaphoreMutex => "semaphore-mutex",
             Recipe::MultiLock => "multi-lock",
+            Recipe::LeaderLatch => "leader-latch",
+            Recipe::LeaderSelector => "leader-selector",
         }
     }
 
-    /// Its position in [`Recipe::ALL`], for per-recipe tables.
+    /// Its position in [`Recipe::all`], for per-recipe tables.
     pub fn index(self) -> usize {
-        Recipe::ALL.iter().position(|&recipe| recipe == self).unwrap()
+        Recipe::all().position(|recipe| recipe == self).unwrap()
     }
 
     /// How a hold of it may share its resources.
@@ -60,7 +79,12 @@ impl Recipe {
         match self {
             Recipe::Read | Recipe::Downgrade => Mode::Shared,
             Recipe::Semaphore => Mode::Lease,
-            Recipe::Mutex | Recipe::Write | Recipe::SemaphoreMutex | Recipe::MultiLock => Mode::Exclusive,
+            Recipe::Mutex
+            | Recipe::Write
+            | Recipe::SemaphoreMutex
+            | Recipe::MultiLock
+            | Recipe::LeaderLatch
+            | Recipe::LeaderSelector => Mode::Exclusive,
         }
     }
 }
@@ -76,7 +100,8 @@ pub enum Mode {
     Lease,
 }
 
-/// What a critical section occupies: one lock path (the multi-lock occupies two).
+/// What a critical section occupies: one lock path (the multi-lock occupies two), or the
+/// leadership of one election.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Resource {
     Mutex,
@@ -84,15 +109,19 @@ pub enum Resource {
     Semaphore,
     SemaphoreMutex,
     Multi(usize),
+    Latch,
+    Selector,
 }
 
-/// The lock paths of one run.
+/// The lock and election paths of one run.
 pub struct Paths {
     pub mutex: String,
     pub read_write: String,
     pub semaphore: String,
     pub semaphore_mutex: String,
     pub multi: [String; 2],
+    pub latch: String,
+    pub selector: String,
 }
 
 impl Paths {
@@ -104,10 +133,12 @@ impl Paths {
             semaphore: path("soak-semaphore"),
             semaphore_mutex: path("soak-semaphore-mutex"),
             multi: [path("soak-multi-a"), path("soak-multi-b")],
+            latch: path("soak-latch"),
+            selector: path("soak-selector"),
         }
     }
 
-    /// Every lock path with the resource it stands for.
+    /// Every lock and election path with the resource it stands for.
     pub fn all(&self) -> Vec<(Resource, &str)> {
         vec![
             (Resource::Mutex, &self.mutex),
@@ -116,6 +147,8 @@ impl Paths {
             (Resource::SemaphoreMutex, &self.semaphore_mutex),
             (Resource::Multi(0), &self.multi[0]),
             (Resource::Multi(1), &self.multi[1]),
+            (Resource::Latch, &self.latch),
+            (Resource::Selector, &self.selector),
         ]
     }
 }
@@ -170,6 +203,7 @@ impl Locks {
                 self.semaphore_mutex.acquire_timeout(timeout).await?.map(|l| Held::Lease(Resource::SemaphoreMutex, l))
             }
             Recipe::MultiLock => self.multi.acquire_timeout(timeout).await?.map(Held::Multi),
+            Recipe::LeaderLatch | Recipe::LeaderSelector => unreachable!("{} is not a lock", recipe.name()),
         })
     }
 }

@@ -40,7 +40,7 @@ impl FaultCounts {
 
 #[derive(Default)]
 pub struct Tally {
-    recipes: [RecipeCounts; Recipe::ALL.len()],
+    recipes: [RecipeCounts; Recipe::COUNT],
     pub faults: FaultCounts,
     /// Clients that replaced a client whose session had ended.
     pub reconnects: AtomicU64,

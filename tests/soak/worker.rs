@@ -6,11 +6,14 @@ use std::time::{Duration, Instant};
 use fastrand::Rng;
 use tokio::sync::watch;
 
-use super::fence::Verdict;
+use super::client::Hold;
 use super::history::Section;
 use super::recipe::{Held, Locks, Recipe};
 use super::tally::bump;
 use super::Run;
+
+/// One critical section in this many is long enough to meet a fault while holding.
+const LONG_HOLD_ONE_IN: u8 = 10;
 
 pub async fn work(index: usize, run: &Run, rng: &mut Rng) {
     let slot = &run.slots[index];
@@ -23,7 +26,7 @@ pub async fn work(index: usize, run: &Run, rng: &mut Rng) {
             locks = Some((session, Locks::new(&client, &run.paths)));
         }
         let locks = &locks.as_ref().unwrap().1;
-        let recipe = Recipe::ALL[rng.usize(..Recipe::ALL.len())];
+        let recipe = Recipe::LOCKS[rng.usize(..Recipe::LOCKS.len())];
         let counts = run.tally.of(recipe);
         let attempt = if rng.u8(0..10) < 2 {
             // Cancel the acquire after a few milliseconds, wherever it is.
@@ -57,19 +60,20 @@ async fn critical_section(
     let counts = run.tally.of(recipe);
     bump(&counts.acquisitions);
     let start = Instant::now();
-    let hold = hold_time(rng);
-    let holding_until = &run.slots[index].holding_until;
-    *holding_until.lock().unwrap() = Some(start + hold);
-    let mut told_lost = !access(run, recipe, &held);
+    let hold = hold_time(rng, LONG_HOLD_ONE_IN);
+    let holding = run.slots[index].holding(Hold::Lock, start + hold);
+    let writer = run.fences.writer();
+    let access = || run.access(recipe, writer, || held.parts());
+    let mut told_lost = !access();
     if !told_lost {
         tokio::select! {
-            _ = tokio::time::sleep(hold) => told_lost = !access(run, recipe, &held),
+            _ = tokio::time::sleep(hold) => told_lost = !access(),
             _ = held.lost() => told_lost = true,
             _ = async { let _ = stop.wait_for(|stopped| *stopped).await; } => {}
         }
     }
     let end = Instant::now();
-    *holding_until.lock().unwrap() = None;
+    drop(holding);
     if told_lost {
         bump(&counts.losses);
     }
@@ -88,25 +92,7 @@ async fn critical_section(
     }
 }
 
-/// Mostly short critical sections; one in ten long enough to meet a fault while holding.
-fn hold_time(rng: &mut Rng) -> Duration {
-    Duration::from_millis(if rng.u8(0..10) == 0 { rng.u64(2_000..12_000) } else { rng.u64(1..40) })
-}
-
-/// Uses every resource the hold protects; `false` once the holder knows it lost (part of) it,
-/// or a fence refused it (a violation, counted here).
-fn access(run: &Run, recipe: Recipe, held: &Held) -> bool {
-    let counts = run.tally.of(recipe);
-    let verdicts = run.fences.access(recipe.mode(), || held.parts());
-    for verdict in &verdicts {
-        match verdict {
-            Verdict::Accepted | Verdict::KnownLost => {}
-            Verdict::RefusedAfterLoss => bump(&counts.stale_after_loss),
-            Verdict::RefusedWhileHeld => {
-                bump(&counts.stale_while_held);
-                eprintln!("soak: a {} holder's token was refused while it believed it held", recipe.name());
-            }
-        }
-    }
-    verdicts.iter().all(|verdict| *verdict == Verdict::Accepted)
+/// Mostly short holds; one in `one_in` long enough to meet a fault while holding.
+pub fn hold_time(rng: &mut Rng, one_in: u8) -> Duration {
+    Duration::from_millis(if rng.u8(0..one_in) == 0 { rng.u64(2_000..12_000) } else { rng.u64(1..40) })
 }
