@@ -272,7 +272,12 @@ where
             () = election.closing() => TermEnd::Closed,
             _ = leadership.loss_known() => TermEnd::Lost,
             _ = interrupts.changed() => TermEnd::Interrupted,
-            () = lead(leadership.clone()) => TermEnd::Finished,
+            finished = caught(lead(leadership.clone())) => {
+                if finished.is_err() {
+                    tracing::error!(target: "zklock", path = election.path(), id = %election.id, "the leader's work panicked; the term ends");
+                }
+                TermEnd::Finished
+            }
         };
         election.place.send_replace(None);
         match guard.release().await {
@@ -302,6 +307,18 @@ where
         election.mutex.label().left_election(&election.id, &err);
         election.state.send_replace(State::Ended(err));
     }
+}
+
+/// Runs `work`, turning a panic into `Err` (as Curator catches what `takeLeadership` throws):
+/// a leader's work that panics ends its term, not the participant's task.
+async fn caught<Fut: Future<Output = ()>>(work: Fut) -> std::thread::Result<()> {
+    let mut work = std::pin::pin!(work);
+    std::future::poll_fn(|cx| match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.as_mut().poll(cx))) {
+        Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+        Ok(std::task::Poll::Ready(())) => std::task::Poll::Ready(Ok(())),
+        Err(panic) => std::task::Poll::Ready(Err(panic)),
+    })
+    .await
 }
 
 /// What a [`LeaderLatch`](crate::LeaderLatch) and a [`LeaderSelector`](crate::LeaderSelector)

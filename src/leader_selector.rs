@@ -25,6 +25,8 @@ use crate::{InterProcessMutex, Leadership, MutexBuilder, Result};
 /// [`interrupt_leadership`](Self::interrupt_leadership) is called, or the selector is closed
 /// (Curator interrupts the leader's thread). Work that must not stop halfway can watch
 /// [`Leadership::lost`] itself and fence what it writes with [`Leadership::epoch`].
+/// A panic in the leader's work ends its term (logged at `error`), not the selector, as Curator
+/// catches what `takeLeadership` throws.
 ///
 /// When the session expires the selector ends (zookeeper-client sessions cannot be renewed):
 /// [`close`](Self::close) returns [`Error::SessionExpired`](crate::Error::SessionExpired); connect

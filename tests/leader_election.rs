@@ -639,3 +639,34 @@ async fn closing_a_latch_as_its_loss_is_seen_leaves_no_node() {
         assert!(left.is_empty(), "round {round}: close() returned with our new node still there: {left:?}");
     }
 }
+
+/// Fails before the leader's work was run under `catch_unwind`: the panic ended the selector's
+/// task, and it never led again.
+#[tokio::test]
+async fn a_leaders_work_that_panics_ends_its_term_and_the_selector_leads_again() {
+    let path = unique_path("selector-panicking-work");
+    let client = connect().await;
+    let selector = LeaderSelector::builder(&client, &path, "p").auto_requeue(true).build().unwrap();
+    let (terms, mut led) = mpsc::unbounded_channel();
+    let mut term = 0;
+    selector
+        .start(move |leadership| {
+            term += 1;
+            let (terms, this_term) = (terms.clone(), term);
+            async move {
+                terms.send(leadership).unwrap();
+                if this_term == 1 {
+                    panic!("the leader's work fails in its first term");
+                }
+                std::future::pending::<()>().await
+            }
+        })
+        .await
+        .unwrap();
+    let first = led.recv().await.unwrap();
+    let second = tokio::time::timeout(PROMPTLY, led.recv()).await.expect("no second term").unwrap();
+    assert!(!first.is_held() && second.is_held(), "{first:?} {second:?}");
+    assert!(second.epoch() > first.epoch());
+    selector.close().await.unwrap();
+    assert!(children(&client, &path).await.is_empty());
+}
