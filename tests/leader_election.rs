@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::{children, connect, connect_through, eventually, server, unique_path, wait_for_children};
 use tokio::sync::{mpsc, oneshot};
-use zklock::{ElectionParticipant, Error, LeaderLatch, LeaderSelector, Leadership, LossReason};
+use zklock::{ElectionParticipant, Error, LeaderLatch, LeaderSelector, Leadership, LossPolicy, LossReason};
 use zklock_testcontainers::{expire_session, Proxy};
 use zookeeper_client::Client;
 
@@ -137,6 +137,43 @@ async fn a_deleted_node_is_lost_and_the_latch_reenters_to_lead_again_with_a_grea
     );
     a.close().await.unwrap();
     assert!(children(&operator, &path).await.is_empty());
+}
+
+/// Curator's latch gives leadership up on SUSPENDED and resets on RECONNECTED; here the loss
+/// policy decides, and while the old leader's node is still there nobody else leads.
+#[tokio::test]
+async fn a_leader_cut_off_past_its_policy_is_told_first_then_rejoins_behind_the_next_leader() {
+    let path = unique_path("leader-cut-off");
+    let proxy = Proxy::start(server().address()).unwrap();
+    let a_client = connect_through(&proxy, Duration::from_secs(20)).await;
+    let a = LeaderLatch::builder(&a_client, &path, "a").loss_policy(LossPolicy::AnyDisconnection).build().unwrap();
+    a.start().await.unwrap();
+    let first_term = leads(&a).await;
+    let (_b_client, b) = started_latch(&path, "b").await;
+
+    proxy.cut();
+    let reason = tokio::time::timeout(PROMPTLY, first_term.lost()).await.expect("loss not signalled");
+    assert_eq!(reason, LossReason::Disconnected { after: Duration::ZERO });
+    assert!(!a.has_leadership());
+    // The session lives and so does a's node: b must not lead beside a leader that was told.
+    assert!(b.await_leadership_timeout(Duration::from_millis(500)).await.unwrap().is_none());
+    let observer = connect().await;
+    assert!(observer.check_stat(first_term.node_path()).await.unwrap().is_some());
+
+    proxy.heal();
+    // a deletes its old node and rejoins with a new one, behind b, who now leads.
+    let b_term = leads(&b).await;
+    assert!(b_term.epoch() > first_term.epoch());
+    eventually("a rejoined behind b", || async {
+        let participants = b.participants().await.unwrap();
+        participants.len() == 2 && participants[1].id == "a" && participants[1].node_path != first_term.node_path()
+    })
+    .await;
+    b.close().await.unwrap();
+    let second_term = leads(&a).await;
+    assert!(second_term.epoch() > b_term.epoch());
+    a.close().await.unwrap();
+    assert!(children(&observer, &path).await.is_empty());
 }
 
 #[tokio::test]
