@@ -7,10 +7,12 @@
 //! when the leader's work (`lead`) finishes or is interrupted, or when the election is closed;
 //! then our node is deleted. After a loss the participant queues again with a new node while the
 //! session lives (Curator's `reset`), so every term, even two of one participant, has its own
-//! node and a greater epoch. The session's end ends the election: a zookeeper-client session
-//! cannot be renewed, so a new client must make a new participant.
+//! node and a greater epoch. A zookeeper-client session cannot be renewed: after an expiry the
+//! participant connects a new client if it was given a way to (`rejoin_after_expiry`, Curator's
+//! behaviour on its framework's new session), and otherwise the session's end ends it.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,12 +21,70 @@ use tokio::task::JoinHandle;
 
 use crate::internals::queue::PlaceReport;
 use crate::internals::session_end::ended_session;
-use crate::{ElectionParticipant, Error, InterProcessMutex, Leadership, Result};
+use zookeeper_client::Client;
+
+use crate::{ElectionParticipant, Error, InterProcessMutex, Leadership, MutexBuilder, Result};
+
+/// Connects a new client for an election whose session expired (`rejoin_after_expiry`).
+#[derive(Clone)]
+pub(crate) struct Connect(Arc<dyn Fn() -> ConnectFuture + Send + Sync>);
+
+type ConnectFuture = Pin<Box<dyn Future<Output = std::result::Result<Client, zookeeper_client::Error>> + Send>>;
+
+impl Connect {
+    pub(crate) fn new<F, Fut>(connect: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<Client, zookeeper_client::Error>> + Send + 'static,
+    {
+        Connect(Arc::new(move || Box::pin(connect())))
+    }
+}
+
+impl std::fmt::Debug for Connect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Connect(..)")
+    }
+}
+
+/// The builder option of a latch and a selector alike: `rejoin_after_expiry`, into the builder's
+/// field `rejoin`.
+macro_rules! rejoin_option {
+    () => {
+        /// After the session expires, connects a new client with `connect` and joins the election
+        /// again with a new node, as Curator's participants do (Curator makes a new ZooKeeper
+        /// handle itself; a zookeeper-client `Client` cannot renew its session). A failed connect
+        /// is tried again, backing off up to 5 s, until it succeeds or the participant is closed.
+        /// The lost term's [`Leadership::lost`](crate::Leadership::lost) says
+        /// `SessionExpired`; the next term has a greater epoch.
+        ///
+        /// By default the expiry ends the participant: waiting for leadership and `close` return
+        /// [`Error::SessionExpired`](crate::Error::SessionExpired).
+        pub fn rejoin_after_expiry<F, Fut>(mut self, connect: F) -> Self
+        where
+            F: Fn() -> Fut + Send + Sync + 'static,
+            Fut: std::future::Future<Output = std::result::Result<zookeeper_client::Client, zookeeper_client::Error>>
+                + Send
+                + 'static,
+        {
+            self.rejoin = Some(crate::election::Connect::new(connect));
+            self
+        }
+    };
+}
+
+pub(crate) use rejoin_option;
 
 /// One participant of a leader election and the task that keeps it in.
 #[derive(Debug)]
 pub(crate) struct Election {
-    mutex: InterProcessMutex,
+    /// The mutex on the current session; replaced when the election rejoins on a new one.
+    mutex: Mutex<InterProcessMutex>,
+    /// Makes the mutex again on a new client.
+    builder: MutexBuilder,
+    /// How to connect a new client once the session expired; `None`: the expiry ends us.
+    rejoin: Option<Connect>,
+    path: String,
     id: String,
     /// Whether a term that ended (other than by `close`) queues again at once, with a new node;
     /// otherwise the participant waits for [`requeue`](Self::requeue).
@@ -64,9 +124,14 @@ enum TermEnd {
 }
 
 impl Election {
-    pub(crate) fn new(mutex: InterProcessMutex, id: String, auto_requeue: bool) -> Self {
-        Election {
-            mutex,
+    /// An election over the mutex `builder` makes, for the participant `id`.
+    pub(crate) fn new(builder: MutexBuilder, id: String, auto_requeue: bool, rejoin: Option<Connect>) -> Result<Self> {
+        let mutex = builder.clone().build()?;
+        Ok(Election {
+            path: mutex.path().to_owned(),
+            mutex: Mutex::new(mutex),
+            builder,
+            rejoin,
             id,
             auto_requeue,
             state: watch::Sender::new(State::NotStarted),
@@ -75,7 +140,12 @@ impl Election {
             interrupts: watch::Sender::new(0),
             requeues: Notify::new(),
             task: Mutex::new(None),
-        }
+        })
+    }
+
+    /// The mutex on the current session.
+    fn mutex(&self) -> InterProcessMutex {
+        self.mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
     }
 
     pub(crate) fn id(&self) -> &str {
@@ -83,7 +153,7 @@ impl Election {
     }
 
     pub(crate) fn path(&self) -> &str {
-        self.mutex.path()
+        &self.path
     }
 
     /// Joins the election: spawns the task that takes terms and runs `lead` in each, and returns
@@ -160,7 +230,7 @@ impl Election {
 
     /// Every participant in queue order, the leader first.
     pub(crate) async fn participants(&self) -> Result<Vec<ElectionParticipant>> {
-        Ok(ElectionParticipant::from_queue(self.mutex.participants_with_data().await?))
+        Ok(ElectionParticipant::from_queue(self.mutex().participants_with_data().await?))
     }
 
     /// Ends the current term, if we lead.
@@ -220,7 +290,7 @@ impl Election {
         // term's node, if the server still has it, is deleted in the background or with the
         // session.)
         let removed = match self.place.send_replace(None) {
-            Some(place) => place.remove(self.mutex.client(), self.path()).await,
+            Some(place) => place.remove(self.mutex().client(), self.path()).await,
             None => Ok(()),
         };
         let before = self.state.send_replace(State::Closed);
@@ -240,6 +310,52 @@ impl Election {
         // The sender lives in `self`, so this resolves only once closing is set.
         let _ = self.closing.subscribe().wait_for(|closing| *closing).await;
     }
+
+    /// After `ended` ended our session: when the election rejoins after an expiry, connects a new
+    /// client (retrying, backing off up to 5 s, until it connects or the election is closed) and
+    /// puts the mutex on it.
+    async fn reconnect(&self, ended: &Error) -> Reconnected {
+        let (Some(connect), Error::SessionExpired) = (&self.rejoin, ended) else {
+            return Reconnected::No;
+        };
+        let mut pause = Duration::from_millis(100);
+        loop {
+            let connected = tokio::select! {
+                biased;
+                () = self.closing() => return Reconnected::Closed,
+                connected = (connect.0)() => connected,
+            };
+            match connected.map_err(|source| Error::zookeeper("connect", &self.path, source)) {
+                Ok(client) => {
+                    let Ok(mutex) = self.builder.clone().on_client(&client).build() else {
+                        // The same path and options built before: unreachable, but not a panic.
+                        return Reconnected::No;
+                    };
+                    *self.mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = mutex;
+                    return Reconnected::Yes;
+                }
+                Err(err) => {
+                    tracing::warn!(target: "zklock", path = %self.path, id = %self.id, error = %err, "could not connect a new session to rejoin the election")
+                }
+            }
+            tokio::select! {
+                biased;
+                () = self.closing() => return Reconnected::Closed,
+                () = tokio::time::sleep(pause) => pause = (pause * 2).min(Duration::from_secs(5)),
+            }
+        }
+    }
+}
+
+/// What became of an election whose session ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Reconnected {
+    /// On a new session: it joins again.
+    Yes,
+    /// It does not rejoin (not asked to, or the session was closed rather than expired).
+    No,
+    /// Closed while connecting.
+    Closed,
 }
 
 /// The participant's task: queue, lead, end the term, and again, until the election is closed
@@ -250,23 +366,28 @@ where
     Fut: Future<Output = ()> + Send + 'static,
 {
     let ended = loop {
+        let mutex = election.mutex();
         let acquired = tokio::select! {
             biased;
             () = election.closing() => break None,
-            acquired = election.mutex.acquire_reporting(Some(&election.place)) => acquired,
+            acquired = mutex.acquire_reporting(Some(&election.place)) => acquired,
         };
         let guard = match acquired {
             Ok(guard) => guard,
             Err(err) => {
                 election.place.send_replace(None);
-                break Some(err);
+                match election.reconnect(&err).await {
+                    Reconnected::Yes => continue,
+                    Reconnected::No => break Some(err),
+                    Reconnected::Closed => break None,
+                }
             }
         };
         let leadership = Leadership::new(Arc::clone(guard.held_node()));
         // Subscribed before the term is published, so that no interrupt falls in between.
         let mut interrupts = election.interrupts.subscribe();
         election.state.send_replace(State::Leading(leadership.clone()));
-        election.mutex.label().leadership_taken(&election.id, leadership.epoch());
+        mutex.label().leadership_taken(&election.id, leadership.epoch());
         let end = tokio::select! {
             biased;
             () = election.closing() => TermEnd::Closed,
@@ -284,9 +405,13 @@ where
             Ok(()) | Err(Error::LockLost(_)) => {}
             Err(err) => tracing::debug!(target: "zklock", path = election.path(), error = %err, "ending the term"),
         }
-        election.mutex.label().leadership_ended(&election.id, leadership.epoch(), &end);
-        if let Some(err) = ended_session(election.mutex.client()) {
-            break Some(err);
+        mutex.label().leadership_ended(&election.id, leadership.epoch(), &end);
+        if let Some(err) = ended_session(mutex.client()) {
+            match election.reconnect(&err).await {
+                Reconnected::Yes => {}
+                Reconnected::No => break Some(err),
+                Reconnected::Closed => break None,
+            }
         }
         match end {
             TermEnd::Closed => break None,
@@ -304,7 +429,7 @@ where
         election.state.send_replace(State::Queued);
     };
     if let Some(err) = ended {
-        election.mutex.label().left_election(&election.id, &err);
+        election.mutex().label().left_election(&election.id, &err);
         election.state.send_replace(State::Ended(err));
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use zookeeper_client::Client;
 
-use crate::election::{election_handle, Election};
+use crate::election::{election_handle, rejoin_option, Connect, Election};
 use crate::observe::Recipe;
 use crate::options::participant_options;
 use crate::{InterProcessMutex, Leadership, MutexBuilder, Result};
@@ -27,10 +27,12 @@ use crate::{InterProcessMutex, Leadership, MutexBuilder, Result};
 ///   the leader writes.
 /// - After a loss while the session lives (a long disconnection, the node deleted by someone
 ///   else), the latch joins again with a new node at the back of the queue, as Curator's does.
-///   When the session expires the latch ends: zookeeper-client sessions cannot be renewed, so
+///   When the session expires, a latch built with
+///   [`rejoin_after_expiry`](LeaderLatchBuilder::rejoin_after_expiry) connects a new client and
+///   joins again, as Curator's does on its framework's new session; without it the latch ends
+///   (a zookeeper-client session cannot be renewed):
 ///   [`await_leadership`](Self::await_leadership) returns
-///   [`Error::SessionExpired`](crate::Error::SessionExpired); connect a new client and make a new
-///   latch.
+///   [`Error::SessionExpired`](crate::Error::SessionExpired).
 ///
 /// # Examples
 ///
@@ -62,10 +64,13 @@ pub struct LeaderLatch {
 pub struct LeaderLatchBuilder {
     mutex: MutexBuilder,
     id: String,
+    rejoin: Option<Connect>,
 }
 
 impl LeaderLatchBuilder {
     participant_options!(mutex.options);
+
+    rejoin_option!();
 
     /// Builds the latch. Sends nothing to ZooKeeper.
     ///
@@ -74,8 +79,9 @@ impl LeaderLatchBuilder {
     /// (see [`MutexBuilder::build`]), [`Error::InvalidOptions`](crate::Error::InvalidOptions) when
     /// the ACL list is empty.
     pub fn build(self) -> Result<LeaderLatch> {
-        let mutex = self.mutex.node_data(self.id.as_bytes()).reentrant(false).serving(Recipe::LeaderLatch).build()?;
-        Ok(LeaderLatch { election: Arc::new(Election::new(mutex, self.id, true)) })
+        let mutex = self.mutex.node_data(self.id.as_bytes()).reentrant(false).serving(Recipe::LeaderLatch);
+        let election = Election::new(mutex, self.id, true, self.rejoin)?;
+        Ok(LeaderLatch { election: Arc::new(election) })
     }
 }
 
@@ -91,7 +97,7 @@ impl LeaderLatch {
 
     /// Starts building a latch with options (loss policy, ACLs).
     pub fn builder(client: &Client, path: &str, id: &str) -> LeaderLatchBuilder {
-        LeaderLatchBuilder { mutex: InterProcessMutex::builder(client, path), id: id.to_owned() }
+        LeaderLatchBuilder { mutex: InterProcessMutex::builder(client, path), id: id.to_owned(), rejoin: None }
     }
 
     /// Joins the election, and returns once our node is in it (so that

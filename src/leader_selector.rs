@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use zookeeper_client::Client;
 
-use crate::election::{election_handle, Election};
+use crate::election::{election_handle, rejoin_option, Connect, Election};
 use crate::observe::Recipe;
 use crate::options::participant_options;
 use crate::{InterProcessMutex, Leadership, MutexBuilder, Result};
@@ -28,9 +28,11 @@ use crate::{InterProcessMutex, Leadership, MutexBuilder, Result};
 /// A panic in the leader's work ends its term (logged at `error`), not the selector, as Curator
 /// catches what `takeLeadership` throws.
 ///
-/// When the session expires the selector ends (zookeeper-client sessions cannot be renewed):
-/// [`close`](Self::close) returns [`Error::SessionExpired`](crate::Error::SessionExpired); connect
-/// a new client and make a new selector.
+/// When the session expires, a selector built with
+/// [`rejoin_after_expiry`](LeaderSelectorBuilder::rejoin_after_expiry) connects a new client and
+/// queues again (under its requeue rule); without it the selector ends (a zookeeper-client session
+/// cannot be renewed): [`close`](Self::close) returns
+/// [`Error::SessionExpired`](crate::Error::SessionExpired).
 ///
 /// # Examples
 ///
@@ -64,6 +66,7 @@ pub struct LeaderSelector {
 pub struct LeaderSelectorBuilder {
     mutex: MutexBuilder,
     id: String,
+    rejoin: Option<Connect>,
     auto_requeue: bool,
 }
 
@@ -79,6 +82,8 @@ impl LeaderSelectorBuilder {
 
     participant_options!(mutex.options);
 
+    rejoin_option!();
+
     /// Builds the selector. Sends nothing to ZooKeeper.
     ///
     /// # Errors
@@ -86,9 +91,9 @@ impl LeaderSelectorBuilder {
     /// (see [`MutexBuilder::build`]), [`Error::InvalidOptions`](crate::Error::InvalidOptions) when
     /// the ACL list is empty.
     pub fn build(self) -> Result<LeaderSelector> {
-        let mutex =
-            self.mutex.node_data(self.id.as_bytes()).reentrant(false).serving(Recipe::LeaderSelector).build()?;
-        Ok(LeaderSelector { election: Arc::new(Election::new(mutex, self.id, self.auto_requeue)) })
+        let mutex = self.mutex.node_data(self.id.as_bytes()).reentrant(false).serving(Recipe::LeaderSelector);
+        let election = Election::new(mutex, self.id, self.auto_requeue, self.rejoin)?;
+        Ok(LeaderSelector { election: Arc::new(election) })
     }
 }
 
@@ -108,6 +113,7 @@ impl LeaderSelector {
             mutex: InterProcessMutex::builder(client, path),
             id: id.to_owned(),
             auto_requeue: false,
+            rejoin: None,
         }
     }
 

@@ -77,7 +77,7 @@ pub struct InterProcessMutex {
 /// [`InterProcessReadWriteLock`](crate::InterProcessReadWriteLock)) with options; from
 /// [`InterProcessMutex::builder`]. Every recipe's builder takes the same options: ACLs, loss
 /// policy, node data.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct MutexBuilder {
     client: Client,
@@ -168,6 +168,12 @@ impl MutexBuilder {
             InterProcessMutex { participant: read },
             InterProcessMutex { participant: write },
         ))
+    }
+
+    /// The same mutex on another client (a leader election rejoining on a new session).
+    pub(crate) fn on_client(mut self, client: &Client) -> Self {
+        self.client = client.clone();
+        self
     }
 
     /// The mutex serves `recipe` (a semaphore's gate): its events and metrics say so.

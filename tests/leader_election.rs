@@ -6,6 +6,8 @@
 mod common;
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::{children, connect, connect_through, eventually, server, unique_path, wait_for_children};
@@ -162,18 +164,51 @@ async fn a_leader_cut_off_past_its_policy_is_told_first_then_rejoins_behind_the_
 
     proxy.heal();
     // a deletes its old node and rejoins with a new one, behind b, who now leads.
-    let b_term = leads(&b).await;
+    takes_turns_after_a_lost_term(&a, &first_term, &b).await;
+    a.close().await.unwrap();
+    assert!(children(&observer, &path).await.is_empty());
+}
+
+/// After `a` lost `first_term`: `b` (queued behind it) leads with a greater epoch, `a` rejoins
+/// behind `b` with a new node, and once `b` closes, `a` leads again with a greater epoch still.
+async fn takes_turns_after_a_lost_term(a: &LeaderLatch, first_term: &Leadership, b: &LeaderLatch) {
+    let b_term = leads(b).await;
     assert!(b_term.epoch() > first_term.epoch());
     eventually("a rejoined behind b", || async {
         let participants = b.participants().await.unwrap();
-        participants.len() == 2 && participants[1].id == "a" && participants[1].node_path != first_term.node_path()
+        participants.len() == 2 && participants[1].id == a.id() && participants[1].node_path != first_term.node_path()
     })
     .await;
     b.close().await.unwrap();
-    let second_term = leads(&a).await;
+    let second_term = leads(a).await;
     assert!(second_term.epoch() > b_term.epoch());
+}
+
+/// Curator's latch joins again on its framework's new session after an expiry; a latch given a
+/// way to connect does too.
+#[tokio::test]
+async fn a_latch_told_to_rejoin_after_expiry_leads_again_on_a_new_session() {
+    let path = unique_path("leader-rejoins");
+    let (proxy, client) = expirable_session().await;
+    let connects = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&connects);
+    let a = LeaderLatch::builder(&client, &path, "a")
+        .rejoin_after_expiry(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async { Ok(connect().await) }
+        })
+        .build()
+        .unwrap();
+    a.start().await.unwrap();
+    let first_term = leads(&a).await;
+    let (_b_client, b) = started_latch(&path, "b").await;
+
+    expire_session(&client, &proxy).await.unwrap();
+    assert_eq!(tokio::time::timeout(PROMPTLY, first_term.lost()).await, Ok(LossReason::SessionExpired));
+    takes_turns_after_a_lost_term(&a, &first_term, &b).await;
+    assert_eq!(connects.load(Ordering::SeqCst), 1, "one new session");
     a.close().await.unwrap();
-    assert!(children(&observer, &path).await.is_empty());
+    assert!(children(&connect().await, &path).await.is_empty());
 }
 
 #[tokio::test]
