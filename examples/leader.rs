@@ -8,7 +8,7 @@
 //! has seen (the epoch is a fencing token). Its node is deleted under it: `lost()` stops its work
 //! at once, its latch joins the queue again, and `b` then `c` lead and step down. `a` leads again
 //! with a higher epoch. Then a leader's session expires: the latch cannot join again, and a new
-//! client with a new latch leads. The selector: each leader's closure leads for a moment and
+//! client with a new latch leads; a latch built with `rejoin_after_expiry` does that by itself. The selector: each leader's closure leads for a moment and
 //! returns, and `auto_requeue` puts it back in the queue, so leadership goes round; the third
 //! leader's node is deleted mid-term, and its closure's future is dropped at once.
 
@@ -144,6 +144,24 @@ async fn expiry(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
     latch.start().await?;
     let leadership = latch.await_leadership().await?;
     println!("d leads again with a new client and latch, epoch {}", leadership.epoch());
+    latch.close().await?;
+
+    // Or the latch connects the new client itself and joins again, as Curator's does.
+    let client = Client::connect(&proxy.connect_string()).await?;
+    let fresh_session = connect.to_owned();
+    let latch = LeaderLatch::builder(&client, EXPIRY_PATH, "e")
+        .rejoin_after_expiry(move || {
+            let fresh_session = fresh_session.clone();
+            async move { Client::connect(&fresh_session).await }
+        })
+        .build()?;
+    latch.start().await?;
+    let first = latch.await_leadership().await?;
+    println!("e (built with rejoin_after_expiry) leads, epoch {}", first.epoch());
+    expire_session(&client, &proxy).await?;
+    println!("e's session expired; lost() says: {}", first.lost().await);
+    let second = latch.await_leadership().await?;
+    println!("e rejoined on a new session by itself and leads again, epoch {}", second.epoch());
     latch.close().await?;
     Ok(())
 }
