@@ -18,15 +18,13 @@ use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
+use zookeeper_client::Client;
 
 use crate::internals::queue::PlaceReport;
 use crate::internals::session_end::ended_session;
-use zookeeper_client::Client;
-
 use crate::{ElectionParticipant, Error, InterProcessMutex, Leadership, MutexBuilder, Result};
 
 /// Connects a new client for an election whose session expired (`rejoin_after_expiry`).
-#[derive(Clone)]
 pub(crate) struct Connect(Arc<dyn Fn() -> ConnectFuture + Send + Sync>);
 
 type ConnectFuture = Pin<Box<dyn Future<Output = std::result::Result<Client, zookeeper_client::Error>> + Send>>;

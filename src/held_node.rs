@@ -71,7 +71,7 @@ impl HeldNode {
     /// Resolves with the reason once the hold is lost; sets the node watch on first use.
     pub(crate) async fn lost(&self) -> LossReason {
         watch_node(&self.client, &self.path, &self.signal);
-        self.signal.lost().await
+        self.loss_known().await
     }
 
     /// Resolves with the reason once the hold is known lost, without setting the node watch

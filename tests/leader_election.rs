@@ -671,9 +671,9 @@ fn errors_are_clone(error: &Error) -> Error {
     error.clone()
 }
 
-/// Fails on 9bab21a: `close()` sees through the delete of a node whose create was confirmed
-/// (`queued`), but a create still in flight when the task stops is left to the acquire's
-/// background cleanup, so `close()` returns while our node is still in the queue.
+/// `close()` right after `requeue()` stops the task while the new node's create may be in
+/// flight: `close` must find that node by its prefix and see its delete through, not leave it to
+/// the acquire's background cleanup. The delays sweep the window.
 #[tokio::test]
 async fn closing_a_selector_while_it_queues_again_leaves_no_node() {
     let path = unique_path("selector-close-requeueing");
@@ -692,10 +692,9 @@ async fn closing_a_selector_while_it_queues_again_leaves_no_node() {
     }
 }
 
-/// Fails on 9bab21a every time: after a loss the latch re-enters at once, and `close()` called
-/// as the loss is seen (the latch's own doc example) stops it while that create is in flight;
-/// the node is left to the acquire's background cleanup, so it is still there when `close()`
-/// returns. Same cause as the test above.
+/// After a loss the latch re-enters at once, so `close()` called as the loss is seen (the
+/// latch's own doc example) stops it while that create is in flight; as above, `close` must not
+/// return before that node is gone.
 #[tokio::test]
 async fn closing_a_latch_as_its_loss_is_seen_leaves_no_node() {
     let path = unique_path("leader-close-after-loss");
@@ -712,8 +711,8 @@ async fn closing_a_latch_as_its_loss_is_seen_leaves_no_node() {
     }
 }
 
-/// Fails before the leader's work was run under `catch_unwind`: the panic ended the selector's
-/// task, and it never led again.
+/// A panic in the leader's work must end its term, not the selector's task (which would leave
+/// the selector out of the election for good).
 #[tokio::test]
 async fn a_leaders_work_that_panics_ends_its_term_and_the_selector_leads_again() {
     let path = unique_path("selector-panicking-work");

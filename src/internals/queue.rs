@@ -98,10 +98,10 @@ pub(crate) async fn enter<W: Wait>(
     loop {
         let prefix = spec.schema.protected_prefix(&uuid::Uuid::new_v4());
         let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
-        let prefix_shared: Arc<str> = prefix.as_str().into();
+        // Only an election asks: a lock's acquire allocates nothing for it.
         let report = |node: Option<&str>| {
             if let Some(place) = spec.place {
-                place.send_replace(Some(Place { prefix: Arc::clone(&prefix_shared), node: node.map(Arc::from) }));
+                place.send_replace(Some(Place { prefix: prefix.as_str().into(), node: node.map(Arc::from) }));
             }
         };
         report(None);
