@@ -10,7 +10,7 @@ use zookeeper_client::{Client, MultiWriteResult, MultiWriter};
 use crate::fenced_write::{self, fenced_writer};
 use crate::internals::hold_signal::HoldSignal;
 use crate::internals::node::{delete_in_background, delete_released, LockNode};
-use crate::internals::node_watch::watch_node;
+use crate::internals::node_watch::{keep_node_watch, watch_node};
 use crate::internals::session_end::ended_session;
 use crate::internals::session_watch::SessionWatch;
 use crate::observe::HoldEvents;
@@ -30,8 +30,8 @@ pub(crate) struct HeldNode {
 
 impl HeldNode {
     /// Starts watching for the loss of `node`, now held, through `session_watch` (the session's
-    /// state at once, the node itself once the hold has lasted a while); `events` tells the
-    /// operator what becomes of it.
+    /// state at once; the node itself at once when its wait left a watch on it, else once the
+    /// hold has lasted a while); `events` tells the operator what becomes of it.
     pub(crate) fn new(
         client: &Client,
         node: LockNode,
@@ -45,6 +45,9 @@ impl HeldNode {
             signal: HoldSignal::new(events),
             _session_watch: Arc::clone(session_watch),
         };
+        if let Some(armed) = node.watch {
+            keep_node_watch(client, &held.path, &held.signal, armed);
+        }
         session_watch.register(&held.signal, &held.path);
         held
     }

@@ -20,7 +20,7 @@ use crate::internals::take_lease::take_lease;
 use crate::observe::{LockLabel, Recipe};
 use crate::options::lock_options;
 use crate::participant::ParticipantOptions;
-use crate::{AclProvider, Error, InterProcessMutex, Lease, ParticipantNode, Result};
+use crate::{AclProvider, Error, InterProcessMutex, Lease, LossReason, ParticipantNode, Result};
 
 /// A counting semaphore: at most `max_leases` leases are held at once by every process that
 /// uses the same ZooKeeper path; Apache Curator's `InterProcessSemaphoreV2`, wire-compatible.
@@ -260,11 +260,29 @@ impl InterProcessSemaphoreV2 {
         outcome
     }
 
+    /// Takes the leases, starting over from the semaphore's mutex while an operator's deletion
+    /// of one of our nodes ends an attempt (as Curator's `RETRY_DUE_TO_MISSING_NODE`).
     async fn take_leases(&self, quantity: u32, patience: Patience, started: Instant) -> Result<Option<Vec<Lease>>> {
-        let inner = &self.inner;
-        if quantity == 0 || quantity > inner.max_leases {
+        if quantity == 0 || quantity > self.inner.max_leases {
             return Err(Error::InvalidOptions("the quantity of leases must be between 1 and max_leases"));
         }
+        loop {
+            match self.take_leases_once(quantity, patience, started).await {
+                Err(Error::LockNodeDeleted { path }) if ended_session(&self.inner.client).is_none() => {
+                    tracing::debug!(node = %path, "a node of ours was deleted while taking leases; starting over");
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    async fn take_leases_once(
+        &self,
+        quantity: u32,
+        patience: Patience,
+        started: Instant,
+    ) -> Result<Option<Vec<Lease>>> {
+        let inner = &self.inner;
         if let Some(ended) = ended_session(&inner.client) {
             return Err(ended);
         }
@@ -291,7 +309,7 @@ impl InterProcessSemaphoreV2 {
         let mut leases = Vec::with_capacity(quantity as usize);
         let mut outcome = Ok(true);
         while leases.len() < quantity as usize {
-            match take_lease(&spec, inner.max_leases as usize, patience).await {
+            match take_lease(&spec, inner.max_leases as usize, patience, &guard).await {
                 Ok(Some(node)) => {
                     let events = inner.label.acquired(&node.path, node.czxid, started);
                     leases.push(Lease::new(HeldNode::new(&inner.client, node, &inner.session_watch, events)));
@@ -309,8 +327,11 @@ impl InterProcessSemaphoreV2 {
                 let _ = lease.release().await;
             }
         }
-        if let Err(err) = guard.release().await {
-            tracing::warn!(path = %inner.path, error = %err, "could not release the semaphore's mutex");
+        match guard.release().await {
+            // The gate's node was deleted (an operator, as the outcome may already say): nothing
+            // of ours is left in its queue.
+            Ok(()) | Err(Error::LockNodeDeleted { .. } | Error::LockLost(LossReason::NodeDeleted)) => {}
+            Err(err) => tracing::warn!(path = %inner.path, error = %err, "could not release the semaphore's mutex"),
         }
         outcome.map(|complete| complete.then_some(leases))
     }

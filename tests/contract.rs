@@ -9,6 +9,8 @@ mod common;
 
 #[path = "contract/exclusion.rs"]
 mod exclusion;
+#[path = "contract/ghost.rs"]
+mod ghost;
 #[path = "contract/give_up.rs"]
 mod give_up;
 #[path = "contract/leader.rs"]
@@ -40,6 +42,11 @@ macro_rules! contracts {
             #[tokio::test]
             async fn at_most_one_holder_across_processes() {
                 exclusion::across_processes::<$under_test>(&named("at_most_one_holder_across_processes")).await;
+            }
+
+            #[tokio::test]
+            async fn a_waiter_whose_node_was_deleted_never_holds_on_it() {
+                ghost::a_waiter_whose_node_was_deleted_never_holds_on_it::<$under_test>().await;
             }
 
             #[tokio::test]
@@ -99,6 +106,11 @@ contracts! {
     // A term of leadership is the hold (see contract/leader.rs).
     leader_latch: leader::Latch [lost_at_once_under_the_strict_policy],
     leader_selector: leader::Selector [lost_at_once_under_the_strict_policy],
+}
+
+#[tokio::test]
+async fn a_semaphore_taker_whose_mutex_node_was_deleted_starts_over() {
+    ghost::a_semaphore_taker_whose_mutex_node_was_deleted_starts_over().await;
 }
 
 #[path = "contract/multi.rs"]

@@ -209,30 +209,49 @@ async fn the_lock_path_deleted_during_contention_is_survived_and_signalled() {
     let last = InterProcessMutex::new(&clients[2], &path).unwrap();
     let last_waiting = tokio::spawn({
         let last = last.clone();
-        async move { last.acquire().await.map(|guard| guard.fencing_token()) }
+        async move { last.acquire().await }
     });
     wait_for_children(&clients[0], &path, 3).await;
 
-    // An operator deletes the whole lock path, children first (zkCli's deleteall), skipping the
-    // nodes that go on their own meanwhile (a waiter that got the lock and let it go).
+    // An operator wipes the queue from the back, then the lock path. (Deleted from the front, a
+    // waiter would hold for an instant on its own node, which still exists when its predecessor
+    // goes, and then lose it: a hold that began on a real node.)
     let operator = connect().await;
-    for child in common::children(&operator, &path).await {
-        match operator.delete(&format!("{path}/{child}"), None).await {
-            Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
-            Err(err) => panic!("delete {child}: {err}"),
-        }
+    let queue = last.participants().await.unwrap();
+    assert_eq!(queue.len(), 3);
+    for node in queue.iter().rev() {
+        operator.delete(node, None).await.unwrap();
     }
     let _ = operator.delete(&path, None).await;
 
     assert_eq!(tokio::time::timeout(PROMPTLY, holder.lost()).await.unwrap(), LossReason::NodeDeleted);
-    // The next waiter saw its only predecessor go and took the lock without listing (see
-    // DESIGN.md); its node is gone too, and its loss signal says so.
-    let next_guard = tokio::time::timeout(PROMPTLY, next_waiting).await.unwrap().unwrap().unwrap();
-    assert_eq!(tokio::time::timeout(PROMPTLY, next_guard.lost()).await.unwrap(), LossReason::NodeDeleted);
-    // The last waiter listed, found its node gone, and queued again under a recreated path.
-    let last_token = tokio::time::timeout(PROMPTLY, last_waiting).await.unwrap().unwrap().unwrap();
-    assert!(last_token > next_guard.fencing_token(), "the newer holder carries the higher token");
-    drop((holder, next_guard));
+    // Both waiters find their nodes gone (neither holds on a deleted node) and queue again under
+    // a recreated path: one holds, on a node that exists, and the other waits behind it.
+    let (mut next_waiting, mut last_waiting) = (next_waiting, last_waiting);
+    let (first, second) = tokio::time::timeout(PROMPTLY, async {
+        tokio::select! {
+            first = &mut next_waiting => (first, last_waiting),
+            first = &mut last_waiting => (first, next_waiting),
+        }
+    })
+    .await
+    .expect("nobody holds after the path was recreated");
+    let first = first.unwrap().unwrap();
+    assert!(first.is_held());
+    assert!(
+        operator.check_stat(first.node_path()).await.unwrap().is_some(),
+        "held on a deleted node {} (the queue: {:?})",
+        first.node_path(),
+        common::children(&operator, &path).await
+    );
+    assert!(first.fencing_token() > holder.fencing_token(), "the newer holder carries the higher token");
+    assert!(!second.is_finished(), "two holders after the path was recreated");
+    let first_token = first.fencing_token();
+    first.release().await.unwrap();
+    let second = tokio::time::timeout(PROMPTLY, second).await.unwrap().unwrap().unwrap();
+    assert!(second.fencing_token() > first_token, "the next holder carries the higher token");
+    second.release().await.unwrap();
+    drop(holder);
     wait_for_children(&operator, &path, 0).await;
     assert!(last.try_acquire().await.unwrap().is_some(), "the lock works again");
 }

@@ -234,12 +234,13 @@ async fn the_next_in_line_takes_the_lock_without_listing_again() {
     let before = requests_received(&clients[1]);
     let next = queue_up(&mutexes[1]);
     wait_for_queue(&clients[0], path, 2).await;
-    let queued = requests_after(&clients[1], before, 3).await;
+    let queued = requests_after(&clients[1], before, 4).await;
     holder.release().await.unwrap();
     next.held.await.unwrap();
-    // Create and list (one round trip), the watch on the holder; its deletion alone proves we
-    // are first: sequence numbers only grow, so nothing can have come ahead of us.
-    assert_eq!(queued - before, 3, "create, list, watch");
+    // Create and list (one round trip), the watches on our own node and on the holder (one
+    // round trip); the holder's deletion, seen before any deletion of ours, proves we are first
+    // and still queued: sequence numbers only grow, so nothing can have come ahead of us.
+    assert_eq!(queued - before, 4, "create, list, watch ours, watch the holder");
     assert_eq!(requests_received(&clients[1]), queued, "no request after the holder's release");
     next.release.send(()).unwrap();
     next.task.await.unwrap();

@@ -14,7 +14,8 @@ pub(crate) enum Decision<'a> {
         /// `max_leases` nodes were ahead of ours and one of them goes, fewer than `max_leases`
         /// remain ahead whatever else happens. The one node created later that sorts level
         /// with an older one is a downgrade's read node, level with its owner's write node:
-        /// hence [`Rule::Writer`].
+        /// hence [`Rule::Writer`]. This speaks of the nodes ahead only: holding also needs our
+        /// own node to exist, which the queue proves with a watch on it (anyone may delete it).
         holds_when_gone: bool,
     },
     /// Our node is not in the queue: it was deleted (by its session's end or by someone else).

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::deadline::{within, CLEANUP_AFTER_DEADLINE};
+use super::node_watch::OwnNodeWatch;
 use super::queue::QueueSpec;
 use super::retry::{back_off, is_connection_loss, is_transient, retry_transient};
 use crate::driver::naming::sequential_name;
@@ -16,7 +17,7 @@ use crate::driver::opening::{alone_proof, Opening, Ours, Proof};
 use crate::{Error, Result};
 
 /// A node of ours in a lock queue.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct LockNode {
     /// The full path.
     pub(crate) path: String,
@@ -26,11 +27,14 @@ pub(crate) struct LockNode {
     /// Its sequence number, when the create's reply gave it (not for a node that sorts level
     /// with another, nor one found again after a lost reply).
     pub(crate) sequence: Option<i64>,
+    /// The watch on this node that its wait set, when a handoff proved it still there (see
+    /// `queue::handoff`): the hold's loss watch, already armed.
+    pub(crate) watch: Option<OwnNodeWatch>,
 }
 
 impl LockNode {
     fn new(lock_path: &str, name: &str, czxid: i64, sequence: Option<i64>) -> Self {
-        LockNode { path: format!("{lock_path}/{name}"), name_at: lock_path.len() + 1, czxid, sequence }
+        LockNode { path: format!("{lock_path}/{name}"), name_at: lock_path.len() + 1, czxid, sequence, watch: None }
     }
 
     /// What the opening's decisions need of it.

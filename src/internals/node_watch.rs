@@ -1,10 +1,15 @@
 //! The watch on our own node that turns its deletion by someone else into a loss and a
-//! revocation request into a flag: one getData watch, set lazily, left to fire on our own
-//! delete (dropping it unfired would cost a RemoveWatches request).
+//! revocation request into a flag: one getData watch, set lazily for a hold that began on a
+//! listing, or carried over from the wait for a hold that began on a handoff (see
+//! [`OwnNodeWatch`]); left to fire on our own delete (dropping it unfired would cost a
+//! RemoveWatches request).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
-use zookeeper_client::{Client, Error as ZkError, EventType};
+use zookeeper_client::{Client, Error as ZkError, EventType, OneshotWatcher, WatchedEvent};
 
 use super::hold_signal::HoldSignal;
 use super::retry::retry_transient;
@@ -14,10 +19,62 @@ use crate::LossReason;
 /// What Curator's `Revoker.attemptRevoke` writes into a lock node to ask its holder to let go.
 pub(crate) const REVOKE_MARKER: &[u8] = b"__REVOKE__";
 
+/// A getData watch set on our own node while it waited, with the data read when it was set.
+/// Kept armed (never polled to completion before the hold) so that a hold that begins on a
+/// handoff has its loss watch already set.
+pub(crate) struct OwnNodeWatch {
+    data: Vec<u8>,
+    event: Fired,
+}
+
+/// A watch's firing, awaited in more than one place.
+type Fired = Pin<Box<dyn Future<Output = WatchedEvent> + Send + Sync>>;
+
+impl std::fmt::Debug for OwnNodeWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwnNodeWatch").field("data_len", &self.data.len()).finish_non_exhaustive()
+    }
+}
+
+impl OwnNodeWatch {
+    pub(crate) fn new(data: Vec<u8>, watcher: OneshotWatcher) -> Self {
+        OwnNodeWatch { data, event: Box::pin(watcher.changed()) }
+    }
+
+    /// Resolves once the watch fires. Not to be polled again after it resolved.
+    pub(crate) fn fired(&mut self) -> impl Future<Output = WatchedEvent> + Send + '_ {
+        &mut self.event
+    }
+
+    /// The event the watch fired with, if it did by now (every event that reached this session
+    /// before the reply or event being handled has been delivered).
+    pub(crate) fn fired_by_now(&mut self) -> Option<WatchedEvent> {
+        ready_now(self.event.as_mut())
+    }
+}
+
+/// What `future` resolves to if it is ready at its first poll.
+pub(crate) fn ready_now<F: Future>(future: F) -> Option<F::Output> {
+    match std::pin::pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => Some(output),
+        Poll::Pending => None,
+    }
+}
+
 /// Sets a getData watch on our node (once per hold) in a spawned task, and turns its firing into
 /// a loss unless our own release deleted the node. The watch is never removed: it fires on our
 /// delete, which costs nothing, where dropping it unfired would cost a RemoveWatches request.
 pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<HoldSignal>) {
+    spawn_node_watch(client, node_path, signal, None);
+}
+
+/// Takes over `armed`, the watch our node's wait set, as the hold's node watch: the hold hears
+/// of its node's deletion at once, for no request.
+pub(crate) fn keep_node_watch(client: &Client, node_path: &Arc<str>, signal: &Arc<HoldSignal>, armed: OwnNodeWatch) {
+    spawn_node_watch(client, node_path, signal, Some(armed));
+}
+
+fn spawn_node_watch(client: &Client, node_path: &Arc<str>, signal: &Arc<HoldSignal>, mut armed: Option<OwnNodeWatch>) {
     if !signal.starts_node_watch() {
         return;
     }
@@ -27,20 +84,21 @@ pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<Hol
     let (client, node_path, signal) = (client.clone(), Arc::clone(node_path), Arc::clone(signal));
     runtime.spawn(async move {
         loop {
-            let watcher = match retry_transient(|| client.get_and_watch_data(&node_path)).await {
-                Ok((data, _stat, watcher)) => {
-                    if data == REVOKE_MARKER {
-                        signal.mark_revocation_requested();
-                    }
-                    watcher
-                }
-                Err(ZkError::NoNode) => return signal.mark_lost(LossReason::NodeDeleted),
-                Err(err) => match SessionEnd::of_error(&err) {
-                    Some(end) => return signal.mark_lost(end.loss()),
-                    None => return tracing::warn!(node = %node_path, error = %err, "cannot watch the lock node"),
+            let (data, mut watch) = match armed.take() {
+                Some(OwnNodeWatch { data, event }) => (data, event),
+                None => match retry_transient(|| client.get_and_watch_data(&node_path)).await {
+                    Ok((data, _stat, watcher)) => (data, Box::pin(watcher.changed()) as Fired),
+                    Err(ZkError::NoNode) => return signal.mark_lost(LossReason::NodeDeleted),
+                    Err(err) => match SessionEnd::of_error(&err) {
+                        Some(end) => return signal.mark_lost(end.loss()),
+                        None => return tracing::warn!(node = %node_path, error = %err, "cannot watch the lock node"),
+                    },
                 },
             };
-            let event = watcher.changed().await;
+            if data == REVOKE_MARKER {
+                signal.mark_revocation_requested();
+            }
+            let event = watch.as_mut().await;
             if event.event_type == EventType::NodeDeleted {
                 return signal.mark_lost(LossReason::NodeDeleted);
             }

@@ -3,11 +3,12 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use zookeeper_client::{Acl, Client, Error as ZkError, EventType, MultiReadResult, OneshotWatcher};
+use zookeeper_client::{Acl, Client, Error as ZkError, EventType, MultiReadResult, OneshotWatcher, WatchedEvent};
 
 use super::deadline::{within, Patience};
 use super::node::{clean_up_node, create_node, list_children, FirstLook, LockNode, NodeCleanup};
-use super::retry::retry_transient;
+use super::node_watch::{ready_now, OwnNodeWatch};
+use super::retry::{is_transient, retry_transient};
 use super::session_end::{ended_session, SessionEnd};
 use crate::driver::decide::{decide, Decision, Rule};
 use crate::driver::naming::Schema;
@@ -70,10 +71,14 @@ pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Resu
 pub(crate) trait Wait {
     type Output;
 
+    /// Whether a wait that finds our node deleted queues again with a new node (within the
+    /// acquire's patience), or returns [`Error::LockNodeDeleted`] to the recipe.
+    const QUEUES_AGAIN: bool;
+
     fn wait<'a>(
         &'a self,
         spec: &'a QueueSpec<'a>,
-        node: &'a LockNode,
+        node: &'a mut LockNode,
         first: FirstLook,
         proof: Proof,
     ) -> impl Future<Output = Result<Option<Self::Output>>> + Send + 'a;
@@ -106,9 +111,9 @@ pub(crate) async fn enter<W: Wait>(
         };
         report(None);
         let outcome = match within(deadline, create_node(spec, &prefix, &mut cleanup)).await {
-            Some(Ok((node, first, proof))) => {
+            Some(Ok((mut node, first, proof))) => {
                 report(Some(&node.path));
-                match within(deadline, waiting.wait(spec, &node, first, proof)).await {
+                match within(deadline, waiting.wait(spec, &mut node, first, proof)).await {
                     Some(Ok(Some(waited))) => Ok(Some((node, waited))),
                     Some(Ok(None)) | None => Ok(None),
                     Some(Err(err)) => Err(err),
@@ -117,7 +122,7 @@ pub(crate) async fn enter<W: Wait>(
             None => Ok(None),
             Some(Err(err)) => Err(err),
         };
-        if !queues_again(&outcome, spec.client) {
+        if !W::QUEUES_AGAIN || !queues_again(&outcome, spec.client) {
             return cleanup.settle(outcome, deadline).await;
         }
     }
@@ -131,10 +136,12 @@ struct TurnWait {
 impl Wait for TurnWait {
     type Output = Opening;
 
+    const QUEUES_AGAIN: bool = true;
+
     async fn wait<'a>(
         &'a self,
         spec: &'a QueueSpec<'a>,
-        node: &'a LockNode,
+        node: &'a mut LockNode,
         first: FirstLook,
         proof: Proof,
     ) -> Result<Option<Opening>> {
@@ -199,11 +206,15 @@ enum Turn {
     GaveUp,
 }
 
-/// Waits until the rule lets `node` hold, watching only the one node the decision names.
-/// `first` is what came back with the create.
+/// Waits until the rule lets `node` hold, watching only the one node the decision names (and,
+/// on a handoff, our own). `first` is what came back with the create.
+///
+/// The invariant: we hold only on a node of ours that exists when the hold begins. A listing
+/// that shows our node first proves it; a handoff without a listing proves it by our own node's
+/// watch (see [`handoff`]), which the hold then keeps as its loss watch (`node.watch`).
 async fn wait_turn(
     spec: &QueueSpec<'_>,
-    node: &LockNode,
+    node: &mut LockNode,
     first: FirstLook,
     proof: Proof,
     patience: Patience,
@@ -244,11 +255,96 @@ async fn wait_turn(
             return Ok(Turn::GaveUp);
         }
         waited = Waited::Yes;
-        if predecessor_goes(spec.client, &predecessor).await? && holds_when_gone {
+        if !holds_when_gone {
+            predecessor_goes(spec.client, &predecessor).await?;
+            continue;
+        }
+        if let Some(watch) = handoff(spec.client, node, &predecessor).await? {
             // Held without a listing: nothing known of who is behind.
+            node.watch = Some(watch);
             return Ok(Turn::Hold(Opening::Unknown));
         }
     }
+}
+
+/// Waits for `predecessor`, the last node ahead of ours that keeps us out, to go, and returns
+/// our node's watch when that was a handoff: the predecessor is gone and our node provably still
+/// exists after its deletion. `None`: list again (the predecessor changed without going, or the
+/// proof is missing).
+///
+/// Why our node's watch proves it: its getData is sent before the predecessor's, and the server
+/// runs a session's requests in order and sends a session's watch events and replies in the
+/// order of the changes. So if our node was deleted before the predecessor's reply or deletion
+/// event was sent, our watch fired (or our getData found nothing) first, on the same connection,
+/// and the client hands events and replies on in the order they arrive. Across a reconnection
+/// that order is lost (the watches set again fire in any order), so any change of the
+/// connection's state since the two were sent voids the proof. A data change on our node fires
+/// our watch too (a revocation request): no proof either; the listing decides.
+///
+/// # Errors
+/// [`Error::LockNodeDeleted`] when our node is gone (the queue then takes a new one); a
+/// session's end; what the watch requests return that is not transient.
+async fn handoff(client: &Client, node: &LockNode, predecessor: &str) -> Result<Option<OwnNodeWatch>> {
+    let mut connection = client.state_watcher();
+    // Both sent now, ours first; awaited in turn.
+    let own = client.get_and_watch_data(&node.path);
+    let ahead = client.get_and_watch_data(predecessor);
+    let mut own = match own.await {
+        Ok((data, _stat, watcher)) => Some(OwnNodeWatch::new(data, watcher)),
+        Err(ZkError::NoNode) => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
+        Err(err) if is_transient(&err) => None,
+        Err(err) => return Err(Error::zookeeper("watch", &node.path, err)),
+    };
+    let ahead = match ahead.await {
+        Ok((_data, _stat, watcher)) => Some(watcher),
+        Err(ZkError::NoNode) => None,
+        Err(err) if is_transient(&err) => {
+            own = None;
+            match retry_transient(|| client.get_and_watch_data(predecessor)).await {
+                Ok((_data, _stat, watcher)) => Some(watcher),
+                Err(ZkError::NoNode) => None,
+                Err(err) => return Err(Error::zookeeper("watch", predecessor, err)),
+            }
+        }
+        Err(err) => return Err(Error::zookeeper("watch", predecessor, err)),
+    };
+    let gone = match ahead {
+        None => true,
+        Some(watcher) => {
+            let mut ahead_changed = std::pin::pin!(changed(watcher));
+            loop {
+                let fired = match own.as_mut() {
+                    None => break ahead_changed.await?,
+                    Some(own) => tokio::select! {
+                        biased;
+                        event = own.fired() => event,
+                        gone = &mut ahead_changed => break gone?,
+                    },
+                };
+                own = None;
+                own_node_fired(&fired, node)?;
+            }
+        }
+    };
+    let Some(mut own) = own else { return Ok(None) };
+    if let Some(fired) = own.fired_by_now() {
+        own_node_fired(&fired, node)?;
+        return Ok(None);
+    }
+    let same_connection = ready_now(connection.changed()).is_none();
+    Ok((gone && same_connection).then_some(own))
+}
+
+/// Turns our node's watch firing into the error that ends the wait, if it is one: our node
+/// deleted, or the session's end. A data change is none.
+fn own_node_fired(event: &WatchedEvent, node: &LockNode) -> Result<()> {
+    if let Some(end) = SessionEnd::of_state(event.session_state) {
+        return Err(end.error());
+    }
+    if event.event_type == EventType::NodeDeleted {
+        return Err(Error::LockNodeDeleted { path: node.path.clone() });
+    }
+    Ok(())
 }
 
 /// Waits for a change to `predecessor`; `true` when it is gone.
