@@ -35,7 +35,8 @@ pub enum Error {
     SessionClosed,
 
     /// Our lock node was deleted by someone else (an operator, a revoker, a deleted lock path)
-    /// while we waited for the lock or held it.
+    /// while we held it. (A waiting acquire whose node is deleted queues again with a new one
+    /// instead; a semaphore starts over from its mutex.)
     #[error("lock node {path} was deleted by someone else")]
     LockNodeDeleted {
         /// The full path of the node.

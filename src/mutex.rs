@@ -41,10 +41,13 @@ use crate::{Error, LockGuard, ParticipantNode, Result};
 ///   with each other, even on one client; clones of one mutex are the same participant.
 /// - **Round trips**: an uncontended acquire costs one (the create and the first listing are
 ///   sent together; right after our own release, the create alone), a release one, a reentrant
-///   acquire none. The next in line takes the lock on the holder's release without asking again;
-///   a participant that held with others queued behind it queues again watching the last of them
-///   instead of listing (four requests per contended acquisition where Curator spends five;
-///   DESIGN.md, "Round trips").
+///   acquire none. The next in line takes the lock on the holder's release without listing
+///   again (a watch on its own node, sent with the one on the holder's, proves its node is still
+///   there); a participant that held with others queued behind it queues again watching the
+///   last of them instead of listing (DESIGN.md, "Round trips").
+/// - **No ghost holders**: a waiter whose node someone else deletes (an operator "unsticking"
+///   the lock) never holds on it: it queues again at the back with a new node, within the
+///   acquire's patience, as Curator does.
 /// - **Cancel safe**: dropping an acquire future at any point leaves no node behind.
 ///
 /// # Examples
