@@ -103,6 +103,24 @@ impl Error {
         }
     }
 
+    /// The variant's name in snake case: the `kind` label of `zklock_acquire_errors_total`.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Error::InvalidPath { .. } => "invalid_path",
+            Error::InvalidOptions(_) => "invalid_options",
+            Error::SessionExpired => "session_expired",
+            Error::SessionClosed => "session_closed",
+            Error::LockNodeDeleted { .. } => "lock_node_deleted",
+            Error::LockLost(_) => "lock_lost",
+            Error::WouldDeadlock(_) => "would_deadlock",
+            Error::WriteFailed { .. } => "write_failed",
+            Error::ElectionNotStarted => "election_not_started",
+            Error::ElectionAlreadyStarted => "election_already_started",
+            Error::ElectionClosed => "election_closed",
+            Error::ZooKeeper { .. } => "zookeeper",
+        }
+    }
+
     /// A closure for `map_err` that wraps a client error with its context.
     pub(crate) fn on<'a>(operation: &'static str, path: &'a str) -> impl FnOnce(zookeeper_client::Error) -> Self + 'a {
         move |source| Error::zookeeper(operation, path, source)

@@ -51,7 +51,7 @@ mod leader_selector;
 mod leadership;
 mod lease;
 mod loss;
-mod metrics;
+pub mod metrics;
 mod multi;
 mod mutex;
 mod observe;

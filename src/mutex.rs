@@ -335,10 +335,11 @@ impl InterProcessMutex {
     async fn acquire_with(&self, patience: Patience, place: Option<&PlaceReport>) -> Result<Option<LockGuard>> {
         let started = Instant::now();
         let label = &self.participant.label;
+        let _waiting = label.waiting();
         let outcome = self.acquire_once(patience, place, started).instrument(label.acquire_span()).await;
         match &outcome {
             Ok(None) => label.timed_out(started),
-            Err(err) => tracing::debug!(target: "zklock", path = %self.path(), error = %err, "acquire failed"),
+            Err(err) => label.failed(err),
             Ok(Some(_)) => {}
         }
         outcome

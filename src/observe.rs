@@ -56,7 +56,20 @@ pub(crate) struct LockLabel {
 
 impl LockLabel {
     pub(crate) fn new(recipe: Recipe, path: &str, path_in_metrics: bool) -> Self {
+        metrics::describe_once();
         LockLabel { recipe, path: path.into(), path_in_metrics }
+    }
+
+    /// An acquire under way, until the returned value is dropped (it ended, however).
+    pub(crate) fn waiting(&self) -> Waiting<'_> {
+        metrics::waiting(self, 1.0);
+        Waiting { lock: self }
+    }
+
+    /// An acquire failed with `error`.
+    pub(crate) fn failed(&self, error: &crate::Error) {
+        tracing::debug!(target: "zklock", recipe = self.recipe.name(), path = %self.path, %error, "acquire failed");
+        metrics::failed(self, error.kind());
     }
 
     /// The span of one acquire, named after the recipe (span names must be literals).
@@ -97,11 +110,13 @@ impl LockLabel {
     /// A leader election's participant `id` leads, in the term of `epoch`.
     pub(crate) fn leadership_taken(&self, id: &str, epoch: i64) {
         tracing::info!(target: "zklock", recipe = self.recipe.name(), path = %self.path, id, epoch, "leadership taken");
+        metrics::leading(self, 1.0);
     }
 
     /// The term of `epoch` ended (`end` says how: lost, finished, interrupted, closed).
     pub(crate) fn leadership_ended(&self, id: &str, epoch: i64, end: &dyn std::fmt::Debug) {
         tracing::info!(target: "zklock", recipe = self.recipe.name(), path = %self.path, id, epoch, ?end, "leadership ended");
+        metrics::leading(self, -1.0);
     }
 
     /// The participant `id` left the election by itself: its session ended, or ZooKeeper refused it.
@@ -122,7 +137,20 @@ impl LockLabel {
     }
 }
 
-/// The events of one hold after it was granted.
+/// An acquire under way (the `zklock_waiting` gauge); see [`LockLabel::waiting`].
+#[derive(Debug)]
+pub(crate) struct Waiting<'a> {
+    lock: &'a LockLabel,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        metrics::waiting(self.lock, -1.0);
+    }
+}
+
+/// The events of one hold after it was granted; dropped with the hold's last trace (guards,
+/// loss watches), which ends the hold in the `zklock_held` gauge.
 #[derive(Debug)]
 pub(crate) struct HoldEvents {
     lock: LockLabel,
@@ -168,6 +196,12 @@ impl HoldEvents {
             node = %self.node,
             "revocation requested"
         );
+    }
+}
+
+impl Drop for HoldEvents {
+    fn drop(&mut self) {
+        metrics::ended(&self.lock);
     }
 }
 

@@ -253,9 +253,12 @@ impl InterProcessSemaphoreV2 {
     async fn acquire_with(&self, quantity: u32, patience: Patience) -> Result<Option<Vec<Lease>>> {
         let started = Instant::now();
         let label = &self.inner.label;
+        let _waiting = label.waiting();
         let outcome = self.take_leases(quantity, patience, started).instrument(label.acquire_span()).await;
-        if let Ok(None) = outcome {
-            label.timed_out(started);
+        match &outcome {
+            Ok(None) => label.timed_out(started),
+            Err(err) => label.failed(err),
+            Ok(Some(_)) => {}
         }
         outcome
     }

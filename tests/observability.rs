@@ -260,3 +260,64 @@ async fn a_leader_latch_tells_each_term_taken_lost_and_ended_under_its_own_name(
     assert_eq!(counter(&metrics, "zklock_acquisitions_total", None), 2, "{metrics:?}");
     assert_eq!(counter(&metrics, "zklock_losses_total", Some(("reason", "node_deleted"))), 1);
 }
+
+/// The value of gauge `name` among `metrics` (0 when it was never set).
+fn gauge(metrics: &[Metric], name: &str) -> f64 {
+    metrics
+        .iter()
+        .filter(|metric| metric.name == name)
+        .map(|metric| match &metric.value {
+            DebugValue::Gauge(value) => value.into_inner(),
+            other => panic!("{name} is not a gauge: {other:?}"),
+        })
+        .sum()
+}
+
+#[tokio::test]
+async fn gauges_show_what_is_held_and_waited_for_and_failures_are_counted_by_kind() {
+    let (_alone, _recorder, _default) = observed().await;
+    let path = unique_path("observed-gauges");
+    let client = connect().await;
+    let build = || InterProcessMutex::builder(&client, &path).path_in_metrics(true).build().unwrap();
+    let series = || metrics_with(&[("recipe", "mutex"), ("path", &path)]);
+    let holder = build().acquire().await.unwrap();
+    let waiter_mutex = build();
+    let waiter = tokio::spawn(async move { waiter_mutex.acquire_timeout(Duration::from_secs(30)).await });
+    common::eventually("one hold and one waiter", || async {
+        let metrics = series();
+        gauge(&metrics, "zklock_held") == 1.0 && gauge(&metrics, "zklock_waiting") == 1.0
+    })
+    .await;
+    holder.release().await.unwrap();
+    let next = waiter.await.unwrap().unwrap().expect("the waiter holds");
+    assert_eq!(gauge(&series(), "zklock_waiting"), 0.0, "the acquire ended");
+    next.release().await.unwrap();
+    common::eventually("nothing held", || async { gauge(&series(), "zklock_held") == 0.0 }).await;
+
+    // A read holder asking for the write lock would wait for itself: counted by kind.
+    let rw = zklock::InterProcessReadWriteLock::builder(&client, &path).path_in_metrics(true).build().unwrap();
+    let read = rw.read_lock().acquire().await.unwrap();
+    assert!(matches!(rw.write_lock().acquire().await, Err(zklock::Error::WouldDeadlock(_))));
+    let writes = metrics_with(&[("recipe", "write_lock"), ("path", &path)]);
+    assert_eq!(counter(&writes, "zklock_acquire_errors_total", Some(("kind", "would_deadlock"))), 1, "{writes:?}");
+    read.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn every_metric_has_a_unit_and_a_description() {
+    let (_alone, _recorder, _default) = observed().await;
+    let client = connect().await;
+    let path = unique_path("observed-described");
+    InterProcessMutex::new(&client, &path).unwrap().acquire().await.unwrap().release().await.unwrap();
+    let mut described = BTreeMap::new();
+    for (key, unit, description, _) in snapshotter().snapshot().into_vec() {
+        let (_kind, key) = key.into_parts();
+        if key.name().starts_with("zklock_") {
+            described.insert(key.name().to_owned(), (unit, description));
+        }
+    }
+    assert!(described.len() >= 5, "{described:?}");
+    for (name, (unit, description)) in &described {
+        assert!(unit.is_some() && description.is_some(), "{name} is not described: {unit:?} {description:?}");
+    }
+}
