@@ -13,6 +13,7 @@ use crate::driver::opening::Opening;
 use crate::driver::path::validate_lock_path;
 use crate::held_node::HeldNode;
 use crate::internals::deadline::Patience;
+use crate::internals::node::list_children;
 use crate::internals::queue::{queue_order, queue_with_data, QueueSpec};
 use crate::internals::session_end::ended_session;
 use crate::internals::session_watch::SessionWatch;
@@ -228,7 +229,10 @@ impl InterProcessSemaphoreV2 {
         self.inner.max_leases
     }
 
-    /// The full paths of the lease nodes held now, oldest first.
+    /// The full paths of the lease nodes now, oldest first: the first
+    /// [`max_leases`](Self::max_leases) are the leases held; a node after them is a taker's that
+    /// waits for room (at most one: takers queue on the semaphore's mutex first). A snapshot of
+    /// one moment, out of date as soon as it returns.
     ///
     /// # Errors
     /// [`Error::SessionExpired`], [`Error::SessionClosed`] or [`Error::ZooKeeper`].
@@ -237,6 +241,27 @@ impl InterProcessSemaphoreV2 {
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<String>> {
         queue_order(&self.inner.client, &self.inner.leases_path, LEASE).await
+    }
+
+    /// How many leases are free now: [`max_leases`](Self::max_leases) less the lease nodes there
+    /// are (one request, a listing). A snapshot of one moment, as Curator users build from
+    /// `getParticipantNodes` (CURATOR-230): another process may take a free lease before you
+    /// do, so use it to report or to decide whether to try, never as a promise.
+    ///
+    /// Every child of the leases directory counts, as it does for the acquire, so a taker that
+    /// waits for room makes the answer 0 until a lease is returned.
+    ///
+    /// # Errors
+    /// [`Error::SessionExpired`], [`Error::SessionClosed`] or [`Error::ZooKeeper`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn available(&self) -> Result<u32> {
+        let taken = match list_children(&self.inner.client, &self.inner.leases_path).await {
+            Err(Error::ZooKeeper { source: zookeeper_client::Error::NoNode, .. }) => 0,
+            listing => listing?.len(),
+        };
+        Ok(self.inner.max_leases.saturating_sub(u32::try_from(taken).unwrap_or(u32::MAX)))
     }
 
     /// Like [`participants`](Self::participants), with each lease node's data.

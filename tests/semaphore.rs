@@ -170,3 +170,21 @@ async fn a_waiting_lease_whose_node_is_deleted_queues_again() {
     let node = waiting.await.unwrap().expect("no error for a deleted waiting lease").expect("a lease in time");
     assert!(!node.ends_with(&waiting_name));
 }
+
+#[tokio::test]
+async fn available_counts_the_free_leases() {
+    let path = unique_path("semaphore-available");
+    let client = connect().await;
+    let semaphore = InterProcessSemaphoreV2::new(&client, &path, 3).unwrap();
+    assert_eq!(semaphore.available().await.unwrap(), 3, "a semaphore nobody used yet has every lease free");
+    let two = semaphore.acquire_many(2).await.unwrap();
+    assert_eq!(semaphore.available().await.unwrap(), 1);
+    let last = semaphore.acquire().await.unwrap();
+    assert_eq!(semaphore.available().await.unwrap(), 0);
+    assert_eq!(semaphore.participants().await.unwrap().len(), 3, "the three leases held");
+    last.release().await.unwrap();
+    for lease in two {
+        lease.release().await.unwrap();
+    }
+    assert_eq!(semaphore.available().await.unwrap(), 3);
+}
