@@ -52,9 +52,7 @@ pub trait LockUnderTest: Sized + Send + Sync + 'static {
     fn try_acquire(&self) -> impl Future<Output = Result<Option<Self::Held>>> + Send + '_;
 }
 
-/// A recipe that takes a [`LossPolicy`]. The semaphores take none today (they always use
-/// `LossPolicy::SessionTimeout`), so they do not implement it and the strict-policy contract
-/// is not generated for them.
+/// A recipe built with a [`LossPolicy`] (every lock recipe takes one).
 pub trait WithLossPolicy: LockUnderTest {
     fn with_loss_policy(client: &Client, path: &str, policy: LossPolicy) -> Self;
 }
@@ -239,7 +237,7 @@ pub struct SemaphoreOfOne(InterProcessSemaphoreV2);
 wraps!(SemaphoreOfOne(InterProcessSemaphoreV2));
 
 macro_rules! semaphore_under_test {
-    ($name:ident, $make:expr) => {
+    ($name:ident, $make:expr, $build:expr) => {
         impl LockUnderTest for $name {
             type Held = Lease;
             fn make(client: &Client, path: &str) -> Self {
@@ -251,11 +249,19 @@ macro_rules! semaphore_under_test {
             }
             acquires!(Lease);
         }
+
+        impl WithLossPolicy for $name {
+            fn with_loss_policy(client: &Client, path: &str, policy: LossPolicy) -> Self {
+                $name($build(client, path).loss_policy(policy).build().unwrap())
+            }
+        }
     };
 }
 
-semaphore_under_test!(SemaphoreMutex, InterProcessSemaphoreMutex::new);
-semaphore_under_test!(SemaphoreOfOne, |client, path| InterProcessSemaphoreV2::new(client, path, 1));
+semaphore_under_test!(SemaphoreMutex, InterProcessSemaphoreMutex::new, InterProcessSemaphoreMutex::builder);
+semaphore_under_test!(SemaphoreOfOne, |client, path| InterProcessSemaphoreV2::new(client, path, 1), |client, path| {
+    InterProcessSemaphoreV2::builder(client, path, 1)
+});
 
 /// `InterProcessMultiLock` over two paths under the lock path, in one order for everyone.
 pub struct MultiOfTwo(InterProcessMultiLock);
