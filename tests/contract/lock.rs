@@ -1,9 +1,7 @@
 //! The lock under test: what every contract needs from a recipe, and one implementation per
 //! recipe (Curator's `makeLock`, as a trait).
 
-use std::future::{poll_fn, Future};
-use std::pin::Pin;
-use std::task::Poll;
+use std::future::Future;
 use std::time::Duration;
 
 use zklock::{
@@ -105,23 +103,13 @@ impl Held for MultiLockGuard {
     fn is_held(&self) -> bool {
         MultiLockGuard::is_held(self)
     }
-    /// The first loss of any of its locks.
     fn lost(&self) -> impl Future<Output = LossReason> + Send + '_ {
-        let mut each: Vec<Pin<Box<dyn Future<Output = LossReason> + Send + '_>>> =
-            self.guards().iter().map(|guard| Box::pin(guard.lost()) as Pin<Box<_>>).collect();
-        poll_fn(move |context| {
-            for lost in &mut each {
-                if let Poll::Ready(reason) = lost.as_mut().poll(context) {
-                    return Poll::Ready(reason);
-                }
-            }
-            Poll::Pending
-        })
+        MultiLockGuard::lost(self)
     }
     /// The token of the lock taken last: each lock's tokens increase holder to holder, and a
     /// holder of the multi-lock holds all of them.
     fn fencing_token(&self) -> i64 {
-        self.guards().last().expect("a multi-lock has locks").fencing_token()
+        *self.fencing_tokens().last().expect("a multi-lock has locks")
     }
     fn node_paths(&self) -> Vec<String> {
         self.guards().iter().map(|guard| guard.node_path().to_owned()).collect()

@@ -270,13 +270,7 @@ impl Held {
         match self {
             Held::Guard(_, guard) => drop(guard.lost().await),
             Held::Lease(_, lease) => drop(lease.lost().await),
-            Held::Multi(multi) => {
-                let [first, second] = multi.guards() else { unreachable!("the soak's multi-lock has two paths") };
-                tokio::select! {
-                    _ = first.lost() => {}
-                    _ = second.lost() => {}
-                }
-            }
+            Held::Multi(multi) => drop(multi.lost().await),
         }
     }
 
