@@ -5,11 +5,12 @@
 //     CuratorBench CONNECT PATH uncontended CYCLES WARMUP
 //         -> after WARMUP untimed cycles prints "ready", waits for a line on stdin, then times
 //            CYCLES cycles and prints "latencies_us P50 P99"
-//     CuratorBench CONNECT PATH contended SESSIONS MILLIS WARMUP_MILLIS RECORD
+//     CuratorBench CONNECT PATH contended SESSIONS MILLIS WARMUP_MILLIS RECORD HOLD_MICROS
 //         -> SESSIONS threads with a session each contend untimed for WARMUP_MILLIS, then it
 //            prints "ready", waits for a line, and they contend for MILLIS, each hold appending
 //            "curator-T +" and "curator-T -" to the file RECORD (the benchmark checks exclusion
-//            there) around a yield; prints "counts N1 N2 ..." (timed acquisitions per thread)
+//            there) around a sleep of HOLD_MICROS; prints "counts N1 N2 ..." (timed acquisitions
+//            per thread)
 //     CuratorBench CONNECT PATH handoff WAITERS
 //         -> after one unmeasured pass (JIT warmup), prints "queued" once a Curator holder has
 //            the lock and WAITERS clients are queued behind it, waits for a line on stdin (the
@@ -56,7 +57,8 @@ public class CuratorBench {
             if (scenario.equals("uncontended")) {
                 uncontended(connect, path, first, Integer.parseInt(args[4]));
             } else if (scenario.equals("contended")) {
-                contended(connect, path, first, Long.parseLong(args[4]), Long.parseLong(args[5]), args[6]);
+                contended(connect, path, first, Long.parseLong(args[4]), Long.parseLong(args[5]), args[6],
+                        Long.parseLong(args[7]));
             } else if (scenario.equals("failover")) {
                 failover(connect, path, first, Integer.parseInt(args[4]), Integer.parseInt(args[5]));
             } else {
@@ -128,8 +130,8 @@ public class CuratorBench {
         }
     }
 
-    static void contended(String connect, String path, int sessions, long millis, long warmupMillis, String record)
-            throws Exception {
+    static void contended(String connect, String path, int sessions, long millis, long warmupMillis, String record,
+            long holdMicros) throws Exception {
         long[] counts = new long[sessions];
         Thread[] threads = new Thread[sessions];
         CuratorFramework[] clients = clients(connect, sessions);
@@ -158,7 +160,7 @@ public class CuratorBench {
                     while (System.nanoTime() < deadline) {
                         mutex.acquire();
                         holds.write(enter);
-                        Thread.yield();
+                        Thread.sleep(holdMicros / 1000, (int) (holdMicros % 1000) * 1000);
                         holds.write(exit);
                         mutex.release();
                         counts[session]++;

@@ -4,11 +4,11 @@ command line and output as CuratorBench.java:
 /usr/bin/python3 kazoo_bench.py CONNECT PATH uncontended CYCLES WARMUP
     -> after WARMUP untimed cycles prints "ready", waits for a line on stdin, then times CYCLES
        cycles and prints "latencies_us P50 P99"
-/usr/bin/python3 kazoo_bench.py CONNECT PATH contended SESSIONS MILLIS WARMUP_MILLIS RECORD
+/usr/bin/python3 kazoo_bench.py CONNECT PATH contended SESSIONS MILLIS WARMUP_MILLIS RECORD HOLD_MICROS
     -> SESSIONS threads with a session each contend untimed for WARMUP_MILLIS, then it prints
        "ready", waits for a line, and they contend for MILLIS, each hold appending "kazoo-T +"
-       and "kazoo-T -" to the file RECORD (the benchmark checks exclusion there) around a yield;
-       prints "counts N1 N2 ..." (timed acquisitions per thread)
+       and "kazoo-T -" to the file RECORD (the benchmark checks exclusion there) around a sleep
+       of HOLD_MICROS; prints "counts N1 N2 ..." (timed acquisitions per thread)
 /usr/bin/python3 kazoo_bench.py CONNECT PATH handoff WAITERS
     -> after one unmeasured pass (as CuratorBench.java has for its JIT), prints "queued" once a
        kazoo holder has the lock and WAITERS clients are queued behind it, waits for a line on
@@ -102,7 +102,7 @@ def uncontended(connect, path, cycles, warmup):
     close([zk])
 
 
-def contended(connect, path, sessions, millis, warmup_millis, record):
+def contended(connect, path, sessions, millis, warmup_millis, record, hold_micros):
     all_clients = clients(connect, sessions)
     counts = [0] * sessions
     # Opened for appending (O_APPEND): each write lands whole at the end, whichever process.
@@ -127,8 +127,8 @@ def contended(connect, path, sessions, millis, warmup_millis, record):
             while time.monotonic() < deadline:
                 lock.acquire()
                 os.write(holds, enter)
-                # Lets the other threads run, as the other rows' critical sections yield.
-                time.sleep(0)
+                # As long as every row's hold: another holder let in would enter meanwhile.
+                time.sleep(hold_micros / 1_000_000)
                 os.write(holds, leave)
                 lock.release()
                 counts[index] += 1
@@ -272,7 +272,7 @@ def main():
     if scenario == "uncontended":
         uncontended(connect, path, *map(int, sys.argv[4:6]))
     elif scenario == "contended":
-        contended(connect, path, *map(int, sys.argv[4:7]), sys.argv[7])
+        contended(connect, path, *map(int, sys.argv[4:7]), sys.argv[7], int(sys.argv[8]))
     elif scenario == "handoff":
         handoff(connect, path, int(sys.argv[4]))
     elif scenario == "failover":

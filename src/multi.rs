@@ -1,5 +1,8 @@
 //! `InterProcessMultiLock`: several locks taken as one, all or none.
 
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use tracing::Instrument;
@@ -8,7 +11,7 @@ use zookeeper_client::Client;
 
 use crate::options::lock_options;
 use crate::participant::ParticipantOptions;
-use crate::{Error, InterProcessMutex, LockGuard, Result};
+use crate::{Error, InterProcessMutex, LockGuard, LossReason, ParticipantNode, Result};
 
 /// Several locks acquired as one, all or none: Apache Curator's `InterProcessMultiLock`.
 ///
@@ -41,6 +44,12 @@ pub struct InterProcessMultiLock {
 }
 
 /// The guard of an [`InterProcessMultiLock`]: one [`LockGuard`] per lock, released together.
+///
+/// It has what every guard has, for all its locks at once: [`fencing_tokens`](Self::fencing_tokens)
+/// (one per lock: each lock's tokens increase from holder to holder, so a resource guarded by
+/// one of the locks checks that lock's token), [`is_held`](Self::is_held) and
+/// [`lost`](Self::lost), which tell of the first loss of any of them; each lock's own guard is
+/// in [`guards`](Self::guards).
 #[must_use = "the locks are released as soon as the guard is dropped"]
 #[derive(Debug)]
 pub struct MultiLockGuard {
@@ -156,6 +165,38 @@ impl InterProcessMultiLock {
     pub fn is_acquired_by_current_task(&self) -> bool {
         self.locks.iter().all(InterProcessMutex::is_acquired_by_current_task)
     }
+
+    /// Each lock's participants, in acquisition order: the full paths of its queue's nodes,
+    /// holder first; see [`InterProcessMutex::participants`]. One list request per lock.
+    ///
+    /// # Errors
+    /// As [`InterProcessMutex::participants`], the first among the locks.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<Vec<String>>> {
+        let mut each = Vec::with_capacity(self.locks.len());
+        for lock in &self.locks {
+            each.push(lock.participants().await?);
+        }
+        Ok(each)
+    }
+
+    /// Like [`participants`](Self::participants), with each node's data; see
+    /// [`InterProcessMutex::participants_with_data`].
+    ///
+    /// # Errors
+    /// As [`participants`](Self::participants).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    pub async fn participants_with_data(&self) -> Result<Vec<Vec<ParticipantNode>>> {
+        let mut each = Vec::with_capacity(self.locks.len());
+        for lock in &self.locks {
+            each.push(lock.participants_with_data().await?);
+        }
+        Ok(each)
+    }
 }
 
 /// Builds an [`InterProcessMultiLock`] of one mutex per path, all with the same options; from
@@ -208,6 +249,30 @@ impl MultiLockGuard {
     pub fn is_held(&self) -> bool {
         self.guards.iter().all(LockGuard::is_held)
     }
+
+    /// The fencing token of each lock, in acquisition order (see [`LockGuard::fencing_token`]).
+    pub fn fencing_tokens(&self) -> Vec<i64> {
+        self.guards.iter().map(LockGuard::fencing_token).collect()
+    }
+
+    /// Resolves when any of the locks is lost, with that lock's reason; stays pending while all
+    /// are held. Sets the node watch of every lock on the first call, as [`LockGuard::lost`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`LockGuard::lost`].
+    pub async fn lost(&self) -> LossReason {
+        let mut each: Vec<Pin<Box<dyn Future<Output = LossReason> + Send + '_>>> =
+            self.guards.iter().map(|guard| Box::pin(guard.lost()) as Pin<Box<_>>).collect();
+        poll_fn(|context| {
+            for lost in &mut each {
+                if let Poll::Ready(reason) = lost.as_mut().poll(context) {
+                    return Poll::Ready(reason);
+                }
+            }
+            Poll::Pending
+        })
+        .await
+    }
 }
 
 /// Releases in reverse order; returns the first error.
@@ -220,4 +285,23 @@ async fn release_all(guards: Vec<LockGuard>) -> Result<()> {
         }
     }
     first_error.map_or(Ok(()), Err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The guard and the futures users await must cross threads (tokio's `bounds()` idiom).
+    #[allow(dead_code)]
+    fn bounds(multi: InterProcessMultiLock) {
+        fn send_static<T: Send + 'static>(_: &T) {}
+        fn send<T: Send>(_: &T) {}
+        send_static(&async move {
+            let guard = multi.acquire().await?;
+            send(&guard.lost());
+            send(&multi.participants());
+            send_static(&guard);
+            Ok::<(), Error>(())
+        });
+    }
 }

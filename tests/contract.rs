@@ -23,7 +23,7 @@ mod loss;
 mod support;
 
 /// One module per lock, one test per contract; `[...]` lists the extra contracts a lock takes
-/// part in (the loss policy only where the recipe takes one).
+/// part in.
 macro_rules! contracts {
     ($($lock:ident: $under_test:ty [$($extra:ident),*]),* $(,)?) => {$(
         mod $lock {
@@ -99,9 +99,8 @@ contracts! {
     mutex: lock::Mutex [lost_at_once_under_the_strict_policy],
     write_side: lock::WriteSide [lost_at_once_under_the_strict_policy],
     read_side: lock::ReadSide [lost_at_once_under_the_strict_policy],
-    // The semaphores take no loss policy today (always `SessionTimeout`): no strict-policy test.
-    semaphore_mutex: lock::SemaphoreMutex [],
-    semaphore_of_one: lock::SemaphoreOfOne [],
+    semaphore_mutex: lock::SemaphoreMutex [lost_at_once_under_the_strict_policy],
+    semaphore_of_one: lock::SemaphoreOfOne [lost_at_once_under_the_strict_policy],
     multi_lock: lock::MultiOfTwo [lost_at_once_under_the_strict_policy],
     // A term of leadership is the hold (see contract/leader.rs).
     leader_latch: leader::Latch [lost_at_once_under_the_strict_policy],

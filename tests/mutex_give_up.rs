@@ -6,9 +6,15 @@ use std::future::Future;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use common::{children, connect, connect_to, server, unique_path, wait_for_children};
+use common::{children, connect, connect_to, eventually, server, unique_path, wait_for_children};
 use zklock::InterProcessMutex;
 use zklock_testcontainers::Proxy;
+
+/// ZooKeeper's opcodes, as the proxy reports them: a node's create (create, create2), a delete, a
+/// getData.
+const CREATE: [i32; 2] = [1, 15];
+const DELETE: i32 = 2;
+const GET_DATA: i32 = 4;
 
 #[tokio::test]
 async fn acquire_timeout_returns_none_in_time_and_leaves_no_node() {
@@ -55,17 +61,26 @@ async fn cancelled_acquires_leave_no_node_whenever_they_are_dropped() {
     let path = unique_path("cancel");
     let holder_client = connect().await;
     let holder = InterProcessMutex::new(&holder_client, &path).unwrap().acquire().await.unwrap();
-    let client = connect().await;
+    // Through a proxy that reports what the client sends.
+    let proxy = Proxy::start(server().address()).unwrap();
+    let client = connect_to(&proxy.connect_string()).await;
     let mutex = InterProcessMutex::new(&client, &path).unwrap();
     // Drop the acquire future after ever longer times: before the create is sent back, between
     // create and list, while watching, while waiting.
-    let mut cut_short = 0;
-    for micros in [0, 10, 50, 100, 200, 400, 800, 1_600, 3_200, 6_400, 12_800, 50_000] {
+    const DROPS: [u64; 12] = [0, 10, 50, 100, 200, 400, 800, 1_600, 3_200, 6_400, 12_800, 50_000];
+    for micros in DROPS {
         let outcome = tokio::time::timeout(Duration::from_micros(micros), mutex.acquire()).await;
         assert!(outcome.is_err(), "acquired a held lock");
-        cut_short += 1;
     }
-    assert_eq!(cut_short, 12);
+    // Every acquire created its node and was cut short: each node deleted, and some while
+    // watching the holder's.
+    let sent = || proxy.requests_sent();
+    let count = |sent: &[i32], opcodes: &[i32]| sent.iter().filter(|opcode| opcodes.contains(opcode)).count();
+    eventually("every cancelled acquire's node is deleted", || async { count(&sent(), &[DELETE]) == DROPS.len() })
+        .await;
+    let sent = sent();
+    assert_eq!(count(&sent, &CREATE), DROPS.len(), "{sent:?}");
+    assert!(count(&sent, &[GET_DATA]) > 0, "no acquire was dropped while watching: {sent:?}");
     wait_for_children(&client, &path, 1).await;
     assert!(!mutex.is_acquired_in_this_process());
     holder.release().await.unwrap();

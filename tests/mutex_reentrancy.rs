@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{children, connect, unique_path, wait_for_children};
+use common::{children, connect, eventually, unique_path, wait_for_children};
 use zklock::InterProcessMutex;
 
 #[tokio::test]
@@ -115,18 +115,25 @@ async fn a_non_reentrant_mutex_makes_every_acquire_a_participant_of_its_own() {
     assert!(mutex.acquire_timeout(timeout).await.unwrap().is_none());
     assert_eq!(children(&client, &path).await.len(), 1);
     held.release().await.unwrap();
-    // Two futures of one task take turns: the second holds only once the first released.
-    let turn = |name: &'static str| {
-        let mutex = mutex.clone();
-        async move {
-            let guard = mutex.acquire().await.unwrap();
-            let token = guard.fencing_token();
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            guard.release().await.unwrap();
-            (name, token)
+    // Two futures of one task take turns: the second holds only once the first released. The
+    // server says so: each holds when its node is first in the queue, the first keeps the lock
+    // until the second's node is queued behind it, and the second holds with the first's gone.
+    let order = std::sync::atomic::AtomicUsize::new(0);
+    let turn = || async {
+        let guard = mutex.acquire().await.unwrap();
+        let ours = guard.node_path().to_owned();
+        let queue = mutex.participants().await.unwrap();
+        let place = order.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if place == 0 {
+            eventually("the other acquire is queued", || async { mutex.participants().await.unwrap().len() == 2 })
+                .await;
         }
+        guard.release().await.unwrap();
+        (place, ours, queue)
     };
-    let (first, second) = tokio::join!(turn("a"), turn("b"));
-    assert_ne!(first.1, second.1, "two holds, not one shared");
+    let (a, b) = tokio::join!(turn(), turn());
+    let [first, second] = if a.0 == 0 { [a, b] } else { [b, a] };
+    assert_eq!(first.2.first(), Some(&first.1), "the first held at the head of the queue");
+    assert_eq!(second.2, std::slice::from_ref(&second.1), "the second held only once the first's node was gone");
     assert!(children(&client, &path).await.is_empty());
 }

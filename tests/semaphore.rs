@@ -5,39 +5,52 @@ mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use common::{children, connect, unique_path};
+use common::{children, connect, unique_path, Inside};
+use tokio::sync::Barrier;
 use zklock::{Error, InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn never_more_leases_than_the_semaphore_has() {
     const LEASES: u32 = 3;
+    const TASKS: usize = 6;
     let path = unique_path("semaphore");
-    let held = Arc::new(AtomicUsize::new(0));
+    // Counted on the server, by every holder once it holds.
+    let inside = Arc::new(Inside::new(&connect().await, "semaphore-inside").await);
     let most = Arc::new(AtomicUsize::new(0));
+    let ready = Arc::new(Barrier::new(TASKS));
     let mut tasks = Vec::new();
-    for _ in 0..6 {
-        let (path, held, most) = (path.clone(), held.clone(), most.clone());
+    for _ in 0..TASKS {
+        let (path, inside, most, ready) = (path.clone(), inside.clone(), most.clone(), ready.clone());
         tasks.push(tokio::spawn(async move {
             let client = connect().await;
             let semaphore = InterProcessSemaphoreV2::new(&client, &path, LEASES).unwrap();
-            for _ in 0..4 {
+            ready.wait().await;
+            for round in 0..4 {
                 let lease = semaphore.acquire().await.unwrap();
-                let now = held.fetch_add(1, Ordering::SeqCst) + 1;
+                let (mark, now) = inside.enter(&client).await;
                 most.fetch_max(now, Ordering::SeqCst);
+                if round == 0 {
+                    // Every party started at once: the first holders stay until all the leases
+                    // are taken, so that sharing really happens.
+                    let all_taken = Instant::now() + Duration::from_secs(10);
+                    while inside.count(&client).await < LEASES as usize && Instant::now() < all_taken {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    most.fetch_max(inside.count(&client).await, Ordering::SeqCst);
+                }
                 tokio::time::sleep(Duration::from_millis(20)).await;
-                held.fetch_sub(1, Ordering::SeqCst);
+                inside.leave(&client, &mark).await;
                 lease.release().await.unwrap();
             }
         }));
     }
     for task in tasks {
-        task.await.unwrap();
+        tokio::time::timeout(Duration::from_secs(60), task).await.expect("the holders never finished").unwrap();
     }
     let most = most.load(Ordering::SeqCst);
-    assert!(most <= LEASES as usize, "{most} leases at once");
-    assert!(most >= 2, "leases were never shared ({most})");
+    assert_eq!(most, LEASES as usize, "most holders inside at once, as ZooKeeper saw them");
     let client = connect().await;
     assert!(children(&client, &format!("{path}/leases")).await.is_empty());
 }

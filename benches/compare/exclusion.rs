@@ -2,14 +2,23 @@
 //! critical section and `NAME -` when it leaves, one `write` each to a file opened with
 //! `O_APPEND`, so that the file's order is the order of those writes across threads and
 //! processes (Curator's and kazoo's programs write the same file). An enter written while another
-//! holder's enter has no exit yet is two holders inside at once. The critical section awaits
-//! between its two records, so a lock that does not exclude is caught in the act.
+//! holder's enter has no exit yet is two holders inside at once. Each hold lasts [`HOLD`] between
+//! its two records, longer than it takes a second holder let in by a broken lock (a round trip
+//! later, or a thread's wake-up) to write its enter, so such an overlap is caught in the act: a
+//! yield alone let the first holder out within microseconds. `tests/bench_exclusion.rs` feeds
+//! the check an overlapping log, and has a second holder enter once the first has, and sees both
+//! caught.
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long every timed hold of a contended row lasts between its enter and its exit, in this
+/// process and in the peers' programs (passed to them in microseconds).
+pub const HOLD: Duration = Duration::from_millis(1);
 
 /// The record file of one contended run.
 pub struct Record {
@@ -62,11 +71,11 @@ impl Drop for Record {
 pub struct Writer(Arc<File>);
 
 impl Writer {
-    /// The critical section of holder `name`: its enter, a yield to the scheduler (another
-    /// holder that got in too would run and write its own enter now), its exit.
+    /// The critical section of holder `name`: its enter, [`HOLD`] asleep (another holder that
+    /// got in too writes its own enter meanwhile), its exit.
     pub async fn hold(&self, name: &str) -> Result<(), String> {
         self.append(&format!("{name} +\n"))?;
-        tokio::task::yield_now().await;
+        tokio::time::sleep(HOLD).await;
         self.append(&format!("{name} -\n"))
     }
 

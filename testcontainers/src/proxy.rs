@@ -32,6 +32,10 @@ struct Shared {
     throttled: AtomicUsize,
     /// The type of every request the client sent, pings left out, in order.
     requests: Mutex<Vec<i32>>,
+    /// Requests and replies (watch events included) that a fault lost, pings and the
+    /// connection handshake left out.
+    lost_requests: AtomicUsize,
+    lost_replies: AtomicUsize,
 }
 
 /// A kind of request that [`Proxy::throttle_next`] can have refused.
@@ -68,6 +72,9 @@ impl ThrottledOperation {
 /// ZooKeeper's opcode for a ping.
 const PING: i32 = 11;
 
+/// The xid of a ping and of its reply.
+const PING_XID: i32 = -2;
+
 const PASS: u8 = 0;
 const CUT: u8 = 1;
 const BLACKHOLE: u8 = 2;
@@ -94,6 +101,8 @@ impl Proxy {
             armed: Mutex::default(),
             throttled: AtomicUsize::new(0),
             requests: Mutex::default(),
+            lost_requests: AtomicUsize::new(0),
+            lost_replies: AtomicUsize::new(0),
         });
         let mut proxy = Proxy { shared, listeners: Vec::new(), acceptors: Vec::new() };
         for &target in targets {
@@ -171,6 +180,19 @@ impl Proxy {
         lock(&self.shared.requests).clone()
     }
 
+    /// How many of the client's requests a fault ([`Self::blackhole`]) has lost so far, pings
+    /// and connection handshakes left out: to tell a partition that met the client's traffic
+    /// from one it slept through.
+    pub fn requests_lost(&self) -> usize {
+        self.shared.lost_requests.load(Ordering::SeqCst)
+    }
+
+    /// How many of the server's replies and watch events a fault ([`Self::blackhole`],
+    /// [`Self::drop_replies`]) has lost so far, pings and connection handshakes left out.
+    pub fn replies_lost(&self) -> usize {
+        self.shared.lost_replies.load(Ordering::SeqCst)
+    }
+
     /// Passes traffic again. Connections that were black-holed are closed, since bytes were lost
     /// in them; the client reconnects.
     pub fn heal(&self) {
@@ -230,6 +252,19 @@ impl Shared {
         // Recorded before the stand-in leaves, so its reply cannot come back first.
         lock(throttled).push(xid);
         stand_in
+    }
+
+    /// Counts a lost frame that is neither a ping nor its reply.
+    fn count_lost(&self, frame: &[u8], direction: Direction) {
+        match direction {
+            Direction::Requests if wire::opcode(frame).is_some_and(|opcode| opcode != PING) => {
+                self.lost_requests.fetch_add(1, Ordering::SeqCst);
+            }
+            Direction::Replies if wire::xid(frame).is_some_and(|xid| xid != PING_XID) => {
+                self.lost_replies.fetch_add(1, Ordering::SeqCst);
+            }
+            _ => {}
+        }
     }
 
     /// What to send the client for `reply`: the refusal when it answers a throttled request.
@@ -331,7 +366,12 @@ fn pump(
             let mode = shared.mode.load(Ordering::SeqCst);
             let lost = mode == BLACKHOLE || (direction == Direction::Replies && mode == DROP_REPLIES);
             let frame = match (lost, connecting, direction) {
-                (true, ..) => None,
+                (true, ..) => {
+                    if !connecting {
+                        shared.count_lost(&frame, direction);
+                    }
+                    None
+                }
                 (false, true, _) => Some(frame),
                 (false, false, Direction::Requests) => Some(shared.forward_request(frame, &throttled)),
                 (false, false, Direction::Replies) => Some(shared.forward_reply(frame, &throttled)),

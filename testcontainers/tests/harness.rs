@@ -105,9 +105,26 @@ async fn drop_replies_loses_replies_but_delivers_requests() {
     let persistent = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
     let outcome = tokio::time::timeout(Duration::from_millis(500), client.create("/delivered", b"", &persistent)).await;
     assert!(outcome.is_err(), "the reply should have been lost");
+    assert_eq!(
+        (proxy.requests_lost(), proxy.replies_lost()),
+        (0, 1),
+        "the create's reply was lost, pings do not count"
+    );
     proxy.heal();
     let observer = Client::connect(&server.connect_string()).await.unwrap();
     assert!(observer.check_stat("/delivered").await.unwrap().is_some(), "the request reached the server");
+}
+
+#[tokio::test]
+async fn blackhole_counts_the_requests_it_loses_and_nothing_while_the_client_is_idle() {
+    let (_server, proxy, client, _observer) = proxied_client_and_observer().await;
+    proxy.blackhole();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(proxy.requests_lost(), 0, "an idle client sends nothing but pings");
+    let outcome = tokio::time::timeout(Duration::from_millis(300), client.check_stat("/")).await;
+    assert!(outcome.is_err(), "the request should have been lost");
+    assert_eq!((proxy.requests_lost(), proxy.replies_lost()), (1, 0));
+    proxy.heal();
 }
 
 /// A server, a proxy to it, a client through the proxy and one straight to the server.

@@ -87,3 +87,40 @@ where
 pub async fn wait_for_children(client: &Client, path: &str, count: usize) {
     eventually(&format!("{path} has {count} children"), || async { children(client, path).await.len() == count }).await;
 }
+
+/// How many holders are inside at once, measured by ZooKeeper rather than in the process: each
+/// holder, once it holds, creates an ephemeral node under a directory of its own and counts the
+/// nodes there, and deletes its node before it lets go. A count can only be lower than the
+/// holders really inside, never higher.
+pub struct Inside {
+    dir: String,
+}
+
+impl Inside {
+    /// A new, empty directory of holders.
+    pub async fn new(client: &Client, name: &str) -> Inside {
+        let dir = unique_path(name);
+        let persistent = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+        client.mkdir(&dir, &persistent).await.unwrap_or_else(|err| panic!("create {dir}: {err}"));
+        Inside { dir }
+    }
+
+    /// Marks a holder inside; returns its mark and how many were inside then, itself included.
+    pub async fn enter(&self, client: &Client) -> (String, usize) {
+        let ephemeral =
+            zookeeper_client::CreateMode::EphemeralSequential.with_acls(zookeeper_client::Acls::anyone_all());
+        let (_, sequence) = client.create(&format!("{}/h-", self.dir), b"", &ephemeral).await.unwrap();
+        let mark = format!("{}/h-{sequence}", self.dir);
+        (mark, self.count(client).await)
+    }
+
+    /// How many holders are inside now.
+    pub async fn count(&self, client: &Client) -> usize {
+        children(client, &self.dir).await.len()
+    }
+
+    /// Marks a holder out.
+    pub async fn leave(&self, client: &Client, mark: &str) {
+        client.delete(mark, None).await.unwrap_or_else(|err| panic!("delete {mark}: {err}"));
+    }
+}

@@ -1,9 +1,7 @@
 //! The lock under test: what every contract needs from a recipe, and one implementation per
 //! recipe (Curator's `makeLock`, as a trait).
 
-use std::future::{poll_fn, Future};
-use std::pin::Pin;
-use std::task::Poll;
+use std::future::Future;
 use std::time::Duration;
 
 use zklock::{
@@ -52,9 +50,7 @@ pub trait LockUnderTest: Sized + Send + Sync + 'static {
     fn try_acquire(&self) -> impl Future<Output = Result<Option<Self::Held>>> + Send + '_;
 }
 
-/// A recipe that takes a [`LossPolicy`]. The semaphores take none today (they always use
-/// `LossPolicy::SessionTimeout`), so they do not implement it and the strict-policy contract
-/// is not generated for them.
+/// A recipe built with a [`LossPolicy`] (every lock recipe takes one).
 pub trait WithLossPolicy: LockUnderTest {
     fn with_loss_policy(client: &Client, path: &str, policy: LossPolicy) -> Self;
 }
@@ -107,23 +103,13 @@ impl Held for MultiLockGuard {
     fn is_held(&self) -> bool {
         MultiLockGuard::is_held(self)
     }
-    /// The first loss of any of its locks.
     fn lost(&self) -> impl Future<Output = LossReason> + Send + '_ {
-        let mut each: Vec<Pin<Box<dyn Future<Output = LossReason> + Send + '_>>> =
-            self.guards().iter().map(|guard| Box::pin(guard.lost()) as Pin<Box<_>>).collect();
-        poll_fn(move |context| {
-            for lost in &mut each {
-                if let Poll::Ready(reason) = lost.as_mut().poll(context) {
-                    return Poll::Ready(reason);
-                }
-            }
-            Poll::Pending
-        })
+        MultiLockGuard::lost(self)
     }
     /// The token of the lock taken last: each lock's tokens increase holder to holder, and a
     /// holder of the multi-lock holds all of them.
     fn fencing_token(&self) -> i64 {
-        self.guards().last().expect("a multi-lock has locks").fencing_token()
+        *self.fencing_tokens().last().expect("a multi-lock has locks")
     }
     fn node_paths(&self) -> Vec<String> {
         self.guards().iter().map(|guard| guard.node_path().to_owned()).collect()
@@ -239,7 +225,7 @@ pub struct SemaphoreOfOne(InterProcessSemaphoreV2);
 wraps!(SemaphoreOfOne(InterProcessSemaphoreV2));
 
 macro_rules! semaphore_under_test {
-    ($name:ident, $make:expr) => {
+    ($name:ident, $make:expr, $build:expr) => {
         impl LockUnderTest for $name {
             type Held = Lease;
             fn make(client: &Client, path: &str) -> Self {
@@ -251,11 +237,19 @@ macro_rules! semaphore_under_test {
             }
             acquires!(Lease);
         }
+
+        impl WithLossPolicy for $name {
+            fn with_loss_policy(client: &Client, path: &str, policy: LossPolicy) -> Self {
+                $name($build(client, path).loss_policy(policy).build().unwrap())
+            }
+        }
     };
 }
 
-semaphore_under_test!(SemaphoreMutex, InterProcessSemaphoreMutex::new);
-semaphore_under_test!(SemaphoreOfOne, |client, path| InterProcessSemaphoreV2::new(client, path, 1));
+semaphore_under_test!(SemaphoreMutex, InterProcessSemaphoreMutex::new, InterProcessSemaphoreMutex::builder);
+semaphore_under_test!(SemaphoreOfOne, |client, path| InterProcessSemaphoreV2::new(client, path, 1), |client, path| {
+    InterProcessSemaphoreV2::builder(client, path, 1)
+});
 
 /// `InterProcessMultiLock` over two paths under the lock path, in one order for everyone.
 pub struct MultiOfTwo(InterProcessMultiLock);

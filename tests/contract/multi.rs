@@ -1,12 +1,14 @@
-//! The multi-lock's own rules: all or none, on timeout and on cancellation, and progress for
-//! two multi-locks that name the same paths in opposite orders.
+//! The multi-lock's own rules: all or none, on timeout and on cancellation, progress for two
+//! multi-locks that name the same paths in opposite orders, and a guard that has what every
+//! guard has (each lock's fencing token, the first loss of any lock) with every lock's
+//! participants.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Barrier;
-use zklock::{InterProcessMultiLock, InterProcessMutex};
+use zklock::{Error, InterProcessMultiLock, InterProcessMutex, LossReason};
 
 use crate::common::{children, connect, unique_path, wait_for_children};
 use crate::lock::multi_paths;
@@ -91,4 +93,67 @@ async fn multi_locks_in_opposite_orders_both_make_progress() {
     }
     let observer = connect().await;
     assert!(children(&observer, &a).await.is_empty() && children(&observer, &b).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_multi_lock_guard_has_each_locks_token_and_tells_the_first_loss_of_any() {
+    let [a, b] = multi_paths(&unique_path("multi-guard"));
+    let multi = InterProcessMultiLock::from_paths(&connect().await, &[&b, &a]).unwrap();
+    let observer = connect().await;
+    let first = multi.acquire().await.unwrap();
+    let czxids = |guard: &zklock::MultiLockGuard| {
+        let nodes: Vec<String> = guard.guards().iter().map(|guard| guard.node_path().to_owned()).collect();
+        let observer = &observer;
+        async move {
+            let mut czxids = Vec::new();
+            for node in &nodes {
+                czxids.push(observer.check_stat(node).await.unwrap().expect("held node").czxid);
+            }
+            (nodes, czxids)
+        }
+    };
+    let (nodes, tokens) = czxids(&first).await;
+    assert!(nodes[0].starts_with(&format!("{a}/")) && nodes[1].starts_with(&format!("{b}/")), "{nodes:?}");
+    assert_eq!(first.fencing_tokens(), tokens, "each lock's token is its node's czxid, in acquisition order");
+    first.release().await.unwrap();
+
+    let second = multi.acquire().await.unwrap();
+    let tokens_again = second.fencing_tokens();
+    assert!(tokens_again.iter().zip(&tokens).all(|(again, before)| again > before), "{tokens_again:?} {tokens:?}");
+    // Listening first (this sets every lock's node watch); nothing is lost yet.
+    assert!(tokio::time::timeout(Duration::from_millis(100), second.lost()).await.is_err(), "lost while held");
+    observer.delete(second.guards()[1].node_path(), None).await.unwrap();
+    let reason = tokio::time::timeout(PROMPTLY, second.lost()).await.expect("the loss of one lock not told");
+    assert_eq!(reason, LossReason::NodeDeleted);
+    assert!(!second.is_held());
+    assert!(second.guards()[0].is_held(), "the other lock is still held until the guard is released");
+    let released = second.release().await;
+    assert!(matches!(released, Err(Error::LockLost(LossReason::NodeDeleted))), "{released:?}");
+    wait_for_children(&observer, &a, 0).await;
+}
+
+#[tokio::test]
+async fn participants_lists_each_locks_queue_holder_first() {
+    let [a, b] = multi_paths(&unique_path("multi-participants"));
+    let multi = InterProcessMultiLock::from_paths(&connect().await, &[&a, &b]).unwrap();
+    assert_eq!(multi.participants().await.unwrap(), [Vec::<String>::new(), Vec::new()], "nobody yet");
+    let held = multi.acquire().await.unwrap();
+    let waiter = InterProcessMutex::builder(&connect().await, &b).node_data(b"waiter").build().unwrap();
+    let waiting = tokio::spawn(async move { waiter.acquire().await.map(drop) });
+    let observer = connect().await;
+    wait_for_children(&observer, &b, 2).await;
+
+    let holder_nodes: Vec<String> = held.guards().iter().map(|guard| guard.node_path().to_owned()).collect();
+    let queued = children(&observer, &b).await.into_iter().map(|child| format!("{b}/{child}"));
+    let waiter_node = queued.into_iter().find(|node| *node != holder_nodes[1]).unwrap();
+    let participants = multi.participants().await.unwrap();
+    assert_eq!(participants, [vec![holder_nodes[0].clone()], vec![holder_nodes[1].clone(), waiter_node.clone()]]);
+    let with_data = multi.participants_with_data().await.unwrap();
+    let on_b: Vec<(&str, &[u8])> = with_data[1].iter().map(|node| (node.path.as_str(), node.data.as_slice())).collect();
+    assert_eq!(with_data[0].len(), 1);
+    assert_eq!(on_b[1], (waiter_node.as_str(), b"waiter".as_slice()));
+    assert_eq!(on_b[0].0, holder_nodes[1]);
+
+    held.release().await.unwrap();
+    tokio::time::timeout(PROMPTLY, waiting).await.expect("the waiter did not get b").unwrap().unwrap();
 }

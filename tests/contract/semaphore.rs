@@ -10,7 +10,7 @@ use tokio::sync::Barrier;
 use zklock::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LossReason};
 
 use crate::common::connect_through;
-use crate::common::{children, connect, eventually, unique_path, wait_for_children};
+use crate::common::{children, connect, eventually, unique_path, wait_for_children, Inside};
 use crate::support::{start_proxy, PROMPTLY};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -19,8 +19,13 @@ async fn never_more_than_two_leases_under_churn_with_cancellations() {
     const SESSIONS: usize = 3;
     const TASKS_PER_SESSION: usize = 2;
     const ROUNDS: usize = 6;
+    /// The longest a timed or cancelled acquire waits; every hold lasts longer.
+    const MOST_PATIENCE: u64 = 30;
+    const HOLD: Duration = Duration::from_millis(MOST_PATIENCE + 10);
     let path = unique_path("semaphore-churn");
-    let (held, most, granted) =
+    // Counted on the server, by every holder once it holds.
+    let inside = Arc::new(Inside::new(&connect().await, "semaphore-churn-inside").await);
+    let (most, waited_out, cut_short) =
         (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let ready = Arc::new(Barrier::new(SESSIONS * TASKS_PER_SESSION));
     let mut tasks = Vec::new();
@@ -28,24 +33,30 @@ async fn never_more_than_two_leases_under_churn_with_cancellations() {
         let client = connect().await;
         let semaphore = InterProcessSemaphoreV2::new(&client, &path, LEASES).unwrap();
         for task in 0..TASKS_PER_SESSION {
-            let (semaphore, held, most, granted, ready) =
-                (semaphore.clone(), held.clone(), most.clone(), granted.clone(), ready.clone());
+            let (client, semaphore, inside, ready) = (client.clone(), semaphore.clone(), inside.clone(), ready.clone());
+            let (most, waited_out, cut_short) = (most.clone(), waited_out.clone(), cut_short.clone());
             tasks.push(tokio::spawn(async move {
                 ready.wait().await;
                 for round in 0..ROUNDS {
-                    let give_up = Duration::from_millis(fastrand::u64(0..30));
+                    let give_up = Duration::from_millis(fastrand::u64(0..MOST_PATIENCE));
                     // Each way an acquire can end: waited out, timed out, dropped midway.
+                    let waits = (task + round) % 3 == 0;
                     let lease = match (task + round) % 3 {
                         0 => Some(semaphore.acquire().await.unwrap()),
                         1 => semaphore.acquire_timeout(give_up).await.unwrap(),
                         _ => tokio::time::timeout(give_up, semaphore.acquire()).await.ok().map(Result::unwrap),
                     };
-                    let Some(lease) = lease else { continue };
-                    let now = held.fetch_add(1, Ordering::SeqCst) + 1;
+                    let Some(lease) = lease else {
+                        cut_short.fetch_add(1, Ordering::SeqCst);
+                        continue;
+                    };
+                    if waits {
+                        waited_out.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let (mark, now) = inside.enter(&client).await;
                     most.fetch_max(now, Ordering::SeqCst);
-                    granted.fetch_add(1, Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    held.fetch_sub(1, Ordering::SeqCst);
+                    tokio::time::sleep(HOLD).await;
+                    inside.leave(&client, &mark).await;
                     lease.release().await.unwrap();
                 }
             }));
@@ -55,9 +66,13 @@ async fn never_more_than_two_leases_under_churn_with_cancellations() {
         tokio::time::timeout(Duration::from_secs(60), task).await.expect("churn never ended").unwrap();
     }
     let most = most.load(Ordering::SeqCst);
-    assert!(most <= LEASES as usize, "{most} leases at once");
-    assert_eq!(most, LEASES as usize, "the leases were never all in use: no contention");
-    assert!(granted.load(Ordering::SeqCst) >= SESSIONS * TASKS_PER_SESSION * ROUNDS / 3, "the waiting acquires");
+    assert_eq!(most, LEASES as usize, "most holders inside at once, as ZooKeeper saw them");
+    let attempts = SESSIONS * TASKS_PER_SESSION * ROUNDS;
+    assert_eq!(waited_out.load(Ordering::SeqCst), attempts / 3, "every acquire that waits gets its lease");
+    // All started at once, three waiting and three timed: the first two leases are held past
+    // every timed acquire's patience, so one timed acquire at least was cut short.
+    let cut_short = cut_short.load(Ordering::SeqCst);
+    assert!(cut_short >= 1, "no acquire was cut short: no churn");
     let observer = connect().await;
     wait_for_children(&observer, &format!("{path}/leases"), 0).await;
     wait_for_children(&observer, &format!("{path}/locks"), 0).await;

@@ -5,14 +5,15 @@
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
-use std::task::{Context, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use fastrand::Rng;
-use zklock::{LeaderLatch, LeaderSelector, Leadership};
+use zklock::{LeaderLatch, LeaderSelector, Leadership, LossReason};
 
 use super::client::{Hold, Holding};
 use super::history::Section;
+use super::operator::HolderMark;
 use super::recipe::{Part, Recipe, Resource};
 use super::tally::bump;
 use super::worker::hold_time;
@@ -40,7 +41,7 @@ pub async fn latch(index: usize, run: &Run, rng: &mut Rng) {
         let client = run.slots[index].client().await;
         let latch = LeaderLatch::new(&client, &run.paths.latch, &participant_id(index)).unwrap();
         if let Err(err) = latch.start().await {
-            run.failed(index, recipe, "joining", err);
+            run.failed(index, recipe, "joining", err, &[]);
             continue;
         }
         loop {
@@ -55,13 +56,13 @@ pub async fn latch(index: usize, run: &Run, rng: &mut Rng) {
                     }
                 }
                 Err(err) => {
-                    run.failed(index, recipe, "awaiting leadership", err);
+                    run.failed(index, recipe, "awaiting leadership", err, &[]);
                     break;
                 }
             }
         }
         if let Err(err) = latch.close().await {
-            run.failed(index, recipe, "leaving", err);
+            run.failed(index, recipe, "leaving", err, &[]);
         }
     }
 }
@@ -90,7 +91,7 @@ pub async fn selector(index: usize, run: Arc<Run>, mut rng: Rng) {
             }
         };
         if let Err(err) = selector.start(lead_one_term).await {
-            run.failed(index, recipe, "joining", err);
+            run.failed(index, recipe, "joining", err, &[]);
             continue;
         }
         let mut session = client.state_watcher();
@@ -100,7 +101,7 @@ pub async fn selector(index: usize, run: Arc<Run>, mut rng: Rng) {
         }
         // Reports the session's end, if that is what ended the selector.
         if let Err(err) = selector.close().await {
-            run.failed(index, recipe, "leaving", err);
+            run.failed(index, recipe, "leaving", err, &[]);
         }
     }
 }
@@ -121,9 +122,11 @@ async fn lead(run: &Run, index: usize, recipe: Recipe, leadership: Leadership, l
     let mut term = Term::begin(run, index, recipe, leadership.clone(), length);
     let resource = term.resource();
     let writer = run.fences.writer();
+    let node = leadership.node_path().to_owned();
     let write = || {
-        run.access(recipe, writer, || {
-            vec![Part { resource, token: leadership.epoch(), believed_held: leadership.is_held() }]
+        run.access(index, recipe, writer, || {
+            let believed_held = leadership.is_held();
+            vec![Part { resource, node: node.clone(), token: leadership.epoch(), believed_held }]
         })
     };
     let until = term.start + length;
@@ -132,7 +135,10 @@ async fn lead(run: &Run, index: usize, recipe: Recipe, leadership: Leadership, l
         let next = (Instant::now() + WRITE_EVERY).min(until);
         tokio::select! {
             _ = tokio::time::sleep_until(next.into()) => told_lost = !write(),
-            _ = leadership.lost() => told_lost = true,
+            reason = leadership.lost() => {
+                told_lost = true;
+                term.reason = Some(reason);
+            }
             _ = async { let _ = stop.wait_for(|stopped| *stopped).await; }, if during_faults => break,
         }
     }
@@ -149,15 +155,30 @@ struct Term<'a> {
     leadership: Leadership,
     start: Instant,
     told_lost: bool,
+    /// The loss it was told of, if `lost()` said.
+    reason: Option<LossReason>,
     _holding: Holding<'a>,
+    _marked: HolderMark<'a>,
 }
 
 impl<'a> Term<'a> {
     fn begin(run: &'a Run, client: usize, recipe: Recipe, leadership: Leadership, length: Duration) -> Self {
         let start = Instant::now();
         let holding = run.slots[client].holding(Hold::Leadership, start + length);
+        // Registered after `start`: a node the operator takes from here went during the term.
+        let marked = run.holders.mark(recipe, vec![leadership.node_path().to_owned()]);
         bump(&run.tally.of(recipe).acquisitions);
-        Term { run, client, recipe, leadership, start, told_lost: false, _holding: holding }
+        Term {
+            run,
+            client,
+            recipe,
+            leadership,
+            start,
+            told_lost: false,
+            reason: None,
+            _holding: holding,
+            _marked: marked,
+        }
     }
 
     fn resource(&self) -> Resource {
@@ -172,14 +193,20 @@ impl<'a> Term<'a> {
 impl Drop for Term<'_> {
     fn drop(&mut self) {
         let end = Instant::now();
-        let told_lost = self.told_lost || lost_already(&self.leadership);
+        let reason = self.reason.or_else(|| lost_already(&self.leadership));
+        let told_lost = self.told_lost || reason.is_some();
         if told_lost {
             bump(&self.run.tally.of(self.recipe).losses);
+        }
+        let node = self.leadership.node_path().to_owned();
+        if reason == Some(LossReason::NodeDeleted) {
+            self.run.claim(self.client, self.recipe, vec![node.clone()], "was told its leadership's node was deleted");
         }
         self.run.history.lock().unwrap().push(Section {
             client: self.client,
             recipe: self.recipe,
             resource: self.resource(),
+            node,
             start: self.start,
             end,
             token: self.leadership.epoch(),
@@ -188,7 +215,10 @@ impl Drop for Term<'_> {
     }
 }
 
-/// Whether the leader has been told it lost, without waiting.
-fn lost_already(leadership: &Leadership) -> bool {
-    pin!(leadership.lost()).poll(&mut Context::from_waker(Waker::noop())).is_ready()
+/// The loss the leader has been told of, if any, without waiting.
+fn lost_already(leadership: &Leadership) -> Option<LossReason> {
+    match pin!(leadership.lost()).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(reason) => Some(reason),
+        Poll::Pending => None,
+    }
 }

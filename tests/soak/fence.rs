@@ -19,7 +19,9 @@ pub enum Verdict {
     KnownLost,
     /// Refused while the holder believed it held: a stale holder reached the resource, or a
     /// second holder came with the token of the first (tokens did not strictly increase).
-    RefusedWhileHeld,
+    RefusedWhileHeld {
+        node: String,
+    },
 }
 
 /// One hold's identity at the registers: every critical section and every term of leadership
@@ -73,7 +75,7 @@ impl Fences {
                         }
                         Verdict::Accepted
                     }
-                    (true, false) => Verdict::RefusedWhileHeld,
+                    (true, false) => Verdict::RefusedWhileHeld { node: part.node },
                     (false, true) => Verdict::KnownLost,
                     (false, false) => Verdict::RefusedAfterLoss,
                 }
@@ -84,19 +86,19 @@ impl Fences {
 
 #[test]
 fn fences_refuse_a_stale_holder_a_repeated_token_and_a_reader_behind_a_later_writer() {
-    let part = |token, believed_held| move || vec![Part { resource: Resource::ReadWrite, token, believed_held }];
+    let node = || "/rw/n".to_owned();
+    let part = move |token, believed_held| {
+        move || vec![Part { resource: Resource::ReadWrite, node: node(), token, believed_held }]
+    };
+    let refused = || [Verdict::RefusedWhileHeld { node: node() }];
     let fences = Fences::default();
     let [first, second, third, fourth] = [(); 4].map(|()| fences.writer());
     assert_eq!(fences.access(first, Mode::Exclusive, part(10, true)), [Verdict::Accepted]);
     assert_eq!(fences.access(first, Mode::Exclusive, part(10, true)), [Verdict::Accepted], "its writer again");
-    assert_eq!(fences.access(second, Mode::Exclusive, part(10, true)), [Verdict::RefusedWhileHeld], "another writer");
+    assert_eq!(fences.access(second, Mode::Exclusive, part(10, true)), refused(), "another writer");
     assert_eq!(fences.access(second, Mode::Shared, part(12, true)), [Verdict::Accepted], "a later reader may read");
-    assert_eq!(fences.access(second, Mode::Exclusive, part(9, true)), [Verdict::RefusedWhileHeld]);
-    assert_eq!(
-        fences.access(second, Mode::Shared, part(9, true)),
-        [Verdict::RefusedWhileHeld],
-        "writer 10 wrote past it"
-    );
+    assert_eq!(fences.access(second, Mode::Exclusive, part(9, true)), refused());
+    assert_eq!(fences.access(second, Mode::Shared, part(9, true)), refused(), "writer 10 wrote past it");
     assert_eq!(fences.access(third, Mode::Exclusive, part(8, false)), [Verdict::RefusedAfterLoss]);
     assert_eq!(fences.access(third, Mode::Exclusive, part(20, false)), [Verdict::KnownLost]);
     assert_eq!(

@@ -11,6 +11,8 @@ pub struct Section {
     pub client: usize,
     pub recipe: Recipe,
     pub resource: Resource,
+    /// The node the hold was on.
+    pub node: String,
     pub start: Instant,
     /// When the holder stopped: before its release, or when it was told of its loss. The
     /// holder was not relying on the lock after this, so any overlap past it is not a conflict.
@@ -41,13 +43,38 @@ pub struct Checked {
 
 /// Checks every resource's sections against its rule: exclusive sections overlap nothing,
 /// readers overlap readers only, and at most `MAX_LEASES` leases overlap. A section's `end` is
-/// when its holder stopped relying on the lock, so every overlap left is a violation.
-pub fn check(sections: &[Section]) -> Checked {
-    let mut by_resource: BTreeMap<Resource, Vec<&Section>> = BTreeMap::new();
+/// when its holder stopped relying on the lock, or when the operator deleted its node (`deleted`
+/// says when it did, if it did): nobody can know of that in time, and fencing is what protects
+/// there. So every overlap left is a violation; and so is a section on a node the operator had
+/// deleted before it began: a holder whose node was gone while it waited (a ghost).
+pub fn check(sections: &[Section], deleted: impl Fn(&str) -> Option<Instant>) -> Checked {
+    let mut checked = Checked::default();
+    let mut cut = Vec::with_capacity(sections.len());
     for section in sections {
+        let mut section = section.clone();
+        match deleted(&section.node) {
+            Some(deleted) if deleted <= section.start => checked.conflicts.push(Conflict {
+                recipe: section.recipe,
+                resource: section.resource,
+                token: section.token,
+                description: format!(
+                    "{:?}: client {} ({}, token {}) held on {}, which the operator had deleted while it waited",
+                    section.resource,
+                    section.client,
+                    section.recipe.name(),
+                    section.token,
+                    section.node
+                ),
+            }),
+            Some(deleted) => section.end = section.end.min(deleted),
+            None => {}
+        }
+        cut.push(section);
+    }
+    let mut by_resource: BTreeMap<Resource, Vec<&Section>> = BTreeMap::new();
+    for section in &cut {
         by_resource.entry(section.resource).or_default().push(section);
     }
-    let mut checked = Checked::default();
     for (resource, mut sections) in by_resource {
         sections.sort_by_key(|section| section.start);
         let mut active: Vec<&Section> = Vec::new();
@@ -127,13 +154,14 @@ fn check_flags_each_broken_rule_and_nothing_else() {
             client,
             recipe,
             resource,
+            node: format!("{resource:?}-{from}"),
             start: base + std::time::Duration::from_millis(from),
             end: base + std::time::Duration::from_millis(to),
             token: from as i64,
             told_lost: false,
         })
         .collect();
-    let checked = check(&sections);
+    let checked = check(&sections, |_| None);
     let mut found: Vec<(Resource, i64)> =
         checked.conflicts.iter().map(|conflict| (conflict.resource, conflict.token)).collect();
     found.sort();
@@ -143,4 +171,30 @@ fn check_flags_each_broken_rule_and_nothing_else() {
     assert_eq!(found, breaking, "{checked:?}");
     let peaks: Vec<usize> = checked.peaks.values().copied().collect();
     assert_eq!(peaks, [1, 2, 3, 2, 1, 2], "mutex (back to back), readers, leases, mutex, multi paths");
+}
+
+#[test]
+fn check_ends_a_section_when_the_operator_deleted_its_node_and_flags_a_ghost() {
+    use std::time::Duration;
+    let base = Instant::now();
+    let at = |ms| base + Duration::from_millis(ms);
+    let section = |client, node: &str, from, to| Section {
+        client,
+        recipe: Recipe::Mutex,
+        resource: Resource::Mutex,
+        node: node.to_owned(),
+        start: at(from),
+        end: at(to),
+        token: from as i64,
+        told_lost: false,
+    };
+    // The holder of a deleted node is not told in time: its successor overlaps it, forgiven.
+    let deleted_holder = [section(0, "a", 0, 50), section(1, "b", 20, 30)];
+    let deleted = |node: &str| (node == "a").then(|| at(10));
+    assert!(check(&deleted_holder, deleted).conflicts.is_empty());
+    assert_eq!(check(&deleted_holder, |_| None).conflicts.len(), 1, "not deleted: two holders");
+    // A waiter whose node was deleted and that holds anyway is a ghost, and overlaps the holder.
+    let ghost = [section(0, "a", 0, 50), section(1, "b", 20, 30)];
+    let deleted = |node: &str| (node == "b").then(|| at(10));
+    assert_eq!(check(&ghost, deleted).conflicts.len(), 2, "{:?}", check(&ghost, deleted));
 }

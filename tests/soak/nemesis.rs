@@ -1,5 +1,5 @@
 //! The nemesis: kills and pauses the leader, partitions clients, expires their sessions and
-//! loses the server's replies to them.
+//! loses the server's replies to them, a fixed number of rounds.
 
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
@@ -22,66 +22,69 @@ enum Fault {
 
 const DECK: [Fault; 5] = [Fault::KillLeader, Fault::PauseLeader, Fault::Partition, Fault::Expire, Fault::LoseReplies];
 
-/// Injects faults until `duration` has passed and every kind has happened, then heals
-/// everything and returns the ensemble.
-///
-/// Faults are dealt from a shuffled deck of the kinds, so every kind happens once in every deck
-/// (the first deck takes about half a minute).
-pub fn run(
-    mut ensemble: Ensemble,
-    slots: &[Slot],
-    faults: &FaultCounts,
-    duration: Duration,
-    rng: &mut Rng,
-) -> Ensemble {
-    let started = Instant::now();
-    let mut deck = Vec::new();
-    let mut dealt = 0;
+/// How often a fault that did not take effect (no leader to kill, a partition that met no
+/// traffic) is dealt again before the nemesis moves on.
+const TRIES: usize = 3;
+
+/// Injects `rounds` rounds of faults, each every kind once in a shuffled order (a round takes
+/// about half a minute), then heals everything and returns the ensemble. A fault is counted
+/// only when it took effect: a kill or pause of a leader there was, a partition or lost replies
+/// that lost some of the client's traffic, an expiry the client saw; one that did not is dealt
+/// again, up to [`TRIES`] times.
+pub fn run(mut ensemble: Ensemble, slots: &[Slot], faults: &FaultCounts, rounds: usize, rng: &mut Rng) -> Ensemble {
     let mut expiries = 0;
-    while started.elapsed() < duration || dealt < DECK.len() {
-        std::thread::sleep(Duration::from_millis(rng.u64(1_000..3_000)));
-        if deck.is_empty() {
-            deck = DECK.to_vec();
-            rng.shuffle(&mut deck);
-        }
-        dealt += 1;
-        match deck.pop().unwrap() {
-            Fault::KillLeader => {
-                if let Some(leader) = ensemble.leader() {
-                    bump(&faults.kills);
-                    ensemble.kill(leader);
-                    std::thread::sleep(Duration::from_millis(rng.u64(500..3_000)));
-                    ensemble.restart(leader).expect("restart the killed leader");
+    for _ in 0..rounds {
+        let mut deck = DECK.to_vec();
+        rng.shuffle(&mut deck);
+        for fault in deck {
+            for _ in 0..TRIES {
+                std::thread::sleep(Duration::from_millis(rng.u64(500..2_000)));
+                let took_effect = match fault {
+                    Fault::KillLeader => ensemble.leader().is_some_and(|leader| {
+                        bump(&faults.kills);
+                        ensemble.kill(leader);
+                        std::thread::sleep(Duration::from_millis(rng.u64(500..3_000)));
+                        ensemble.restart(leader).expect("restart the killed leader");
+                        true
+                    }),
+                    Fault::PauseLeader => ensemble.leader().is_some_and(|leader| {
+                        bump(&faults.pauses);
+                        ensemble.pause(leader);
+                        std::thread::sleep(Duration::from_millis(rng.u64(500..4_000)));
+                        ensemble.resume(leader);
+                        true
+                    }),
+                    // Shorter than the session timeout: sometimes within the loss grace,
+                    // sometimes past it.
+                    Fault::Partition => {
+                        let spell = Duration::from_millis(rng.u64(300..4_000));
+                        let slot = &slots[holder_or_anyone(slots, rng)];
+                        disturb(slot, &faults.partitions, Proxy::blackhole, spell, |proxy| {
+                            proxy.requests_lost() + proxy.replies_lost()
+                        })
+                    }
+                    // Expiries cut off a leader and a lock holder in turns, so that both the
+                    // elections and the locks meet a session expiring under a holder.
+                    Fault::Expire => {
+                        let hold = [Hold::Leadership, Hold::Lock][expiries % 2];
+                        expiries += 1;
+                        expire(&slots[long_holder(slots, hold, rng)], faults, rng)
+                    }
+                    // Its requests still run but it learns none of their outcomes: it
+                    // reconnects and must find the nodes it created (or meant to delete) by
+                    // itself.
+                    Fault::LoseReplies => {
+                        let spell = Duration::from_millis(rng.u64(300..3_000));
+                        let slot = &slots[holder_or_anyone(slots, rng)];
+                        disturb(slot, &faults.lost_replies, Proxy::drop_replies, spell, Proxy::replies_lost)
+                    }
+                };
+                let _ = ensemble.wait_for_quorum(Duration::from_secs(60));
+                if took_effect {
+                    break;
                 }
             }
-            Fault::PauseLeader => {
-                if let Some(leader) = ensemble.leader() {
-                    bump(&faults.pauses);
-                    ensemble.pause(leader);
-                    std::thread::sleep(Duration::from_millis(rng.u64(500..4_000)));
-                    ensemble.resume(leader);
-                }
-            }
-            // Shorter than the session timeout: sometimes within the loss grace, sometimes past it.
-            Fault::Partition => {
-                let spell = Duration::from_millis(rng.u64(300..4_000));
-                disturb(&slots[holder_or_anyone(slots, rng)], &faults.partitions, Proxy::blackhole, spell);
-            }
-            // Expiries cut off a leader and a lock holder in turns, so that both the elections
-            // and the locks meet a session expiring under a holder in every run.
-            Fault::Expire => {
-                let hold = [Hold::Leadership, Hold::Lock][expiries % 2];
-                expiries += 1;
-                expire(&slots[long_holder(slots, hold, rng)], faults, rng)
-            }
-            // Its requests still run but it learns none of their outcomes: it reconnects and
-            // must find the nodes it created (or meant to delete) by itself.
-            Fault::LoseReplies => {
-                let spell = Duration::from_millis(rng.u64(300..3_000));
-                disturb(&slots[holder_or_anyone(slots, rng)], &faults.lost_replies, Proxy::drop_replies, spell);
-            }
         }
-        let _ = ensemble.wait_for_quorum(Duration::from_secs(60));
     }
     for slot in slots {
         slot.proxy.heal();
@@ -90,30 +93,38 @@ pub fn run(
     ensemble
 }
 
-/// Applies `fault` to the slot's proxy for `spell`, then heals it.
-fn disturb(slot: &Slot, count: &AtomicU64, fault: fn(&Proxy), spell: Duration) {
-    bump(count);
+/// Applies `fault` to the slot's proxy for `spell`, then heals it; counts it, and says so, only
+/// if it lost some of the client's traffic (`lost` counts what the proxy lost so far).
+fn disturb(slot: &Slot, count: &AtomicU64, fault: fn(&Proxy), spell: Duration, lost: fn(&Proxy) -> usize) -> bool {
+    let before = lost(&slot.proxy);
     fault(&slot.proxy);
     std::thread::sleep(spell);
+    let met_traffic = lost(&slot.proxy) > before;
     slot.proxy.heal();
+    if met_traffic {
+        bump(count);
+    }
+    met_traffic
 }
 
 /// Partitions the slot's client past the session timeout, so that the server expires its
-/// session as it would in production; counts the expiry once the client has seen it.
-fn expire(slot: &Slot, faults: &FaultCounts, rng: &mut Rng) {
+/// session as it would in production; counts the expiry once the client has seen it, and says
+/// whether it did.
+fn expire(slot: &Slot, faults: &FaultCounts, rng: &mut Rng) -> bool {
     let client = slot.client.lock().unwrap().clone();
     slot.proxy.blackhole();
     std::thread::sleep(SESSION_TIMEOUT + Duration::from_millis(rng.u64(1_500..4_000)));
     slot.proxy.heal();
-    let Some(client) = client else { return };
+    let Some(client) = client else { return false };
     let seen_by = Instant::now() + Duration::from_secs(10);
     while Instant::now() < seen_by {
         if client.state() == SessionState::Expired {
             bump(&faults.expiries);
-            return;
+            return true;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    false
 }
 
 /// The client to partition: the current holder half of the time, else anyone.

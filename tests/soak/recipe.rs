@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use zklock::{
-    InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
-    InterProcessSemaphoreV2, Lease, LockGuard, MultiLockGuard, Result,
+    Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    InterProcessSemaphoreV2, Lease, LockGuard, LossReason, MultiLockGuard, Result,
 };
 use zookeeper_client::Client;
 
@@ -193,7 +193,15 @@ impl Locks {
                 };
                 // The write holder's read acquire holds at once.
                 let read = self.read_write.read_lock().try_acquire().await?.expect("a downgrade never waits");
-                write.release().await?;
+                let write_node = write.node_path().to_owned();
+                match write.release().await {
+                    // The operator deleted the write node under it: say which node went.
+                    Err(Error::LockLost(LossReason::NodeDeleted)) => {
+                        drop(read);
+                        return Err(Error::LockNodeDeleted { path: write_node });
+                    }
+                    released => released?,
+                }
                 Some(Held::Guard(Resource::ReadWrite, read))
             }
             Recipe::Semaphore => {
@@ -215,9 +223,11 @@ pub enum Held {
     Multi(MultiLockGuard),
 }
 
-/// One resource a hold occupies: its fencing token and whether the holder believes it holds.
+/// One resource a hold occupies: its node, its fencing token and whether the holder believes it
+/// holds.
 pub struct Part {
     pub resource: Resource,
+    pub node: String,
     pub token: i64,
     pub believed_held: bool,
 }
@@ -227,13 +237,19 @@ impl Held {
     pub fn parts(&self) -> Vec<Part> {
         let guard_part = |resource, guard: &LockGuard| Part {
             resource,
+            node: guard.node_path().to_owned(),
             token: guard.fencing_token(),
             believed_held: guard.is_held(),
         };
         match self {
             Held::Guard(resource, guard) => vec![guard_part(*resource, guard)],
             Held::Lease(resource, lease) => {
-                vec![Part { resource: *resource, token: lease.fencing_token(), believed_held: lease.is_held() }]
+                vec![Part {
+                    resource: *resource,
+                    node: lease.node_path().to_owned(),
+                    token: lease.fencing_token(),
+                    believed_held: lease.is_held(),
+                }]
             }
             Held::Multi(multi) => multi
                 .guards()
@@ -244,18 +260,17 @@ impl Held {
         }
     }
 
+    /// Every node the hold owns.
+    pub fn nodes(&self) -> Vec<String> {
+        self.parts().into_iter().map(|part| part.node).collect()
+    }
+
     /// Resolves when the holder is told that (part of) the hold is lost.
     pub async fn lost(&self) {
         match self {
             Held::Guard(_, guard) => drop(guard.lost().await),
             Held::Lease(_, lease) => drop(lease.lost().await),
-            Held::Multi(multi) => {
-                let [first, second] = multi.guards() else { unreachable!("the soak's multi-lock has two paths") };
-                tokio::select! {
-                    _ = first.lost() => {}
-                    _ = second.lost() => {}
-                }
-            }
+            Held::Multi(multi) => drop(multi.lost().await),
         }
     }
 

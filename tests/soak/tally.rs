@@ -12,7 +12,8 @@ pub struct RecipeCounts {
     pub cancellations: AtomicU64,
     /// Critical sections that ended because the holder was told of a loss.
     pub losses: AtomicU64,
-    /// Accesses the register refused while the holder believed it held.
+    /// Accesses the register refused while the holder believed it held (each a claim that its
+    /// node was deleted, forgiven only for a node the operator deleted).
     pub stale_while_held: AtomicU64,
     /// Accesses the register would have refused, skipped because the holder knew of its loss.
     pub stale_after_loss: AtomicU64,
@@ -25,17 +26,12 @@ pub struct RecipeCounts {
 pub struct FaultCounts {
     pub kills: AtomicU64,
     pub pauses: AtomicU64,
+    /// Partitions that lost some of the client's traffic.
     pub partitions: AtomicU64,
     /// Sessions the server expired (seen by the client), not just partitions meant to expire one.
     pub expiries: AtomicU64,
-    /// Spells during which a client's requests ran but their replies were lost.
+    /// Spells during which a client's requests ran but some of their replies were lost.
     pub lost_replies: AtomicU64,
-}
-
-impl FaultCounts {
-    pub fn total(&self) -> u64 {
-        get(&self.kills) + get(&self.pauses) + get(&self.partitions) + get(&self.expiries) + get(&self.lost_replies)
-    }
 }
 
 #[derive(Default)]

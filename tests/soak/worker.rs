@@ -44,7 +44,7 @@ pub async fn work(index: usize, run: &Run, rng: &mut Rng) {
         match attempt {
             Ok(Some(held)) => critical_section(index, recipe, held, run, rng, &mut stop).await,
             Ok(None) => bump(&counts.timeouts),
-            Err(err) => run.failed(index, recipe, "acquire", err),
+            Err(err) => run.failed(index, recipe, "acquire", err, &[]),
         }
     }
 }
@@ -62,8 +62,11 @@ async fn critical_section(
     let start = Instant::now();
     let hold = hold_time(rng, LONG_HOLD_ONE_IN);
     let holding = run.slots[index].holding(Hold::Lock, start + hold);
+    let nodes = held.nodes();
+    // Registered after `start`: a node the operator takes from here went during the section.
+    let marked = run.holders.mark(recipe, nodes.clone());
     let writer = run.fences.writer();
-    let access = || run.access(recipe, writer, || held.parts());
+    let access = || run.access(index, recipe, writer, || held.parts());
     let mut told_lost = !access();
     if !told_lost {
         tokio::select! {
@@ -73,7 +76,7 @@ async fn critical_section(
         }
     }
     let end = Instant::now();
-    drop(holding);
+    drop((holding, marked));
     if told_lost {
         bump(&counts.losses);
     }
@@ -81,6 +84,7 @@ async fn critical_section(
         client: index,
         recipe,
         resource: part.resource,
+        node: part.node,
         start,
         end,
         token: part.token,
@@ -88,7 +92,7 @@ async fn critical_section(
     }));
     // A lost hold's release reports the loss; `failed` expects that.
     if let Err(err) = held.release().await {
-        run.failed(index, recipe, "release", err);
+        run.failed(index, recipe, "release", err, &nodes);
     }
 }
 

@@ -1,0 +1,233 @@
+//! The operator: deletes queue nodes of every recipe, a holder's and a waiter's in turn, the way
+//! people "unstick" a lock. A holder's node is taken from the holds under way (registered once
+//! the hold began); a waiter's is deleted in one transaction with a check that a node it waits
+//! for still exists, so the server itself proves that the node was waiting when it went.
+//! What the operator deleted is the only deletion the run forgives.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use fastrand::Rng;
+use zookeeper_client::{Client, MultiWriteError};
+
+use super::recipe::{Paths, Recipe};
+use super::tally::{bump, get};
+use super::Run;
+
+/// How long the operator looks for a holder or a waiter of a recipe before it moves on.
+const PATIENCE: Duration = Duration::from_secs(5);
+
+/// How many more times the operator looks for a holder of a recipe whose holders it has not
+/// met in its rounds.
+const EXTRA_TRIES: usize = 3;
+
+/// The longest any request of the operator may take (the nemesis kills and pauses servers).
+const REQUEST_BOUND: Duration = Duration::from_secs(5);
+
+/// The nodes the operator deleted, with when it sent each delete.
+#[derive(Default)]
+pub struct Deletions {
+    /// Node -> when its delete was sent, and whether the server confirmed it (a delete whose
+    /// reply was lost may have run: forgiven, not counted).
+    deleted: Mutex<HashMap<String, (Instant, bool)>>,
+    pub holders: AtomicU64,
+    pub waiters: AtomicU64,
+}
+
+impl Deletions {
+    /// When the operator deleted `node` (or may have), if it did.
+    pub fn of(&self, node: &str) -> Option<Instant> {
+        self.deleted.lock().unwrap().get(node).map(|(sent, _)| *sent)
+    }
+
+    /// Deletions the server confirmed.
+    pub fn count(&self) -> u64 {
+        get(&self.holders) + get(&self.waiters)
+    }
+
+    fn record(&self, node: &str, sent: Instant, confirmed: bool, count: &AtomicU64) {
+        self.deleted.lock().unwrap().insert(node.to_owned(), (sent, confirmed));
+        if confirmed {
+            bump(count);
+        }
+    }
+}
+
+/// The holds under way with their nodes, registered once the hold began: where the operator
+/// takes a holder's node from.
+#[derive(Default)]
+pub struct Holders {
+    holds: Mutex<Vec<(u64, Recipe, Vec<String>)>>,
+    next: AtomicU64,
+}
+
+impl Holders {
+    /// Registers a hold of `recipe` on `nodes` for as long as the returned mark lives.
+    pub fn mark(&self, recipe: Recipe, nodes: Vec<String>) -> HolderMark<'_> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.holds.lock().unwrap().push((id, recipe, nodes));
+        HolderMark { holders: self, id }
+    }
+
+    /// A node of a hold of `recipe` under way, at random.
+    fn pick(&self, recipe: Recipe, rng: &mut Rng) -> Option<String> {
+        let holds = self.holds.lock().unwrap();
+        let nodes: Vec<&String> =
+            holds.iter().filter(|(_, held, _)| *held == recipe).flat_map(|(_, _, nodes)| nodes).collect();
+        (!nodes.is_empty()).then(|| nodes[rng.usize(..nodes.len())].clone())
+    }
+}
+
+/// A hold under way, seen by the operator until dropped.
+pub struct HolderMark<'a> {
+    holders: &'a Holders,
+    id: u64,
+}
+
+impl Drop for HolderMark<'_> {
+    fn drop(&mut self) {
+        self.holders.holds.lock().unwrap().retain(|(id, ..)| *id != self.id);
+    }
+}
+
+/// Deletes, `rounds` times, a holder's node and a waiter's node of every recipe (each when one
+/// shows up within [`PATIENCE`]; holders and waiters in two loops side by side), through a
+/// session of its own straight to the ensemble.
+pub async fn run(connect_string: String, run: &Run, rounds: usize, rng: &mut Rng) {
+    let connecting = Client::connector().with_session_timeout(Duration::from_secs(20)).connect(&connect_string);
+    let client = connecting.await.expect("the operator connects");
+    let (mut holders_rng, mut waiters_rng) = (Rng::with_seed(rng.u64(..)), Rng::with_seed(rng.u64(..)));
+    let holders = async {
+        let mut deleted = [false; Recipe::COUNT];
+        for recipe in (0..rounds).flat_map(|_| Recipe::all()) {
+            tokio::time::sleep(Duration::from_millis(holders_rng.u64(100..600))).await;
+            deleted[recipe.index()] |= delete_a_holder(&client, run, recipe, &mut holders_rng).await;
+        }
+        // Every recipe's holders must meet a deletion: a recipe missed is tried again.
+        for _ in 0..EXTRA_TRIES {
+            for recipe in Recipe::all() {
+                if !deleted[recipe.index()] {
+                    deleted[recipe.index()] = delete_a_holder(&client, run, recipe, &mut holders_rng).await;
+                }
+            }
+        }
+    };
+    let waiters = async {
+        for recipe in (0..rounds).flat_map(|_| Recipe::all()) {
+            tokio::time::sleep(Duration::from_millis(waiters_rng.u64(100..600))).await;
+            delete_a_waiter(&client, run, recipe, &mut waiters_rng).await;
+        }
+    };
+    tokio::join!(holders, waiters);
+}
+
+/// Deletes the node of a holder of `recipe`; whether it found one.
+async fn delete_a_holder(client: &Client, run: &Run, recipe: Recipe, rng: &mut Rng) -> bool {
+    let give_up = Instant::now() + PATIENCE;
+    while Instant::now() < give_up {
+        if let Some(node) = run.holders.pick(recipe, rng) {
+            let sent = Instant::now();
+            match tokio::time::timeout(REQUEST_BOUND, client.delete(&node, None)).await {
+                Ok(Ok(())) => run.deletions.record(&node, sent, true, &run.deletions.holders),
+                Ok(Err(zookeeper_client::Error::NoNode)) => continue,
+                // The outcome is unknown: it may have run.
+                _ => run.deletions.record(&node, sent, false, &run.deletions.holders),
+            }
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+async fn delete_a_waiter(client: &Client, run: &Run, recipe: Recipe, rng: &mut Rng) {
+    let give_up = Instant::now() + PATIENCE;
+    while Instant::now() < give_up {
+        let dirs = queues(&run.paths, recipe);
+        let dir = &dirs[rng.usize(..dirs.len())];
+        let Ok(Ok(children)) = tokio::time::timeout(REQUEST_BOUND, client.list_children(dir)).await else {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        };
+        let waiters = waiting(children, recipe);
+        if waiters.is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        }
+        let (waiter, blocker) = &waiters[rng.usize(..waiters.len())];
+        let (waiter, blocker) = (format!("{dir}/{waiter}"), format!("{dir}/{blocker}"));
+        let mut delete = client.new_multi_writer();
+        delete.add_check_version(&blocker, -1).unwrap();
+        delete.add_delete(&waiter, None).unwrap();
+        let sent = Instant::now();
+        match tokio::time::timeout(REQUEST_BOUND, delete.commit()).await {
+            Ok(Ok(_)) => return run.deletions.record(&waiter, sent, true, &run.deletions.waiters),
+            // Refused, nothing ran (the blocker or the waiter went first): look again.
+            Ok(Err(MultiWriteError::OperationFailed { .. })) => {}
+            // The outcome is unknown: it may have run.
+            _ => return run.deletions.record(&waiter, sent, false, &run.deletions.waiters),
+        }
+    }
+}
+
+/// The queues a waiter of `recipe` waits in: the lock path, or a semaphore's gate mutex
+/// (its leases do not queue: a lease node holds, or waits for room without order).
+fn queues(paths: &Paths, recipe: Recipe) -> Vec<String> {
+    match recipe {
+        Recipe::Mutex => vec![paths.mutex.clone()],
+        Recipe::Write | Recipe::Read | Recipe::Downgrade => vec![paths.read_write.clone()],
+        Recipe::Semaphore => vec![format!("{}/locks", paths.semaphore)],
+        Recipe::SemaphoreMutex => vec![format!("{}/locks", paths.semaphore_mutex)],
+        Recipe::MultiLock => paths.multi.to_vec(),
+        Recipe::LeaderLatch => vec![paths.latch.clone()],
+        Recipe::LeaderSelector => vec![paths.selector.clone()],
+    }
+}
+
+/// The nodes among `children` that wait, each with a node ahead of it that keeps it waiting
+/// while it exists: the one just ahead, or for a reader the nearest writer ahead.
+fn waiting(mut children: Vec<String>, recipe: Recipe) -> Vec<(String, String)> {
+    // Every schema ends a name with its 10-digit sequence (a downgrade's read node with its
+    // write node's), which orders the queue.
+    children.retain(|child| child.len() >= 10);
+    children.sort_by(|a, b| a[a.len() - 10..].cmp(&b[b.len() - 10..]));
+    let key = |child: &String| child[child.len() - 10..].to_owned();
+    let is_writer = |child: &String| child.contains("__WRIT__");
+    let mut waiting = Vec::new();
+    for (index, child) in children.iter().enumerate().skip(1) {
+        // A downgrade's read node and its write node share a key, and both hold.
+        if children.iter().filter(|other| key(other) == key(child)).count() > 1 {
+            continue;
+        }
+        let blocker = match recipe {
+            Recipe::Read if child.contains("__READ__") => children[..index].iter().rev().find(|ahead| is_writer(ahead)),
+            Recipe::Read => None,
+            Recipe::Write | Recipe::Downgrade if !is_writer(child) => None,
+            _ => Some(&children[index - 1]),
+        };
+        if let Some(blocker) = blocker {
+            waiting.push((child.clone(), blocker.clone()));
+        }
+    }
+    waiting
+}
+
+/// A participant's report that a node of its own was deleted by someone else: an error
+/// (`LockNodeDeleted`, a hold lost with `NodeDeleted`) or a fence that refused it while it
+/// believed it held. Forgiven only when the operator deleted one of `nodes` before `at`.
+#[derive(Debug)]
+pub struct Claim {
+    pub client: usize,
+    pub recipe: Recipe,
+    pub nodes: Vec<String>,
+    pub at: Instant,
+    pub what: String,
+}
+
+impl Claim {
+    pub fn forgiven(&self, deletions: &Deletions) -> bool {
+        self.nodes.iter().any(|node| deletions.of(node).is_some_and(|deleted| deleted <= self.at))
+    }
+}
