@@ -60,7 +60,6 @@ use soak::{election, nemesis, worker, Run};
 const CLIENTS: usize = 5;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "needs the queue fix of issue 19"]
 async fn every_recipe_keeps_its_rule_through_faults() {
     let rounds: usize = std::env::var("ZKLOCK_SOAK_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(2);
     let seed: u64 =
