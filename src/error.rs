@@ -7,6 +7,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What can go wrong with a zklock lock.
 ///
+/// `Display` says what happened; the client's error behind it is the
+/// [`source`](std::error::Error::source), so that a chain (`{:#}` of anyhow, eyre's reports)
+/// prints each cause once. To print it without such a crate, walk `source()`.
+///
 /// Timing out is not an error: [`acquire_timeout`](crate::InterProcessMutex::acquire_timeout)
 /// returns `Ok(None)`.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -57,7 +61,7 @@ pub enum Error {
     /// One of the caller's operations in a fenced write
     /// ([`LockGuard::commit`](crate::LockGuard::commit)) failed while the lock was held; the
     /// transaction committed nothing.
-    #[error("fenced write: operation {index} failed: {source}")]
+    #[error("fenced write: operation {index} failed")]
     WriteFailed {
         /// Which of the caller's operations failed, counting from 0 (the lock check not counted).
         index: usize,
@@ -82,7 +86,7 @@ pub enum Error {
 
     /// ZooKeeper refused an operation, or it failed in a way zklock does not retry
     /// (for example `NoAuth` when the ACL of the lock path forbids us).
-    #[error("zookeeper {operation} {path}: {source}")]
+    #[error("zookeeper {operation} {path} failed")]
     ZooKeeper {
         /// What zklock was doing: `create`, `list`, `watch`, `delete`, ...
         operation: &'static str,
@@ -101,6 +105,11 @@ impl Error {
             Some(end) => end.error(),
             None => Error::ZooKeeper { operation, path: path.to_owned(), source },
         }
+    }
+
+    /// This error and each of its causes, `: `-separated: what our own logs print.
+    pub(crate) fn with_causes(&self) -> WithCauses<'_> {
+        WithCauses(self)
     }
 
     /// The variant's name in snake case: the `kind` label of `zklock_acquire_errors_total`.
@@ -127,6 +136,21 @@ impl Error {
     }
 }
 
+/// An error with its causes, for a log line; see [`Error::with_causes`].
+pub(crate) struct WithCauses<'a>(&'a Error);
+
+impl std::fmt::Display for WithCauses<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cause = std::error::Error::source(self.0);
+        while let Some(next) = cause {
+            write!(f, ": {next}")?;
+            cause = next.source();
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,8 +161,49 @@ mod tests {
         assert!(matches!(Error::zookeeper("create", "/a", Zk::SessionExpired), Error::SessionExpired));
         assert!(matches!(Error::zookeeper("create", "/a", Zk::ClientClosed), Error::SessionClosed));
         let other = Error::zookeeper("create", "/a", Zk::NoAuth);
-        assert_eq!(other.to_string(), "zookeeper create /a: not authorized");
+        assert_eq!(other.to_string(), "zookeeper create /a failed");
         assert!(std::error::Error::source(&other).is_some(), "the client error is kept as the source");
+    }
+
+    /// Each cause of `err` and of its sources, joined as error reporters join them.
+    fn chain(err: &dyn std::error::Error) -> String {
+        let mut text = err.to_string();
+        let mut cause = err.source();
+        while let Some(next) = cause {
+            text += &format!(": {next}");
+            cause = next.source();
+        }
+        text
+    }
+
+    #[test]
+    fn our_logs_print_the_error_with_its_causes() {
+        let err = Error::zookeeper("create", "/a", zookeeper_client::Error::NoAuth);
+        assert_eq!(err.with_causes().to_string(), chain(&err));
+        assert_eq!(err.with_causes().to_string(), "zookeeper create /a failed: not authorized");
+    }
+
+    #[test]
+    fn a_chain_prints_each_cause_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("publishing the nightly report")]
+        struct Job(#[source] Error);
+
+        let zookeeper = Job(Error::zookeeper("create", "/a", zookeeper_client::Error::NoAuth));
+        assert_eq!(chain(&zookeeper), "publishing the nightly report: zookeeper create /a failed: not authorized");
+        let write = Job(Error::WriteFailed { index: 1, source: zookeeper_client::Error::BadVersion });
+        assert_eq!(
+            chain(&write),
+            format!(
+                "publishing the nightly report: fenced write: operation 1 failed: {}",
+                zookeeper_client::Error::BadVersion
+            )
+        );
+        let lost = Job(Error::LockLost(crate::LossReason::NodeDeleted));
+        assert_eq!(
+            chain(&lost),
+            format!("publishing the nightly report: lock lost: {}", crate::LossReason::NodeDeleted)
+        );
     }
 
     #[test]

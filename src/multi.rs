@@ -280,7 +280,7 @@ async fn release_all(guards: Vec<LockGuard>) -> Result<()> {
     let mut first_error = None;
     for guard in guards.into_iter().rev() {
         if let Err(err) = guard.release().await {
-            tracing::warn!(error = %err, "could not release one lock of a multi-lock");
+            tracing::warn!(error = %err.with_causes(), "could not release one lock of a multi-lock");
             first_error.get_or_insert(err);
         }
     }

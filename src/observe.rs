@@ -68,7 +68,7 @@ impl LockLabel {
 
     /// An acquire failed with `error`.
     pub(crate) fn failed(&self, error: &crate::Error) {
-        tracing::debug!(target: "zklock", recipe = self.recipe.name(), path = %self.path, %error, "acquire failed");
+        tracing::debug!(target: "zklock", recipe = self.recipe.name(), path = %self.path, error = %error.with_causes(), "acquire failed");
         metrics::failed(self, error.kind());
     }
 
@@ -121,7 +121,7 @@ impl LockLabel {
 
     /// The participant `id` left the election by itself: its session ended, or ZooKeeper refused it.
     pub(crate) fn left_election(&self, id: &str, error: &crate::Error) {
-        tracing::warn!(target: "zklock", recipe = self.recipe.name(), path = %self.path, id, %error, "left the election");
+        tracing::warn!(target: "zklock", recipe = self.recipe.name(), path = %self.path, id, error = %error.with_causes(), "left the election");
     }
 
     /// An acquire that started at `started` ran out of time.

@@ -359,7 +359,9 @@ impl InterProcessSemaphoreV2 {
             // The gate's node was deleted (an operator, as the outcome may already say): nothing
             // of ours is left in its queue.
             Ok(()) | Err(Error::LockNodeDeleted { .. } | Error::LockLost(LossReason::NodeDeleted)) => {}
-            Err(err) => tracing::warn!(path = %inner.path, error = %err, "could not release the semaphore's mutex"),
+            Err(err) => {
+                tracing::warn!(path = %inner.path, error = %err.with_causes(), "could not release the semaphore's mutex")
+            }
         }
         outcome.map(|complete| complete.then_some(leases))
     }

@@ -311,7 +311,9 @@ impl Drop for PendingDelete {
         runtime.spawn(async move {
             match rest.await {
                 Ok(_) | Err(Error::SessionExpired | Error::SessionClosed) => {}
-                Err(err) => tracing::warn!(node = %node, error = %err, "could not delete a released node"),
+                Err(err) => {
+                    tracing::warn!(node = %node, error = %err.with_causes(), "could not delete a released node")
+                }
             }
         });
     }
@@ -395,7 +397,7 @@ impl NodeCleanup {
     /// finished by `Drop`.
     pub(crate) async fn run(&mut self) {
         if let Err(err) = clean_up(&self.client, &self.lock_path, &self.prefix, &self.trace).await {
-            tracing::warn!(lock_path = %self.lock_path, error = %err, "could not delete an abandoned lock node");
+            tracing::warn!(lock_path = %self.lock_path, error = %err.with_causes(), "could not delete an abandoned lock node");
         }
         self.trace = Trace::Nothing;
     }
@@ -417,7 +419,7 @@ impl Drop for NodeCleanup {
             (self.client.clone(), std::mem::take(&mut self.lock_path), std::mem::take(&mut self.prefix));
         runtime.spawn(async move {
             if let Err(err) = clean_up(&client, &lock_path, &prefix, &trace).await {
-                tracing::warn!(%lock_path, error = %err, "could not delete an abandoned lock node");
+                tracing::warn!(%lock_path, error = %err.with_causes(), "could not delete an abandoned lock node");
             }
         });
     }
