@@ -50,6 +50,9 @@ pub async fn latch(index: usize, run: &Run, rng: &mut Rng) {
                 _ = async { let _ = stop.wait_for(|stopped| *stopped).await; } => break,
             };
             match elected {
+                // A term that ended before we looked (its end is still being handled, and then
+                // the latch queues again by itself): nobody leads on it, so it is no term of ours.
+                Ok(leadership) if !leadership.is_held() => tokio::time::sleep(Duration::from_millis(10)).await,
                 Ok(leadership) => {
                     if !lead(run, index, recipe, leadership, hold_time(rng, LONG_TERM_ONE_IN)).await {
                         break;
