@@ -12,6 +12,7 @@ mod layout;
 mod list;
 mod run;
 mod signals;
+mod watchdog;
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
