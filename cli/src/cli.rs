@@ -59,11 +59,17 @@ A path holds one kind of lock or an election: a mode that cannot share it with t
 there (a semaphore on a lock, a kazoo lock on a Curator one, an election on a lock) is refused
 with exit 64.
 
-Exit codes: the command's own status (128+N if it died of signal N); 1 `list`: nobody holds;
-64 bad usage or a mode the path cannot take; 69 ZooKeeper unreachable or session ended before
-the lock or leadership was held; 70 other errors; 75 lock busy or leadership not ours in time
-(-n, --timeout; see -E); 76 lock or leadership lost while the command ran; 77 not allowed (ACL,
-authentication); 126/127 command not executable / not found.";
+`zklock revoke NODE` writes only into a lock participant's node (ephemeral, sequential, named
+as a zklock, Curator or kazoo lock node or semaphore lease); anything else, an election's node
+included, is refused with exit 64. A holder that carries on (--on-revoke ignore) writes its own
+data back. `zklock hold` lets go at once when the reader of its stdout goes away.
+
+Exit codes: the command's own status (128+N if it died of signal N); 1 `list`: nobody holds,
+`revoke`: no such node; 64 bad usage or a mode the path cannot take; 69 ZooKeeper unreachable
+or session ended before the lock or leadership was held; 70 other errors; 74 stdout cannot be
+written; 75 lock busy or leadership not ours in time (-n, --timeout; see -E); 76 lock or
+leadership lost while the command ran; 77 not allowed (ACL, authentication); 126/127 command
+not executable / not found; 141 the reader of stdout went away (as if killed by SIGPIPE).";
 
 /// Run a command while holding a ZooKeeper lock or semaphore, or while leading an election,
 /// cluster-wide.

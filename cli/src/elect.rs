@@ -13,14 +13,16 @@ use crate::cli::{ElectArgs, OnRevoke};
 use crate::exit::{Failure, Outcome};
 use crate::held::Held;
 use crate::layout::Kind;
-use crate::run::{hostname, run_command};
+use crate::node_data::hostname;
+use crate::run::{run_command, Revocation};
 
 /// Runs `command` while this process leads the election.
 pub async fn elect(client: &Client, args: ElectArgs, command: Vec<OsString>) -> Result<ExitCode, Failure> {
     let path = &args.election_path;
     let leadership = lead(client, &args);
     // Leadership cannot be revoked: only its loss stops the command.
-    run_command(client, path, Kind::Latch, leadership, &command, OnRevoke::Ignore, &args.hold).await
+    let revocation = Revocation { policy: OnRevoke::Ignore, own_data: String::new() };
+    run_command(client, path, Kind::Latch, leadership, &command, &revocation, &args.hold).await
 }
 
 /// Joins the election and waits to lead, until `--timeout`. Leaves the election when it gives up.

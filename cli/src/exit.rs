@@ -19,18 +19,27 @@ pub enum Outcome {
     NotAllowed,
     /// Something else went wrong.
     Failed,
+    /// `list`: nobody holds; `revoke`: the node does not exist.
+    NoHolder,
+    /// Standard output could not be written (a full disk, say).
+    CannotWrite,
+    /// The reader of standard output went away: the code of a process killed by SIGPIPE.
+    ReaderGone,
 }
 
 impl Outcome {
     pub fn code(self) -> u8 {
         match self {
+            Outcome::NoHolder => 1,
             Outcome::Usage => 64,
             Outcome::Unavailable => 69,
             Outcome::Failed => 70,
+            Outcome::CannotWrite => 74,
             Outcome::NotAllowed => 77,
             Outcome::Busy(code) => code,
             Outcome::Lost => 76,
             Outcome::CannotRun(code) => code,
+            Outcome::ReaderGone => 128 + libc::SIGPIPE as u8,
         }
     }
 }
@@ -45,6 +54,11 @@ pub struct Failure {
 impl Failure {
     pub fn new(outcome: Outcome, message: impl Into<String>) -> Self {
         Failure { outcome, message: message.into() }
+    }
+
+    /// A failure that prints nothing.
+    pub fn quiet(outcome: Outcome) -> Self {
+        Failure::new(outcome, "")
     }
 
     /// Classifies a library error.
@@ -70,7 +84,9 @@ impl Failure {
     }
 
     pub fn report(self) -> ExitCode {
-        eprintln!("zklock: {}", self.message);
+        if !self.message.is_empty() {
+            crate::output::warn(&self.message);
+        }
         ExitCode::from(self.outcome.code())
     }
 }

@@ -3,6 +3,7 @@
 
 use tracing::info;
 use zklock::{LeaderLatch, Leadership, Lease, LockGuard, LossReason};
+use zookeeper_client::Client;
 
 pub enum Held {
     Lock(LockGuard),
@@ -58,6 +59,15 @@ impl Held {
         }
     }
 
+    /// Writes `data` back into our node after a revocation request overwrote it, so that
+    /// `zklock list` shows who holds rather than the request. Best effort: the request has
+    /// been heard either way.
+    pub async fn restore_data(&self, client: &Client, data: &str) {
+        if let Err(err) = client.set_data(self.node_path(), data.as_bytes(), None).await {
+            info!("could not restore the data of {}: {err}", self.node_path());
+        }
+    }
+
     /// Releases (or leaves the election), saying so with -v, and complaining (without failing)
     /// if the delete failed.
     pub async fn release(self) {
@@ -75,7 +85,7 @@ impl Held {
             Ok(()) => info!("released {node}"),
             // Already said: the loss is the outcome.
             Err(zklock::Error::LockLost(_)) => {}
-            Err(err) => eprintln!("zklock: releasing the {what}: {err}"),
+            Err(err) => crate::output::warn(&format!("releasing the {what}: {err}")),
         }
     }
 }

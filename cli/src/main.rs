@@ -1,6 +1,7 @@
 //! `zklock`: run a command while holding a ZooKeeper lock or semaphore, or while leading an
 //! election. `zklock --help` says how.
 
+mod acquire;
 mod cli;
 mod connect;
 mod duration;
@@ -8,8 +9,13 @@ mod elect;
 mod exit;
 mod group;
 mod held;
+mod hold;
 mod layout;
 mod list;
+mod list_output;
+mod node_data;
+mod output;
+mod revoke;
 mod run;
 mod signals;
 mod watchdog;
@@ -18,7 +24,10 @@ use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use clap::Parser as _;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer as _};
 
 use crate::cli::{Cli, Command};
 use crate::connect::{close_session, connect};
@@ -55,12 +64,8 @@ fn main() -> ExitCode {
         let states = client.state_watcher();
         let outcome = match cli.subcommand {
             Some(Command::List { lock_path, json }) => list::list(&client, &lock_path, json).await,
-            Some(Command::Revoke { node }) => {
-                zklock::revoke(&client, &node).await.map_err(Failure::from_lock_error)?;
-                println!("asked the holder of {node} to let go");
-                Ok(ExitCode::SUCCESS)
-            }
-            Some(Command::Hold { lock }) => run::hold(&client, lock).await,
+            Some(Command::Revoke { node }) => revoke::revoke(&client, &node).await,
+            Some(Command::Hold { lock }) => hold::hold(&client, lock).await,
             Some(Command::Elect { election, command }) => elect::elect(&client, election, command).await,
             None => run::run(&client, cli.lock, cli.command).await,
         };
@@ -73,16 +78,26 @@ fn main() -> ExitCode {
 }
 
 /// Logs go to stderr; RUST_LOG chooses, else zklock's warnings (and its steps with -v), not the
-/// client's reconnection chatter.
+/// client's reconnection chatter, nor the library's own warning of a lost lock: the command says
+/// that in its one line.
 fn init_logs(verbose: bool) {
+    let chosen = EnvFilter::try_from_default_env().ok();
+    let said_by_the_command = chosen.is_none();
     let default = if verbose { "zklock=info" } else { "zklock=warn" };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let filter = chosen.unwrap_or_else(|| EnvFilter::new(default));
+    let not_a_loss = filter_fn(move |event| !(said_by_the_command && is_loss_event(event)));
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
-        .init();
+        .with_filter(filter)
+        .with_filter(not_a_loss);
+    tracing_subscriber::registry().with(logs).init();
+}
+
+/// The library's event of a lost hold (a warning with the hold's duration).
+fn is_loss_event(event: &tracing::Metadata<'_>) -> bool {
+    *event.level() == tracing::Level::WARN && event.fields().field("held_ms").is_some()
 }
 
 fn cli_path(path: &str) -> Result<(), Failure> {

@@ -1,10 +1,8 @@
-//! `zklock list` and `zklock revoke`.
+//! `zklock list`: who holds, who waits.
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
 mod support;
-
-use std::time::Duration;
 
 use common::{connect, server, unique_path, wait_for_children};
 use support::{hold, zklock, Group};
@@ -64,25 +62,34 @@ async fn list_shows_each_queue_apart() {
     }
 }
 
+/// A semaphore of two leases with a third participant waiting: two holders, the third a
+/// waiter, and each node's fencing token, pid and host as fields.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn revoke_stops_a_zklock_holder_unless_it_ignores_revocation() {
+async fn list_json_shows_a_semaphores_holders_with_token_pid_and_host() {
+    let path = unique_path("cli-list-semaphore");
     let zk = server().connect_string();
     let client = connect().await;
-    let (stubborn_path, obliging_path) = (unique_path("cli-revoke-ignore"), unique_path("cli-revoke"));
-    let mut stubborn = Group::spawn(zklock(&zk).args(["--on-revoke", "ignore", &stubborn_path, "--", "sleep", "60"]));
-    let mut obliging = Group::spawn(zklock(&zk).args([&obliging_path, "--", "sleep", "60"]));
-    wait_for_children(&client, &stubborn_path, 1).await;
-    wait_for_children(&client, &obliging_path, 1).await;
-    for path in [&stubborn_path, &obliging_path] {
-        let node = format!("{path}/{}", common::children(&client, path).await[0]);
-        let revoked = zklock(&zk).arg("revoke").arg(&node).output().unwrap();
-        assert!(revoked.status.success(), "{revoked:?}");
+    let (first, _) = hold(&zk, &["--semaphore", "2"], &path);
+    let (second, _) = hold(&zk, &["--semaphore", "2"], &path);
+    let _third = Group::spawn(zklock(&zk).args(["--semaphore", "2", &path, "--", "true"]));
+    wait_for_children(&client, &format!("{path}/leases"), 3).await;
+    let listed = zklock(&zk).args(["list", "--json", &path]).output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let queue = &json["queues"][0];
+    assert_eq!(queue["kind"], "semaphore", "{json}");
+    assert_eq!(queue["leases"], 2, "{json}");
+    let leases: Vec<&serde_json::Value> = queue["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|node| node["node"].as_str().unwrap().contains("/leases/"))
+        .collect();
+    let roles: Vec<&str> = leases.iter().map(|node| node["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["holder", "holder", "waiter"], "{json}");
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    for (node, holder) in leases.iter().zip([&first, &second]) {
+        assert_eq!(node["pid"], holder.0.id(), "{json}");
+        assert_eq!(node["host"], host.trim(), "{json}");
+        assert!(node["token"].as_i64().unwrap() > 0, "{json}");
     }
-    let status = obliging.wait(Duration::from_secs(20));
-    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "sleep got SIGTERM");
-    assert!(common::children(&client, &obliging_path).await.is_empty());
-    assert!(stubborn.0.try_wait().unwrap().is_none(), "--on-revoke ignore carries on");
-    let (mut holder, node) = hold(&zk, &[], &unique_path("cli-revoke-hold"));
-    assert!(zklock(&zk).arg("revoke").arg(&node).status().unwrap().success());
-    assert!(holder.wait(Duration::from_secs(20)).success(), "hold lets go on revocation");
 }
