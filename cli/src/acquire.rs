@@ -24,6 +24,25 @@ pub fn kind(args: &LockArgs) -> Kind {
     }
 }
 
+/// How long to wait: not at all with -n (or `--timeout 0`), else `--timeout`, else for ever.
+pub fn patience(args: &LockArgs) -> Option<Duration> {
+    if args.nonblock {
+        Some(Duration::ZERO)
+    } else {
+        args.hold.timeout
+    }
+}
+
+/// Busy (-n, `--timeout 0`) or not ours within `--timeout`: `-E`'s exit code, with one line
+/// that says which.
+pub fn not_in_time(path: &str, busy: &str, args: &LockArgs) -> Failure {
+    let message = match patience(args) {
+        Some(Duration::ZERO) | None => format!("{path} is {busy}"),
+        Some(timeout) => format!("{path} was still {busy} after {timeout:?}"),
+    };
+    Failure::new(Outcome::Busy(args.hold.conflict_exit_code), message)
+}
+
 /// What our lock node or lease says about us (and what we write back after a revocation
 /// request overwrote it).
 pub fn own_data(args: &LockArgs) -> String {
@@ -31,7 +50,7 @@ pub fn own_data(args: &LockArgs) -> String {
 }
 
 pub async fn acquire(client: &Client, lock_path: &str, kind: Kind, args: &LockArgs) -> Result<Held, Failure> {
-    let timeout = if args.nonblock { Some(Duration::ZERO) } else { args.hold.timeout };
+    let timeout = patience(args);
     let node_data = own_data(args);
     let held = if let Some(leases) = args.semaphore {
         let semaphore = InterProcessSemaphoreV2::builder(client, lock_path, leases)
@@ -75,12 +94,6 @@ pub async fn acquire(client: &Client, lock_path: &str, kind: Kind, args: &LockAr
     match held {
         Some(Ok(held)) => Ok(held),
         Some(Err(err)) => Err(Failure::from_lock_error(err)),
-        None if args.nonblock => {
-            Err(Failure::new(Outcome::Busy(args.hold.conflict_exit_code), format!("{lock_path} is busy")))
-        }
-        None => Err(Failure::new(
-            Outcome::Busy(args.hold.conflict_exit_code),
-            format!("timed out after {:?} waiting for {lock_path}", timeout.unwrap_or_default()),
-        )),
+        None => Err(not_in_time(lock_path, "held by another", args)),
     }
 }

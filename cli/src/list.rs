@@ -118,7 +118,7 @@ pub async fn list(client: &Client, path: &str, as_json: bool) -> Result<ExitCode
 
 /// Each node's fencing token (its czxid), read in one pipelined round of stat requests; a
 /// node gone meanwhile has none.
-async fn add_tokens(client: &Client, entries: &mut [Entry]) {
+pub async fn add_tokens(client: &Client, entries: &mut [Entry]) {
     let stats: Vec<_> = entries.iter().map(|entry| client.check_stat(&entry.node)).collect();
     for (entry, stat) in entries.iter_mut().zip(stats) {
         entry.token = stat.await.ok().flatten().map(|stat| stat.czxid);

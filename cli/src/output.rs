@@ -8,8 +8,13 @@ use crate::exit::{Failure, Outcome};
 
 /// Writes `text` and a newline to stdout, and flushes.
 pub fn line(text: &str) -> Result<(), Failure> {
+    bytes(format!("{text}\n").as_bytes())
+}
+
+/// Writes `bytes` to stdout, and flushes.
+pub fn bytes(bytes: &[u8]) -> Result<(), Failure> {
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{text}").and_then(|()| stdout.flush()).map_err(|err| match err.kind() {
+    stdout.write_all(bytes).and_then(|()| stdout.flush()).map_err(|err| match err.kind() {
         // The reader has all it wanted: no message, as a process killed by SIGPIPE says none.
         ErrorKind::BrokenPipe => Failure::quiet(Outcome::ReaderGone),
         _ => Failure::new(Outcome::CannotWrite, format!("cannot write to stdout: {err}")),

@@ -22,12 +22,11 @@ use crate::output;
 use crate::signals::Signals;
 
 /// Runs `command` while holding the lock.
-pub async fn run(client: &Client, args: LockArgs, command: Vec<OsString>) -> Result<ExitCode, Failure> {
-    let lock_path = lock_path(&args)?;
-    let kind = kind(&args);
-    let acquire = acquire(client, &lock_path, kind, &args);
-    let revocation = Revocation { policy: args.on_revoke, own_data: own_data(&args) };
-    run_command(client, &lock_path, kind, acquire, &command, &revocation, &args.hold).await
+pub async fn run(client: &Client, lock_path: &str, args: &LockArgs, command: &[OsString]) -> Result<ExitCode, Failure> {
+    let kind = kind(args);
+    let acquire = acquire(client, lock_path, kind, args);
+    let revocation = Revocation { policy: args.on_revoke, own_data: own_data(args) };
+    run_command(client, lock_path, kind, acquire, command, &revocation, &args.hold).await
 }
 
 /// How a holder answers a request to let go (`zklock revoke`).
@@ -51,7 +50,7 @@ pub async fn run_command(
     options: &HoldOptions,
 ) -> Result<ExitCode, Failure> {
     let Some((program, program_args)) = command.split_first() else {
-        return Err(Failure::new(Outcome::Usage, "no command given (after --)"));
+        return Err(Failure::new(Outcome::Usage, "no command given"));
     };
     become_subreaper();
     let mut signals = Signals::install()?;
@@ -74,10 +73,6 @@ pub async fn run_command(
     let outcome = supervise(client, &mut group, &held, &mut signals, revocation, options).await;
     held.release().await;
     outcome
-}
-
-pub fn lock_path(args: &LockArgs) -> Result<String, Failure> {
-    args.lock_path.clone().ok_or_else(|| Failure::new(Outcome::Usage, "no lock path given"))
 }
 
 /// Takes the lock (or leadership) with `take`, refusing a path used by another kind of lock.

@@ -94,7 +94,9 @@ async fn a_lost_lock_stops_the_command_and_exits_with_the_loss_code() {
     proxy.blackhole(); // the session will expire on the server
     assert_eq!(run.wait(Duration::from_secs(30)).code(), Some(LOST));
     assert!(read(&log).contains("stopped"), "the command got SIGTERM");
-    assert!(run.stderr().contains("lock lost"));
+    let stderr = run.stderr();
+    assert!(stderr.contains("lock lost"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line per loss: {stderr}");
 }
 
 /// A terminal sends Ctrl-C to its whole foreground job: zklock's group. The command has a group
