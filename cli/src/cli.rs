@@ -84,8 +84,9 @@ included, is refused with exit 64. A holder that carries on (--on-revoke ignore)
 data back. `zklock hold` lets go at once when the reader of its stdout goes away.
 
 Exit codes: the command's own status (128+N if it died of signal N); 1 `list`: nobody holds,
-`revoke`: no such node; 64 bad usage (an option, a path) or a mode the path cannot take; 69
-ZooKeeper unreachable or session ended before the lock or leadership was held; 70 other errors; 74 stdout
+`revoke`: no such node; 64 bad usage (an option, a path, a connect string) or a mode the path
+cannot take; 69 ZooKeeper unreachable (refused, not resolved, no session in time, chroot
+missing) or session ended before the lock or leadership was held; 70 other errors; 74 stdout
 cannot be written; 75 lock busy or leadership not ours in time (-n, --timeout; see -E); 76 lock
 or leadership lost while the command ran; 77 not allowed (ACL, authentication); 126/127
 command not executable / not found; 141 the reader of stdout went away (as if killed by

@@ -4,6 +4,7 @@
 mod acquire;
 mod cli;
 mod connect;
+mod connect_string;
 mod duration;
 mod elect;
 mod exit;
@@ -28,6 +29,7 @@ use std::process::ExitCode;
 
 use std::ffi::OsString;
 
+use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _};
 use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -50,6 +52,10 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => return clap_failure(err),
     };
+    // An empty ZKLOCK_ZK= is unset, as for ZK_CONNECT; an empty --zk is a mistake, said later.
+    if matches.value_source("zk") == Some(ValueSource::EnvVariable) && cli.connection.zk.as_deref() == Some("") {
+        cli.connection.zk = None;
+    }
     let mode = Mode::of(cli.subcommand.as_ref());
     // Bad input is reported before anything is sent anywhere.
     let checked = placement::check(&matches, mode).and_then(|()| placement::settle(&matches, &mut cli));

@@ -4,11 +4,12 @@
 mod common;
 mod support;
 
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use common::interop::temp_log;
 use common::{server, unique_path};
-use support::{bare_zklock, hold, zklock, NOT_ALLOWED, TIMED_OUT, UNAVAILABLE, USAGE};
+use support::{bare_zklock, hold, wait_with_timeout, zklock, NOT_ALLOWED, TIMED_OUT, UNAVAILABLE, USAGE};
 use zklock_testcontainers::{ServerOptions, ZooKeeperServer};
 use zookeeper_client::{Acls, Client, CreateMode};
 
@@ -99,4 +100,56 @@ async fn a_tls_port_is_reached_with_its_ca_and_not_without() {
     assert!(String::from_utf8_lossy(&output.stdout).starts_with(&format!("{path}/")));
     let plaintext = zklock(&secure).args(["--connect-timeout", "3s"]).arg(&path).args(["--", "true"]).output();
     assert_eq!(plaintext.unwrap().status.code(), Some(UNAVAILABLE));
+}
+
+#[test]
+fn malformed_connect_strings_are_usage_errors_that_say_why() {
+    for (zk, says) in [("127.0.0.1:abc", "port"), ("", "empty"), ("zk1:2181,", "no host"), ("127.0.0.1:0", "port")] {
+        let output = bare_zklock().args(["--zk", zk, "list", "/x"]).output().unwrap();
+        assert_eq!(output.status.code(), Some(USAGE), "{zk:?}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(says), "{zk:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_refused_connection_fails_at_once_saying_so() {
+    let mut command = bare_zklock();
+    let command = command.args(["--zk", "127.0.0.1:1", "--connect-timeout", "120s", "list", "/x"]);
+    let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
+    // Well within the connect timeout: the client alone retried until it passed.
+    let status = wait_with_timeout(&mut child, Duration::from_secs(30));
+    let stderr = std::io::read_to_string(child.stderr.take().unwrap()).unwrap();
+    assert_eq!(status.code(), Some(UNAVAILABLE), "{stderr}");
+    assert!(stderr.contains("connection refused"), "{stderr}");
+}
+
+#[test]
+fn an_empty_zklock_zk_falls_back_to_zk_connect() {
+    let path = unique_path("connection-empty-env");
+    let listed =
+        bare_zklock().env("ZKLOCK_ZK", "").env("ZK_CONNECT", server().connect_string()).args(["list", &path]).output();
+    let listed = listed.unwrap();
+    assert_eq!(listed.status.code(), Some(1), "reached the server, where nobody holds: {listed:?}");
+}
+
+#[test]
+fn a_missing_chroot_is_named() {
+    let zk = format!("{}/zklock-no-such-chroot", server().connect_string());
+    let output = zklock(&zk).args(["/x", "true"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(UNAVAILABLE), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("chroot /zklock-no-such-chroot does not exist"), "{stderr}");
+}
+
+/// The test server grants at most 60 s.
+#[test]
+fn a_session_timeout_the_server_shortens_is_said_in_one_line() {
+    let asked = ["--zk", &server().connect_string(), "--session-timeout", "1h", "list", "/x"];
+    let output = bare_zklock().args(asked).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("granted a session timeout of 60s"), "{stderr}");
 }
