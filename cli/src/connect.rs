@@ -157,6 +157,10 @@ fn read(file: &Path, option: &str) -> Result<String, Failure> {
 /// Closes the session and waits (a little) for the server to confirm: the server then deletes
 /// every node the session still had, such as a waiting node of an acquire cut short by a signal.
 pub async fn close_session(client: Client, mut states: StateWatcher) {
+    // Out of reach, the close cannot be sent: the session expires on the server by itself.
+    if !matches!(states.peek_state(), SessionState::SyncConnected | SessionState::ConnectedReadOnly) {
+        return;
+    }
     // The last handle going sends CloseSession; background tasks may hold a handle a moment more.
     drop(client);
     let closed = async {

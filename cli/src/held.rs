@@ -3,7 +3,7 @@
 
 use tracing::info;
 use zklock::{LeaderLatch, Leadership, Lease, LockGuard, LossReason};
-use zookeeper_client::Client;
+use zookeeper_client::{Client, SessionState};
 
 pub enum Held {
     Lock(LockGuard),
@@ -69,8 +69,13 @@ impl Held {
     }
 
     /// Releases (or leaves the election), saying so with -v, and complaining (without failing)
-    /// if the delete failed.
-    pub async fn release(self) {
+    /// if the delete failed. Out of reach of ZooKeeper, it does not wait for a server it cannot
+    /// reach: the node goes when the session expires, which nothing can make sooner.
+    pub async fn release(self, client: &Client) {
+        if !matches!(client.state(), SessionState::SyncConnected | SessionState::ConnectedReadOnly) {
+            info!("ZooKeeper is out of reach: {} goes when the session expires", self.node_path());
+            return;
+        }
         let (node, what) = (self.node_path().to_owned(), self.what());
         let released = match self {
             Held::Lock(guard) => guard.release().await,

@@ -44,7 +44,7 @@ pub async fn keep(
         false => format!("{node} {token}"),
     };
     if let Err(failure) = output::line(&line) {
-        held.release().await;
+        held.release(client).await;
         return Err(failure);
     }
     // A script that reads the line and goes away is done with the lock: holding on would keep
@@ -68,6 +68,6 @@ pub async fn keep(
             _ = signals.next() => break Ok(ExitCode::SUCCESS),
         }
     };
-    held.release().await;
+    held.release(client).await;
     outcome
 }

@@ -66,12 +66,12 @@ pub async fn run_command(
     let mut group = match Group::spawn(program, program_args, &env) {
         Ok(group) => group,
         Err(failure) => {
-            held.release().await;
+            held.release(client).await;
             return Err(failure);
         }
     };
     let outcome = supervise(client, &mut group, &held, &mut signals, revocation, options).await;
-    held.release().await;
+    held.release(client).await;
     outcome
 }
 
@@ -95,7 +95,7 @@ pub async fn take_alone(
     // Two modes of different kinds that looked at an empty path at once both got here; each
     // looks again now that its own node is there, so at least one of them sees the other.
     if let Err(failure) = ensure_alone(client, path, kind).await {
-        held.release().await;
+        held.release(client).await;
         return Err(failure);
     }
     info!("acquired {}, fencing token {}", held.node_path(), held.fencing_token());

@@ -96,7 +96,8 @@ async fn a_lost_lock_stops_the_command_and_exits_with_the_loss_code() {
     assert!(read(&log).contains("stopped"), "the command got SIGTERM");
     let stderr = run.stderr();
     assert!(stderr.contains("lock lost"), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "one line per loss: {stderr}");
+    let said = stderr.lines().filter(|line| line.starts_with("zklock:")).count();
+    assert_eq!(said, 1, "one line per loss: {stderr}");
 }
 
 /// A terminal sends Ctrl-C to its whole foreground job: zklock's group. The command has a group
@@ -169,4 +170,26 @@ async fn a_command_in_a_terminal_reads_it_and_gets_ctrl_c_once() {
     let text = read(&log);
     assert_eq!(text.matches("got INT").count(), 1, "{text}");
     assert!(text.contains("read second"), "{text}");
+}
+
+/// A command that ends while ZooKeeper is out of reach: zklock exits with its status at once,
+/// instead of waiting for a server it cannot reach (the node goes when the session expires, as
+/// nothing can delete it sooner). The session is long, so waiting for it would be seen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_that_ends_while_zookeeper_is_unreachable_exits_with_its_status_at_once() {
+    let path = unique_path("cli-unreachable-end");
+    let proxy = Proxy::start(server().address()).unwrap();
+    let log = temp_log("cli-unreachable-end");
+    let stop = log.with_extension("stop");
+    let _ = std::fs::remove_file(&stop);
+    let command =
+        format!("echo started >> {}; while [ ! -e {} ]; do sleep 0.05; done; exit 3", log.display(), stop.display());
+    let zk = proxy.connect_string();
+    let mut run =
+        Group::spawn(bare_zklock().args(["--zk", &zk, "--session-timeout", "60s", &path, "sh", "-c", &command]));
+    log_has(&log, "started").await;
+    proxy.cut(); // zklock's client learns at once that it is disconnected
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    std::fs::write(&stop, "").unwrap();
+    assert_eq!(run.wait(Duration::from_secs(15)).code(), Some(3), "the command's status, without waiting");
 }
