@@ -80,6 +80,8 @@ impl Drop for Watchdog {
 /// Only in the child of a fork; `dev_null` a valid C string.
 unsafe fn watch(zklock: libc::pid_t, every_signal: &libc::sigset_t, dev_null: *const libc::c_char) -> ! {
     libc::setpgid(0, 0);
+    // So that `ps -o comm` and `top` tell it from zklock, whose command line it shares.
+    libc::prctl(libc::PR_SET_NAME, c"zklock-watchdog".as_ptr());
     // Signals zklock passes on to the group are not for the watchdog: it takes them from its
     // queue and carries on. Only SIGKILL (and SIGSTOP) reach it.
     libc::sigprocmask(libc::SIG_SETMASK, every_signal, std::ptr::null_mut());
