@@ -171,3 +171,24 @@ fn flag(id: &str) -> String {
         _ => id.to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent_in_every_subcommand() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_scoped_option_exists() {
+        let command = Cli::command();
+        let ids: Vec<&str> =
+            SCOPES.iter().map(|(id, _)| *id).chain(EXCLUSIVE.iter().flat_map(|set| set.iter().copied())).collect();
+        for id in ids {
+            assert!(command.get_arguments().any(|arg| arg.get_id() == id), "{id}");
+            assert!(flag(id).starts_with('-'), "{id}");
+        }
+    }
+}

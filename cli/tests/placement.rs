@@ -140,3 +140,34 @@ async fn the_command_line_overrides_the_environment_and_booleans_read_as_people_
     let both = finish(zklock(&zk).args(["-n", "--timeout", "1s", &path, "true"]));
     assert_eq!(both.status.code(), Some(USAGE), "{both:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_command_and_on_revoke_apply_wherever_they_are_written() {
+    let zk = server().connect_string();
+    let client = connect().await;
+    for (place, mut command) in
+        ["before", "after"].into_iter().zip(both_places(&["-c", "echo \"$ZKLOCK_PATH\""], "elect", &[]))
+    {
+        let path = unique_path("placement-shell");
+        let output = finish(command.arg(&path));
+        assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), path, "-c {place} elect: {output:?}");
+    }
+    for (place, mut command) in
+        ["before", "after"].into_iter().zip(both_places(&["--on-revoke", "ignore"], "hold", &[]))
+    {
+        let path = unique_path("placement-revoke");
+        let mut holder = Group::spawn(command.arg(&path).stdout(Stdio::piped()));
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.0.stdout.as_mut().unwrap()), &mut line)
+            .unwrap();
+        let node = line.split_whitespace().next().unwrap().to_owned();
+        assert!(finish(zklock(&zk).args(["revoke", &node])).status.success());
+        // The holder carries on: its node stays, with its own data written back.
+        common::eventually("the holder wrote its data back", || async {
+            let (data, _) = client.get_data(&node).await.unwrap();
+            data.starts_with(b"zklock pid ")
+        })
+        .await;
+        assert!(holder.0.try_wait().unwrap().is_none(), "--on-revoke ignore {place} hold");
+    }
+}
