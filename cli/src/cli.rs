@@ -5,6 +5,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::duration::parse_duration;
@@ -12,7 +13,10 @@ use crate::duration::parse_duration;
 const AFTER_HELP: &str = "\
 Examples:
   # Run the nightly job on one machine of the cluster at a time
-  zklock --zk zk1:2181,zk2:2181 /locks/nightly -- ./nightly-job.sh
+  zklock -z zk1:2181,zk2:2181 /locks/nightly ./nightly-job.sh --full
+
+  # A shell command, as flock -c takes it (`--` before a command also works)
+  zklock /locks/report -c 'make report && upload report.pdf'
 
   # Skip the run if another machine holds the lock (exit 75, or -E's code)
   zklock -n -E 0 /locks/deploy -- ./deploy.sh
@@ -27,8 +31,16 @@ Examples:
   # Run the scheduler on the elected leader only; another machine takes over when it goes
   zklock elect --id web-3 /elections/scheduler -- ./scheduler
 
-  # Hold the lock from a shell script until told to stop
+  # Hold the lock from a shell script until told to stop (or until the reader of its line goes)
   zklock hold /locks/maintenance & ...; kill %1
+
+  # Campaign without a command, and see who leads
+  zklock elect --id web-3 /elections/scheduler &
+  zklock leader --json /elections/scheduler
+
+  # Shell completions and the manual page, generated from these definitions
+  zklock completions bash > /etc/bash_completion.d/zklock
+  zklock manpage > /usr/local/share/man/man1/zklock.1
 
   # Who holds the lock, who waits; ask the holder to let go
   zklock list --json /locks/nightly
@@ -40,28 +52,51 @@ Examples:
 The command sees ZKLOCK_PATH, ZKLOCK_NODE and ZKLOCK_FENCING_TOKEN (the lock node's czxid,
 which grows from holder to holder: pass it to what you write, and refuse older ones).
 
-The command runs in a process group of its own. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
+The command runs in a process group of its own, led by a watchdog process: if zklock dies, of
+any signal including SIGKILL, the kernel tells the watchdog, which kills the whole group at once,
+before the session can expire and anyone else can hold the lock. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
 SIGUSR2 sent to zklock are passed on to that whole group, once; the lock is released when the
 last process of the group has exited. If the lock is lost while the command runs (session
 expired, disconnected too long, node deleted), the group gets SIGTERM at once and SIGKILL at the
 latest when the server could first expire the session (sooner with --kill-after); zklock exits 76
 once the group is gone, before anyone else can hold the lock.
 
+Every option may be written before or after a subcommand's name (`zklock -n hold P` and
+`zklock hold -n P` are the same); an option that does not apply to the subcommand given on the
+command line is refused with exit 64 and names where it goes (one set in the environment is
+ignored where it does not apply). Boolean environment variables take 1/0, true/false, yes/no,
+on/off. `--timeout 0` is -n.
+
 `zklock elect PATH -- COMMAND` joins the election at PATH (Curator's LeaderLatch: node
 _c_{uuid}-latch-{seq}, data = --id, by default HOSTNAME:PID), waits to lead, and runs the command
 only while leading, with ZKLOCK_FENCING_TOKEN set to the leadership's epoch. Losing leadership
 stops the command as losing a lock does (exit 76); when the command ends, zklock leaves the
-election, the next participant leads, and zklock exits with the command's status.
+election, the next participant leads, and zklock exits with the command's status. Without a command,
+`zklock elect PATH` prints its node and epoch once it leads, and leads until signalled.
 
 A path holds one kind of lock or an election: a mode that cannot share it with the nodes already
 there (a semaphore on a lock, a kazoo lock on a Curator one, an election on a lock) is refused
 with exit 64.
 
-Exit codes: the command's own status (128+N if it died of signal N); 1 `list`: nobody holds;
-64 bad usage or a mode the path cannot take; 69 ZooKeeper unreachable or session ended before
-the lock or leadership was held; 70 other errors; 75 lock busy or leadership not ours in time
-(-n, --timeout; see -E); 76 lock or leadership lost while the command ran; 77 not allowed (ACL,
-authentication); 126/127 command not executable / not found.";
+`zklock revoke NODE` writes only into a lock participant's node (ephemeral, sequential, named
+as a zklock, Curator or kazoo lock node or semaphore lease); anything else, an election's node
+included, is refused with exit 64. A holder that carries on (--on-revoke ignore) writes its own
+data back. `zklock hold` lets go at once when the reader of its stdout goes away.
+
+Exit codes: the command's own status (128+N if it died of signal N); 1 `list`: nobody holds,
+`revoke`: no such node; 64 bad usage (an option, a path, a connect string) or a mode the path
+cannot take; 69 ZooKeeper unreachable (refused, not resolved, no session in time, chroot
+missing) or session ended before the lock or leadership was held; 70 other errors; 74 stdout
+cannot be written; 75 lock busy or leadership not ours in time (-n, --timeout; see -E); 76 lock
+or leadership lost while the command ran; 77 not allowed (ACL, authentication); 126/127
+command not executable / not found; 141 the reader of stdout went away (as if killed by
+SIGPIPE).";
+
+const USAGE: &str = "\
+zklock [OPTIONS] LOCK_PATH [--] COMMAND [ARGS]...
+       zklock [OPTIONS] LOCK_PATH -c SHELL_COMMAND
+       zklock [OPTIONS] <hold|elect|leader|list|revoke> ...
+       zklock completions <bash|zsh|fish> | zklock manpage";
 
 /// Run a command while holding a ZooKeeper lock or semaphore, or while leading an election,
 /// cluster-wide.
@@ -71,6 +106,7 @@ authentication); 126/127 command not executable / not found.";
     version,
     about = "Run a command while holding a ZooKeeper lock or semaphore, cluster-wide (like flock, consul lock, etcdctl lock), or while leading an election.",
     after_help = AFTER_HELP,
+    override_usage = USAGE,
     subcommand_negates_reqs = true
 )]
 pub struct Cli {
@@ -80,12 +116,38 @@ pub struct Cli {
     #[command(flatten)]
     pub lock: LockArgs,
 
-    /// The command to run while holding the lock, after `--`.
-    #[arg(value_name = "COMMAND", last = true, required = true, num_args = 1..)]
+    #[command(flatten)]
+    pub modes: ModeOptions,
+
+    /// The lock path, e.g. /locks/nightly-job.
+    #[arg(value_name = "LOCK_PATH", required = true)]
+    pub lock_path: Option<String>,
+
+    /// The command to run while holding the lock, with its arguments (`--` before it is
+    /// optional).
+    #[arg(value_name = "COMMAND", trailing_var_arg = true, num_args = 1.., required_unless_present = "shell_command")]
     pub command: Vec<OsString>,
 
     #[command(subcommand)]
     pub subcommand: Option<Command>,
+}
+
+/// Options of one mode or another: which one takes each is checked after parsing
+/// (`placement.rs`), so that every option can be written before or after a subcommand.
+#[derive(Debug, Args)]
+pub struct ModeOptions {
+    /// Run SHELL_COMMAND with `sh -c` while holding the lock or leading (like flock -c).
+    #[arg(long = "command", short = 'c', value_name = "SHELL_COMMAND", global = true)]
+    pub shell_command: Option<String>,
+
+    /// elect: this participant's id, the data of its election node (what `zklock list` and
+    /// `zklock leader` show). Default: HOSTNAME:PID.
+    #[arg(long, value_name = "ID", env = "ZKLOCK_ID", global = true)]
+    pub id: Option<String>,
+
+    /// list, leader, hold, elect without a command: print one JSON object, for scripts.
+    #[arg(long, global = true)]
+    pub json: bool,
 }
 
 /// Where ZooKeeper is and how to talk to it.
@@ -93,7 +155,7 @@ pub struct Cli {
 pub struct Connection {
     /// ZooKeeper servers, host:port[,host:port...][/chroot]. Falls back to $ZK_CONNECT, then
     /// 127.0.0.1:2181.
-    #[arg(long = "zk", value_name = "HOSTS", env = "ZKLOCK_ZK", global = true)]
+    #[arg(long = "zk", short = 'z', value_name = "HOSTS", env = "ZKLOCK_ZK", global = true)]
     pub zk: Option<String>,
 
     /// ZooKeeper session timeout: a holder that dies releases the lock after about this long.
@@ -127,7 +189,7 @@ pub struct Connection {
 
     /// Say on stderr whom we wait for, when the lock is acquired and released. RUST_LOG
     /// selects more (e.g. RUST_LOG=zklock=debug).
-    #[arg(long, short = 'v', env = "ZKLOCK_VERBOSE", global = true)]
+    #[arg(long, short = 'v', env = "ZKLOCK_VERBOSE", value_parser = BoolishValueParser::new(), global = true)]
     pub verbose: bool,
 }
 
@@ -138,38 +200,34 @@ pub struct LockArgs {
     pub hold: HoldOptions,
 
     /// Do not wait: give up at once if the lock is busy (like flock -n).
-    #[arg(long, short = 'n', env = "ZKLOCK_NONBLOCK", conflicts_with = "timeout")]
+    #[arg(long, short = 'n', env = "ZKLOCK_NONBLOCK", value_parser = BoolishValueParser::new(), global = true)]
     pub nonblock: bool,
 
     /// The write side of the path's read-write lock: alone (like flock -x). The default.
-    #[arg(long, short = 'x', env = "ZKLOCK_WRITE")]
+    #[arg(long, short = 'x', env = "ZKLOCK_WRITE", value_parser = BoolishValueParser::new(), global = true)]
     pub write: bool,
 
     /// The read side of the path's read-write lock: shared with other readers (like flock -s).
-    #[arg(long, short = 's', env = "ZKLOCK_READ", conflicts_with = "write")]
+    #[arg(long, short = 's', env = "ZKLOCK_READ", value_parser = BoolishValueParser::new(), global = true)]
     pub read: bool,
 
     /// A counting semaphore of N leases (Curator's InterProcessSemaphoreV2 layout; every
     /// participant must use the same N).
-    #[arg(long, value_name = "N", env = "ZKLOCK_SEMAPHORE", conflicts_with_all = ["read", "write"], value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", env = "ZKLOCK_SEMAPHORE", value_parser = clap::value_parser!(u32).range(1..), global = true)]
     pub semaphore: Option<u32>,
 
     /// Curator's InterProcessMutex layout (to share the path with Java services that use it).
-    #[arg(long, env = "ZKLOCK_MUTEX", conflicts_with_all = ["read", "write", "semaphore"])]
+    #[arg(long, env = "ZKLOCK_MUTEX", value_parser = BoolishValueParser::new(), global = true)]
     pub mutex: bool,
 
     /// kazoo's Lock layout (to share the path with Python services that use it).
-    #[arg(long, env = "ZKLOCK_KAZOO", conflicts_with_all = ["read", "write", "semaphore", "mutex"])]
+    #[arg(long, env = "ZKLOCK_KAZOO", value_parser = BoolishValueParser::new(), global = true)]
     pub kazoo: bool,
 
     /// What to do when someone asks the holder to let go (`zklock revoke`): send the command
     /// SIGTERM (hold mode: release and exit 0), or carry on.
-    #[arg(long, value_enum, value_name = "WHAT", default_value = "term", env = "ZKLOCK_ON_REVOKE")]
+    #[arg(long, value_enum, value_name = "WHAT", default_value = "term", env = "ZKLOCK_ON_REVOKE", global = true)]
     pub on_revoke: OnRevoke,
-
-    /// The lock path, e.g. /locks/nightly-job.
-    #[arg(value_name = "LOCK_PATH", required = true)]
-    pub lock_path: Option<String>,
 }
 
 /// How long to wait for the lock or leadership, and what losing it does to the command: the
@@ -178,38 +236,29 @@ pub struct LockArgs {
 pub struct HoldOptions {
     /// Give up after waiting this long for the lock or leadership (exit 75, or -E's code).
     /// Default: wait for ever.
-    #[arg(long, short = 'w', value_name = "DUR", value_parser = parse_duration, env = "ZKLOCK_TIMEOUT")]
+    #[arg(long, short = 'w', value_name = "DUR", value_parser = parse_duration, env = "ZKLOCK_TIMEOUT", global = true)]
     pub timeout: Option<Duration>,
 
     /// The exit code when the lock is busy (-n) or not ours within --timeout.
-    #[arg(long, short = 'E', value_name = "N", default_value_t = 75, env = "ZKLOCK_CONFLICT_EXIT_CODE")]
+    #[arg(long, short = 'E', value_name = "N", default_value_t = 75, env = "ZKLOCK_CONFLICT_EXIT_CODE", global = true)]
     pub conflict_exit_code: u8,
 
     /// When a disconnection counts as losing the lock, lease or leadership: after a third of
     /// the session timeout, or at once.
-    #[arg(long, value_enum, value_name = "POLICY", default_value = "session-timeout", env = "ZKLOCK_LOSS_POLICY")]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "POLICY",
+        default_value = "session-timeout",
+        env = "ZKLOCK_LOSS_POLICY",
+        global = true
+    )]
     pub loss_policy: LossPolicyArg,
 
     /// After SIGTERM on a lost lock or leadership, wait at most this long before SIGKILL. Never
     /// later than the moment the server could first expire the session.
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, env = "ZKLOCK_KILL_AFTER")]
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, env = "ZKLOCK_KILL_AFTER", global = true)]
     pub kill_after: Duration,
-}
-
-/// Which election to join, and as whom.
-#[derive(Debug, Args)]
-pub struct ElectArgs {
-    /// This participant's id, the data of its election node (what `zklock list` shows).
-    /// Default: HOSTNAME:PID.
-    #[arg(long, value_name = "ID", env = "ZKLOCK_ID")]
-    pub id: Option<String>,
-
-    #[command(flatten)]
-    pub hold: HoldOptions,
-
-    /// The election path, e.g. /elections/report-writer.
-    #[arg(value_name = "ELECTION_PATH")]
-    pub election_path: String,
 }
 
 /// What a revocation request does.
@@ -241,34 +290,48 @@ impl From<LossPolicyArg> for zklock::LossPolicy {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Take the lock, print its node and fencing token, and hold it until signalled (like
-    /// `etcdctl lock NAME` without a command).
+    /// Take the lock, print its node and fencing token, and hold it until signalled, asked to
+    /// let go, or the reader of that line goes away (like `etcdctl lock NAME` without a command).
     Hold {
-        #[command(flatten)]
-        lock: LockArgs,
+        /// The lock path.
+        #[arg(value_name = "LOCK_PATH")]
+        lock_path: String,
     },
     /// Run a command only while this process leads an election (Curator's LeaderLatch): wait
     /// for leadership, run the command, stop it if leadership is lost, and leave the election
-    /// when it ends.
+    /// when it ends. Without a command: print the node and epoch once leading, and lead until
+    /// signalled.
     Elect {
-        #[command(flatten)]
-        election: ElectArgs,
-        /// The command to run while leading, after `--`.
-        #[arg(value_name = "COMMAND", last = true, required = true, num_args = 1..)]
+        /// The election path, e.g. /elections/report-writer.
+        #[arg(value_name = "ELECTION_PATH")]
+        election_path: String,
+        /// The command to run while leading, with its arguments (`--` before it is optional).
+        #[arg(value_name = "COMMAND", trailing_var_arg = true, num_args = 1..)]
         command: Vec<OsString>,
+    },
+    /// Print the current leader of an election: its id, node and epoch. Exits 1 when nobody
+    /// leads.
+    Leader {
+        /// The election path.
+        #[arg(value_name = "ELECTION_PATH")]
+        election_path: String,
     },
     /// Print each queue of a lock path (holders and waiters) with the nodes' data. Exits 1
     /// when nobody holds.
     List {
         /// The lock path.
         lock_path: String,
-        /// One JSON object, for scripts.
-        #[arg(long)]
-        json: bool,
     },
     /// Ask the holder of a lock node to give the lock up (it decides whether to).
     Revoke {
         /// The full path of the holder's node, as `zklock list` prints it.
         node: String,
     },
+    /// Print the completion script for a shell.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `zklock manpage > zklock.1`.
+    Manpage,
 }

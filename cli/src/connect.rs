@@ -6,35 +6,100 @@ use std::time::Duration;
 
 use zookeeper_client::{Client, Connector, SessionState, StateWatcher, TlsOptions};
 
-use crate::cli::Connection;
-use crate::exit::{Failure, Outcome};
+use tokio::net::TcpStream;
+use tokio::task::JoinSet;
 
-/// Connects to ZooKeeper, within the connect timeout, authenticated as asked.
+use crate::cli::Connection;
+use crate::connect_string;
+use crate::exit::{Failure, Outcome};
+use crate::output;
+
+/// How long the probe before connecting may take: a reachable server answers a TCP connect
+/// within milliseconds, and the client's own connect timeout covers a slower one.
+const PROBE_PATIENCE: Duration = Duration::from_secs(1);
+
+/// Connects to ZooKeeper, within the connect timeout, authenticated as asked; fails fast on a
+/// malformed connect string (64), servers that cannot be resolved or all refuse connections
+/// (69), and a chroot that does not exist (69).
 pub async fn connect(connection: &Connection) -> Result<Client, Failure> {
     let hosts = connection
         .zk
         .clone()
-        .or_else(|| std::env::var("ZK_CONNECT").ok().filter(|hosts| !hosts.is_empty()))
+        .or_else(|| std::env::var("ZK_CONNECT").ok().filter(|hosts| !hosts.trim().is_empty()))
         .unwrap_or_else(|| "127.0.0.1:2181".to_owned());
+    let parsed = connect_string::parse(&hosts).map_err(|reason| Failure::new(Outcome::Usage, reason))?;
     let mut connector = Client::connector().with_session_timeout(connection.session_timeout);
     for (scheme, credentials) in credentials(connection)? {
         connector = connector.with_auth(&scheme, credentials.as_bytes());
     }
     let tls = tls_options(connection)?;
+    probe(&parsed.servers, connection.connect_timeout).await.map_err(|reason| {
+        Failure::new(Outcome::Unavailable, format!("cannot connect to ZooKeeper at {hosts}: {reason}"))
+    })?;
     let connecting = start(connector, tls, hosts.clone());
-    match tokio::time::timeout(connection.connect_timeout, connecting).await {
-        Ok(Ok(client)) => Ok(client),
+    let client = match tokio::time::timeout(connection.connect_timeout, connecting).await {
+        Ok(Ok(client)) => client,
         Ok(Err(zookeeper_client::Error::AuthFailed)) => {
-            Err(Failure::new(Outcome::NotAllowed, format!("ZooKeeper at {hosts} refused our credentials")))
+            return Err(Failure::new(Outcome::NotAllowed, format!("ZooKeeper at {hosts} refused our credentials")))
         }
         Ok(Err(err)) => {
-            Err(Failure::new(Outcome::Unavailable, format!("cannot connect to ZooKeeper at {hosts}: {err}")))
+            return Err(Failure::new(Outcome::Unavailable, format!("cannot connect to ZooKeeper at {hosts}: {err}")))
         }
-        Err(_) => Err(Failure::new(
-            Outcome::Unavailable,
-            format!("cannot connect to ZooKeeper at {hosts} within {:?}", connection.connect_timeout),
-        )),
+        Err(_) => {
+            let within = connection.connect_timeout;
+            return Err(Failure::new(
+                Outcome::Unavailable,
+                format!("no ZooKeeper session at {hosts} within {within:?}"),
+            ));
+        }
+    };
+    if let Some(chroot) = &parsed.chroot {
+        // Inside the chroot, "/" is the chroot itself.
+        if let Ok(None) = client.check_stat("/").await {
+            let message = format!("the chroot {chroot} does not exist on ZooKeeper at {hosts} (create it first)");
+            return Err(Failure::new(Outcome::Unavailable, message));
+        }
     }
+    let granted = client.session_timeout();
+    if granted != connection.session_timeout {
+        let asked = connection.session_timeout;
+        output::warn(&format!("the server granted a session timeout of {granted:?}, not the {asked:?} asked for"));
+    }
+    Ok(client)
+}
+
+/// Resolves the servers and opens a TCP connection to each address, all at once: a name
+/// nobody resolves, or servers that all refuse, fail now with the reason, where the client would
+/// retry until the connect timeout. Anything else (a server that does not answer within a
+/// moment) is left to the client and its timeout.
+async fn probe(servers: &[(String, u16)], connect_timeout: Duration) -> Result<(), String> {
+    let probing = async {
+        let mut addresses = Vec::new();
+        let mut unresolved = Vec::new();
+        for (host, port) in servers {
+            match tokio::net::lookup_host((host.as_str(), *port)).await {
+                Ok(found) => addresses.extend(found),
+                Err(err) => unresolved.push(format!("{host}: {err}")),
+            }
+        }
+        if addresses.is_empty() {
+            return Err(format!("cannot resolve {}", unresolved.join("; ")));
+        }
+        let mut attempts: JoinSet<_> = addresses.into_iter().map(TcpStream::connect).collect();
+        let mut all_refused = true;
+        while let Some(attempt) = attempts.join_next().await {
+            match attempt {
+                Ok(Ok(_)) => return Ok(()),
+                Ok(Err(err)) if err.kind() == std::io::ErrorKind::ConnectionRefused => {}
+                _ => all_refused = false,
+            }
+        }
+        if all_refused {
+            return Err("connection refused".to_owned());
+        }
+        Ok(())
+    };
+    tokio::time::timeout(PROBE_PATIENCE.min(connect_timeout), probing).await.unwrap_or(Ok(()))
 }
 
 async fn start(
@@ -92,6 +157,10 @@ fn read(file: &Path, option: &str) -> Result<String, Failure> {
 /// Closes the session and waits (a little) for the server to confirm: the server then deletes
 /// every node the session still had, such as a waiting node of an acquire cut short by a signal.
 pub async fn close_session(client: Client, mut states: StateWatcher) {
+    // Out of reach, the close cannot be sent: the session expires on the server by itself.
+    if !matches!(states.peek_state(), SessionState::SyncConnected | SessionState::ConnectedReadOnly) {
+        return;
+    }
     // The last handle going sends CloseSession; background tasks may hold a handle a moment more.
     drop(client);
     let closed = async {

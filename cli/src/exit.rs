@@ -19,18 +19,27 @@ pub enum Outcome {
     NotAllowed,
     /// Something else went wrong.
     Failed,
+    /// `list`: nobody holds; `revoke`: the node does not exist.
+    NoHolder,
+    /// Standard output could not be written (a full disk, say).
+    CannotWrite,
+    /// The reader of standard output went away: the code of a process killed by SIGPIPE.
+    ReaderGone,
 }
 
 impl Outcome {
     pub fn code(self) -> u8 {
         match self {
+            Outcome::NoHolder => 1,
             Outcome::Usage => 64,
             Outcome::Unavailable => 69,
             Outcome::Failed => 70,
+            Outcome::CannotWrite => 74,
             Outcome::NotAllowed => 77,
             Outcome::Busy(code) => code,
             Outcome::Lost => 76,
             Outcome::CannotRun(code) => code,
+            Outcome::ReaderGone => 128 + libc::SIGPIPE as u8,
         }
     }
 }
@@ -47,6 +56,11 @@ impl Failure {
         Failure { outcome, message: message.into() }
     }
 
+    /// A failure that prints nothing.
+    pub fn quiet(outcome: Outcome) -> Self {
+        Failure::new(outcome, "")
+    }
+
     /// Classifies a library error.
     pub fn from_lock_error(err: zklock::Error) -> Self {
         let outcome = match &err {
@@ -56,7 +70,7 @@ impl Failure {
             zklock::Error::ZooKeeper { source, .. } if refused(source) => Outcome::NotAllowed,
             _ => Outcome::Failed,
         };
-        Failure::new(outcome, err.to_string())
+        Failure::new(outcome, with_causes(&err))
     }
 
     /// Classifies an error of a request the command sends itself.
@@ -70,11 +84,25 @@ impl Failure {
     }
 
     pub fn report(self) -> ExitCode {
-        eprintln!("zklock: {}", self.message);
+        if !self.message.is_empty() {
+            crate::output::warn(&self.message);
+        }
         ExitCode::from(self.outcome.code())
     }
 }
 
 fn refused(err: &zookeeper_client::Error) -> bool {
     matches!(err, zookeeper_client::Error::NoAuth | zookeeper_client::Error::AuthFailed)
+}
+
+/// `err` and each of its causes, `: `-separated, for one line: the library's errors say what
+/// happened and leave ZooKeeper's answer to `source()`.
+pub fn with_causes(err: &dyn std::error::Error) -> String {
+    let mut line = err.to_string();
+    let mut cause = err.source();
+    while let Some(next) = cause {
+        line += &format!(": {next}");
+        cause = next.source();
+    }
+    line
 }

@@ -1,5 +1,6 @@
-//! The command's process group: started in a group of its own, signalled as a whole, and waited
-//! for until its last process is gone, so nothing the command started outlives the lock.
+//! The command's process group: started in a group of its own (led by the watchdog, which
+//! kills it if zklock dies), signalled as a whole, and waited for until its last process is
+//! gone, so nothing the command started outlives the lock.
 
 use std::ffi::OsString;
 use std::io::ErrorKind;
@@ -10,6 +11,7 @@ use std::time::Duration;
 use tokio::process::Child;
 
 use crate::exit::{Failure, Outcome};
+use crate::watchdog::Watchdog;
 
 /// How often an emptied group is looked at again once the command itself has exited.
 const GROUP_POLL: Duration = Duration::from_millis(20);
@@ -19,6 +21,8 @@ const GROUP_POLL: Duration = Duration::from_millis(20);
 pub struct Group {
     child: Child,
     pgid: libc::pid_t,
+    /// Leads the group; dropped (killing what is left of the group) after everything else.
+    watchdog: Watchdog,
     /// The command's own status, once it has exited (its descendants may still run).
     status: Option<ExitStatus>,
     /// zklock's own group, when it handed the terminal to the command's and takes it back at
@@ -40,8 +44,10 @@ pub fn become_subreaper() {
 impl Group {
     /// Starts `program` in a new process group with the lock's environment.
     pub fn spawn(program: &OsString, args: &[OsString], env: &[(&str, String)]) -> Result<Group, Failure> {
+        let watchdog = Watchdog::start()?;
+        let pgid = watchdog.group();
         let mut command = tokio::process::Command::new(program);
-        command.args(args).process_group(0);
+        command.args(args).process_group(pgid);
         for (name, value) in env {
             command.env(name, value);
         }
@@ -55,7 +61,6 @@ impl Group {
                 _ => Failure::new(Outcome::CannotRun(126), format!("{name}: cannot run: {err}")),
             }
         })?;
-        let pgid = child.id().expect("a child just spawned has a pid") as libc::pid_t;
         let terminal_returns_to = foreground_group().inspect(|_| {
             set_foreground(pgid);
             // It may have stopped on reading the terminal before it was its own.
@@ -64,7 +69,7 @@ impl Group {
                 libc::killpg(pgid, libc::SIGCONT);
             }
         });
-        Ok(Group { child, pgid, status: None, terminal_returns_to })
+        Ok(Group { child, pgid, watchdog, status: None, terminal_returns_to })
     }
 
     /// Sends `signal` to every process of the group.
@@ -101,8 +106,8 @@ impl Group {
         Ok(status)
     }
 
-    /// Whether any process of the group is still there, after reaping those of its exited
-    /// members that are our children (orphans we inherited as subreaper).
+    /// Whether any process of the group but the watchdog is still there, after reaping those
+    /// of its exited members that are our children (orphans we inherited as subreaper).
     fn has_members(&self) -> bool {
         loop {
             // SAFETY: a zeroed siginfo_t is a valid out-parameter for waitid(2).
@@ -118,10 +123,22 @@ impl Group {
                 break;
             }
         }
-        // SAFETY: signal 0 only checks whether the group exists.
-        let alive = unsafe { libc::killpg(self.pgid, 0) } == 0;
-        alive || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+        let watchdog = self.watchdog.pid();
+        let Ok(processes) = std::fs::read_dir("/proc") else { return false };
+        processes
+            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<libc::pid_t>().ok())
+            .filter(|&pid| pid != watchdog)
+            .any(|pid| process_group(pid) == Some(self.pgid))
     }
+}
+
+/// The process group of `pid`, from `/proc/PID/stat` (`None` once the process is gone).
+fn process_group(pid: libc::pid_t) -> Option<libc::pid_t> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so count from
+    // the last ')'.
+    let after_comm = &stat[stat.rfind(')')? + 1..];
+    after_comm.split_whitespace().nth(2)?.parse().ok()
 }
 
 /// zklock's process group, when zklock is the foreground job of the terminal on its stdin. The

@@ -3,6 +3,7 @@
 
 use tracing::info;
 use zklock::{LeaderLatch, Leadership, Lease, LockGuard, LossReason};
+use zookeeper_client::{Client, SessionState};
 
 pub enum Held {
     Lock(LockGuard),
@@ -58,9 +59,23 @@ impl Held {
         }
     }
 
+    /// Writes `data` back into our node after a revocation request overwrote it, so that
+    /// `zklock list` shows who holds rather than the request. Best effort: the request has
+    /// been heard either way.
+    pub async fn restore_data(&self, client: &Client, data: &str) {
+        if let Err(err) = client.set_data(self.node_path(), data.as_bytes(), None).await {
+            info!("could not restore the data of {}: {err}", self.node_path());
+        }
+    }
+
     /// Releases (or leaves the election), saying so with -v, and complaining (without failing)
-    /// if the delete failed.
-    pub async fn release(self) {
+    /// if the delete failed. Out of reach of ZooKeeper, it does not wait for a server it cannot
+    /// reach: the node goes when the session expires, which nothing can make sooner.
+    pub async fn release(self, client: &Client) {
+        if !matches!(client.state(), SessionState::SyncConnected | SessionState::ConnectedReadOnly) {
+            info!("ZooKeeper is out of reach: {} goes when the session expires", self.node_path());
+            return;
+        }
         let (node, what) = (self.node_path().to_owned(), self.what());
         let released = match self {
             Held::Lock(guard) => guard.release().await,
@@ -75,7 +90,7 @@ impl Held {
             Ok(()) => info!("released {node}"),
             // Already said: the loss is the outcome.
             Err(zklock::Error::LockLost(_)) => {}
-            Err(err) => eprintln!("zklock: releasing the {what}: {err}"),
+            Err(err) => crate::output::warn(&format!("releasing the {what}: {}", crate::exit::with_causes(&err))),
         }
     }
 }

@@ -2,12 +2,14 @@
 
 use std::process::ExitCode;
 
-use serde_json::json;
 use zklock::{InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, NodeSchema, ParticipantNode};
 use zookeeper_client::Client;
 
 use crate::exit::Failure;
 use crate::layout::{kinds_present, Kind};
+use crate::list_output::{to_json, to_text};
+use crate::node_data::NodeData;
+use crate::output;
 
 /// One participant of a queue.
 #[derive(Debug, PartialEq, Eq)]
@@ -17,13 +19,23 @@ pub struct Entry {
     /// `read` or `write` in a read-write lock.
     pub side: Option<&'static str>,
     pub holds: bool,
+    /// The node's czxid, the holder's fencing token.
+    pub token: Option<i64>,
+}
+
+impl Entry {
+    /// Who the participant is, when it is zklock.
+    pub fn owner(&self) -> Option<NodeData> {
+        NodeData::parse(&self.data)
+    }
 }
 
 /// The participants of `kind`'s queue on `path`, in queue order.
 ///
-/// An election lists its leader as the holder. A semaphore lists its leases as holders (Curator's layout does not store the number of
-/// leases; a participant that has just added its lease and waits for room shows among them
-/// while it is also first in the `locks` queue), then the participants queued in `locks`.
+/// An election lists its leader as the holder. A semaphore lists its leases, then the
+/// participants queued in `locks`: the first N leases hold, N as zklock's leases say (Curator's
+/// layout stores it nowhere: with only Curator's leases, every lease shows as holding, also one
+/// that was just added and waits for room).
 pub async fn queue(client: &Client, path: &str, kind: Kind) -> Result<Vec<Entry>, Failure> {
     let lock_error = Failure::from_lock_error;
     let nodes = match kind {
@@ -41,8 +53,12 @@ pub async fn queue(client: &Client, path: &str, kind: Kind) -> Result<Vec<Entry>
             let leases = semaphore.participants_with_data().await.map_err(lock_error)?;
             let queued = InterProcessMutex::new(client, &format!("{path}/locks")).map_err(lock_error)?;
             let queued = queued.participants_with_data().await.map_err(lock_error)?;
-            let entries = leases.into_iter().map(|node| entry(node, None, true));
-            return Ok(entries.chain(queued.into_iter().map(|node| entry(node, None, false))).collect());
+            let mut entries: Vec<Entry> = leases.into_iter().map(|node| entry(node, None, true)).collect();
+            let room = entries.iter().filter_map(|entry| entry.owner()?.leases).max();
+            for (position, entry) in entries.iter_mut().enumerate() {
+                entry.holds = room.is_none_or(|room| position < room as usize);
+            }
+            return Ok(entries.into_iter().chain(queued.into_iter().map(|node| entry(node, None, false))).collect());
         }
         Kind::Latch => {
             // The latch only reads here: it never joins the election.
@@ -53,6 +69,7 @@ pub async fn queue(client: &Client, path: &str, kind: Kind) -> Result<Vec<Entry>
                 data: participant.id,
                 side: None,
                 holds: participant.is_leader,
+                token: None,
             });
             return Ok(entries.collect());
         }
@@ -65,7 +82,7 @@ pub async fn queue(client: &Client, path: &str, kind: Kind) -> Result<Vec<Entry>
 
 fn entry(node: ParticipantNode, side: Option<&'static str>, holds: bool) -> Entry {
     let data = String::from_utf8_lossy(&node.data).trim().to_owned();
-    Entry { node: node.path, data, side, holds }
+    Entry { node: node.path, data, side, holds, token: None }
 }
 
 /// Curator's read-write rules on a queue in order: a writer holds when it is first, a reader
@@ -89,51 +106,22 @@ fn read_write_roles(mut entries: Vec<Entry>) -> Vec<Entry> {
 pub async fn list(client: &Client, path: &str, as_json: bool) -> Result<ExitCode, Failure> {
     let mut queues = Vec::new();
     for kind in kinds_present(client, path).await? {
-        queues.push((kind, queue(client, path, kind).await?));
+        let mut entries = queue(client, path, kind).await?;
+        add_tokens(client, &mut entries).await;
+        queues.push((kind, entries));
     }
     let held = queues.iter().any(|(_, entries)| entries.iter().any(|entry| entry.holds));
-    if as_json {
-        println!("{}", to_json(path, held, &queues));
-    } else {
-        print_text(path, &queues);
-    }
+    let text = if as_json { to_json(path, held, &queues).to_string() } else { to_text(path, &queues) };
+    output::line(&text)?;
     Ok(if held { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-fn to_json(path: &str, held: bool, queues: &[(Kind, Vec<Entry>)]) -> serde_json::Value {
-    let queues: Vec<_> = queues
-        .iter()
-        .map(|(kind, entries)| {
-            let nodes: Vec<_> = entries
-                .iter()
-                .map(|entry| {
-                    let mut node = json!({
-                        "node": entry.node,
-                        "role": if entry.holds { "holder" } else { "waiter" },
-                        "data": entry.data,
-                    });
-                    if let Some(side) = entry.side {
-                        node["side"] = json!(side);
-                    }
-                    node
-                })
-                .collect();
-            json!({ "kind": kind.name(), "nodes": nodes })
-        })
-        .collect();
-    json!({ "path": path, "held": held, "queues": queues })
-}
-
-fn print_text(path: &str, queues: &[(Kind, Vec<Entry>)]) {
-    if queues.is_empty() {
-        println!("{path}: nobody holds or waits");
-    }
-    for (kind, entries) in queues {
-        println!("{path}: {kind}");
-        for entry in entries {
-            let role = if entry.holds { "holder" } else { "waiter" };
-            println!("  {role:<6}  {:<5}  {}  {}", entry.side.unwrap_or(""), entry.node, entry.data);
-        }
+/// Each node's fencing token (its czxid), read in one pipelined round of stat requests; a
+/// node gone meanwhile has none.
+pub async fn add_tokens(client: &Client, entries: &mut [Entry]) {
+    let stats: Vec<_> = entries.iter().map(|entry| client.check_stat(&entry.node)).collect();
+    for (entry, stat) in entries.iter_mut().zip(stats) {
+        entry.token = stat.await.ok().flatten().map(|stat| stat.czxid);
     }
 }
 
@@ -142,7 +130,7 @@ mod tests {
     use super::*;
 
     fn node(name: &str) -> Entry {
-        Entry { node: format!("/p/{name}"), data: String::new(), side: None, holds: false }
+        Entry { node: format!("/p/{name}"), data: String::new(), side: None, holds: false, token: None }
     }
 
     #[test]

@@ -1,68 +1,81 @@
 //! `zklock`: run a command while holding a ZooKeeper lock or semaphore, or while leading an
 //! election. `zklock --help` says how.
 
+mod acquire;
 mod cli;
 mod connect;
+mod connect_string;
 mod duration;
 mod elect;
 mod exit;
+mod generated;
 mod group;
 mod held;
+mod hold;
 mod layout;
+mod leader;
 mod list;
+mod list_output;
+mod node_data;
+mod output;
+mod placement;
+mod revoke;
 mod run;
 mod signals;
+mod watchdog;
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
-use clap::Parser as _;
-use tracing_subscriber::EnvFilter;
+use std::ffi::OsString;
+
+use clap::parser::ValueSource;
+use clap::{CommandFactory as _, FromArgMatches as _};
+use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer as _};
+use zookeeper_client::Client;
 
 use crate::cli::{Cli, Command};
 use crate::connect::{close_session, connect};
+use crate::elect::Campaign;
 use crate::exit::{Failure, Outcome};
+use crate::placement::Mode;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(err) if !err.use_stderr() => {
-            // --help, --version
-            let _ = err.print();
-            return ExitCode::SUCCESS;
-        }
-        Err(err) => return Failure::new(Outcome::Usage, one_line(&err.render().to_string())).report(),
+    let matches = match Cli::command().try_get_matches() {
+        Ok(matches) => matches,
+        Err(err) => return clap_failure(err),
     };
+    let mut cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(err) => return clap_failure(err),
+    };
+    // An empty ZKLOCK_ZK= is unset, as for ZK_CONNECT; an empty --zk is a mistake, said later.
+    if matches.value_source("zk") == Some(ValueSource::EnvVariable) && cli.connection.zk.as_deref() == Some("") {
+        cli.connection.zk = None;
+    }
+    let mode = Mode::of(cli.subcommand.as_ref());
+    // Bad input is reported before anything is sent anywhere.
+    let checked = placement::check(&matches, mode).and_then(|()| placement::settle(&matches, &mut cli));
+    if let Err(failure) = checked.and_then(|()| check_paths(&cli)) {
+        return failure.report();
+    }
+    match &cli.subcommand {
+        Some(Command::Completions { shell }) => return generated::completions(*shell),
+        Some(Command::Manpage) => return generated::manpage(),
+        _ => {}
+    }
     init_logs(cli.connection.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => return Failure::new(Outcome::Failed, format!("cannot start the runtime: {err}")).report(),
     };
-    // Bad input is reported before anything is sent anywhere.
-    let path_to_check = match &cli.subcommand {
-        Some(Command::List { lock_path, .. }) => cli_path(lock_path),
-        Some(Command::Revoke { node }) => cli_path(node),
-        Some(Command::Hold { lock }) => lock.lock_path.as_deref().map(cli_path).unwrap_or(Ok(())),
-        Some(Command::Elect { election, .. }) => cli_path(&election.election_path),
-        None => cli.lock.lock_path.as_deref().map(cli_path).unwrap_or(Ok(())),
-    };
-    if let Err(failure) = path_to_check {
-        return failure.report();
-    }
     let outcome = runtime.block_on(async move {
         let client = connect(&cli.connection).await?;
         let states = client.state_watcher();
-        let outcome = match cli.subcommand {
-            Some(Command::List { lock_path, json }) => list::list(&client, &lock_path, json).await,
-            Some(Command::Revoke { node }) => {
-                zklock::revoke(&client, &node).await.map_err(Failure::from_lock_error)?;
-                println!("asked the holder of {node} to let go");
-                Ok(ExitCode::SUCCESS)
-            }
-            Some(Command::Hold { lock }) => run::hold(&client, lock).await,
-            Some(Command::Elect { election, command }) => elect::elect(&client, election, command).await,
-            None => run::run(&client, cli.lock, cli.command).await,
-        };
+        let outcome = dispatch(&client, cli).await;
         close_session(client, states).await;
         outcome
     });
@@ -72,27 +85,101 @@ fn main() -> ExitCode {
 }
 
 /// Logs go to stderr; RUST_LOG chooses, else zklock's warnings (and its steps with -v), not the
-/// client's reconnection chatter.
+/// client's reconnection chatter, nor the library's own warning of a lost lock: the command says
+/// that in its one line.
 fn init_logs(verbose: bool) {
+    let chosen = EnvFilter::try_from_default_env().ok();
+    let said_by_the_command = chosen.is_none();
     let default = if verbose { "zklock=info" } else { "zklock=warn" };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let filter = chosen.unwrap_or_else(|| EnvFilter::new(default));
+    let not_a_loss = filter_fn(move |event| !(said_by_the_command && is_loss_event(event)));
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
-        .init();
+        .with_filter(filter)
+        .with_filter(not_a_loss);
+    tracing_subscriber::registry().with(logs).init();
+}
+
+/// The library's event of a lost hold (a warning with the hold's duration).
+fn is_loss_event(event: &tracing::Metadata<'_>) -> bool {
+    *event.level() == tracing::Level::WARN && event.fields().field("held_ms").is_some()
+}
+
+/// Does what the command line asks, once connected.
+async fn dispatch(client: &Client, cli: Cli) -> Result<ExitCode, Failure> {
+    let json = cli.modes.json;
+    let command = command(&cli);
+    match cli.subcommand {
+        Some(Command::List { lock_path }) => list::list(client, &lock_path, json).await,
+        Some(Command::Revoke { node }) => revoke::revoke(client, &node).await,
+        Some(Command::Leader { election_path }) => leader::leader(client, &election_path, json).await,
+        Some(Command::Hold { lock_path }) => hold::hold(client, &lock_path, &cli.lock, json).await,
+        Some(Command::Elect { election_path, .. }) => {
+            let id = cli.modes.id.as_deref();
+            let campaign = Campaign { path: &election_path, id, args: &cli.lock, as_json: json };
+            elect::elect(client, &campaign, &command).await
+        }
+        Some(Command::Completions { .. } | Command::Manpage) => Ok(ExitCode::SUCCESS),
+        None => run::run(client, cli.lock_path.as_deref().unwrap_or_default(), &cli.lock, &command).await,
+    }
+}
+
+/// The command to run: its words, or `sh -c` with `-c`'s shell command.
+fn command(cli: &Cli) -> Vec<OsString> {
+    if let Some(shell_command) = &cli.modes.shell_command {
+        return vec!["sh".into(), "-c".into(), shell_command.into()];
+    }
+    match &cli.subcommand {
+        Some(Command::Elect { command, .. }) => command.clone(),
+        _ => cli.command.clone(),
+    }
+}
+
+/// Every path on the command line is a valid ZooKeeper path, and the command is given once.
+fn check_paths(cli: &Cli) -> Result<(), Failure> {
+    let words_too = match &cli.subcommand {
+        Some(Command::Elect { command, .. }) => !command.is_empty(),
+        _ => !cli.command.is_empty(),
+    };
+    if cli.modes.shell_command.is_some() && words_too {
+        return Err(Failure::new(Outcome::Usage, "give the command either with -c or as words, not both"));
+    }
+    match &cli.subcommand {
+        Some(Command::List { lock_path: path } | Command::Hold { lock_path: path }) => cli_path(path),
+        Some(Command::Elect { election_path: path, .. } | Command::Leader { election_path: path }) => cli_path(path),
+        Some(Command::Revoke { node }) => cli_path(node),
+        Some(Command::Completions { .. } | Command::Manpage) => Ok(()),
+        None => cli.lock_path.as_deref().map(cli_path).unwrap_or(Ok(())),
+    }
+}
+
+/// --help and --version on stdout with success; anything else clap refuses, as one line.
+fn clap_failure(err: clap::Error) -> ExitCode {
+    if err.use_stderr() {
+        return Failure::new(Outcome::Usage, one_line(&err.render().to_string())).report();
+    }
+    match err.print() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(Outcome::CannotWrite.code()),
+    }
 }
 
 fn cli_path(path: &str) -> Result<(), Failure> {
     zklock::validate_lock_path(path).map_err(Failure::from_lock_error)
 }
 
-/// Clap's message on one line, without the usage block: "error: ..." becomes the message.
+/// Clap's message on one line, without the usage block: "error: ..." becomes the message, and
+/// a tip follows it after a semicolon.
 fn one_line(message: &str) -> String {
     let message = message.split("\n\nUsage:").next().unwrap_or(message);
     let message = message.split("\n\nFor more information").next().unwrap_or(message);
-    let words: Vec<&str> = message.split_whitespace().collect();
-    let text = words.join(" ");
+    let parts: Vec<String> = message
+        .split("\n\n")
+        .map(|part| part.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|part| !part.is_empty())
+        .collect();
+    let text = parts.join("; ");
     format!("{} (see zklock --help)", text.strip_prefix("error: ").unwrap_or(&text))
 }

@@ -90,6 +90,7 @@ async fn a_leader_whose_node_is_deleted_has_its_command_stopped_with_the_loss_co
     assert_eq!(run.wait(Duration::from_secs(30)).code(), Some(LOST));
     let stderr = run.stderr();
     assert!(stderr.contains("leadership lost") && stderr.contains("deleted"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line per loss: {stderr}");
     wait_for_children(&client, &path, 0).await;
 }
 

@@ -1,0 +1,99 @@
+//! Taking the lock the options ask for: which kind, with what node data, how patiently.
+
+use std::time::Duration;
+
+use zklock::{InterProcessMutex, InterProcessSemaphoreV2, NodeSchema};
+use zookeeper_client::Client;
+
+use crate::cli::LockArgs;
+use crate::exit::{Failure, Outcome};
+use crate::held::Held;
+use crate::layout::Kind;
+use crate::node_data::NodeData;
+
+/// The kind of lock the options ask for.
+pub fn kind(args: &LockArgs) -> Kind {
+    if args.semaphore.is_some() {
+        Kind::Semaphore
+    } else if args.mutex {
+        Kind::Mutex
+    } else if args.kazoo {
+        Kind::Kazoo
+    } else {
+        Kind::ReadWrite
+    }
+}
+
+/// How long to wait: not at all with -n (or `--timeout 0`), else `--timeout`, else for ever.
+pub fn patience(args: &LockArgs) -> Option<Duration> {
+    if args.nonblock {
+        Some(Duration::ZERO)
+    } else {
+        args.hold.timeout
+    }
+}
+
+/// Busy (-n, `--timeout 0`) or not ours within `--timeout`: `-E`'s exit code, with one line
+/// that says which.
+pub fn not_in_time(path: &str, busy: &str, args: &LockArgs) -> Failure {
+    let message = match patience(args) {
+        Some(Duration::ZERO) | None => format!("{path} is {busy}"),
+        Some(timeout) => format!("{path} was still {busy} after {timeout:?}"),
+    };
+    Failure::new(Outcome::Busy(args.hold.conflict_exit_code), message)
+}
+
+/// What our lock node or lease says about us (and what we write back after a revocation
+/// request overwrote it).
+pub fn own_data(args: &LockArgs) -> String {
+    NodeData::ours(args.semaphore).to_string()
+}
+
+pub async fn acquire(client: &Client, lock_path: &str, kind: Kind, args: &LockArgs) -> Result<Held, Failure> {
+    let timeout = patience(args);
+    let node_data = own_data(args);
+    let held = if let Some(leases) = args.semaphore {
+        let semaphore = InterProcessSemaphoreV2::builder(client, lock_path, leases)
+            .node_data(node_data)
+            .loss_policy(args.hold.loss_policy.into())
+            .build()
+            .map_err(Failure::from_lock_error)?;
+        match timeout {
+            None => Some(semaphore.acquire().await.map(Held::Lease)),
+            Some(timeout) => semaphore.acquire_timeout(timeout).await.transpose().map(|lease| lease.map(Held::Lease)),
+        }
+    } else {
+        let builder = InterProcessMutex::builder(client, lock_path)
+            .node_data(node_data)
+            .loss_policy(args.hold.loss_policy.into());
+        let rw;
+        let mutex;
+        let side = match kind {
+            Kind::ReadWrite => {
+                rw = builder.build_read_write().map_err(Failure::from_lock_error)?;
+                if args.read {
+                    rw.read_lock()
+                } else {
+                    rw.write_lock()
+                }
+            }
+            Kind::Kazoo => {
+                mutex = builder.node_schema(NodeSchema::Kazoo).build().map_err(Failure::from_lock_error)?;
+                &mutex
+            }
+            Kind::Mutex | Kind::Semaphore | Kind::Latch => {
+                mutex = builder.build().map_err(Failure::from_lock_error)?;
+                &mutex
+            }
+        };
+        match timeout {
+            None => Some(side.acquire().await.map(Held::Lock)),
+            Some(timeout) => side.acquire_timeout(timeout).await.transpose().map(|guard| guard.map(Held::Lock)),
+        }
+    };
+    match held {
+        Some(Ok(held)) => Ok(held),
+        Some(Err(err)) => Err(Failure::from_lock_error(err)),
+        None => Err(not_in_time(lock_path, "held by another", args)),
+    }
+}

@@ -1,0 +1,34 @@
+//! `zklock leader PATH`: who leads the election at PATH now (as `etcdctl elect --listen` shows).
+
+use std::process::ExitCode;
+
+use serde_json::json;
+use zookeeper_client::Client;
+
+use crate::exit::Failure;
+use crate::layout::{kinds_present, Kind};
+use crate::list::{add_tokens, queue};
+use crate::output;
+
+/// Prints the leader's id, node and epoch; exit 1 when nobody leads.
+pub async fn leader(client: &Client, path: &str, as_json: bool) -> Result<ExitCode, Failure> {
+    let mut participants = Vec::new();
+    if kinds_present(client, path).await?.contains(&Kind::Latch) {
+        participants = queue(client, path, Kind::Latch).await?;
+        add_tokens(client, &mut participants).await;
+    }
+    let leader = participants.iter().find(|participant| participant.holds);
+    let text = match (leader, as_json) {
+        (Some(leader), true) => {
+            let leader = json!({ "id": leader.data, "node": leader.node, "epoch": leader.token });
+            json!({ "path": path, "leader": leader }).to_string()
+        }
+        (None, true) => json!({ "path": path, "leader": null }).to_string(),
+        (Some(leader), false) => {
+            format!("{} {} {}", leader.data, leader.node, leader.token.map(|t| t.to_string()).unwrap_or_default())
+        }
+        (None, false) => format!("{path}: nobody leads"),
+    };
+    output::line(&text)?;
+    Ok(if leader.is_some() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

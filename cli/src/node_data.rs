@@ -1,0 +1,63 @@
+//! What a zklock participant writes into its node: who holds (pid and host) and, for a
+//! semaphore's lease, how many leases the semaphore has (Curator's layout stores that nowhere).
+//! `zklock list` reads it back into fields.
+
+use std::fmt;
+
+/// The data of a zklock participant's node: `zklock pid PID on HOST[ of N leases]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeData {
+    pub pid: u32,
+    pub host: String,
+    /// A semaphore lease's number of leases.
+    pub leases: Option<u32>,
+}
+
+impl NodeData {
+    /// This process, on this host.
+    pub fn ours(leases: Option<u32>) -> NodeData {
+        NodeData { pid: std::process::id(), host: hostname(), leases }
+    }
+
+    /// A zklock participant's data; `None` for anyone else's (Curator's, kazoo's, an election id).
+    pub fn parse(text: &str) -> Option<NodeData> {
+        let (pid, rest) = text.strip_prefix("zklock pid ")?.split_once(" on ")?;
+        let (host, leases) = match rest.rsplit_once(" of ") {
+            Some((host, count)) => (host, Some(count.strip_suffix(" leases")?.parse().ok()?)),
+            None => (rest, None),
+        };
+        Some(NodeData { pid: pid.parse().ok()?, host: host.to_owned(), leases })
+    }
+}
+
+impl fmt::Display for NodeData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "zklock pid {} on {}", self.pid, self.host)?;
+        match self.leases {
+            Some(leases) => write!(f, " of {leases} leases"),
+            None => Ok(()),
+        }
+    }
+}
+
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|name| name.trim().to_owned()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_back_what_it_writes() {
+        for data in [
+            NodeData { pid: 42, host: "web-3".to_owned(), leases: None },
+            NodeData { pid: 7, host: "db of x".to_owned(), leases: Some(2) },
+        ] {
+            assert_eq!(NodeData::parse(&data.to_string()), Some(data));
+        }
+        assert_eq!(NodeData::parse("10.0.0.7"), None);
+        assert_eq!(NodeData::parse("__REVOKE__"), None);
+        assert_eq!(NodeData::parse("zklock pid x on h"), None);
+    }
+}

@@ -1,0 +1,194 @@
+//! Where each option applies. Every option is accepted before or after a subcommand's name
+//! (clap's `global`), so which modes take it is checked here, after parsing: an option written
+//! on the command line for a mode that does not take it is refused, naming where it goes. One
+//! set in the environment is ignored where it does not apply.
+
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory as _};
+
+use crate::cli::{Cli, Command};
+use crate::exit::{Failure, Outcome};
+
+/// What zklock was asked to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Run,
+    Hold,
+    Elect,
+    Leader,
+    List,
+    Revoke,
+    Completions,
+    Manpage,
+}
+
+use Mode::*;
+
+/// The options that not every mode takes (by clap id), and the modes that take them. The
+/// connection options apply everywhere.
+const SCOPES: &[(&str, &[Mode])] = &[
+    ("nonblock", &[Run, Hold]),
+    ("timeout", &[Run, Hold, Elect]),
+    ("conflict_exit_code", &[Run, Hold, Elect]),
+    ("loss_policy", &[Run, Hold, Elect]),
+    ("kill_after", &[Run, Elect]),
+    ("write", &[Run, Hold]),
+    ("read", &[Run, Hold]),
+    ("semaphore", &[Run, Hold]),
+    ("mutex", &[Run, Hold]),
+    ("kazoo", &[Run, Hold]),
+    ("on_revoke", &[Run, Hold]),
+    ("shell_command", &[Run, Elect]),
+    ("id", &[Elect]),
+    ("json", &[Hold, Elect, Leader, List]),
+];
+
+impl Mode {
+    pub fn of(command: Option<&Command>) -> Mode {
+        match command {
+            None => Run,
+            Some(Command::Hold { .. }) => Hold,
+            Some(Command::Elect { .. }) => Elect,
+            Some(Command::Leader { .. }) => Leader,
+            Some(Command::List { .. }) => List,
+            Some(Command::Revoke { .. }) => Revoke,
+            Some(Command::Completions { .. }) => Completions,
+            Some(Command::Manpage) => Manpage,
+        }
+    }
+
+    fn usage(self) -> &'static str {
+        match self {
+            Run => "zklock LOCK_PATH COMMAND",
+            Hold => "zklock hold",
+            Elect => "zklock elect",
+            Leader => "zklock leader",
+            List => "zklock list",
+            Revoke => "zklock revoke",
+            Completions => "zklock completions",
+            Manpage => "zklock manpage",
+        }
+    }
+}
+
+/// Refuses an option written on the command line for a mode that does not take it.
+pub fn check(matches: &ArgMatches, mode: Mode) -> Result<(), Failure> {
+    for (id, modes) in SCOPES {
+        if modes.contains(&mode) || !given_on_the_command_line(matches, id) {
+            continue;
+        }
+        let takers: Vec<&str> = modes.iter().map(|mode| mode.usage()).collect();
+        return Err(Failure::new(
+            Outcome::Usage,
+            format!("{} does not apply to `{}`; it goes with `{}`", flag(id), mode.usage(), takers.join("`, `")),
+        ));
+    }
+    Ok(())
+}
+
+/// Options of which one at most may be in force. One written on the command line overrides
+/// those set in the environment (as every option does); two written, or two set, are refused.
+const EXCLUSIVE: [&[&str]; 2] = [&["nonblock", "timeout"], &["write", "read", "semaphore", "mutex", "kazoo"]];
+
+/// Applies [`EXCLUSIVE`]: clears what the environment set against the command line.
+pub fn settle(matches: &ArgMatches, cli: &mut Cli) -> Result<(), Failure> {
+    for set in EXCLUSIVE {
+        let in_force: Vec<&str> = set.iter().copied().filter(|id| in_force(cli, id)).collect();
+        let (written, from_env): (Vec<&str>, Vec<&str>) =
+            in_force.iter().partition(|id| given_on_the_command_line(matches, id));
+        let clash = match (written.as_slice(), from_env.as_slice()) {
+            ([first, second, ..], _) => Some(format!("{} and {}", flag(first), flag(second))),
+            ([], [first, second, ..]) => Some(format!("{} and {}", env_name(first), env_name(second))),
+            ([_], overridden) => {
+                overridden.iter().for_each(|id| clear(cli, id));
+                None
+            }
+            _ => None,
+        };
+        if let Some(clash) = clash {
+            return Err(Failure::new(Outcome::Usage, format!("{clash} cannot be used together")));
+        }
+    }
+    Ok(())
+}
+
+fn in_force(cli: &Cli, id: &str) -> bool {
+    let lock = &cli.lock;
+    match id {
+        "nonblock" => lock.nonblock,
+        "timeout" => lock.hold.timeout.is_some(),
+        "write" => lock.write,
+        "read" => lock.read,
+        "semaphore" => lock.semaphore.is_some(),
+        "mutex" => lock.mutex,
+        "kazoo" => lock.kazoo,
+        _ => false,
+    }
+}
+
+fn clear(cli: &mut Cli, id: &str) {
+    let lock = &mut cli.lock;
+    match id {
+        "nonblock" => lock.nonblock = false,
+        "timeout" => lock.hold.timeout = None,
+        "write" => lock.write = false,
+        "read" => lock.read = false,
+        "semaphore" => lock.semaphore = None,
+        "mutex" => lock.mutex = false,
+        "kazoo" => lock.kazoo = false,
+        _ => {}
+    }
+}
+
+/// Whether the option was on the command line, before or after the subcommand's name.
+fn given_on_the_command_line(matches: &ArgMatches, id: &str) -> bool {
+    let mut level = Some(matches);
+    while let Some(matches) = level {
+        if matches.try_get_raw(id).is_ok_and(|raw| raw.is_some())
+            && matches.value_source(id) == Some(ValueSource::CommandLine)
+        {
+            return true;
+        }
+        level = matches.subcommand().map(|(_, sub)| sub);
+    }
+    false
+}
+
+/// The environment variable that sets the option.
+fn env_name(id: &str) -> String {
+    let command = Cli::command();
+    let env = command.get_arguments().find(|arg| arg.get_id() == id).and_then(|arg| arg.get_env());
+    env.map(|name| name.to_string_lossy().into_owned()).unwrap_or_else(|| id.to_owned())
+}
+
+/// The option as it is written: `--semaphore`, or `-n/--nonblock`.
+fn flag(id: &str) -> String {
+    let command = Cli::command();
+    let Some(arg) = command.get_arguments().find(|arg| arg.get_id() == id) else { return id.to_owned() };
+    match (arg.get_short(), arg.get_long()) {
+        (Some(short), Some(long)) => format!("-{short}/--{long}"),
+        (None, Some(long)) => format!("--{long}"),
+        _ => id.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent_in_every_subcommand() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_scoped_option_exists() {
+        let command = Cli::command();
+        let ids: Vec<&str> =
+            SCOPES.iter().map(|(id, _)| *id).chain(EXCLUSIVE.iter().flat_map(|set| set.iter().copied())).collect();
+        for id in ids {
+            assert!(command.get_arguments().any(|arg| arg.get_id() == id), "{id}");
+            assert!(flag(id).starts_with('-'), "{id}");
+        }
+    }
+}
