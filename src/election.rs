@@ -91,6 +91,9 @@ pub(crate) struct Election {
     /// Our node in the queue while we wait or lead (its prefix as soon as its create may be
     /// sent); `start` returns once it is there, `close` removes what may exist of it.
     place: PlaceReport,
+    /// Set once a node of ours was in the queue: `start` returns then, even if a first term that
+    /// ended at once cleared `place` before `start` looked.
+    entered: watch::Sender<bool>,
     closing: watch::Sender<bool>,
     /// Counts calls to `interrupt`; a term ends when the count changes.
     interrupts: watch::Sender<u64>,
@@ -134,6 +137,7 @@ impl Election {
             auto_requeue,
             state: watch::Sender::new(State::NotStarted),
             place: watch::Sender::new(None),
+            entered: watch::Sender::new(false),
             closing: watch::Sender::new(false),
             interrupts: watch::Sender::new(0),
             requeues: Notify::new(),
@@ -181,11 +185,12 @@ impl Election {
         }
         let task = tokio::spawn(take_terms(Arc::clone(self), lead));
         *self.task.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(task);
-        let mut place = self.place.subscribe();
+        let (mut place, mut entered) = (self.place.subscribe(), self.entered.subscribe());
         let mut state = self.state.subscribe();
         tokio::select! {
             // The senders live in `self`: these resolve only on what they wait for.
             _ = place.wait_for(|place| place.as_ref().is_some_and(|place| place.node.is_some())) => Ok(()),
+            _ = entered.wait_for(|entered| *entered) => Ok(()),
             ended = state.wait_for(|state| matches!(state, State::Ended(_) | State::Closed)) => match ended.as_deref() {
                 Ok(State::Ended(err)) => Err(err.clone()),
                 _ => Err(Error::ElectionClosed),
@@ -381,6 +386,7 @@ where
                 }
             }
         };
+        election.entered.send_replace(true);
         let leadership = Leadership::new(Arc::clone(guard.held_node()));
         // Subscribed before the term is published, so that no interrupt falls in between.
         let mut interrupts = election.interrupts.subscribe();
@@ -391,7 +397,9 @@ where
             () = election.closing() => TermEnd::Closed,
             _ = leadership.loss_known() => TermEnd::Lost,
             _ = interrupts.changed() => TermEnd::Interrupted,
-            finished = caught(lead(leadership.clone())) => {
+            // Called inside `caught`, so that a closure that panics when called ends the term
+            // as work that panics does.
+            finished = caught(async { lead(leadership.clone()).await }) => {
                 if finished.is_err() {
                     tracing::error!(target: "zklock", path = election.path(), id = %election.id, "the leader's work panicked; the term ends");
                 }
@@ -433,7 +441,8 @@ where
 }
 
 /// Runs `work`, turning a panic into `Err` (as Curator catches what `takeLeadership` throws):
-/// a leader's work that panics ends its term, not the participant's task.
+/// a leader's work that panics, or the closure that makes it, ends its term, not the
+/// participant's task.
 async fn caught<Fut: Future<Output = ()>>(work: Fut) -> std::thread::Result<()> {
     let mut work = std::pin::pin!(work);
     std::future::poll_fn(|cx| match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.as_mut().poll(cx))) {

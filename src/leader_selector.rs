@@ -25,8 +25,8 @@ use crate::{InterProcessMutex, Leadership, MutexBuilder, Result};
 /// [`interrupt_leadership`](Self::interrupt_leadership) is called, or the selector is closed
 /// (Curator interrupts the leader's thread). Work that must not stop halfway can watch
 /// [`Leadership::lost`] itself and fence what it writes with [`Leadership::epoch`].
-/// A panic in the leader's work ends its term (logged at `error`), not the selector, as Curator
-/// catches what `takeLeadership` throws.
+/// A panic in the leader's work, or in `lead` when it is called, ends its term (logged at
+/// `error`), not the selector, as Curator catches what `takeLeadership` throws.
 ///
 /// When the session expires, a selector built with
 /// [`rejoin_after_expiry`](LeaderSelectorBuilder::rejoin_after_expiry) connects a new client and

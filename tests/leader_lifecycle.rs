@@ -255,3 +255,32 @@ async fn a_leaders_work_that_panics_ends_its_term_and_the_selector_leads_again()
     selector.close().await.unwrap();
     assert!(children(&client, &path).await.is_empty());
 }
+
+/// A closure that panics when called, before it returns the leader's work, must end that term
+/// like work that panics, not the selector's task (which left the selector out of the election
+/// for good while `requeue` and `close` said all was well).
+#[tokio::test]
+async fn a_lead_closure_that_panics_when_called_ends_its_term_and_the_selector_leads_again() {
+    let path = unique_path("selector-panicking-closure");
+    let client = connect().await;
+    let selector = LeaderSelector::new(&client, &path, "p").unwrap();
+    let (terms, mut led) = mpsc::unbounded_channel();
+    let mut calls = 0;
+    selector
+        .start(move |leadership| {
+            calls += 1;
+            terms.send(leadership).unwrap();
+            assert!(calls > 1, "the closure fails when called for the first term");
+            std::future::pending::<()>()
+        })
+        .await
+        .unwrap();
+    let first = tokio::time::timeout(PROMPTLY, led.recv()).await.expect("no first term").unwrap();
+    wait_for_children(&client, &path, 0).await;
+    assert!(!first.is_held());
+    assert!(selector.requeue().unwrap(), "the selector is not waiting to be queued again");
+    let second = tokio::time::timeout(PROMPTLY, led.recv()).await.expect("no second term").unwrap();
+    assert!(second.is_held() && second.epoch() > first.epoch());
+    selector.close().await.unwrap();
+    assert!(children(&client, &path).await.is_empty());
+}
