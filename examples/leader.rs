@@ -92,7 +92,7 @@ async fn latch(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
                 let leadership = latch.await_leadership().await?;
                 println!("{name} leads, epoch {}", leadership.epoch());
                 tokio::select! {
-                    reason = leadership.lost() => println!("{name} lost leadership ({reason}): stops its work"),
+                    end = leadership.lost() => println!("{name}: {end}; stops its work"),
                     () = lead(name, &leadership, &store, &wrote) => terms += 1,
                 }
                 if terms == 1 {

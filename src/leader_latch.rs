@@ -23,8 +23,9 @@ use crate::{InterProcessMutex, Leadership, MutexBuilder, Result};
 /// - Leadership comes as a [`Leadership`]: its [`lost`](Leadership::lost) signal resolves when it
 ///   is lost under the latch's [`LossPolicy`](crate::LossPolicy) (by default once the client
 ///   has been disconnected for a third of the session timeout, before the server can expire the
-///   session and let another participant lead), and its [`epoch`](Leadership::epoch) fences what
-///   the leader writes.
+///   session and let another participant lead), and also when the latch is closed or dropped,
+///   with a [`TermEnd`](crate::TermEnd) that says which; its [`epoch`](Leadership::epoch) fences
+///   what the leader writes.
 /// - After a loss while the session lives (a long disconnection, the node deleted by someone
 ///   else), the latch joins again with a new node at the back of the queue, as Curator's does.
 ///   When the session expires, a latch built with
@@ -48,7 +49,7 @@ use crate::{InterProcessMutex, Leadership, MutexBuilder, Result};
 /// let leadership = latch.await_leadership().await?;
 /// tokio::select! {
 ///     () = schedule_jobs(leadership.epoch()) => {}
-///     reason = leadership.lost() => eprintln!("lost leadership: {reason}"),
+///     end = leadership.lost() => eprintln!("no longer the leader: {end}"),
 /// }
 /// latch.close().await?;
 /// # Ok(())

@@ -22,9 +22,10 @@ use crate::{InterProcessMutex, Leadership, MutexBuilder, Result};
 ///
 /// The future is **dropped**, cancelling the leader's work at its next await point, the moment
 /// leadership is lost (under the selector's [`LossPolicy`](crate::LossPolicy)),
-/// [`interrupt_leadership`](Self::interrupt_leadership) is called, or the selector is closed
-/// (Curator interrupts the leader's thread). Work that must not stop halfway can watch
-/// [`Leadership::lost`] itself and fence what it writes with [`Leadership::epoch`].
+/// [`interrupt_leadership`](Self::interrupt_leadership) is called, or the selector is closed or
+/// dropped (Curator interrupts the leader's thread). Work that must not stop halfway, or runs in
+/// tasks of its own, can watch [`Leadership::lost`] itself, which resolves however the term ends
+/// (its work finishing too), and fence what it writes with [`Leadership::epoch`].
 /// A panic in the leader's work, or in `lead` when it is called, ends its term (logged at
 /// `error`), not the selector, as Curator catches what `takeLeadership` throws.
 ///
@@ -135,9 +136,10 @@ impl LeaderSelector {
     }
 
     /// Queues again after a term ended without auto-requeue: `Ok(true)` when it did, `Ok(false)`
-    /// when the selector is already queued or leading, as Curator's. A term that was just
-    /// interrupted still counts as leading until its node is deleted: call this once
-    /// [`has_leadership`](Self::has_leadership) is `false`, or use auto-requeue.
+    /// when the selector is already queued or leading, as Curator's. A term that has ended
+    /// (interrupted, lost, its work finished: [`Leadership::end_reason`] is `Some`) no longer
+    /// counts, even while its node is being deleted, so `requeue` right after
+    /// [`interrupt_leadership`](Self::interrupt_leadership) queues again once that node is gone.
     ///
     /// # Errors
     /// [`Error::ElectionNotStarted`](crate::Error::ElectionNotStarted),
@@ -147,8 +149,10 @@ impl LeaderSelector {
         self.election.requeue()
     }
 
-    /// Ends the current term, if this participant leads: the leader's future is dropped and our
-    /// node deleted (then, with auto-requeue, the selector queues again). Does nothing otherwise.
+    /// Ends the current term at once, if this participant leads: its [`Leadership::lost`]
+    /// resolves with [`TermEnd::Interrupted`](crate::TermEnd::Interrupted), then the leader's
+    /// future is dropped and our node deleted (then, with auto-requeue, the selector queues
+    /// again). Does nothing otherwise.
     pub fn interrupt_leadership(&self) {
         self.election.interrupt();
     }

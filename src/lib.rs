@@ -63,6 +63,7 @@ mod revoke;
 mod rwlock;
 mod semaphore;
 mod semaphore_mutex;
+mod term_end;
 
 pub use driver::path::validate_lock_path;
 pub use election_participant::ElectionParticipant;
@@ -81,6 +82,7 @@ pub use revoke::revoke;
 pub use rwlock::{InterProcessReadWriteLock, ReadWriteLockBuilder};
 pub use semaphore::{InterProcessSemaphoreV2, SemaphoreBuilder};
 pub use semaphore_mutex::{InterProcessSemaphoreMutex, SemaphoreMutexBuilder};
+pub use term_end::TermEnd;
 /// The client crate zklock is built on, re-exported so that a user's `Client`, `Acl` and
 /// `MultiWriter` are always the very types zklock takes and returns.
 pub use zookeeper_client;

@@ -14,7 +14,7 @@ use std::time::Duration;
 use common::{children, connect, connect_through, eventually, server, unique_path, wait_for_children};
 use election::*;
 use tokio::sync::mpsc;
-use zklock::{ElectionParticipant, Error, LeaderLatch, LeaderSelector, Leadership, LossPolicy, LossReason};
+use zklock::{ElectionParticipant, Error, LeaderLatch, LeaderSelector, Leadership, LossPolicy, LossReason, TermEnd};
 use zklock_testcontainers::{expire_session, Proxy};
 use zookeeper_client::Client;
 
@@ -85,7 +85,7 @@ async fn a_deleted_node_is_lost_and_the_latch_reenters_to_lead_again_with_a_grea
     let operator = connect().await;
     operator.delete(first_term.node_path(), None).await.unwrap();
     let reason = tokio::time::timeout(PROMPTLY, first_term.lost()).await.expect("loss not signalled");
-    assert_eq!(reason, LossReason::NodeDeleted);
+    assert_eq!(reason, TermEnd::Lost(LossReason::NodeDeleted));
     assert!(!first_term.is_held());
     let b_term = leads(&b).await;
     assert!(b_term.epoch() > first_term.epoch());
@@ -127,7 +127,7 @@ async fn a_leader_cut_off_past_its_policy_is_told_first_then_rejoins_behind_the_
 
     proxy.cut();
     let reason = tokio::time::timeout(PROMPTLY, first_term.lost()).await.expect("loss not signalled");
-    assert_eq!(reason, LossReason::Disconnected { after: Duration::ZERO });
+    assert_eq!(reason, TermEnd::Lost(LossReason::Disconnected { after: Duration::ZERO }));
     assert!(!a.has_leadership());
     // The session lives and so does a's node: b must not lead beside a leader that was told.
     assert!(b.await_leadership_timeout(Duration::from_millis(500)).await.unwrap().is_none());
@@ -176,7 +176,7 @@ async fn a_latch_told_to_rejoin_after_expiry_leads_again_on_a_new_session() {
     let (_b_client, b) = started_latch(&path, "b").await;
 
     expire_session(&client, &proxy).await.unwrap();
-    assert_eq!(tokio::time::timeout(PROMPTLY, first_term.lost()).await, Ok(LossReason::SessionExpired));
+    assert_eq!(tokio::time::timeout(PROMPTLY, first_term.lost()).await, Ok(TermEnd::Lost(LossReason::SessionExpired)));
     takes_turns_after_a_lost_term(&a, &first_term, &b).await;
     assert_eq!(connects.load(Ordering::SeqCst), 1, "one new session");
     a.close().await.unwrap();
@@ -198,7 +198,7 @@ async fn after_session_expiry_await_leadership_fails_and_the_latches_leave_no_no
     expire_session(&client, &proxy).await.unwrap();
 
     let reason = tokio::time::timeout(PROMPTLY, leadership.lost()).await.expect("loss not signalled");
-    assert_eq!(reason, LossReason::SessionExpired);
+    assert_eq!(reason, TermEnd::Lost(LossReason::SessionExpired));
     assert!(!leadership.is_held() && !leader.has_leadership());
     for latch in [&leader, &queued] {
         let outcome = tokio::time::timeout(PROMPTLY, latch.await_leadership()).await.expect("await hung");
@@ -310,7 +310,7 @@ async fn a_selectors_lead_future_is_dropped_when_its_node_is_deleted() {
 
     connect().await.delete(term.leadership.node_path(), None).await.unwrap();
     let leadership = term.expect_cancelled().await;
-    assert_eq!(tokio::time::timeout(PROMPTLY, leadership.lost()).await, Ok(LossReason::NodeDeleted));
+    assert_eq!(tokio::time::timeout(PROMPTLY, leadership.lost()).await, Ok(TermEnd::Lost(LossReason::NodeDeleted)));
     assert!(!leadership.is_held() && !selector.has_leadership());
     let other_term = next_term(&mut other.terms).await;
     assert!(other_term.leadership.epoch() > leadership.epoch());
@@ -337,7 +337,7 @@ async fn a_selectors_lead_future_is_dropped_when_its_session_expires() {
     expire_session(&client, &proxy).await.unwrap();
 
     let leadership = term.expect_cancelled().await;
-    assert_eq!(tokio::time::timeout(PROMPTLY, leadership.lost()).await, Ok(LossReason::SessionExpired));
+    assert_eq!(tokio::time::timeout(PROMPTLY, leadership.lost()).await, Ok(TermEnd::Lost(LossReason::SessionExpired)));
     assert!(!selector.has_leadership());
     let other_term = next_term(&mut other_terms).await;
     assert_eq!(nodes(&observer, &path).await, [other_term.leadership.node_path()]);

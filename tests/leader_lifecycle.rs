@@ -5,12 +5,16 @@
 mod common;
 mod election;
 
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Waker};
 use std::time::Duration;
 
-use common::{children, connect, unique_path, wait_for_children};
+use common::{children, connect, connect_through, eventually, server, unique_path, wait_for_children};
 use election::*;
 use tokio::sync::{mpsc, oneshot};
-use zklock::{Error, LeaderLatch, LeaderSelector, LossReason};
+use zklock::{Error, LeaderLatch, LeaderSelector, Leadership, LossReason, TermEnd};
+use zklock_testcontainers::Proxy;
 
 #[tokio::test]
 async fn closing_a_queued_latch_or_the_leader_leaves_no_node_and_hands_over() {
@@ -30,8 +34,7 @@ async fn closing_a_queued_latch_or_the_leader_leaves_no_node_and_hands_over() {
     let c_term = leads(&c).await;
     assert_eq!(c_term.node_path(), c_node);
     assert!(c_term.epoch() > a_term.epoch());
-    // Given up by its owner, a term is not lost: lost() stays pending.
-    assert!(tokio::time::timeout(Duration::from_millis(100), a_term.lost()).await.is_err());
+    expect_ended(&a_term, TermEnd::Closed).await;
 
     c.close().await.unwrap();
     assert!(children(&observer, &path).await.is_empty());
@@ -63,7 +66,7 @@ async fn interrupting_leadership_drops_the_future_and_requeue_leads_again() {
     let first = first.expect_cancelled().await;
     wait_for_children(&client, &path, 0).await;
     assert!(!first.is_held() && !selector.has_leadership());
-    assert!(tokio::time::timeout(Duration::from_millis(100), first.lost()).await.is_err(), "given up is not lost");
+    expect_ended(&first, TermEnd::Interrupted).await;
     selector.interrupt_leadership(); // not leading: nothing to interrupt
     assert!(tokio::time::timeout(Duration::from_millis(300), terms.recv()).await.is_err(), "led again unasked");
 
@@ -106,27 +109,31 @@ async fn a_finished_lead_future_ends_the_term_and_hands_over() {
     let other_term = next_term(&mut other_terms).await;
     assert!(other_term.leadership.epoch() > leadership.epoch());
     assert!(!leadership.is_held() && !selector.has_leadership());
-    assert!(tokio::time::timeout(Duration::from_millis(100), leadership.lost()).await.is_err(), "finished is not lost");
+    expect_ended(&leadership, TermEnd::Finished).await;
     // Without auto-requeue the selector waits to be queued again.
     assert_eq!(nodes(&client, &path).await, [other_term.leadership.node_path()]);
     selector.close().await.unwrap();
     other.close().await.unwrap();
 }
 
+/// `requeue()` as soon as `interrupt_leadership()` returned, or once `has_leadership()` is false
+/// (as the docs say), queues the selector: it never answers `Ok(false)` ("already queued or
+/// leading") for a term that is ending, which left the selector idle.
 #[tokio::test]
-async fn requeue_after_an_interrupt_leads_again_once_the_term_has_ended() {
+async fn requeue_right_after_an_interrupt_queues_the_selector_again() {
     let path = unique_path("selector-interrupt-requeue");
-    let (Contender { client, selector, mut terms }, first) = lone_leader(&path, "s").await;
-    selector.interrupt_leadership();
-    let requeued = selector.requeue();
-    let first = first.expect_cancelled().await;
-    // Either it is queued again now, or it said it was not: then asking again once idle works.
-    if !requeued.unwrap() {
-        wait_for_children(&client, &path, 0).await;
-        assert!(selector.requeue().unwrap(), "requeue() said 'already queued or leading' and then stayed idle");
+    let (Contender { selector, mut terms, .. }, mut term) = lone_leader(&path, "s").await;
+    for round in 0..4 {
+        selector.interrupt_leadership();
+        if round % 2 == 1 {
+            eventually("the interrupted term reads as ended", || async { !selector.has_leadership() }).await;
+        }
+        assert!(selector.requeue().unwrap(), "round {round}: requeue() refused while the interrupted term ended");
+        let next = next_term(&mut terms).await;
+        assert!(next.leadership.epoch() > term.leadership.epoch(), "round {round}");
+        term.expect_cancelled().await;
+        term = next;
     }
-    let second = next_term(&mut terms).await;
-    assert!(second.leadership.epoch() > first.epoch());
     selector.close().await.unwrap();
 }
 
@@ -218,7 +225,7 @@ async fn closing_a_latch_as_its_loss_is_seen_leaves_no_node() {
         latch.start().await.unwrap();
         let leadership = leads(&latch).await;
         operator.delete(leadership.node_path(), None).await.unwrap();
-        assert_eq!(tokio::time::timeout(PROMPTLY, leadership.lost()).await, Ok(LossReason::NodeDeleted));
+        assert_eq!(tokio::time::timeout(PROMPTLY, leadership.lost()).await, Ok(TermEnd::Lost(LossReason::NodeDeleted)));
         latch.close().await.unwrap();
         let left = children(&client, &path).await;
         assert!(left.is_empty(), "round {round}: close() returned with our new node still there: {left:?}");
@@ -251,6 +258,7 @@ async fn a_leaders_work_that_panics_ends_its_term_and_the_selector_leads_again()
     let first = led.recv().await.unwrap();
     let second = tokio::time::timeout(PROMPTLY, led.recv()).await.expect("no second term").unwrap();
     assert!(!first.is_held() && second.is_held(), "{first:?} {second:?}");
+    assert_eq!(first.end_reason(), Some(TermEnd::Panicked));
     assert!(second.epoch() > first.epoch());
     selector.close().await.unwrap();
     assert!(children(&client, &path).await.is_empty());
@@ -278,9 +286,110 @@ async fn a_lead_closure_that_panics_when_called_ends_its_term_and_the_selector_l
     let first = tokio::time::timeout(PROMPTLY, led.recv()).await.expect("no first term").unwrap();
     wait_for_children(&client, &path, 0).await;
     assert!(!first.is_held());
+    assert_eq!(first.end_reason(), Some(TermEnd::Panicked));
     assert!(selector.requeue().unwrap(), "the selector is not waiting to be queued again");
     let second = tokio::time::timeout(PROMPTLY, led.recv()).await.expect("no second term").unwrap();
     assert!(second.is_held() && second.epoch() > first.epoch());
+    selector.close().await.unwrap();
+    assert!(children(&client, &path).await.is_empty());
+}
+
+/// A `close()` cancelled after its first poll (a timeout around it during a partition) still
+/// leaves: the latch reads as closed at once (`await_leadership` and `start` say so, instead of
+/// handing out the term being closed, waiting for ever, or refusing as "already started"), its
+/// node goes and the next one leads.
+#[tokio::test]
+async fn a_cancelled_close_still_leaves_and_the_latch_reads_as_closed() {
+    let path = unique_path("leader-close-cancelled");
+    let (client, a) = started_latch(&path, "a").await;
+    let a_term = leads(&a).await;
+    let (_b_client, b) = started_latch(&path, "b").await;
+    let _ = pin!(a.close()).poll(&mut Context::from_waker(Waker::noop()));
+
+    let awaited = tokio::time::timeout(PROMPTLY, a.await_leadership()).await.expect("await_leadership() hung");
+    assert!(matches!(awaited, Err(Error::ElectionClosed)), "{awaited:?}");
+    assert!(matches!(a.start().await, Err(Error::ElectionClosed)));
+    let b_term = leads(&b).await;
+    assert!(b_term.epoch() > a_term.epoch());
+    assert_eq!(nodes(&client, &path).await, [b_term.node_path()]);
+    let closed = tokio::time::timeout(PROMPTLY, a.close()).await.expect("a second close() hung");
+    assert!(closed.is_ok(), "{closed:?}");
+    b.close().await.unwrap();
+}
+
+/// Cut off from ZooKeeper, a leader's `close()` returns Ok once its session can no longer be alive
+/// (a session timeout of disconnection: the server has expired it, and our node with it), not
+/// the session's expiry that the client reports later, and the next participant leads.
+#[tokio::test]
+async fn closing_a_leader_cut_off_from_zookeeper_returns_ok_once_its_session_cannot_be_alive() {
+    let path = unique_path("leader-close-partitioned");
+    let session_timeout = Duration::from_secs(4);
+    let proxy = Proxy::start(server().address()).unwrap();
+    let client = connect_through(&proxy, session_timeout).await;
+    let a = LeaderLatch::new(&client, &path, "a").unwrap();
+    a.start().await.unwrap();
+    let a_term = leads(&a).await;
+    let (observer, b) = started_latch(&path, "b").await;
+
+    proxy.cut();
+    let closed = tokio::time::timeout(3 * session_timeout, a.close()).await.expect("close() waited past the session");
+    assert!(closed.is_ok(), "{closed:?}");
+    assert!(!a_term.is_held() && !a.has_leadership());
+    proxy.heal();
+    let b_term = leads(&b).await;
+    assert_eq!(nodes(&observer, &path).await, [b_term.node_path()]);
+    b.close().await.unwrap();
+}
+
+/// Waits (bounded) for `term.lost()`, which must resolve with `end`; from then on the term
+/// reads as ended, and how.
+async fn expect_ended(term: &Leadership, end: TermEnd) {
+    let told = tokio::time::timeout(PROMPTLY, term.lost()).await;
+    assert_eq!(told, Ok(end), "lost() did not resolve as it should");
+    assert_eq!(term.end_reason(), Some(end));
+    assert!(!term.is_held(), "{end}: still held");
+}
+
+/// Every way a term is given up resolves `lost()`, so that leader work watching it from a task of
+/// its own stops: a latch closed or dropped; a selector interrupted, closed or dropped, and its
+/// work finished.
+#[tokio::test]
+async fn lost_resolves_when_a_term_is_given_up_whatever_ended_it() {
+    let path = unique_path("leader-given-up");
+    let (_, latch) = started_latch(&path, "closed").await;
+    let term = leads(&latch).await;
+    latch.close().await.unwrap();
+    expect_ended(&term, TermEnd::Closed).await;
+
+    let (_, latch) = started_latch(&path, "dropped").await;
+    let term = leads(&latch).await;
+    drop(latch);
+    expect_ended(&term, TermEnd::Dropped).await;
+
+    let (Contender { selector, mut terms, .. }, term) = lone_leader(&path, "selector").await;
+    selector.interrupt_leadership();
+    expect_ended(&term.leadership, TermEnd::Interrupted).await;
+    assert!(selector.requeue().unwrap());
+    let term = next_term(&mut terms).await;
+    selector.close().await.unwrap();
+    expect_ended(&term.leadership, TermEnd::Closed).await;
+
+    let (Contender { selector, .. }, term) = lone_leader(&path, "dropped selector").await;
+    drop(selector);
+    expect_ended(&term.leadership, TermEnd::Dropped).await;
+
+    let client = connect().await;
+    let selector = LeaderSelector::new(&client, &path, "finished").unwrap();
+    let (sender, mut finished) = mpsc::unbounded_channel();
+    selector
+        .start(move |leadership| {
+            sender.send(leadership).unwrap();
+            std::future::ready(())
+        })
+        .await
+        .unwrap();
+    let term = tokio::time::timeout(PROMPTLY, finished.recv()).await.expect("no term").unwrap();
+    expect_ended(&term, TermEnd::Finished).await;
     selector.close().await.unwrap();
     assert!(children(&client, &path).await.is_empty());
 }
