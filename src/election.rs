@@ -22,7 +22,7 @@ use zookeeper_client::{Client, SessionState};
 use crate::internals::queue::PlaceReport;
 use crate::internals::session_end::{ended_session, SessionEnd};
 use crate::term_end::EndSignal;
-use crate::{ElectionParticipant, Error, InterProcessMutex, Leadership, MutexBuilder, Result, TermEnd};
+use crate::{ElectionParticipant, ElectionState, Error, InterProcessMutex, Leadership, MutexBuilder, Result, TermEnd};
 
 /// Connects a new client for an election whose session expired (`rejoin_after_expiry`).
 pub(crate) struct Connect(Arc<dyn Fn() -> ConnectFuture + Send + Sync>);
@@ -88,6 +88,8 @@ pub(crate) struct Election {
     /// otherwise the participant waits for [`requeue`](Self::requeue).
     auto_requeue: bool,
     state: watch::Sender<State>,
+    /// `state` as `subscribe` tells it, published with every change of it.
+    public: watch::Sender<ElectionState>,
     /// Our node in the queue while we wait or lead (its prefix as soon as its create may be
     /// sent); `start` returns once it is there, leaving removes what may exist of it.
     place: PlaceReport,
@@ -117,6 +119,18 @@ enum State {
     Closed(Result<()>),
 }
 
+impl State {
+    /// The state as subscribers see it.
+    fn seen(&self) -> ElectionState {
+        match self {
+            State::NotStarted | State::Idle => ElectionState::Idle,
+            State::Queued => ElectionState::Queued,
+            State::Leading(leadership) => ElectionState::Leading(leadership.clone()),
+            State::Leaving | State::Ended(_) | State::Closed(_) => ElectionState::Left,
+        }
+    }
+}
+
 impl Election {
     /// An election over the mutex `builder` makes, for the participant `id`.
     pub(crate) fn new(builder: MutexBuilder, id: String, auto_requeue: bool, rejoin: Option<Connect>) -> Result<Self> {
@@ -129,10 +143,35 @@ impl Election {
             id,
             auto_requeue,
             state: watch::Sender::new(State::NotStarted),
+            public: watch::Sender::new(ElectionState::Idle),
             place: watch::Sender::new(None),
             entered: watch::Sender::new(false),
             leaving: EndSignal::new(),
         })
+    }
+
+    /// Changes the state with `change` (which says whether it did), and publishes the change to
+    /// subscribers in the same step, so that they see the changes in order.
+    fn update(&self, change: impl FnOnce(&mut State) -> bool) -> bool {
+        self.state.send_if_modified(|state| {
+            if !change(state) {
+                return false;
+            }
+            let seen = state.seen();
+            self.public.send_if_modified(|public| {
+                let changed = !public.is(&seen);
+                if changed {
+                    *public = seen;
+                }
+                changed
+            });
+            true
+        })
+    }
+
+    /// Where we stand, told at every change.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<ElectionState> {
+        self.public.subscribe()
     }
 
     /// The mutex on the current session.
@@ -156,7 +195,7 @@ impl Election {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let mut refused = None;
-        self.state.send_if_modified(|state| match state {
+        self.update(|state| match state {
             State::NotStarted => {
                 *state = State::Queued;
                 true
@@ -242,7 +281,7 @@ impl Election {
     /// the current one: queued again, idle until `requeue`, or leaving. Returns how it ended.
     fn end_term(&self, term: &Leadership, end: TermEnd) -> TermEnd {
         let end = term.end(end);
-        self.state.send_if_modified(|state| match state {
+        self.update(|state| match state {
             State::Leading(current) if current.is(term) => {
                 *state = self.after_term(end);
                 true
@@ -266,7 +305,7 @@ impl Election {
     /// were about to be), `Ok(false)` if we are already queued or leading.
     pub(crate) fn requeue(&self) -> Result<bool> {
         let mut outcome = Ok(false);
-        self.state.send_if_modified(|state| {
+        self.update(|state| {
             // A term that has ended is behind us, even if the task has not moved on from it yet.
             let mut moved_on = false;
             if let State::Leading(term) = state {
@@ -307,7 +346,7 @@ impl Election {
         // not seen it yet (unless it rejoins on a new one).
         let mut ended = if self.rejoin.is_none() { ended_session(self.mutex().client()) } else { None };
         let mut not_started = false;
-        self.state.send_if_modified(|state| match state {
+        self.update(|state| match state {
             State::NotStarted => {
                 not_started = true;
                 false
@@ -342,7 +381,7 @@ impl Election {
     /// ends the current term at once and tells the task to delete our node and stop.
     pub(crate) fn stop(&self, how: TermEnd) {
         self.leaving.set(how);
-        self.state.send_if_modified(|state| match state {
+        self.update(|state| match state {
             State::Queued | State::Idle => {
                 *state = State::Leaving;
                 true
@@ -473,7 +512,7 @@ where
         };
         election.entered.send_replace(true);
         let leadership = Leadership::new(Arc::clone(guard.held_node()));
-        election.state.send_if_modified(|state| match state {
+        election.update(|state| match state {
             State::Queued => {
                 *state = State::Leading(leadership.clone());
                 true
@@ -526,13 +565,14 @@ where
     if let (Some(err), false) = (&ended, election.is_leaving()) {
         election.mutex().label().left_election(&election.id, err);
     }
-    election.state.send_modify(|state| {
+    election.update(|state| {
         *state = match ended {
             // Left, even if the session ended while we did: its end took our node with it.
             _ if election.is_leaving() => State::Closed(removed),
             Some(err) => State::Ended(err),
             None => State::Closed(removed),
-        }
+        };
+        true
     });
 }
 

@@ -9,7 +9,7 @@ use zookeeper_client::Client;
 use crate::election::{election_handle, rejoin_option, Connect, Election};
 use crate::observe::Recipe;
 use crate::options::participant_options;
-use crate::{InterProcessMutex, Leadership, MutexBuilder, Result};
+use crate::{ElectionState, InterProcessMutex, Leadership, MutexBuilder, Result};
 
 /// Runs the leader's work in one participant at a time, in the style of Apache Curator's
 /// `LeaderSelector`, and wire-compatible with it.
@@ -133,6 +133,43 @@ impl LeaderSelector {
         Fut: Future<Output = ()> + Send + 'static,
     {
         self.election.start(lead).await
+    }
+
+    /// Where this selector stands, told at every change: [`ElectionState::Idle`] until it
+    /// starts and, without auto-requeue, between a term and [`requeue`](Self::requeue);
+    /// [`Queued`](ElectionState::Queued); [`Leading`](ElectionState::Leading) with the term (its
+    /// epoch, its `lost()` signal); [`Left`](ElectionState::Left) once closed, dropped or ended
+    /// by its session. Sends no request; subscribe before [`start`](Self::start) to see every
+    /// state from the first.
+    ///
+    /// The receiver sees the latest state, not every one (see [`ElectionState`]); its
+    /// `changed()` fails once the selector is dropped and has left.
+    ///
+    /// # Examples
+    ///
+    /// Tell a load balancer which instance leads, outside the leader's work:
+    ///
+    /// ```no_run
+    /// use zklock::{ElectionState, LeaderSelector};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # async fn compact(_epoch: i64) {}
+    /// # fn announce(_leading: Option<i64>) {}
+    /// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+    /// let selector = LeaderSelector::builder(&client, "/app/leader/compactor", "host-1").auto_requeue(true).build()?;
+    /// let mut states = selector.subscribe();
+    /// selector.start(|term| async move { compact(term.epoch()).await }).await?;
+    /// while !matches!(*states.borrow_and_update(), ElectionState::Left) {
+    ///     announce(states.borrow().epoch());
+    ///     states.changed().await?;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use = "a receiver does nothing unless it is read"]
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<ElectionState> {
+        self.election.subscribe()
     }
 
     /// Queues again after a term ended without auto-requeue: `Ok(true)` when it did, `Ok(false)`

@@ -41,6 +41,7 @@
 mod driver;
 mod election;
 mod election_participant;
+mod election_state;
 mod error;
 mod fenced_write;
 mod guard;
@@ -67,6 +68,7 @@ mod term_end;
 
 pub use driver::path::validate_lock_path;
 pub use election_participant::ElectionParticipant;
+pub use election_state::ElectionState;
 pub use error::{Error, Result};
 pub use guard::LockGuard;
 pub use leader_latch::{LeaderLatch, LeaderLatchBuilder};

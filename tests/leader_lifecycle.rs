@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use common::{children, connect, connect_through, eventually, server, unique_path, wait_for_children};
 use election::*;
+use tokio::sync::watch;
 use tokio::sync::{mpsc, oneshot};
-use zklock::{Error, LeaderLatch, LeaderSelector, Leadership, LossReason, TermEnd};
+use zklock::{ElectionState, Error, LeaderLatch, LeaderSelector, Leadership, LossReason, TermEnd};
 use zklock_testcontainers::Proxy;
 
 #[tokio::test]
@@ -392,4 +393,82 @@ async fn lost_resolves_when_a_term_is_given_up_whatever_ended_it() {
     expect_ended(&term, TermEnd::Finished).await;
     selector.close().await.unwrap();
     assert!(children(&client, &path).await.is_empty());
+}
+
+/// Waits (bounded) until `states` says what `state` accepts, and returns it.
+async fn becomes(
+    states: &mut watch::Receiver<ElectionState>,
+    what: &str,
+    state: impl FnMut(&ElectionState) -> bool,
+) -> ElectionState {
+    let seen = tokio::time::timeout(PROMPTLY, states.wait_for(state)).await.map(|seen| seen.map(|state| state.clone()));
+    match seen {
+        Ok(seen) => seen.expect("the participant is gone"),
+        Err(_elapsed) => panic!("never {what}: {:?}", *states.borrow()),
+    }
+}
+
+/// A latch's subscription tells, without polling: idle before it starts, queued behind a leader,
+/// leading with the epoch of the term it leads (the term handed out by `await_leadership`), queued
+/// again and leading again after a loss, and left once closed (the last state: the receiver ends
+/// with the latch).
+#[tokio::test]
+async fn a_latch_subscription_tells_queued_leading_with_its_epoch_and_left() {
+    let path = unique_path("leader-subscribed");
+    let (_a_client, a) = started_latch(&path, "a").await;
+    let a_term = leads(&a).await;
+    let client = connect().await;
+    let b = LeaderLatch::new(&client, &path, "b").unwrap();
+    let mut states = b.subscribe();
+    assert!(matches!(*states.borrow_and_update(), ElectionState::Idle));
+    b.start().await.unwrap();
+    becomes(&mut states, "queued", |state| matches!(state, ElectionState::Queued)).await;
+
+    a.close().await.unwrap();
+    let first = becomes(&mut states, "leading", |state| state.epoch().is_some()).await;
+    let first = first.leadership().unwrap().clone();
+    assert!(first.epoch() > a_term.epoch());
+    assert_eq!(leads(&b).await.epoch(), first.epoch(), "the term told is the term handed out");
+
+    connect().await.delete(first.node_path(), None).await.unwrap();
+    let second = becomes(&mut states, "leading again", |state| state.epoch() > Some(first.epoch())).await;
+    assert_eq!(first.end_reason(), Some(TermEnd::Lost(LossReason::NodeDeleted)));
+    assert!(second.leadership().unwrap().is_held());
+
+    b.close().await.unwrap();
+    becomes(&mut states, "left", |state| matches!(state, ElectionState::Left)).await;
+    assert_eq!(second.leadership().unwrap().end_reason(), Some(TermEnd::Closed), "left with its term still held");
+    drop(b);
+    let ended = tokio::time::timeout(PROMPTLY, states.changed()).await.expect("the receiver outlived the latch");
+    assert!(ended.is_err(), "a state after Left");
+}
+
+/// A selector without auto-requeue is told idle between a term and `requeue`, and left when its
+/// session ends by itself; each change comes once, in order.
+#[tokio::test]
+async fn a_selector_subscription_tells_idle_between_terms_and_left_when_its_session_ends() {
+    let path = unique_path("selector-subscribed");
+    let (proxy, client) = expirable_session().await;
+    let selector = LeaderSelector::new(&client, &path, "s").unwrap();
+    let mut states = selector.subscribe();
+    let (sender, mut terms) = mpsc::unbounded_channel();
+    selector.start(lead_until_cancelled(sender)).await.unwrap();
+    let first = next_term(&mut terms).await;
+    let leading = becomes(&mut states, "leading", |state| state.epoch().is_some()).await;
+    assert_eq!(leading.epoch(), Some(first.leadership.epoch()));
+
+    selector.interrupt_leadership();
+    // The term is over before the state moves on from it.
+    assert!(matches!(*states.borrow_and_update(), ElectionState::Idle));
+    assert_eq!(first.leadership.end_reason(), Some(TermEnd::Interrupted));
+    assert!(selector.requeue().unwrap());
+    assert!(matches!(*states.borrow_and_update(), ElectionState::Queued));
+    let second = next_term(&mut terms).await;
+    let leading = becomes(&mut states, "leading again", |state| state.epoch().is_some()).await;
+    assert_eq!(leading.epoch(), Some(second.leadership.epoch()));
+
+    zklock_testcontainers::expire_session(&client, &proxy).await.unwrap();
+    becomes(&mut states, "left", |state| matches!(state, ElectionState::Left)).await;
+    assert_eq!(second.leadership.end_reason(), Some(TermEnd::Lost(LossReason::SessionExpired)));
+    assert!(matches!(selector.close().await, Err(Error::SessionExpired)));
 }
