@@ -2,10 +2,7 @@
 //! leader selector's all along. While it leads it writes through the election's fenced register
 //! with its leadership's epoch as the token, and it stops the moment it is told it lost.
 
-use std::future::Future;
-use std::pin::pin;
 use std::sync::Arc;
-use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 
 use fastrand::Rng;
@@ -132,7 +129,11 @@ async fn lead(run: &Run, index: usize, recipe: Recipe, leadership: Leadership, l
         let next = (Instant::now() + WRITE_EVERY).min(until);
         tokio::select! {
             _ = tokio::time::sleep_until(next.into()) => told_lost = !write(),
-            _ = leadership.lost() => told_lost = true,
+            // Ends however the term ends (a selector closed as the faults stop too): only a loss counts.
+            end = leadership.lost() => {
+                told_lost = end.loss().is_some();
+                break;
+            }
             _ = async { let _ = stop.wait_for(|stopped| *stopped).await; }, if during_faults => break,
         }
     }
@@ -190,5 +191,5 @@ impl Drop for Term<'_> {
 
 /// Whether the leader has been told it lost, without waiting.
 fn lost_already(leadership: &Leadership) -> bool {
-    pin!(leadership.lost()).poll(&mut Context::from_waker(Waker::noop())).is_ready()
+    leadership.end_reason().is_some_and(|end| end.loss().is_some())
 }
