@@ -5,9 +5,10 @@
 //!
 //! A term ends when leadership is lost (under the mutex's [`LossPolicy`](crate::LossPolicy)),
 //! when the leader's work (`lead`) finishes, panics or is interrupted, or when the participant is
-//! closed or dropped; the term is told how first ([`Leadership::lost`]), then our node is deleted. After a loss the participant queues again with a new node while the
-//! session lives (Curator's `reset`), so every term, even two of one participant, has its own
-//! node and a greater epoch. A zookeeper-client session cannot be renewed: after an expiry the
+//! closed or dropped; the term is told how first ([`Leadership::lost`]), then our node is
+//! deleted. After a loss the participant queues again with a new node while the session lives
+//! (Curator's `reset`), so every term, even two of one participant, has its own node and a
+//! greater epoch. A zookeeper-client session cannot be renewed: after an expiry the
 //! participant connects a new client if it was given a way to (`rejoin_after_expiry`, Curator's
 //! behaviour on its framework's new session), and otherwise the session's end ends it.
 
@@ -114,8 +115,7 @@ enum State {
     /// The session ended, or ZooKeeper refused us, before the participant was closed: the
     /// error says which.
     Ended(Error),
-    /// Left after `close` or a drop: `Err` is what had ended the election by itself, or why
-    /// our node could not be deleted.
+    /// Left after `close` or a drop: `Err` says why our node could not be deleted.
     Closed(Result<()>),
 }
 
@@ -152,7 +152,7 @@ impl Election {
 
     /// Changes the state with `change` (which says whether it did), and publishes the change to
     /// subscribers in the same step, so that they see the changes in order.
-    fn update(&self, change: impl FnOnce(&mut State) -> bool) -> bool {
+    fn update(&self, change: impl FnOnce(&mut State) -> bool) {
         self.state.send_if_modified(|state| {
             if !change(state) {
                 return false;
@@ -166,7 +166,7 @@ impl Election {
                 changed
             });
             true
-        })
+        });
     }
 
     /// Where we stand, told at every change.
