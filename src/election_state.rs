@@ -47,7 +47,8 @@ pub enum ElectionState {
     /// [`lost`](Leadership::lost) signal.
     Leading(Leadership),
     /// Left the election for good: closed, dropped, or ended by its session (`close` says
-    /// which). The last state.
+    /// which). The last state; told from the moment the participant starts leaving, while our
+    /// node may still be on its way out (`close` returns once it is gone).
     Left,
 }
 
