@@ -91,6 +91,10 @@ pub(crate) struct Election {
     state: watch::Sender<State>,
     /// `state` as `subscribe` tells it, published with every change of it.
     public: watch::Sender<ElectionState>,
+    /// Held through each `update`, so that `public` tells the changes in the order they were
+    /// made without being taken while `state`'s lock is held (a subscriber holding `public`'s
+    /// read lock may read `state`).
+    updating: Mutex<()>,
     /// Our node in the queue while we wait or lead (its prefix as soon as its create may be
     /// sent); `start` returns once it is there, leaving removes what may exist of it.
     place: PlaceReport,
@@ -144,6 +148,7 @@ impl Election {
             auto_requeue,
             state: watch::Sender::new(State::NotStarted),
             public: watch::Sender::new(ElectionState::Idle),
+            updating: Mutex::new(()),
             place: watch::Sender::new(None),
             entered: watch::Sender::new(false),
             leaving: EndSignal::new(),
@@ -151,21 +156,24 @@ impl Election {
     }
 
     /// Changes the state with `change` (which says whether it did), and publishes the change to
-    /// subscribers in the same step, so that they see the changes in order.
+    /// subscribers, in the order of the changes.
     fn update(&self, change: impl FnOnce(&mut State) -> bool) {
+        let _updating = self.updating.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut seen = None;
         self.state.send_if_modified(|state| {
-            if !change(state) {
-                return false;
+            let changed = change(state);
+            if changed {
+                seen = Some(state.seen());
             }
-            let seen = state.seen();
-            self.public.send_if_modified(|public| {
-                let changed = !public.is(&seen);
-                if changed {
-                    *public = seen;
-                }
-                changed
-            });
-            true
+            changed
+        });
+        let Some(seen) = seen else { return };
+        self.public.send_if_modified(|public| {
+            let changed = !public.is(&seen);
+            if changed {
+                *public = seen;
+            }
+            changed
         });
     }
 

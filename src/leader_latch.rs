@@ -143,7 +143,8 @@ impl LeaderLatch {
     /// [`start`](Self::start) to see every state from the first.
     ///
     /// The receiver sees the latest state, not every one (see [`ElectionState`]); its
-    /// `changed()` fails once the latch is dropped and has left.
+    /// `changed()` fails once the latch is dropped and has left. As with any `watch`, a
+    /// `borrow()` kept blocks the sender: clone the state out before calling the latch again.
     ///
     /// # Examples
     ///

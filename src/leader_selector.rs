@@ -143,7 +143,8 @@ impl LeaderSelector {
     /// state from the first.
     ///
     /// The receiver sees the latest state, not every one (see [`ElectionState`]); its
-    /// `changed()` fails once the selector is dropped and has left.
+    /// `changed()` fails once the selector is dropped and has left. As with any `watch`, a
+    /// `borrow()` kept blocks the sender: clone the state out before calling the selector again.
     ///
     /// # Examples
     ///
