@@ -11,7 +11,8 @@
 //! with its epoch, left) as it happens, without polling. Then a leader's session expires: the latch cannot join again, and a new
 //! client with a new latch leads; a latch built with `rejoin_after_expiry` does that by itself. The selector: each leader's closure leads for a moment and
 //! returns, and `auto_requeue` puts it back in the queue, so leadership goes round; the third
-//! leader's node is deleted mid-term, and its closure's future is dropped at once.
+//! leader's node is deleted mid-term, and its closure's future, which watches `lost()`, is
+//! dropped at once.
 
 mod support;
 
@@ -233,7 +234,13 @@ async fn selector(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
                     } else {
                         Duration::from_millis(200)
                     };
-                    tokio::time::sleep(work).await;
+                    tokio::select! {
+                        () = tokio::time::sleep(work) => {}
+                        // Watching its own term sets the watch on its node at once, so that a
+                        // deletion is seen within a round trip (otherwise after a second); the
+                        // selector drops this future the moment it is.
+                        _ = leadership.lost() => return,
+                    }
                     unfinished.0 = None;
                     println!("{name} gives leadership up and queues again");
                     if term == 6 {
