@@ -461,9 +461,10 @@ impl Election {
 }
 
 /// Resolves once `client`'s session can no longer be alive: it ended, or the client has been
-/// disconnected for a full session timeout. The server expires a session it has not heard from
-/// for that long, and deletes its ephemeral nodes; the client hears from the server until it
-/// sees the disconnection, so the server's clock started no later than ours.
+/// disconnected for a full session timeout since this was called (or since the disconnection,
+/// if later). The server expires a session it has not heard from for that long, and deletes its
+/// ephemeral nodes; the client last heard from the server before both, so the server's count
+/// started no later than ours.
 async fn session_over(client: &Client) {
     let mut states = client.state_watcher();
     let mut state = client.state();
@@ -647,9 +648,10 @@ macro_rules! election_handle {
             /// from waiting for leadership and from `start`). Closing again does nothing.
             ///
             /// Bounded in a partition: while the client cannot reach ZooKeeper, `close` waits at
-            /// most one (negotiated) session timeout from when the client saw the disconnection,
-            /// the longest the server can keep a session it does not hear from; by then the
-            /// session, and our node, are gone, and it returns `Ok` (the delete goes on in the
+            /// most one (negotiated) session timeout of disconnection, counted from the later of
+            /// its call and the disconnection. The server expires a session it has not heard from
+            /// for that long, and the client heard from it before either, so by then the session
+            /// and our node are gone, and `close` returns `Ok` (the delete goes on in the
             /// background until the client learns of the expiry).
             ///
             /// # Errors
