@@ -7,10 +7,12 @@
 //! The latch: `a` leads first and writes to a store that refuses epochs lower than the highest it
 //! has seen (the epoch is a fencing token). Its node is deleted under it: `lost()` stops its work
 //! at once, its latch joins the queue again, and `b` then `c` lead and step down. `a` leads again
-//! with a higher epoch. Then a leader's session expires: the latch cannot join again, and a new
+//! with a higher epoch. `c`'s subscription tells each change of where it stands (queued, leading
+//! with its epoch, left) as it happens, without polling. Then a leader's session expires: the latch cannot join again, and a new
 //! client with a new latch leads; a latch built with `rejoin_after_expiry` does that by itself. The selector: each leader's closure leads for a moment and
 //! returns, and `auto_requeue` puts it back in the queue, so leadership goes round; the third
-//! leader's node is deleted mid-term, and its closure's future is dropped at once.
+//! leader's node is deleted mid-term, and its closure's future, which watches `lost()`, is
+//! dropped at once.
 
 mod support;
 
@@ -19,9 +21,10 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
+use tokio::task::JoinHandle;
 use zklock::zookeeper_client::Client;
-use zklock::{LeaderLatch, LeaderSelector, Leadership};
+use zklock::{ElectionState, LeaderLatch, LeaderSelector, Leadership};
 use zklock_testcontainers::{expire_session, Proxy};
 
 const LATCH_PATH: &str = "/examples/election/report-writer";
@@ -76,10 +79,13 @@ async fn latch(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
     println!("-- LeaderLatch on {LATCH_PATH}");
     let store = Arc::new(FencedStore::default());
     let wrote = Arc::new(Notify::new());
-    let mut latches = Vec::new();
+    let (mut latches, mut reporters) = (Vec::new(), Vec::new());
     for name in NAMES {
         let client = Client::connect(connect).await?;
         let latch = Arc::new(LeaderLatch::new(&client, LATCH_PATH, name)?);
+        if name == "c" {
+            reporters.push(report_states(name, latch.subscribe()));
+        }
         latch.start().await?; // one after the other: `a` is first in the queue
         latches.push(latch);
     }
@@ -92,7 +98,7 @@ async fn latch(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
                 let leadership = latch.await_leadership().await?;
                 println!("{name} leads, epoch {}", leadership.epoch());
                 tokio::select! {
-                    reason = leadership.lost() => println!("{name} lost leadership ({reason}): stops its work"),
+                    end = leadership.lost() => println!("{name}: {end}; stops its work"),
                     () = lead(name, &leadership, &store, &wrote) => terms += 1,
                 }
                 if terms == 1 {
@@ -115,11 +121,35 @@ async fn latch(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
     for service in services {
         service.await??;
     }
+    for reporter in reporters {
+        reporter.await?;
+    }
     // A leader that ignored lost() and writes late with its old epoch is refused.
     if let Err(refusal) = store.write(first_epoch, "a: late write from its first term") {
         println!("    {refusal}");
     }
     Ok(())
+}
+
+/// Prints what `name`'s subscription tells until it has left: a service reacting to leadership
+/// without polling (Curator's `LeaderLatchListener`).
+fn report_states(name: &'static str, mut states: watch::Receiver<ElectionState>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            let state = states.borrow_and_update().clone();
+            match state {
+                ElectionState::Queued => println!("    ({name}'s subscription: queued)"),
+                ElectionState::Leading(term) => {
+                    println!("    ({name}'s subscription: leading, epoch {})", term.epoch())
+                }
+                ElectionState::Left => return println!("    ({name}'s subscription: left)"),
+                _ => {}
+            }
+            if states.changed().await.is_err() {
+                return;
+            }
+        }
+    })
 }
 
 async fn expiry(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
@@ -204,7 +234,13 @@ async fn selector(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
                     } else {
                         Duration::from_millis(200)
                     };
-                    tokio::time::sleep(work).await;
+                    tokio::select! {
+                        () = tokio::time::sleep(work) => {}
+                        // Watching its own term sets the watch on its node at once, so that a
+                        // deletion is seen within a round trip (otherwise after a second); the
+                        // selector drops this future the moment it is.
+                        _ = leadership.lost() => return,
+                    }
                     unfinished.0 = None;
                     println!("{name} gives leadership up and queues again");
                     if term == 6 {

@@ -4,10 +4,11 @@
 //! another node name).
 //!
 //! A term ends when leadership is lost (under the mutex's [`LossPolicy`](crate::LossPolicy)),
-//! when the leader's work (`lead`) finishes or is interrupted, or when the election is closed;
-//! then our node is deleted. After a loss the participant queues again with a new node while the
-//! session lives (Curator's `reset`), so every term, even two of one participant, has its own
-//! node and a greater epoch. A zookeeper-client session cannot be renewed: after an expiry the
+//! when the leader's work (`lead`) finishes, panics or is interrupted, or when the participant is
+//! closed or dropped; the term is told how first ([`Leadership::lost`]), then our node is
+//! deleted. After a loss the participant queues again with a new node while the session lives
+//! (Curator's `reset`), so every term, even two of one participant, has its own node and a
+//! greater epoch. A zookeeper-client session cannot be renewed: after an expiry the
 //! participant connects a new client if it was given a way to (`rejoin_after_expiry`, Curator's
 //! behaviour on its framework's new session), and otherwise the session's end ends it.
 
@@ -16,13 +17,13 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{watch, Notify};
-use tokio::task::JoinHandle;
-use zookeeper_client::Client;
+use tokio::sync::watch;
+use zookeeper_client::{Client, SessionState};
 
 use crate::internals::queue::PlaceReport;
-use crate::internals::session_end::ended_session;
-use crate::{ElectionParticipant, Error, InterProcessMutex, Leadership, MutexBuilder, Result};
+use crate::internals::session_end::{ended_session, SessionEnd};
+use crate::term_end::EndSignal;
+use crate::{ElectionParticipant, ElectionState, Error, InterProcessMutex, Leadership, MutexBuilder, Result, TermEnd};
 
 /// Connects a new client for an election whose session expired (`rejoin_after_expiry`).
 pub(crate) struct Connect(Arc<dyn Fn() -> ConnectFuture + Send + Sync>);
@@ -84,21 +85,28 @@ pub(crate) struct Election {
     rejoin: Option<Connect>,
     path: String,
     id: String,
-    /// Whether a term that ended (other than by `close`) queues again at once, with a new node;
+    /// Whether a term that ended (other than by leaving) queues again at once, with a new node;
     /// otherwise the participant waits for [`requeue`](Self::requeue).
     auto_requeue: bool,
     state: watch::Sender<State>,
+    /// `state` as `subscribe` tells it, published with every change of it.
+    public: watch::Sender<ElectionState>,
+    /// Held through each `update`, so that `public` tells the changes in the order they were
+    /// made without being taken while `state`'s lock is held (a subscriber holding `public`'s
+    /// read lock may read `state`).
+    updating: Mutex<()>,
     /// Our node in the queue while we wait or lead (its prefix as soon as its create may be
-    /// sent); `start` returns once it is there, `close` removes what may exist of it.
+    /// sent); `start` returns once it is there, leaving removes what may exist of it.
     place: PlaceReport,
-    closing: watch::Sender<bool>,
-    /// Counts calls to `interrupt`; a term ends when the count changes.
-    interrupts: watch::Sender<u64>,
-    requeues: Notify,
-    task: Mutex<Option<JoinHandle<()>>>,
+    /// Set once a node of ours was in the queue: `start` returns then, even if a first term that
+    /// ended at once cleared `place` before `start` looked.
+    entered: watch::Sender<bool>,
+    /// Why the participant leaves for good (`close`, or its handle dropped), once it does.
+    leaving: EndSignal,
 }
 
-/// Where a participant stands.
+/// Where a participant stands. Every change of a term's state ends the term first, so that
+/// whoever reads the state sees no term held that has ended, and no end of a term untold.
 #[derive(Clone, Debug)]
 enum State {
     NotStarted,
@@ -106,19 +114,25 @@ enum State {
     Leading(Leadership),
     /// A term ended and the participant waits for `requeue`.
     Idle,
-    /// The session ended, or ZooKeeper refused us: the error says which.
+    /// Closed or dropped: the task ends the term, deletes what may exist of our node and stops.
+    Leaving,
+    /// The session ended, or ZooKeeper refused us, before the participant was closed: the
+    /// error says which.
     Ended(Error),
-    Closed,
+    /// Left after `close` or a drop: `Err` says why our node could not be deleted.
+    Closed(Result<()>),
 }
 
-/// How a term ended.
-#[derive(Debug)]
-enum TermEnd {
-    /// Lost under the loss policy (the hold's events log why).
-    Lost,
-    Finished,
-    Interrupted,
-    Closed,
+impl State {
+    /// The state as subscribers see it.
+    fn seen(&self) -> ElectionState {
+        match self {
+            State::NotStarted | State::Idle => ElectionState::Idle,
+            State::Queued => ElectionState::Queued,
+            State::Leading(leadership) => ElectionState::Leading(leadership.clone()),
+            State::Leaving | State::Ended(_) | State::Closed(_) => ElectionState::Left,
+        }
+    }
 }
 
 impl Election {
@@ -133,12 +147,39 @@ impl Election {
             id,
             auto_requeue,
             state: watch::Sender::new(State::NotStarted),
+            public: watch::Sender::new(ElectionState::Idle),
+            updating: Mutex::new(()),
             place: watch::Sender::new(None),
-            closing: watch::Sender::new(false),
-            interrupts: watch::Sender::new(0),
-            requeues: Notify::new(),
-            task: Mutex::new(None),
+            entered: watch::Sender::new(false),
+            leaving: EndSignal::new(),
         })
+    }
+
+    /// Changes the state with `change` (which says whether it did), and publishes the change to
+    /// subscribers, in the order of the changes.
+    fn update(&self, change: impl FnOnce(&mut State) -> bool) {
+        let _updating = self.updating.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut seen = None;
+        self.state.send_if_modified(|state| {
+            let changed = change(state);
+            if changed {
+                seen = Some(state.seen());
+            }
+            changed
+        });
+        let Some(seen) = seen else { return };
+        self.public.send_if_modified(|public| {
+            let changed = !public.is(&seen);
+            if changed {
+                *public = seen;
+            }
+            changed
+        });
+    }
+
+    /// Where we stand, told at every change.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<ElectionState> {
+        self.public.subscribe()
     }
 
     /// The mutex on the current session.
@@ -162,12 +203,12 @@ impl Election {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let mut refused = None;
-        self.state.send_if_modified(|state| match state {
+        self.update(|state| match state {
             State::NotStarted => {
                 *state = State::Queued;
                 true
             }
-            State::Closed => {
+            State::Leaving | State::Closed(_) => {
                 refused = Some(Error::ElectionClosed);
                 false
             }
@@ -179,17 +220,19 @@ impl Election {
         if let Some(err) = refused {
             return Err(err);
         }
-        let task = tokio::spawn(take_terms(Arc::clone(self), lead));
-        *self.task.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(task);
-        let mut place = self.place.subscribe();
+        tokio::spawn(take_terms(Arc::clone(self), lead));
+        let (mut place, mut entered) = (self.place.subscribe(), self.entered.subscribe());
         let mut state = self.state.subscribe();
         tokio::select! {
             // The senders live in `self`: these resolve only on what they wait for.
             _ = place.wait_for(|place| place.as_ref().is_some_and(|place| place.node.is_some())) => Ok(()),
-            ended = state.wait_for(|state| matches!(state, State::Ended(_) | State::Closed)) => match ended.as_deref() {
-                Ok(State::Ended(err)) => Err(err.clone()),
-                _ => Err(Error::ElectionClosed),
-            },
+            _ = entered.wait_for(|entered| *entered) => Ok(()),
+            ended = state.wait_for(|state| matches!(state, State::Ended(_) | State::Leaving | State::Closed(_))) => {
+                match ended.as_deref() {
+                    Ok(State::Ended(err)) => Err(err.clone()),
+                    _ => Err(Error::ElectionClosed),
+                }
+            }
         }
     }
 
@@ -199,9 +242,9 @@ impl Election {
         loop {
             match &*state.borrow_and_update() {
                 State::NotStarted => return Err(Error::ElectionNotStarted),
-                State::Closed => return Err(Error::ElectionClosed),
+                State::Leaving | State::Closed(_) => return Err(Error::ElectionClosed),
                 State::Ended(err) => return Err(err.clone()),
-                // A term lost a moment ago is not handed out; the task is queueing again.
+                // A term lost a moment ago is not handed out; the task is about to end it.
                 State::Leading(leadership) if leadership.is_held() => return Ok(leadership.clone()),
                 State::Queued | State::Leading(_) | State::Idle => {}
             }
@@ -231,86 +274,158 @@ impl Election {
         Ok(ElectionParticipant::from_queue(self.mutex().participants_with_data().await?))
     }
 
-    /// Ends the current term, if we lead.
+    /// Ends the current term at once, if we lead; the task then deletes its node.
     pub(crate) fn interrupt(&self) {
-        if matches!(*self.state.borrow(), State::Leading(_)) {
-            self.interrupts.send_modify(|count| *count += 1);
+        let leading = match &*self.state.borrow() {
+            State::Leading(leadership) => Some(leadership.clone()),
+            _ => None,
+        };
+        if let Some(leadership) = leading {
+            self.end_term(&leadership, TermEnd::Interrupted);
         }
     }
 
-    /// Queues again after a term ended: `Ok(true)` if we were idle, `Ok(false)` if we are
-    /// already queued or leading.
-    pub(crate) fn requeue(&self) -> Result<bool> {
-        let mut requeued = false;
-        let mut outcome = Ok(false);
-        self.state.send_if_modified(|state| match state {
-            State::Idle => {
-                *state = State::Queued;
-                requeued = true;
-                outcome = Ok(true);
+    /// Ends `term` with `end` (unless it had ended already) and moves on from it, if it is still
+    /// the current one: queued again, idle until `requeue`, or leaving. Returns how it ended.
+    fn end_term(&self, term: &Leadership, end: TermEnd) -> TermEnd {
+        let end = term.end(end);
+        self.update(|state| match state {
+            State::Leading(current) if current.is(term) => {
+                *state = self.after_term(end);
                 true
             }
-            State::NotStarted => {
-                outcome = Err(Error::ElectionNotStarted);
-                false
-            }
-            State::Closed => {
-                outcome = Err(Error::ElectionClosed);
-                false
-            }
-            State::Ended(err) => {
-                outcome = Err(err.clone());
-                false
-            }
-            State::Queued | State::Leading(_) => false,
+            _ => false,
         });
-        if requeued {
-            // Keeps a permit if the task is not waiting yet.
-            self.requeues.notify_one();
+        end
+    }
+
+    /// Where a participant stands once a term ended with `end`.
+    fn after_term(&self, end: TermEnd) -> State {
+        match end {
+            TermEnd::Closed | TermEnd::Dropped => State::Leaving,
+            // A latch always (Curator's `reset` after a loss), a selector when asked to.
+            _ if self.auto_requeue => State::Queued,
+            _ => State::Idle,
         }
+    }
+
+    /// Queues again after a term ended: `Ok(true)` if we were idle (or our term had ended and we
+    /// were about to be), `Ok(false)` if we are already queued or leading.
+    pub(crate) fn requeue(&self) -> Result<bool> {
+        let mut outcome = Ok(false);
+        self.update(|state| {
+            // A term that has ended is behind us, even if the task has not moved on from it yet.
+            let mut moved_on = false;
+            if let State::Leading(term) = state {
+                if let Some(end) = term.end_reason() {
+                    *state = self.after_term(end);
+                    moved_on = true;
+                }
+            }
+            match state {
+                State::Idle => {
+                    *state = State::Queued;
+                    outcome = Ok(true);
+                    true
+                }
+                State::NotStarted => {
+                    outcome = Err(Error::ElectionNotStarted);
+                    false
+                }
+                State::Leaving | State::Closed(_) => {
+                    outcome = Err(Error::ElectionClosed);
+                    moved_on
+                }
+                State::Ended(err) => {
+                    outcome = Err(err.clone());
+                    false
+                }
+                State::Queued | State::Leading(_) => moved_on,
+            }
+        });
         outcome
     }
 
-    /// Leaves the election: ends the term or the wait, deletes our node and waits for ZooKeeper
-    /// to confirm. Returns the error that had ended the election by itself, if one did.
+    /// Leaves the election: ends the term or the wait, and returns once our node is gone (the
+    /// task saw its delete through), or once the session can no longer be alive. Returns the
+    /// error that had ended the election by itself, if one did.
     pub(crate) async fn close(&self) -> Result<()> {
-        if matches!(*self.state.borrow(), State::NotStarted) {
+        // A session that ended before `close` ended the election by itself, even if the task has
+        // not seen it yet (unless it rejoins on a new one).
+        let mut ended = if self.rejoin.is_none() { ended_session(self.mutex().client()) } else { None };
+        let mut not_started = false;
+        self.update(|state| match state {
+            State::NotStarted => {
+                not_started = true;
+                false
+            }
+            State::Ended(err) => {
+                ended = Some(err.clone());
+                *state = State::Closed(Ok(()));
+                true
+            }
+            _ => false,
+        });
+        if not_started {
             return Err(Error::ElectionNotStarted);
         }
-        self.stop();
-        let task = self.task.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
-        if let Some(task) = task {
-            // Only a panic in the user's `lead` fails the join; it was logged by tokio.
-            let _ = task.await;
-        }
-        // A create or a wait cut short leaves its node to a cleanup in the background; see it
-        // through here, so that nobody finds us in the queue once `close` returns. (A lost
-        // term's node, if the server still has it, is deleted in the background or with the
-        // session.)
-        let removed = match self.place.send_replace(None) {
-            Some(place) => place.remove(self.mutex().client(), self.path()).await,
-            None => Ok(()),
+        self.stop(TermEnd::Closed);
+        let mut state = self.state.subscribe();
+        let left = tokio::select! {
+            // The sender lives in `self`: this resolves only once the task has left.
+            left = state.wait_for(|state| matches!(state, State::Closed(_))) => match left.as_deref() {
+                Ok(State::Closed(outcome)) => outcome.clone(),
+                _ => Ok(()),
+            },
+            () = self.session_over() => Ok(()),
         };
-        let before = self.state.send_replace(State::Closed);
-        removed?;
-        match before {
-            State::Ended(err) => Err(err),
-            _ => Ok(()),
+        match ended {
+            Some(err) => Err(err),
+            None => left,
         }
     }
 
-    /// Tells the task to leave the election (without waiting for it): a dropped latch or selector.
-    pub(crate) fn stop(&self) {
-        self.closing.send_replace(true);
+    /// Leaves the election without waiting (a dropped latch or selector, or `close`, as `how`):
+    /// ends the current term at once and tells the task to delete our node and stop.
+    pub(crate) fn stop(&self, how: TermEnd) {
+        self.leaving.set(how);
+        self.update(|state| match state {
+            State::Queued | State::Idle => {
+                *state = State::Leaving;
+                true
+            }
+            State::Leading(term) => {
+                term.end(how);
+                *state = State::Leaving;
+                true
+            }
+            State::NotStarted | State::Leaving | State::Ended(_) | State::Closed(_) => false,
+        });
     }
 
-    async fn closing(&self) {
-        // The sender lives in `self`, so this resolves only once closing is set.
-        let _ = self.closing.subscribe().wait_for(|closing| *closing).await;
+    /// Resolves with how we leave, once we do.
+    async fn leaving(&self) -> TermEnd {
+        self.leaving.told().await
+    }
+
+    fn is_leaving(&self) -> bool {
+        self.leaving.get().is_some()
+    }
+
+    /// Resolves once the session our node may be on can no longer be alive: see
+    /// [`session_over`]. After a rejoin, the new session is the one that counts.
+    async fn session_over(&self) {
+        loop {
+            let client = self.mutex().client().clone();
+            session_over(&client).await;
+            if self.mutex().client().session_id() == client.session_id() {
+                return;
+            }
+        }
     }
 
     /// After `ended` ended our session: when the election rejoins after an expiry, connects a new
-    /// client (retrying, backing off up to 5 s, until it connects or the election is closed) and
+    /// client (retrying, backing off up to 5 s, until it connects or the election is left) and
     /// puts the mutex on it.
     async fn reconnect(&self, ended: &Error) -> Reconnected {
         let (Some(connect), Error::SessionExpired) = (&self.rejoin, ended) else {
@@ -320,7 +435,7 @@ impl Election {
         loop {
             let connected = tokio::select! {
                 biased;
-                () = self.closing() => return Reconnected::Closed,
+                _ = self.leaving() => return Reconnected::Left,
                 connected = (connect.0)() => connected,
             };
             match connected.map_err(|source| Error::zookeeper("connect", &self.path, source)) {
@@ -333,15 +448,39 @@ impl Election {
                     return Reconnected::Yes;
                 }
                 Err(err) => {
-                    tracing::warn!(target: "zklock", path = %self.path, id = %self.id, error = %err, "could not connect a new session to rejoin the election")
+                    tracing::warn!(target: "zklock", path = %self.path, id = %self.id, error = %err.with_causes(), "could not connect a new session to rejoin the election")
                 }
             }
             tokio::select! {
                 biased;
-                () = self.closing() => return Reconnected::Closed,
-                () = tokio::time::sleep(pause) => pause = (pause * 2).min(Duration::from_secs(5)),
+                _ = self.leaving() => return Reconnected::Left,
+                // Full jitter: the participants one outage expired do not reconnect in step.
+                () = tokio::time::sleep(pause.mul_f64(fastrand::f64())) => pause = (pause * 2).min(Duration::from_secs(5)),
             }
         }
+    }
+}
+
+/// Resolves once `client`'s session can no longer be alive: it ended, or the client has been
+/// disconnected for a full session timeout since this was called (or since the disconnection,
+/// if later). The server expires a session it has not heard from for that long, and deletes its
+/// ephemeral nodes; the client last heard from the server before both, so the server's count
+/// started no later than ours.
+async fn session_over(client: &Client) {
+    let mut states = client.state_watcher();
+    let mut state = client.state();
+    loop {
+        if SessionEnd::of_state(state).is_some() {
+            return;
+        }
+        state = if state == SessionState::Disconnected {
+            tokio::select! {
+                next = states.changed() => next,
+                () = tokio::time::sleep(client.session_timeout()) => return,
+            }
+        } else {
+            states.changed().await
+        };
     }
 }
 
@@ -352,12 +491,12 @@ enum Reconnected {
     Yes,
     /// It does not rejoin (not asked to, or the session was closed rather than expired).
     No,
-    /// Closed while connecting.
-    Closed,
+    /// Left while connecting.
+    Left,
 }
 
-/// The participant's task: queue, lead, end the term, and again, until the election is closed
-/// or the session ends.
+/// The participant's task: queue, lead, end the term, and again, until the participant leaves
+/// or the session ends; then it deletes what may exist of our node and says how it left.
 async fn take_terms<F, Fut>(election: Arc<Election>, mut lead: F)
 where
     F: FnMut(Leadership) -> Fut + Send + 'static,
@@ -367,7 +506,7 @@ where
         let mutex = election.mutex();
         let acquired = tokio::select! {
             biased;
-            () = election.closing() => break None,
+            _ = election.leaving() => break None,
             acquired = mutex.acquire_reporting(Some(&election.place)) => acquired,
         };
         let guard = match acquired {
@@ -377,63 +516,81 @@ where
                 match election.reconnect(&err).await {
                     Reconnected::Yes => continue,
                     Reconnected::No => break Some(err),
-                    Reconnected::Closed => break None,
+                    Reconnected::Left => break None,
                 }
             }
         };
+        election.entered.send_replace(true);
         let leadership = Leadership::new(Arc::clone(guard.held_node()));
-        // Subscribed before the term is published, so that no interrupt falls in between.
-        let mut interrupts = election.interrupts.subscribe();
-        election.state.send_replace(State::Leading(leadership.clone()));
+        election.update(|state| match state {
+            State::Queued => {
+                *state = State::Leading(leadership.clone());
+                true
+            }
+            _ => false,
+        });
         mutex.label().leadership_taken(&election.id, leadership.epoch());
         let end = tokio::select! {
             biased;
-            () = election.closing() => TermEnd::Closed,
-            _ = leadership.loss_known() => TermEnd::Lost,
-            _ = interrupts.changed() => TermEnd::Interrupted,
-            finished = caught(lead(leadership.clone())) => {
-                if finished.is_err() {
+            end = leadership.ended() => end,
+            how = election.leaving() => how,
+            // Called inside `caught`, so that a closure that panics when called ends the term
+            // as work that panics does.
+            finished = caught(async { lead(leadership.clone()).await }) => match finished {
+                Ok(()) => TermEnd::Finished,
+                Err(_panic) => {
                     tracing::error!(target: "zklock", path = election.path(), id = %election.id, "the leader's work panicked; the term ends");
+                    TermEnd::Panicked
                 }
-                TermEnd::Finished
-            }
+            },
         };
+        // Told before our node goes, so before anyone else can lead.
+        let end = election.end_term(&leadership, end);
         election.place.send_replace(None);
         match guard.release().await {
             Ok(()) | Err(Error::LockLost(_)) => {}
-            Err(err) => tracing::debug!(target: "zklock", path = election.path(), error = %err, "ending the term"),
+            Err(err) => {
+                tracing::debug!(target: "zklock", path = election.path(), error = %err.with_causes(), "ending the term")
+            }
         }
         mutex.label().leadership_ended(&election.id, leadership.epoch(), &end);
+        if election.is_leaving() {
+            break None;
+        }
         if let Some(err) = ended_session(mutex.client()) {
             match election.reconnect(&err).await {
                 Reconnected::Yes => {}
                 Reconnected::No => break Some(err),
-                Reconnected::Closed => break None,
+                Reconnected::Left => break None,
             }
         }
-        match end {
-            TermEnd::Closed => break None,
-            // A latch always (Curator's `reset` after a loss), a selector when asked to.
-            _ if election.auto_requeue => {}
-            TermEnd::Lost | TermEnd::Finished | TermEnd::Interrupted => {
-                election.state.send_replace(State::Idle);
-                tokio::select! {
-                    biased;
-                    () = election.closing() => break None,
-                    () = election.requeues.notified() => {}
-                }
-            }
-        }
-        election.state.send_replace(State::Queued);
+        // Idle until `requeue` (or leaving) moves us on.
+        let _ = election.state.subscribe().wait_for(|state| !matches!(state, State::Idle)).await;
     };
-    if let Some(err) = ended {
-        election.mutex().label().left_election(&election.id, &err);
-        election.state.send_replace(State::Ended(err));
+    // Leaving: what a create or a wait cut short may have left is seen through here, so that
+    // nobody finds us in the queue once `close` returns. (A lost term's node, if the server
+    // still has it, is deleted in the background or with the session.)
+    let removed = match election.place.send_replace(None) {
+        Some(place) => place.remove(election.mutex().client(), election.path()).await,
+        None => Ok(()),
+    };
+    if let (Some(err), false) = (&ended, election.is_leaving()) {
+        election.mutex().label().left_election(&election.id, err);
     }
+    election.update(|state| {
+        *state = match ended {
+            // Left, even if the session ended while we did: its end took our node with it.
+            _ if election.is_leaving() => State::Closed(removed),
+            Some(err) => State::Ended(err),
+            None => State::Closed(removed),
+        };
+        true
+    });
 }
 
 /// Runs `work`, turning a panic into `Err` (as Curator catches what `takeLeadership` throws):
-/// a leader's work that panics ends its term, not the participant's task.
+/// a leader's work that panics, or the closure that makes it, ends its term, not the
+/// participant's task.
 async fn caught<Fut: Future<Output = ()>>(work: Fut) -> std::thread::Result<()> {
     let mut work = std::pin::pin!(work);
     std::future::poll_fn(|cx| match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.as_mut().poll(cx))) {
@@ -485,20 +642,31 @@ macro_rules! election_handle {
                 Ok(self.participants().await?.into_iter().next())
             }
 
-            /// Leaves the election for good: ends the current term (its
-            /// [`Leadership`](crate::Leadership) is no longer held; a selector's work is
-            /// dropped), deletes our node and waits for ZooKeeper to confirm. Closing again does
-            /// nothing.
+            /// Leaves the election for good: ends the current term at once (its
+            /// [`Leadership::lost`](crate::Leadership::lost) resolves with
+            /// [`TermEnd::Closed`](crate::TermEnd::Closed) before our node goes; a selector's work
+            /// is dropped), deletes our node and returns once it is gone: ZooKeeper confirmed the
+            /// delete, or the session ended, which took the node with it. From the first poll on,
+            /// the participant reads as closed ([`Error::ElectionClosed`](crate::Error::ElectionClosed)
+            /// from waiting for leadership and from `start`). Closing again does nothing.
+            ///
+            /// Bounded in a partition: while the client cannot reach ZooKeeper, `close` waits at
+            /// most one (negotiated) session timeout of disconnection, counted from the later of
+            /// its call and the disconnection. The server expires a session it has not heard from
+            /// for that long, and the client heard from it before either, so by then the session
+            /// and our node are gone, and `close` returns `Ok` (the delete goes on in the
+            /// background until the client learns of the expiry).
             ///
             /// # Errors
             /// - [`Error::ElectionNotStarted`](crate::Error::ElectionNotStarted);
-            /// - the error that had ended the election by itself (for example
-            ///   [`Error::SessionExpired`](crate::Error::SessionExpired));
+            /// - the error that had ended the election by itself before `close` was called (for
+            ///   example [`Error::SessionExpired`](crate::Error::SessionExpired)), once; a session
+            ///   that ends while we leave is no error, since we have left;
             /// - [`Error::ZooKeeper`](crate::Error::ZooKeeper) when our node could not be deleted.
             ///
             /// # Cancel safety
-            /// The participant leaves in any case; dropping the future only stops waiting for the
-            /// confirmation.
+            /// The participant leaves in any case, from the first poll: dropping the future only
+            /// stops waiting for our node to go.
             pub async fn close(&self) -> crate::Result<()> {
                 self.election.close().await
             }
@@ -525,9 +693,10 @@ macro_rules! election_handle {
         }
 
         impl Drop for $handle {
-            /// Leaves the election in the background: the term ends and our node is deleted.
+            /// Leaves the election in the background: the term ends at once
+            /// ([`TermEnd::Dropped`](crate::TermEnd::Dropped)) and our node is deleted.
             fn drop(&mut self) {
-                self.election.stop();
+                self.election.stop(crate::TermEnd::Dropped);
             }
         }
     };

@@ -8,7 +8,7 @@ use zookeeper_client::Client;
 use crate::election::{election_handle, rejoin_option, Connect, Election};
 use crate::observe::Recipe;
 use crate::options::participant_options;
-use crate::{InterProcessMutex, Leadership, MutexBuilder, Result};
+use crate::{ElectionState, InterProcessMutex, Leadership, MutexBuilder, Result};
 
 /// Elects one leader among every participant on a ZooKeeper path, in the style of Apache
 /// Curator's `LeaderLatch`, and wire-compatible with it.
@@ -23,8 +23,9 @@ use crate::{InterProcessMutex, Leadership, MutexBuilder, Result};
 /// - Leadership comes as a [`Leadership`]: its [`lost`](Leadership::lost) signal resolves when it
 ///   is lost under the latch's [`LossPolicy`](crate::LossPolicy) (by default once the client
 ///   has been disconnected for a third of the session timeout, before the server can expire the
-///   session and let another participant lead), and its [`epoch`](Leadership::epoch) fences what
-///   the leader writes.
+///   session and let another participant lead), and also when the latch is closed or dropped,
+///   with a [`TermEnd`](crate::TermEnd) that says which; its [`epoch`](Leadership::epoch) fences
+///   what the leader writes.
 /// - After a loss while the session lives (a long disconnection, the node deleted by someone
 ///   else), the latch joins again with a new node at the back of the queue, as Curator's does.
 ///   When the session expires, a latch built with
@@ -48,7 +49,7 @@ use crate::{InterProcessMutex, Leadership, MutexBuilder, Result};
 /// let leadership = latch.await_leadership().await?;
 /// tokio::select! {
 ///     () = schedule_jobs(leadership.epoch()) => {}
-///     reason = leadership.lost() => eprintln!("lost leadership: {reason}"),
+///     end = leadership.lost() => eprintln!("no longer the leader: {end}"),
 /// }
 /// latch.close().await?;
 /// # Ok(())
@@ -133,6 +134,57 @@ impl LeaderLatch {
         self.election.await_leadership().await
     }
 
+    /// Where this latch stands, told at every change: [`ElectionState::Idle`] until it starts,
+    /// then [`Queued`](ElectionState::Queued), [`Leading`](ElectionState::Leading) with the term
+    /// (its epoch, its `lost()` signal) and queued again after a loss, and
+    /// [`Left`](ElectionState::Left) once closed, dropped or ended by its session. Curator's
+    /// `LeaderLatchListener`, as a value to watch: react to leadership without polling
+    /// [`has_leadership`](Self::has_leadership). Sends no request; subscribe before
+    /// [`start`](Self::start) to see every state from the first.
+    ///
+    /// The receiver sees the latest state, not every one (see [`ElectionState`]); its
+    /// `changed()` fails once the latch is dropped and has left. As with any `watch`, a
+    /// `borrow()` kept blocks the sender: clone the state out before calling the latch again.
+    ///
+    /// # Examples
+    ///
+    /// Run the scheduler in a task of its own for each term this process leads:
+    ///
+    /// ```no_run
+    /// use zklock::{ElectionState, LeaderLatch};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # async fn schedule_jobs(_epoch: i64) {}
+    /// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+    /// let latch = LeaderLatch::new(&client, "/app/leader/scheduler", "host-1")?;
+    /// let mut states = latch.subscribe();
+    /// latch.start().await?;
+    /// loop {
+    ///     let state = states.borrow_and_update().clone();
+    ///     match state {
+    ///         ElectionState::Leading(term) => {
+    ///             // Runs while the term lasts: `lost()` resolves however it ends.
+    ///             tokio::spawn(async move {
+    ///                 tokio::select! {
+    ///                     () = schedule_jobs(term.epoch()) => {}
+    ///                     _ = term.lost() => {}
+    ///                 }
+    ///             });
+    ///         }
+    ///         ElectionState::Left => break,
+    ///         _ => {}
+    ///     }
+    ///     states.changed().await?;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use = "a receiver does nothing unless it is read"]
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<ElectionState> {
+        self.election.subscribe()
+    }
+
     /// [`await_leadership`](Self::await_leadership), giving up after `timeout`: `Ok(None)` when
     /// we do not lead by then (the latch stays in the election).
     ///
@@ -157,6 +209,7 @@ mod tests {
         fn send_static<T: Send + 'static>(_: &T) {}
         fn send_sync<T: Send + Sync + std::fmt::Debug>(_: &T) {}
         send_sync(&latch);
+        send_sync(&latch.subscribe());
         send_static(&async move {
             latch.start().await?;
             let leadership = latch.await_leadership().await?;

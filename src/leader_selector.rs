@@ -9,7 +9,7 @@ use zookeeper_client::Client;
 use crate::election::{election_handle, rejoin_option, Connect, Election};
 use crate::observe::Recipe;
 use crate::options::participant_options;
-use crate::{InterProcessMutex, Leadership, MutexBuilder, Result};
+use crate::{ElectionState, InterProcessMutex, Leadership, MutexBuilder, Result};
 
 /// Runs the leader's work in one participant at a time, in the style of Apache Curator's
 /// `LeaderSelector`, and wire-compatible with it.
@@ -22,11 +22,12 @@ use crate::{InterProcessMutex, Leadership, MutexBuilder, Result};
 ///
 /// The future is **dropped**, cancelling the leader's work at its next await point, the moment
 /// leadership is lost (under the selector's [`LossPolicy`](crate::LossPolicy)),
-/// [`interrupt_leadership`](Self::interrupt_leadership) is called, or the selector is closed
-/// (Curator interrupts the leader's thread). Work that must not stop halfway can watch
-/// [`Leadership::lost`] itself and fence what it writes with [`Leadership::epoch`].
-/// A panic in the leader's work ends its term (logged at `error`), not the selector, as Curator
-/// catches what `takeLeadership` throws.
+/// [`interrupt_leadership`](Self::interrupt_leadership) is called, or the selector is closed or
+/// dropped (Curator interrupts the leader's thread). Work that must not stop halfway, or runs in
+/// tasks of its own, can watch [`Leadership::lost`] itself, which resolves however the term ends
+/// (its work finishing too), and fence what it writes with [`Leadership::epoch`].
+/// A panic in the leader's work, or in `lead` when it is called, ends its term (logged at
+/// `error`), not the selector, as Curator catches what `takeLeadership` throws.
 ///
 /// When the session expires, a selector built with
 /// [`rejoin_after_expiry`](LeaderSelectorBuilder::rejoin_after_expiry) connects a new client and
@@ -134,10 +135,49 @@ impl LeaderSelector {
         self.election.start(lead).await
     }
 
+    /// Where this selector stands, told at every change: [`ElectionState::Idle`] until it
+    /// starts and, without auto-requeue, between a term and [`requeue`](Self::requeue);
+    /// [`Queued`](ElectionState::Queued); [`Leading`](ElectionState::Leading) with the term (its
+    /// epoch, its `lost()` signal); [`Left`](ElectionState::Left) once closed, dropped or ended
+    /// by its session. Sends no request; subscribe before [`start`](Self::start) to see every
+    /// state from the first.
+    ///
+    /// The receiver sees the latest state, not every one (see [`ElectionState`]); its
+    /// `changed()` fails once the selector is dropped and has left. As with any `watch`, a
+    /// `borrow()` kept blocks the sender: clone the state out before calling the selector again.
+    ///
+    /// # Examples
+    ///
+    /// Tell a load balancer which instance leads, outside the leader's work:
+    ///
+    /// ```no_run
+    /// use zklock::{ElectionState, LeaderSelector};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # async fn compact(_epoch: i64) {}
+    /// # fn announce(_leading: Option<i64>) {}
+    /// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+    /// let selector = LeaderSelector::builder(&client, "/app/leader/compactor", "host-1").auto_requeue(true).build()?;
+    /// let mut states = selector.subscribe();
+    /// selector.start(|term| async move { compact(term.epoch()).await }).await?;
+    /// while !matches!(*states.borrow_and_update(), ElectionState::Left) {
+    ///     announce(states.borrow().epoch());
+    ///     states.changed().await?;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use = "a receiver does nothing unless it is read"]
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<ElectionState> {
+        self.election.subscribe()
+    }
+
     /// Queues again after a term ended without auto-requeue: `Ok(true)` when it did, `Ok(false)`
-    /// when the selector is already queued or leading, as Curator's. A term that was just
-    /// interrupted still counts as leading until its node is deleted: call this once
-    /// [`has_leadership`](Self::has_leadership) is `false`, or use auto-requeue.
+    /// when the selector is already queued or leading, as Curator's. A term that has ended
+    /// (interrupted, lost, its work finished: [`Leadership::end_reason`] is `Some`) no longer
+    /// counts, even while its node is being deleted, so `requeue` right after
+    /// [`interrupt_leadership`](Self::interrupt_leadership) queues again once that node is gone.
     ///
     /// # Errors
     /// [`Error::ElectionNotStarted`](crate::Error::ElectionNotStarted),
@@ -147,8 +187,10 @@ impl LeaderSelector {
         self.election.requeue()
     }
 
-    /// Ends the current term, if this participant leads: the leader's future is dropped and our
-    /// node deleted (then, with auto-requeue, the selector queues again). Does nothing otherwise.
+    /// Ends the current term at once, if this participant leads: its [`Leadership::lost`]
+    /// resolves with [`TermEnd::Interrupted`](crate::TermEnd::Interrupted), then the leader's
+    /// future is dropped and our node deleted (then, with auto-requeue, the selector queues
+    /// again). Does nothing otherwise.
     pub fn interrupt_leadership(&self) {
         self.election.interrupt();
     }

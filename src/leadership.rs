@@ -5,17 +5,21 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::held_node::{fenced_writes, HeldNode};
-use crate::LossReason;
+use crate::term_end::EndSignal;
+use crate::TermEnd;
 
 /// One term of leadership: held from the moment our node is first in the election's queue until
 /// it is lost or given up.
 ///
 /// Leadership is held through ZooKeeper, so it can be lost without the leader doing anything:
 /// the session expires, the client stays disconnected longer than the
-/// [`LossPolicy`](crate::LossPolicy) allows, or someone deletes the node. [`lost`](Self::lost)
-/// resolves the moment this process knows, which under the default policy is before the server
-/// can have expired the session and let another participant lead. [`epoch`](Self::epoch) lets
-/// the resources a leader writes refuse one that has not noticed yet.
+/// [`LossPolicy`](crate::LossPolicy) allows, or someone deletes the node. It is also given up:
+/// the latch or selector is closed or dropped, the selector's term is interrupted, its work
+/// finishes. [`lost`](Self::lost) resolves the moment this process knows the term is over,
+/// whatever ended it, with a [`TermEnd`] that says what did; a loss is known, under the default
+/// policy, before the server can have expired the session and let another participant lead, and
+/// a term given up ends before our node is deleted, so before anyone else can lead.
+/// [`epoch`](Self::epoch) lets the resources a leader writes refuse one that has not noticed yet.
 ///
 /// Clones are the same term. A new term (after a loss, or a selector's next turn) is a new
 /// `Leadership` with a greater epoch.
@@ -33,7 +37,7 @@ use crate::LossReason;
 /// tokio::select! {
 ///     // The shards refuse epochs lower than the highest they have seen.
 ///     () = compact_shards(leadership.epoch()) => {}
-///     reason = leadership.lost() => eprintln!("no longer the leader ({reason}); stopped"),
+///     end = leadership.lost() => eprintln!("no longer the leader ({end}); stopped"),
 /// }
 /// latch.close().await?;
 /// # Ok(())
@@ -42,36 +46,63 @@ use crate::LossReason;
 #[derive(Clone)]
 pub struct Leadership {
     node: Arc<HeldNode>,
+    /// How the term ended, once it did: the first end known wins, and every clone sees it.
+    end: Arc<EndSignal>,
 }
 
 impl Leadership {
     pub(crate) fn new(node: Arc<HeldNode>) -> Self {
-        Leadership { node }
+        Leadership { node, end: Arc::new(EndSignal::new()) }
     }
 
-    /// Resolves when leadership is lost, with the reason; stays pending while it is held, and
-    /// after it is given up (the latch closed, the selector's closure finished or interrupted).
+    /// Resolves once the term is over, whatever ended it, with how it ended (the same as
+    /// [`end_reason`](Self::end_reason) from then on); stays pending while it is held.
     ///
-    /// The first call sets a watch on the leader's node (one request), so that a deletion by a
-    /// third party is noticed within a round trip.
+    /// Unless the term has already ended, the first call sets a watch on the leader's node (one
+    /// request), so that a deletion by a third party is noticed within a round trip.
     ///
     /// # Cancel safety
     /// Cancel safe: dropping the future leaves the watch in place for the next call.
-    pub async fn lost(&self) -> LossReason {
-        self.node.lost().await
+    pub async fn lost(&self) -> TermEnd {
+        if let Some(end) = self.end_reason() {
+            return end;
+        }
+        tokio::select! {
+            reason = self.node.lost() => self.end(TermEnd::Lost(reason)),
+            end = self.end.told() => end,
+        }
     }
 
     /// [`lost`](Self::lost) without its node watch, for the election's own task: a term that
     /// nobody asks about costs no request (the watch is set once it has lasted a second).
-    pub(crate) async fn loss_known(&self) -> LossReason {
-        self.node.loss_known().await
+    pub(crate) async fn ended(&self) -> TermEnd {
+        tokio::select! {
+            reason = self.node.loss_known() => self.end(TermEnd::Lost(reason)),
+            end = self.end.told() => end,
+        }
+    }
+
+    /// Ends the term with `end`, unless it had ended already; returns how it ended.
+    pub(crate) fn end(&self, end: TermEnd) -> TermEnd {
+        self.end.set(end)
+    }
+
+    /// How the term ended, once this process knows it did; `None` while it is held. Never sends
+    /// a request.
+    pub fn end_reason(&self) -> Option<TermEnd> {
+        self.end.get().or_else(|| self.node.loss().map(|reason| self.end(TermEnd::Lost(reason))))
+    }
+
+    /// Whether `other` is this very term (a clone of it).
+    pub(crate) fn is(&self, other: &Leadership) -> bool {
+        Arc::ptr_eq(&self.end, &other.end)
     }
 
     /// Whether this term still stands, as far as this process knows: `false` once it is lost or
-    /// given up. Never sends a request (a deletion by a third party is seen once the node
-    /// watch is set, by [`lost`](Self::lost) or after a second of leadership).
+    /// given up, for good. Never sends a request (a deletion by a third party is seen once the
+    /// node watch is set, by [`lost`](Self::lost) or after a second of leadership).
     pub fn is_held(&self) -> bool {
-        self.node.is_held()
+        self.end.get().is_none() && self.node.is_held()
     }
 
     /// The czxid of the leader's node: strictly increasing from one term to the next, whoever
@@ -95,6 +126,7 @@ impl fmt::Debug for Leadership {
             .field("node_path", &self.node_path())
             .field("epoch", &self.epoch())
             .field("is_held", &self.is_held())
+            .field("end_reason", &self.end_reason())
             .finish()
     }
 }

@@ -41,6 +41,7 @@
 mod driver;
 mod election;
 mod election_participant;
+mod election_state;
 mod error;
 mod fenced_write;
 mod guard;
@@ -63,9 +64,11 @@ mod revoke;
 mod rwlock;
 mod semaphore;
 mod semaphore_mutex;
+mod term_end;
 
 pub use driver::path::validate_lock_path;
 pub use election_participant::ElectionParticipant;
+pub use election_state::ElectionState;
 pub use error::{Error, Result};
 pub use guard::LockGuard;
 pub use leader_latch::{LeaderLatch, LeaderLatchBuilder};
@@ -81,6 +84,7 @@ pub use revoke::revoke;
 pub use rwlock::{InterProcessReadWriteLock, ReadWriteLockBuilder};
 pub use semaphore::{InterProcessSemaphoreV2, SemaphoreBuilder};
 pub use semaphore_mutex::{InterProcessSemaphoreMutex, SemaphoreMutexBuilder};
+pub use term_end::TermEnd;
 /// The client crate zklock is built on, re-exported so that a user's `Client`, `Acl` and
 /// `MultiWriter` are always the very types zklock takes and returns.
 pub use zookeeper_client;

@@ -247,7 +247,7 @@ async fn a_leader_latch_tells_each_term_taken_lost_and_ended_under_its_own_name(
     latch.start().await.unwrap();
     let first = latch.await_leadership().await.unwrap();
     operator.delete(first.node_path(), None).await.unwrap();
-    assert_eq!(first.lost().await, LossReason::NodeDeleted);
+    assert_eq!(first.lost().await.loss(), Some(LossReason::NodeDeleted));
     let second = latch.await_leadership().await.unwrap();
     latch.close().await.unwrap();
 

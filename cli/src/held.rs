@@ -45,7 +45,11 @@ impl Held {
         match self {
             Held::Lock(guard) => guard.lost().await,
             Held::Lease(lease) => lease.lost().await,
-            Held::Leader { leadership, .. } => leadership.lost().await,
+            // Only `release` gives the term up, after the command: a loss is the one end here.
+            Held::Leader { leadership, .. } => match leadership.lost().await.loss() {
+                Some(reason) => reason,
+                None => std::future::pending().await,
+            },
         }
     }
 

@@ -51,8 +51,12 @@ impl<E: Election> Held for Term<E> {
     fn is_held(&self) -> bool {
         self.leadership.is_held()
     }
-    fn lost(&self) -> impl Future<Output = LossReason> + Send + '_ {
-        self.leadership.lost()
+    /// A term given up is not lost: pending then, as a released lock's `lost()`.
+    async fn lost(&self) -> LossReason {
+        match self.leadership.lost().await.loss() {
+            Some(reason) => reason,
+            None => std::future::pending().await,
+        }
     }
     fn fencing_token(&self) -> i64 {
         self.leadership.epoch()

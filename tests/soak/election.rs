@@ -2,10 +2,7 @@
 //! leader selector's all along. While it leads it writes through the election's fenced register
 //! with its leadership's epoch as the token, and it stops the moment it is told it lost.
 
-use std::future::Future;
-use std::pin::pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use fastrand::Rng;
@@ -138,9 +135,11 @@ async fn lead(run: &Run, index: usize, recipe: Recipe, leadership: Leadership, l
         let next = (Instant::now() + WRITE_EVERY).min(until);
         tokio::select! {
             _ = tokio::time::sleep_until(next.into()) => told_lost = !write(),
-            reason = leadership.lost() => {
-                told_lost = true;
-                term.reason = Some(reason);
+            // Ends however the term ends (a selector closed as the faults stop too): only a loss counts.
+            end = leadership.lost() => {
+                told_lost = end.loss().is_some();
+                term.reason = end.loss();
+                break;
             }
             _ = async { let _ = stop.wait_for(|stopped| *stopped).await; }, if during_faults => break,
         }
@@ -220,8 +219,5 @@ impl Drop for Term<'_> {
 
 /// The loss the leader has been told of, if any, without waiting.
 fn lost_already(leadership: &Leadership) -> Option<LossReason> {
-    match pin!(leadership.lost()).poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(reason) => Some(reason),
-        Poll::Pending => None,
-    }
+    leadership.end_reason().and_then(|end| end.loss())
 }
