@@ -10,7 +10,7 @@ use zookeeper_client::{Client, MultiWriteResult, MultiWriter};
 use crate::fenced_write::{self, fenced_writer};
 use crate::internals::hold_signal::HoldSignal;
 use crate::internals::node::{delete_in_background, delete_released, LockNode};
-use crate::internals::node_watch::{keep_node_watch, watch_node};
+use crate::internals::node_watch::watch_node;
 use crate::internals::session_end::ended_session;
 use crate::internals::session_watch::SessionWatch;
 use crate::observe::HoldEvents;
@@ -30,8 +30,8 @@ pub(crate) struct HeldNode {
 
 impl HeldNode {
     /// Starts watching for the loss of `node`, now held, through `session_watch` (the session's
-    /// state at once; the node itself at once when its wait left a watch on it, else once the
-    /// hold has lasted a while); `events` tells the operator what becomes of it.
+    /// state at once, the node itself once the hold has lasted a while or `lost` is asked, from
+    /// the watch its wait left on it if it did); `events` tells the operator what becomes of it.
     pub(crate) fn new(
         client: &Client,
         node: LockNode,
@@ -46,7 +46,7 @@ impl HeldNode {
             _session_watch: Arc::clone(session_watch),
         };
         if let Some(armed) = node.watch {
-            keep_node_watch(client, &held.path, &held.signal, armed);
+            held.signal.arm(armed);
         }
         session_watch.register(&held.signal, &held.path);
         held
@@ -112,12 +112,12 @@ impl HeldNode {
             self.delete_in_background();
             return Err(Error::LockLost(reason));
         }
-        delete_released(&self.client, &self.path).await
+        delete_released(&self.client, &self.path, self.signal.take_armed()).await
     }
 
     /// Deletes the node of a released hold in the background (a guard's `Drop`).
     pub(crate) fn delete_in_background(&self) {
-        delete_in_background(&self.client, Arc::clone(&self.path));
+        delete_in_background(&self.client, Arc::clone(&self.path), self.signal.take_armed());
     }
 }
 

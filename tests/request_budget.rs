@@ -244,6 +244,33 @@ async fn the_next_in_line_takes_the_lock_without_listing_again() {
     assert_eq!(requests_received(&clients[1]), queued, "no request after the holder's release");
     next.release.send(()).unwrap();
     next.task.await.unwrap();
+    // The watch on our node, kept by the hold, fired on our delete: the release is the delete
+    // alone (dropped unfired, the watch would have cost a RemoveWatches).
+    let released = requests_after(&clients[1], queued, 1).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(requests_received(&clients[1]) - queued, 1, "the delete alone");
+    assert_eq!(released - queued, 1);
+}
+
+#[tokio::test]
+async fn a_hold_taken_on_a_handoff_is_told_its_node_was_deleted_without_a_request() {
+    let _quiet = QUIET.lock().await;
+    let path = "/budget/handoff-loss";
+    let (clients, mutexes) = four(path).await;
+    let holder = mutexes[0].acquire().await.unwrap();
+    let next = tokio::spawn({
+        let mutex = mutexes[1].clone();
+        async move { mutex.acquire().await.unwrap() }
+    });
+    wait_for_queue(&clients[0], path, 2).await;
+    holder.release().await.unwrap();
+    let held = next.await.unwrap();
+    let before = requests_received(&clients[1]);
+    clients[2].delete(held.node_path(), None).await.unwrap();
+    let told = tokio::time::timeout(Duration::from_secs(10), held.lost()).await.expect("never told of the deletion");
+    assert_eq!(told, zklock::LossReason::NodeDeleted);
+    assert_eq!(requests_received(&clients[1]), before, "the watch its wait set told it: no getData");
+    assert!(matches!(held.release().await, Err(zklock::Error::LockLost(zklock::LossReason::NodeDeleted))));
 }
 
 /// Builds the state the `Behind` opening starts from: `mutexes[1]` held with two nodes queued

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use super::node_watch::OwnNodeWatch;
 use crate::observe::HoldEvents;
 use crate::LossReason;
 
@@ -17,6 +18,9 @@ pub(crate) struct HoldSignal {
     revoke: watch::Sender<bool>,
     released: AtomicBool,
     node_watch_started: AtomicBool,
+    /// The watch on our node that its wait left set (a hold that began on a handoff): the node
+    /// watch, when one is wanted, starts from it instead of sending a getData.
+    armed: std::sync::Mutex<Option<OwnNodeWatch>>,
     /// Tells the operator (tracing, metrics) which lock was released, lost or asked for.
     events: Arc<HoldEvents>,
 }
@@ -28,6 +32,7 @@ impl HoldSignal {
             revoke: watch::Sender::new(false),
             released: AtomicBool::new(false),
             node_watch_started: AtomicBool::new(false),
+            armed: std::sync::Mutex::new(None),
             events,
         })
     }
@@ -71,6 +76,16 @@ impl HoldSignal {
         if !self.revoke.send_replace(true) {
             self.events.revocation_requested();
         }
+    }
+
+    /// Keeps `watch`, set on our node while it waited, for the node watch.
+    pub(crate) fn arm(&self, watch: OwnNodeWatch) {
+        *self.armed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(watch);
+    }
+
+    /// The watch kept by [`arm`](Self::arm), if it is still here.
+    pub(crate) fn take_armed(&self) -> Option<OwnNodeWatch> {
+        self.armed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
     }
 
     /// Whether the node watch is to be set now: true once per hold, and never after release.

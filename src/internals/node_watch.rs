@@ -1,8 +1,8 @@
 //! The watch on our own node that turns its deletion by someone else into a loss and a
-//! revocation request into a flag: one getData watch, set lazily for a hold that began on a
-//! listing, or carried over from the wait for a hold that began on a handoff (see
-//! [`OwnNodeWatch`]); left to fire on our own delete (dropping it unfired would cost a
-//! RemoveWatches request).
+//! revocation request into a flag: one getData watch, watched lazily (a short hold pays
+//! nothing), set for the purpose or carried over from the wait of a hold that began on a
+//! handoff (see [`OwnNodeWatch`]); left to fire on our own delete (dropping it unfired would
+//! cost a RemoveWatches request).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -20,8 +20,9 @@ use crate::LossReason;
 pub(crate) const REVOKE_MARKER: &[u8] = b"__REVOKE__";
 
 /// A getData watch set on our own node while it waited, with the data read when it was set.
-/// Kept armed (never polled to completion before the hold) so that a hold that begins on a
-/// handoff has its loss watch already set.
+/// A hold that begins on a handoff keeps it (in its `HoldSignal`) as its node watch, set already:
+/// the loss watch starts from it when wanted, and otherwise it fires on our own delete, which
+/// costs nothing (dropping it unfired would cost a RemoveWatches request).
 pub(crate) struct OwnNodeWatch {
     data: Vec<u8>,
     event: Fired,
@@ -62,25 +63,17 @@ pub(crate) fn ready_now<F: Future>(future: F) -> Option<F::Output> {
 }
 
 /// Sets a getData watch on our node (once per hold) in a spawned task, and turns its firing into
-/// a loss unless our own release deleted the node. The watch is never removed: it fires on our
-/// delete, which costs nothing, where dropping it unfired would cost a RemoveWatches request.
+/// a loss unless our own release deleted the node; starts from the watch the node's wait left,
+/// if the signal keeps one. The watch is never removed: it fires on our delete, which costs
+/// nothing, where dropping it unfired would cost a RemoveWatches request.
 pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<HoldSignal>) {
-    spawn_node_watch(client, node_path, signal, None);
-}
-
-/// Takes over `armed`, the watch our node's wait set, as the hold's node watch: the hold hears
-/// of its node's deletion at once, for no request.
-pub(crate) fn keep_node_watch(client: &Client, node_path: &Arc<str>, signal: &Arc<HoldSignal>, armed: OwnNodeWatch) {
-    spawn_node_watch(client, node_path, signal, Some(armed));
-}
-
-fn spawn_node_watch(client: &Client, node_path: &Arc<str>, signal: &Arc<HoldSignal>, mut armed: Option<OwnNodeWatch>) {
-    if !signal.starts_node_watch() {
-        return;
-    }
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };
+    if !signal.starts_node_watch() {
+        return;
+    }
+    let mut armed = signal.take_armed();
     let (client, node_path, signal) = (client.clone(), Arc::clone(node_path), Arc::clone(signal));
     runtime.spawn(async move {
         loop {
