@@ -73,9 +73,14 @@ pub struct Writer(Arc<File>);
 impl Writer {
     /// The critical section of holder `name`: its enter, [`HOLD`] asleep (another holder that
     /// got in too writes its own enter meanwhile), its exit.
+    ///
+    /// The sleep is a thread's, as the peers' holders sleep (`Thread.sleep`, `time.sleep`), on a
+    /// blocking thread so that the runtime's workers go on: tokio's timer counts whole
+    /// milliseconds and rounds up, so its 1 ms sleep lasts up to 2 ms, and the rows of this
+    /// process would measure the timer rather than the lock.
     pub async fn hold(&self, name: &str) -> Result<(), String> {
         self.append(&format!("{name} +\n"))?;
-        tokio::time::sleep(HOLD).await;
+        tokio::task::spawn_blocking(|| std::thread::sleep(HOLD)).await.map_err(|e| format!("the hold's sleep: {e}"))?;
         self.append(&format!("{name} -\n"))
     }
 
