@@ -1,0 +1,62 @@
+//! DESIGN.md drifts unless something checks it: every file it names exists. A name with a
+//! folder is looked up from the repository's root and from each crate's `src/` and `tests/`; a
+//! bare file name (the map's "driver/: path.rs, naming.rs, ...") anywhere in the repository.
+
+use std::path::{Path, PathBuf};
+
+/// Where a path that DESIGN.md writes with a folder may start.
+const BASES: [&str; 7] = ["", "src", "tests", "benches", "cli/src", "testcontainers/src", "interop"];
+
+/// The file names with these extensions that `text` mentions.
+fn named_files(text: &str) -> Vec<String> {
+    let mut names: Vec<String> = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || "_./-".contains(c)))
+        .map(|word| word.trim_matches(|c| c == '.' || c == '/'))
+        .filter(|word| [".rs", ".java", ".py", ".md"].iter().any(|ext| word.ends_with(ext)))
+        .filter(|word| !word.starts_with("http") && !word.contains("//"))
+        .map(str::to_owned)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Every file under `dir`, skipping build output and hidden folders.
+fn files_under(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || name == "target" {
+            continue;
+        }
+        if path.is_dir() {
+            files_under(&path, found);
+        } else {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_file_design_md_names_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let design = std::fs::read_to_string(root.join("DESIGN.md")).unwrap();
+    let mut all = Vec::new();
+    files_under(root, &mut all);
+    let missing: Vec<String> = named_files(&design)
+        .into_iter()
+        .filter(|name| {
+            if name.contains('/') {
+                !BASES.iter().any(|base| root.join(base).join(name).exists())
+            } else {
+                !all.iter().any(|file| file.file_name().is_some_and(|file| file.to_string_lossy() == *name))
+            }
+        })
+        .collect();
+    assert!(missing.is_empty(), "DESIGN.md names files that do not exist: {missing:?}");
+}
+
+#[test]
+fn the_check_sees_a_name_that_does_not_exist() {
+    assert_eq!(named_files("see `internals/loss.rs` and queue.rs."), ["internals/loss.rs", "queue.rs"]);
+}
