@@ -20,8 +20,8 @@ use super::Run;
 const PATIENCE: Duration = Duration::from_secs(5);
 
 /// How many more times the operator looks for a holder of a recipe whose holders it has not
-/// met in its rounds.
-const EXTRA_TRIES: usize = 3;
+/// met in its rounds, or none of whose holders was told of a loss.
+const EXTRA_TRIES: usize = 5;
 
 /// The longest any request of the operator may take (the nemesis kills and pauses servers).
 const REQUEST_BOUND: Duration = Duration::from_secs(5);
@@ -105,13 +105,17 @@ pub async fn run(connect_string: String, run: &Run, rounds: usize, rng: &mut Rng
             tokio::time::sleep(Duration::from_millis(holders_rng.u64(100..600))).await;
             deleted[recipe.index()] |= delete_a_holder(&client, run, recipe, &mut holders_rng).await;
         }
-        // Every recipe's holders must meet a deletion: a recipe missed is tried again.
+        // Every recipe's holders must meet a deletion, and be told of a loss: a recipe missed is
+        // tried again (a holder whose node went just as it released is told nothing, and faults
+        // may have met none of a recipe's holders).
         for _ in 0..EXTRA_TRIES {
             for recipe in Recipe::all() {
-                if !deleted[recipe.index()] {
-                    deleted[recipe.index()] = delete_a_holder(&client, run, recipe, &mut holders_rng).await;
+                if !deleted[recipe.index()] || get(&run.tally.of(recipe).losses) == 0 {
+                    deleted[recipe.index()] |= delete_a_holder(&client, run, recipe, &mut holders_rng).await;
                 }
             }
+            // Time for a holder told of its loss to count it.
+            tokio::time::sleep(Duration::from_millis(300)).await;
         }
     };
     let waiters = async {
