@@ -51,7 +51,7 @@ use zookeeper_client::Client;
 
 use soak::client::{Slot, SESSION_TIMEOUT};
 use soak::fence::Fences;
-use soak::history::check;
+use soak::history::{check, Section};
 use soak::operator::{self, Claim, Deletions, Holders};
 use soak::recipe::{Locks, Paths, Recipe, Resource, MAX_LEASES};
 use soak::tally::{get, Tally};
@@ -135,6 +135,14 @@ async fn every_recipe_keeps_its_rule_through_faults() {
     }
     unrecovered.extend(elected_again(&run, healed, deadline).await);
     let recovery_took = recovery_started.elapsed();
+    // The shared rules once more, after the faults and whatever the random rounds met: readers
+    // hold together, and the semaphore's leases are all taken at once (the peaks checked below).
+    for (recipe, parties) in [(Recipe::Read, 2), (Recipe::Semaphore, MAX_LEASES)] {
+        if let Err(err) = hold_together(&run, recipe, parties, deadline).await {
+            eprintln!("soak: holding the {} together: {err}", recipe.name());
+            unrecovered.push((0, recipe));
+        }
+    }
     run.stop_elections.send_replace(true);
     for participant in participants {
         participant.await.unwrap();
@@ -271,6 +279,44 @@ async fn every_recipe_keeps_its_rule_through_faults() {
     assert!(readers > 1, "readers never shared the read-write lock: the run did not test its rule");
     assert_eq!(leases, MAX_LEASES, "the semaphore's leases were never all taken: the run did not test its rule");
     drop(ensemble);
+}
+
+/// Has `parties` clients hold `recipe` at once, records their sections, and releases them: the
+/// recipe's sharing is shown whatever the random rounds met (a broken rule still fails the
+/// check: the sections overlap).
+async fn hold_together(run: &Run, recipe: Recipe, parties: usize, deadline: Instant) -> Result<(), String> {
+    let mut holds = Vec::new();
+    for index in 0..parties {
+        let client = run.slots[index].client().await;
+        let locks = Locks::new(&client, &run.paths);
+        let patience = deadline.saturating_duration_since(Instant::now()).max(Duration::from_secs(5));
+        match locks.acquire_timeout(recipe, patience).await {
+            Ok(Some(held)) => holds.push((index, held)),
+            Ok(None) => return Err(format!("client {index} could not take it beside {}", holds.len())),
+            Err(err) => return Err(format!("client {index}: {err}")),
+        }
+    }
+    let start = Instant::now();
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let end = Instant::now();
+    let mut history = Vec::new();
+    for (index, held) in &holds {
+        history.extend(held.parts().into_iter().map(|part| Section {
+            client: *index,
+            recipe,
+            resource: part.resource,
+            node: part.node,
+            start,
+            end,
+            token: part.token,
+            told_lost: false,
+        }));
+    }
+    run.history.lock().unwrap().extend(history);
+    for (index, held) in holds {
+        held.release().await.map_err(|err| format!("client {index} releasing: {err}"))?;
+    }
+    Ok(())
 }
 
 /// Takes and releases every lock once through the slot's client (a new one if its session

@@ -41,6 +41,10 @@ pub async fn latch(index: usize, run: &Run, rng: &mut Rng) {
             run.failed(index, recipe, "joining", err, &[]);
             continue;
         }
+        // The term this latch led last: a leader whose fenced write was refused has lost it,
+        // but the latch hears of its node's deletion only through the node watch, and until
+        // then hands out that same term again.
+        let mut last_epoch = None;
         loop {
             let elected = tokio::select! {
                 elected = latch.await_leadership() => elected,
@@ -48,9 +52,14 @@ pub async fn latch(index: usize, run: &Run, rng: &mut Rng) {
             };
             match elected {
                 // A term that ended before we looked (its end is still being handled, and then
-                // the latch queues again by itself): nobody leads on it, so it is no term of ours.
-                Ok(leadership) if !leadership.is_held() => tokio::time::sleep(Duration::from_millis(10)).await,
+                // the latch queues again by itself), or the one we were just told we lost:
+                // nobody leads on it, so it is no term of ours. Wait for the latch to see it end.
+                Ok(leadership) if !leadership.is_held() || last_epoch == Some(leadership.epoch()) => {
+                    let _ = tokio::time::timeout(Duration::from_secs(2), leadership.lost()).await;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
                 Ok(leadership) => {
+                    last_epoch = Some(leadership.epoch());
                     if !lead(run, index, recipe, leadership, hold_time(rng, LONG_TERM_ONE_IN)).await {
                         break;
                     }
