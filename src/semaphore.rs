@@ -14,7 +14,7 @@ use crate::driver::path::validate_lock_path;
 use crate::held_node::HeldNode;
 use crate::internals::deadline::Patience;
 use crate::internals::node::list_children;
-use crate::internals::queue::{queue_order, queue_with_data, QueueSpec};
+use crate::internals::queue::{queue_order, queue_with_data, queues_again, QueueSpec};
 use crate::internals::session_end::ended_session;
 use crate::internals::session_watch::SessionWatch;
 use crate::internals::take_lease::take_lease;
@@ -295,11 +295,9 @@ impl InterProcessSemaphoreV2 {
             return Err(Error::InvalidOptions("the quantity of leases must be between 1 and max_leases"));
         }
         loop {
-            match self.take_leases_once(quantity, patience, started).await {
-                Err(Error::LockNodeDeleted { path }) if ended_session(&self.inner.client).is_none() => {
-                    tracing::debug!(node = %path, "a node of ours was deleted while taking leases; starting over");
-                }
-                outcome => return outcome,
+            let outcome = self.take_leases_once(quantity, patience, started).await;
+            if !queues_again(&outcome, &self.inner.client) {
+                return outcome;
             }
         }
     }

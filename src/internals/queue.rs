@@ -153,8 +153,9 @@ impl Wait for TurnWait {
 }
 
 /// Whether an acquire whose outcome this is queues again with a new node: its node was deleted
-/// by someone else while it waited, and the session lives (as Curator does).
-fn queues_again<T>(outcome: &Result<T>, client: &Client) -> bool {
+/// by someone else while it waited, and the session lives (as Curator does). A semaphore asks it
+/// of a whole attempt, which starts over from its mutex.
+pub(crate) fn queues_again<T>(outcome: &Result<T>, client: &Client) -> bool {
     match outcome {
         Err(Error::LockNodeDeleted { path }) if ended_session(client).is_none() => {
             tracing::debug!(node = %path, "our queue node was deleted while waiting; queueing again");
@@ -289,7 +290,7 @@ async fn handoff(client: &Client, node: &LockNode, predecessor: &str) -> Result<
     // Both sent now, ours first; awaited in turn.
     let own = client.get_and_watch_data(&node.path);
     let ahead = client.get_and_watch_data(predecessor);
-    let mut own = match own.await {
+    let own = match own.await {
         Ok((data, _stat, watcher)) => Some(OwnNodeWatch::new(data, watcher)),
         Err(ZkError::NoNode) => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
         Err(err) if is_transient(&err) => None,
@@ -298,37 +299,38 @@ async fn handoff(client: &Client, node: &LockNode, predecessor: &str) -> Result<
     let ahead = match ahead.await {
         Ok((_data, _stat, watcher)) => Some(watcher),
         Err(ZkError::NoNode) => None,
+        // Sent again on a later connection: no proof; list once it changes.
         Err(err) if is_transient(&err) => {
-            own = None;
-            match retry_transient(|| client.get_and_watch_data(predecessor)).await {
-                Ok((_data, _stat, watcher)) => Some(watcher),
-                Err(ZkError::NoNode) => None,
-                Err(err) => return Err(Error::zookeeper("watch", predecessor, err)),
-            }
+            predecessor_goes(client, predecessor).await?;
+            return Ok(None);
         }
         Err(err) => return Err(Error::zookeeper("watch", predecessor, err)),
+    };
+    let Some(mut own) = own else {
+        if let Some(watcher) = ahead {
+            changed(watcher).await?;
+        }
+        return Ok(None);
     };
     let gone = match ahead {
         None => true,
         Some(watcher) => {
             let mut ahead_changed = std::pin::pin!(changed(watcher));
-            loop {
-                let fired = match own.as_mut() {
-                    None => break ahead_changed.await?,
-                    Some(own) => tokio::select! {
-                        biased;
-                        event = own.fired() => event,
-                        gone = &mut ahead_changed => break gone?,
-                    },
-                };
-                own = None;
-                own_node_fired(&fired, node)?;
+            tokio::select! {
+                biased;
+                fired = own.fired() => {
+                    // Our node's data changed (or it is gone): no proof; list once the
+                    // predecessor changes.
+                    still_there(&fired, node)?;
+                    ahead_changed.await?;
+                    return Ok(None);
+                }
+                gone = &mut ahead_changed => gone?,
             }
         }
     };
-    let Some(mut own) = own else { return Ok(None) };
     if let Some(fired) = own.fired_by_now() {
-        own_node_fired(&fired, node)?;
+        still_there(&fired, node)?;
         return Ok(None);
     }
     let same_connection = ready_now(connection.changed()).is_none();
@@ -337,14 +339,11 @@ async fn handoff(client: &Client, node: &LockNode, predecessor: &str) -> Result<
 
 /// Turns our node's watch firing into the error that ends the wait, if it is one: our node
 /// deleted, or the session's end. A data change is none.
-fn own_node_fired(event: &WatchedEvent, node: &LockNode) -> Result<()> {
-    if let Some(end) = SessionEnd::of_state(event.session_state) {
-        return Err(end.error());
+fn still_there(fired: &WatchedEvent, node: &LockNode) -> Result<()> {
+    match deleted(fired)? {
+        true => Err(Error::LockNodeDeleted { path: node.path.clone() }),
+        false => Ok(()),
     }
-    if event.event_type == EventType::NodeDeleted {
-        return Err(Error::LockNodeDeleted { path: node.path.clone() });
-    }
-    Ok(())
 }
 
 /// Waits for a change to `predecessor`; `true` when it is gone.
@@ -361,7 +360,12 @@ async fn predecessor_goes(client: &Client, predecessor: &str) -> Result<bool> {
 
 /// Waits for the watched node to change; `true` when it was deleted.
 async fn changed(watcher: OneshotWatcher) -> Result<bool> {
-    let event = watcher.changed().await;
+    deleted(&watcher.changed().await)
+}
+
+/// What a watch's firing says of its node: `true` deleted, `false` changed; the session's end is
+/// an error.
+fn deleted(event: &WatchedEvent) -> Result<bool> {
     match SessionEnd::of_state(event.session_state) {
         Some(end) => Err(end.error()),
         None => Ok(event.event_type == EventType::NodeDeleted),
