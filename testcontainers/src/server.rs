@@ -93,6 +93,17 @@ impl ZooKeeperServer {
         let address = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0]));
         let mut process = ServerProcess::launch(dir.path(), address, options)?;
         process.wait_until("ruok", &["imok"], options.start_timeout)?;
+        if let Some((address, _)) = &secure {
+            // The TLS port is bound by its own Netty channel, which may open after the plain port
+            // answers `ruok`: a client let in between met "connection refused".
+            let deadline = std::time::Instant::now() + options.start_timeout;
+            while std::net::TcpStream::connect_timeout(address, Duration::from_secs(1)).is_err() {
+                if std::time::Instant::now() >= deadline {
+                    return Err(HarnessError::NotReady { waited: options.start_timeout, log: process.log_tail(30) });
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
         Ok(ZooKeeperServer { process, secure, dir })
     }
 
