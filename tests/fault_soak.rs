@@ -143,6 +143,17 @@ async fn every_recipe_keeps_its_rule_through_faults() {
             unrecovered.push((0, recipe));
         }
     }
+    // A lock none of whose holders was told of a loss in the random rounds (the operator's
+    // deletions met holds just as they ended, say) is shown one now, so that every run tests
+    // every lock's loss signal.
+    for recipe in Recipe::LOCKS {
+        if get(&run.tally.of(recipe).losses) == 0 {
+            if let Err(err) = told_of_a_deletion(&run, recipe, deadline).await {
+                eprintln!("soak: deleting a holder's node of the {}: {err}", recipe.name());
+                unrecovered.push((0, recipe));
+            }
+        }
+    }
     run.stop_elections.send_replace(true);
     for participant in participants {
         participant.await.unwrap();
@@ -316,6 +327,40 @@ async fn hold_together(run: &Run, recipe: Recipe, parties: usize, deadline: Inst
     for (index, held) in holds {
         held.release().await.map_err(|err| format!("client {index} releasing: {err}"))?;
     }
+    Ok(())
+}
+
+/// Takes `recipe` through one client, has the operator (another client) delete the hold's node,
+/// and checks that the holder is told of the loss.
+async fn told_of_a_deletion(run: &Run, recipe: Recipe, deadline: Instant) -> Result<(), String> {
+    let (client, operator) = (run.slots[0].client().await, run.slots[1].client().await);
+    let patience = deadline.saturating_duration_since(Instant::now()).max(Duration::from_secs(5));
+    let held = match Locks::new(&client, &run.paths).acquire_timeout(recipe, patience).await {
+        Ok(Some(held)) => held,
+        Ok(None) => return Err("could not take it".to_owned()),
+        Err(err) => return Err(err.to_string()),
+    };
+    let start = Instant::now();
+    let nodes = held.nodes();
+    operator::delete_held(&operator, run, &nodes[0]).await;
+    let told = tokio::time::timeout(Duration::from_secs(10), held.lost()).await.is_ok();
+    let end = Instant::now();
+    run.history.lock().unwrap().extend(held.parts().into_iter().map(|part| Section {
+        client: 0,
+        recipe,
+        resource: part.resource,
+        node: part.node,
+        start,
+        end,
+        token: part.token,
+        told_lost: told,
+    }));
+    // The release reports the loss.
+    let _ = held.release().await;
+    if !told {
+        return Err(format!("the holder of {} was never told", nodes[0]));
+    }
+    soak::tally::bump(&run.tally.of(recipe).losses);
     Ok(())
 }
 

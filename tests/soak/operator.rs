@@ -127,6 +127,13 @@ pub async fn run(connect_string: String, run: &Run, rounds: usize, rng: &mut Rng
     tokio::join!(holders, waiters);
 }
 
+/// Deletes `node`, a holder's, as the operator: recorded as its other deletions are.
+pub async fn delete_held(client: &Client, run: &Run, node: &str) {
+    let sent = Instant::now();
+    let confirmed = matches!(tokio::time::timeout(REQUEST_BOUND, client.delete(node, None)).await, Ok(Ok(())));
+    run.deletions.record(node, sent, confirmed, &run.deletions.holders);
+}
+
 /// Deletes the node of a holder of `recipe`; whether it found one.
 async fn delete_a_holder(client: &Client, run: &Run, recipe: Recipe, rng: &mut Rng) -> bool {
     let give_up = Instant::now() + PATIENCE;
