@@ -1,6 +1,7 @@
-//! The crate's one error type.
+//! The crate's one error type, and the reason a hold was lost, which it carries.
 
-use crate::internals::session_end::SessionEnd;
+use std::fmt;
+use std::time::Duration;
 
 /// A `Result` whose error is [`enum@Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -99,14 +100,6 @@ pub enum Error {
 }
 
 impl Error {
-    /// Wraps a client error, turning the terminal session errors into their own variants.
-    pub(crate) fn zookeeper(operation: &'static str, path: &str, source: zookeeper_client::Error) -> Self {
-        match SessionEnd::of_error(&source) {
-            Some(end) => end.error(),
-            None => Error::ZooKeeper { operation, path: path.to_owned(), source },
-        }
-    }
-
     /// This error and each of its causes, `: `-separated: what our own logs print.
     pub(crate) fn with_causes(&self) -> WithCauses<'_> {
         WithCauses(self)
@@ -148,6 +141,40 @@ impl std::fmt::Display for WithCauses<'_> {
             cause = next.source();
         }
         Ok(())
+    }
+}
+
+/// Why a lock is no longer held (see [`LockGuard::lost`](crate::LockGuard::lost)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LossReason {
+    /// The ZooKeeper session expired: the server deleted the lock node, and another participant
+    /// may hold the lock now.
+    SessionExpired,
+    /// The ZooKeeper client was closed (or failed to authenticate).
+    SessionClosed,
+    /// Someone else deleted our node (an operator, a revoker, a deleted lock path): the lock
+    /// node, the lease node, or the leader's node.
+    NodeDeleted,
+    /// The client was disconnected for `after`, long enough that the server may have expired
+    /// the session (see [`LossPolicy`]). The lock may in fact survive if the client reconnects in
+    /// time, but it can no longer be relied on.
+    Disconnected {
+        /// How long the client had been disconnected when the lock was given up.
+        after: Duration,
+    },
+}
+
+impl fmt::Display for LossReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LossReason::SessionExpired => f.write_str("the zookeeper session expired"),
+            LossReason::SessionClosed => f.write_str("the zookeeper client was closed"),
+            LossReason::NodeDeleted => f.write_str("our node was deleted by someone else"),
+            LossReason::Disconnected { after } => {
+                write!(f, "disconnected from zookeeper for {after:?}")
+            }
+        }
     }
 }
 
@@ -199,16 +226,22 @@ mod tests {
                 zookeeper_client::Error::BadVersion
             )
         );
-        let lost = Job(Error::LockLost(crate::LossReason::NodeDeleted));
-        assert_eq!(
-            chain(&lost),
-            format!("publishing the nightly report: lock lost: {}", crate::LossReason::NodeDeleted)
-        );
+        let lost = Job(Error::LockLost(LossReason::NodeDeleted));
+        assert_eq!(chain(&lost), format!("publishing the nightly report: lock lost: {}", LossReason::NodeDeleted));
     }
 
     #[test]
     fn error_is_send_sync_static() {
         fn bounds<T: std::error::Error + Send + Sync + 'static>() {}
         bounds::<Error>();
+    }
+
+    #[test]
+    fn reasons_read_well() {
+        assert_eq!(LossReason::NodeDeleted.to_string(), "our node was deleted by someone else");
+        assert_eq!(
+            LossReason::Disconnected { after: Duration::from_secs(2) }.to_string(),
+            "disconnected from zookeeper for 2s"
+        );
     }
 }

@@ -38,53 +38,30 @@
 //! `tracing` (target `zklock`), metrics through the `metrics` facade with the `metrics` feature.
 #![deny(missing_docs, missing_debug_implementations)]
 
-mod driver;
 mod election;
-mod election_participant;
-mod election_state;
 mod error;
-mod fenced_write;
-mod guard;
-mod held_node;
-mod internals;
-mod leader_latch;
-mod leader_selector;
-mod leadership;
-mod lease;
-mod loss;
-pub mod metrics;
-mod multi;
-mod mutex;
+mod hold;
+mod lock;
 mod observe;
 mod options;
-mod owner;
-mod participant;
-mod participant_node;
-mod revoke;
-mod rwlock;
-mod semaphore;
-mod semaphore_mutex;
-mod term_end;
+mod queue;
+mod rules;
 
-pub use driver::path::validate_lock_path;
-pub use election_participant::ElectionParticipant;
-pub use election_state::ElectionState;
-pub use error::{Error, Result};
-pub use guard::LockGuard;
-pub use leader_latch::{LeaderLatch, LeaderLatchBuilder};
-pub use leader_selector::{LeaderSelector, LeaderSelectorBuilder};
-pub use leadership::Leadership;
-pub use lease::Lease;
-pub use loss::{LossPolicy, LossReason};
-pub use multi::{InterProcessMultiLock, MultiLockBuilder, MultiLockGuard};
-pub use mutex::{InterProcessMutex, MutexBuilder, NodeSchema};
-pub use options::AclProvider;
-pub use participant_node::ParticipantNode;
-pub use revoke::revoke;
-pub use rwlock::{InterProcessReadWriteLock, ReadWriteLockBuilder};
-pub use semaphore::{InterProcessSemaphoreV2, SemaphoreBuilder};
-pub use semaphore_mutex::{InterProcessSemaphoreMutex, SemaphoreMutexBuilder};
-pub use term_end::TermEnd;
+pub use election::{
+    ElectionParticipant, ElectionState, LeaderLatch, LeaderLatchBuilder, LeaderSelector, LeaderSelectorBuilder,
+    Leadership, TermEnd,
+};
+pub use error::{Error, LossReason, Result};
+pub use hold::Lease;
+pub use lock::{
+    revoke, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    InterProcessSemaphoreV2, LockGuard, MultiLockBuilder, MultiLockGuard, MutexBuilder, NodeSchema,
+    ReadWriteLockBuilder, SemaphoreBuilder, SemaphoreMutexBuilder,
+};
+pub use observe::metrics;
+pub use options::{AclProvider, LossPolicy};
+pub use queue::participant_node::ParticipantNode;
+pub use rules::path::validate_lock_path;
 /// The client crate zklock is built on, re-exported so that a user's `Client`, `Acl` and
 /// `MultiWriter` are always the very types zklock takes and returns.
 pub use zookeeper_client;

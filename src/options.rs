@@ -1,5 +1,7 @@
 //! The options every recipe's builder takes, said once: ACLs, loss policy, node data.
 
+use std::time::Duration;
+
 use zookeeper_client::{Acl, Acls, AuthId, Permission};
 
 use crate::{Error, Result};
@@ -88,8 +90,20 @@ impl Default for AclProvider {
     }
 }
 
+/// What a lock object's nodes carry and how its holds behave: what every recipe's builder sets
+/// (`lock_options!`), and reentrancy for the mutexes.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LockOptions {
+    pub(crate) data: Vec<u8>,
+    pub(crate) acls: AclProvider,
+    pub(crate) loss_policy: LossPolicy,
+    pub(crate) reentrant: bool,
+    /// Whether metrics carry the lock path.
+    pub(crate) path_in_metrics: bool,
+}
+
 /// The builder methods every lock recipe shares, written once: `$options` is the path of the
-/// builder's [`ParticipantOptions`](crate::participant::ParticipantOptions) field.
+/// builder's [`LockOptions`] field.
 macro_rules! lock_options {
     ($($options:ident).+) => {
         /// The data stored in each lock node, shown by `participants_with_data()` to anyone who
@@ -99,13 +113,13 @@ macro_rules! lock_options {
             self
         }
 
-        crate::options::participant_options!($($options).+);
+        crate::options::recipe_options!($($options).+);
     };
 }
 
 /// The builder methods of every recipe, leader elections included (whose node data is the
 /// participant's id, so they take no `node_data`).
-macro_rules! participant_options {
+macro_rules! recipe_options {
     ($($options:ident).+) => {
         /// When a disconnection counts as losing a held lock (or leadership). Defaults to
         /// [`LossPolicy::SessionTimeout`](crate::LossPolicy::SessionTimeout).
@@ -140,4 +154,71 @@ macro_rules! participant_options {
     };
 }
 
-pub(crate) use {lock_options, participant_options};
+pub(crate) use {lock_options, recipe_options};
+
+/// When a disconnection from ZooKeeper counts as losing the lock.
+///
+/// A held lock really ends only when the server expires the session. While disconnected, a
+/// client cannot know whether that has happened yet; these policies decide when it stops
+/// trusting the lock.
+///
+/// # Examples
+///
+/// ```no_run
+/// use zklock::{InterProcessMutex, LossPolicy};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// // Stop at the first disconnection, as Curator users do on SUSPENDED.
+/// let mutex = InterProcessMutex::builder(&client, "/app/locks/payments")
+///     .loss_policy(LossPolicy::AnyDisconnection)
+///     .build()?;
+/// let guard = mutex.acquire().await?;
+/// println!("lost: {}", guard.lost().await);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LossPolicy {
+    /// The lock is assumed lost once the client has been disconnected for a third of the
+    /// negotiated session timeout. The default.
+    ///
+    /// Why a third: zookeeper-client notices a silent connection after at most 3/5 of the session
+    /// timeout without a reply (2/5 unless a connection timeout is configured), and the server
+    /// cannot expire the session before a full session timeout after the last request it
+    /// received, which came before that reply. So the server expires the session at the earliest
+    /// 2/5 of the session timeout after the client notices; giving up at 1/3 leaves a margin
+    /// for scheduling delays. Short disconnections (a server restart, a leader election, a
+    /// reconnect to another server) keep the lock.
+    #[default]
+    SessionTimeout,
+    /// Any disconnection loses the lock at once, as Curator's `SUSPENDED` state is usually
+    /// handled. Choose it when the critical section must stop the moment the holder cannot
+    /// prove it still holds (at the price of losing the lock on every short network blip or
+    /// server restart).
+    AnyDisconnection,
+}
+
+impl LossPolicy {
+    /// How long a disconnection may last before the lock is assumed lost.
+    pub fn grace(self, session_timeout: Duration) -> Duration {
+        match self {
+            LossPolicy::SessionTimeout => session_timeout / 3,
+            LossPolicy::AnyDisconnection => Duration::ZERO,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grace_is_a_third_of_the_session_or_nothing() {
+        let session = Duration::from_secs(9);
+        assert_eq!(LossPolicy::default().grace(session), Duration::from_secs(3));
+        assert_eq!(LossPolicy::AnyDisconnection.grace(session), Duration::ZERO);
+    }
+}

@@ -60,3 +60,29 @@ fn every_file_design_md_names_exists() {
 fn the_check_sees_a_name_that_does_not_exist() {
     assert_eq!(named_files("see `internals/loss.rs` and queue.rs."), ["internals/loss.rs", "queue.rs"]);
 }
+
+/// The folders of `src/` that `design` leaves out of its map (where each is `src/NAME/`).
+fn unmapped_folders(design: &str, folders: &[String]) -> Vec<String> {
+    folders.iter().filter(|folder| !design.contains(&format!("src/{folder}/"))).cloned().collect()
+}
+
+#[test]
+fn every_folder_of_src_is_in_the_map() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let design = std::fs::read_to_string(root.join("DESIGN.md")).unwrap();
+    let folders: Vec<String> = std::fs::read_dir(root.join("src"))
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.path().is_dir())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!folders.is_empty());
+    let missing = unmapped_folders(&design, &folders);
+    assert!(missing.is_empty(), "DESIGN.md's map leaves out these folders of src/: {missing:?}");
+}
+
+#[test]
+fn the_check_sees_a_folder_left_out() {
+    let folders = ["queue".to_owned(), "rules".to_owned()];
+    assert_eq!(unmapped_folders("src/queue/   the engine", &folders), ["rules"]);
+}

@@ -20,9 +20,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 use zookeeper_client::{Client, SessionState};
 
-use crate::internals::queue::PlaceReport;
-use crate::internals::session_end::{ended_session, SessionEnd};
-use crate::term_end::EndSignal;
+use crate::election::term_end::EndSignal;
+use crate::queue::node::PlaceReport;
+use crate::queue::session_end::{ended_session, SessionEnd};
 use crate::{ElectionParticipant, ElectionState, Error, InterProcessMutex, Leadership, MutexBuilder, Result, TermEnd};
 
 /// Connects a new client for an election whose session expired (`rejoin_after_expiry`).
@@ -66,7 +66,7 @@ macro_rules! rejoin_option {
                 + Send
                 + 'static,
         {
-            self.rejoin = Some(crate::election::Connect::new(connect));
+            self.rejoin = Some(crate::election::engine::Connect::new(connect));
             self
         }
     };

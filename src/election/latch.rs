@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use zookeeper_client::Client;
 
-use crate::election::{election_handle, rejoin_option, Connect, Election};
+use crate::election::engine::{election_handle, rejoin_option, Connect, Election};
 use crate::observe::Recipe;
-use crate::options::participant_options;
+use crate::options::recipe_options;
+use crate::rules::naming::LATCH;
 use crate::{ElectionState, InterProcessMutex, Leadership, MutexBuilder, Result};
 
 /// Elects one leader among every participant on a ZooKeeper path, in the style of Apache
@@ -69,7 +70,7 @@ pub struct LeaderLatchBuilder {
 }
 
 impl LeaderLatchBuilder {
-    participant_options!(mutex.options);
+    recipe_options!(mutex.options);
 
     rejoin_option!();
 
@@ -80,7 +81,7 @@ impl LeaderLatchBuilder {
     /// (see [`MutexBuilder::build`]), [`Error::InvalidOptions`](crate::Error::InvalidOptions) when
     /// the ACL list is empty.
     pub fn build(self) -> Result<LeaderLatch> {
-        let mutex = self.mutex.node_data(self.id.as_bytes()).reentrant(false).serving(Recipe::LeaderLatch);
+        let mutex = self.mutex.node_data(self.id.as_bytes()).reentrant(false).serving(Recipe::LeaderLatch).named(LATCH);
         let election = Election::new(mutex, self.id, true, self.rejoin)?;
         Ok(LeaderLatch { election: Arc::new(election) })
     }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use zookeeper_client::Client;
 
-use crate::election::{election_handle, rejoin_option, Connect, Election};
+use crate::election::engine::{election_handle, rejoin_option, Connect, Election};
 use crate::observe::Recipe;
-use crate::options::participant_options;
+use crate::options::recipe_options;
 use crate::{ElectionState, InterProcessMutex, Leadership, MutexBuilder, Result};
 
 /// Runs the leader's work in one participant at a time, in the style of Apache Curator's
@@ -81,7 +81,7 @@ impl LeaderSelectorBuilder {
         self
     }
 
-    participant_options!(mutex.options);
+    recipe_options!(mutex.options);
 
     rejoin_option!();
 

@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 
 use super::hold_signal::HoldSignal;
 use super::node_watch::watch_node;
-use super::session_watch::SessionWatch;
+use zookeeper_client::Client;
 
 /// How long a lock is held before the watch on its node is set without being asked for: short
 /// critical sections never pay for it; long ones learn of a deleted node within this time plus
@@ -66,7 +66,9 @@ impl DelayedNodeWatches {
 /// Serves a session's [`DelayedNodeWatches`]: sets the node watch of each hold still held when
 /// it is due (see [`watch_node`]), waking at most once per [`NODE_WATCH_BATCH`], and once per
 /// [`NODE_WATCH_DELAY`] while nothing waits (a hold that joins then is due no sooner).
-pub(crate) async fn set_delayed_node_watches(watch: Weak<SessionWatch>, delayed: Arc<DelayedNodeWatches>) {
+///
+/// `client` gives the session's client while the session's watch lives (`None` ends the task).
+pub(crate) async fn set_delayed_node_watches(client: impl Fn() -> Option<Client>, delayed: Arc<DelayedNodeWatches>) {
     let mut not_before = Instant::now();
     loop {
         let wake = match delayed.first_due() {
@@ -83,10 +85,10 @@ pub(crate) async fn set_delayed_node_watches(watch: Weak<SessionWatch>, delayed:
         if due.is_empty() {
             continue;
         }
-        let Some(watch) = watch.upgrade() else { return };
+        let Some(client) = client() else { return };
         for hold in due {
             if let Some(signal) = hold.signal.upgrade() {
-                watch_node(watch.client(), &hold.node_path, &signal);
+                watch_node(&client, &hold.node_path, &signal);
             }
         }
     }

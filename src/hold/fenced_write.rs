@@ -10,8 +10,8 @@
 
 use zookeeper_client::{Client, MultiWriteError, MultiWriteResult, MultiWriter};
 
-use crate::internals::hold_signal::HoldSignal;
-use crate::internals::session_end::SessionEnd;
+use crate::hold::hold_signal::HoldSignal;
+use crate::queue::session_end::SessionEnd;
 use crate::{Error, LossReason, Result};
 
 /// A transaction whose first operation checks that `node` exists (version -1: any version).

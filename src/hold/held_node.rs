@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use zookeeper_client::{Client, MultiWriteResult, MultiWriter};
 
-use crate::fenced_write::{self, fenced_writer};
-use crate::internals::hold_signal::HoldSignal;
-use crate::internals::node::{delete_in_background, delete_released, LockNode};
-use crate::internals::node_watch::watch_node;
-use crate::internals::session_end::ended_session;
-use crate::internals::session_watch::SessionWatch;
+use crate::hold::fenced_write::{self, fenced_writer};
+use crate::hold::hold_signal::HoldSignal;
+use crate::hold::node_watch::watch_node;
+use crate::hold::session_watch::SessionWatch;
 use crate::observe::HoldEvents;
+use crate::queue::node::{delete_in_background, delete_released, LockNode};
+use crate::queue::session_end::ended_session;
 use crate::{Error, LossReason, Result};
 
 /// A node we hold, and what is known of whether we still do.

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::node_watch::OwnNodeWatch;
 use crate::observe::HoldEvents;
+use crate::queue::own_node_watch::OwnNodeWatch;
 use crate::LossReason;
 
 /// The loss state of one hold, shared by its guards and the tasks that watch it.

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::held_node::{fenced_writes, HeldNode};
+use crate::hold::held_node::{fenced_writes, HeldNode};
 use crate::{LossReason, Result};
 
 /// One lease of an [`InterProcessSemaphoreV2`](crate::InterProcessSemaphoreV2) (or the hold of

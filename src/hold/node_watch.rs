@@ -4,63 +4,18 @@
 //! handoff (see [`OwnNodeWatch`]); left to fire on our own delete (dropping it unfired would
 //! cost a RemoveWatches request).
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 
-use zookeeper_client::{Client, Error as ZkError, EventType, OneshotWatcher, WatchedEvent};
+use zookeeper_client::{Client, Error as ZkError, EventType};
 
 use super::hold_signal::HoldSignal;
-use super::retry::retry_transient;
-use super::session_end::SessionEnd;
+use crate::queue::own_node_watch::Fired;
+use crate::queue::retry::retry_transient;
+use crate::queue::session_end::SessionEnd;
 use crate::LossReason;
 
 /// What Curator's `Revoker.attemptRevoke` writes into a lock node to ask its holder to let go.
 pub(crate) const REVOKE_MARKER: &[u8] = b"__REVOKE__";
-
-/// A getData watch set on our own node while it waited, with the data read when it was set.
-/// A hold that begins on a handoff keeps it (in its `HoldSignal`) as its node watch, set already:
-/// the loss watch starts from it when wanted, and otherwise it fires on our own delete, which
-/// costs nothing (dropping it unfired would cost a RemoveWatches request).
-pub(crate) struct OwnNodeWatch {
-    data: Vec<u8>,
-    event: Fired,
-}
-
-/// A watch's firing, awaited in more than one place.
-type Fired = Pin<Box<dyn Future<Output = WatchedEvent> + Send + Sync>>;
-
-impl std::fmt::Debug for OwnNodeWatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OwnNodeWatch").field("data_len", &self.data.len()).finish_non_exhaustive()
-    }
-}
-
-impl OwnNodeWatch {
-    pub(crate) fn new(data: Vec<u8>, watcher: OneshotWatcher) -> Self {
-        OwnNodeWatch { data, event: Box::pin(watcher.changed()) }
-    }
-
-    /// Resolves once the watch fires. Not to be polled again after it resolved.
-    pub(crate) fn fired(&mut self) -> impl Future<Output = WatchedEvent> + Send + '_ {
-        &mut self.event
-    }
-
-    /// The event the watch fired with, if it did by now (every event that reached this session
-    /// before the reply or event being handled has been delivered).
-    pub(crate) fn fired_by_now(&mut self) -> Option<WatchedEvent> {
-        ready_now(self.event.as_mut())
-    }
-}
-
-/// What `future` resolves to if it is ready at its first poll.
-pub(crate) fn ready_now<F: Future>(future: F) -> Option<F::Output> {
-    match std::pin::pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(output) => Some(output),
-        Poll::Pending => None,
-    }
-}
 
 /// Sets a getData watch on our node (once per hold) in a spawned task, and turns its firing into
 /// a loss unless our own release deleted the node; starts from the watch the node's wait left,
@@ -78,7 +33,7 @@ pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<Hol
     runtime.spawn(async move {
         loop {
             let (data, mut watch) = match armed.take() {
-                Some(OwnNodeWatch { data, event }) => (data, event),
+                Some(own) => own.into_parts(),
                 None => match retry_transient(|| client.get_and_watch_data(&node_path)).await {
                     Ok((data, _stat, watcher)) => (data, Box::pin(watcher.changed()) as Fired),
                     Err(ZkError::NoNode) => return signal.mark_lost(LossReason::NodeDeleted),

@@ -12,7 +12,7 @@ use zookeeper_client::{Client, SessionState, StateWatcher};
 
 use super::delayed_node_watch::{set_delayed_node_watches, DelayedNodeWatches};
 use super::hold_signal::HoldSignal;
-use super::session_end::SessionEnd;
+use crate::queue::session_end::SessionEnd;
 use crate::{LossPolicy, LossReason};
 
 /// One watcher per session and policy, shared by every participant on that session: 10,000
@@ -99,7 +99,9 @@ impl SessionWatch {
         let grace = self.policy.grace(self.client.session_timeout());
         let states = self.client.state_watcher();
         runtime.spawn(watch_session(Arc::downgrade(self), states, grace, Arc::clone(&self.stop)));
-        runtime.spawn(set_delayed_node_watches(Arc::downgrade(self), Arc::clone(&self.delayed)));
+        let watch = Arc::downgrade(self);
+        let client = move || watch.upgrade().map(|watch| watch.client().clone());
+        runtime.spawn(set_delayed_node_watches(client, Arc::clone(&self.delayed)));
     }
 
     pub(crate) fn client(&self) -> &Client {

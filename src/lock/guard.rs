@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use zookeeper_client::{MultiWriteResult, MultiWriter};
 
-use crate::held_node::HeldNode;
-use crate::owner::Owner;
-use crate::participant::{Hold, Participant};
+use crate::hold::held_node::HeldNode;
+use crate::lock::owner::Owner;
+use crate::lock::state::{LockState, OwnerHold};
 use crate::{Error, LossReason, Result};
 
 /// Proof that the lock is held; releases it when dropped or [released](LockGuard::release).
@@ -48,15 +48,15 @@ use crate::{Error, LossReason, Result};
 /// ```
 #[must_use = "the lock is released as soon as the guard is dropped"]
 pub struct LockGuard {
-    participant: Arc<Participant>,
+    state: Arc<LockState>,
     owner: Owner,
-    hold: Hold,
+    hold: OwnerHold,
     released: bool,
 }
 
 impl LockGuard {
-    pub(crate) fn new(participant: Arc<Participant>, owner: Owner, hold: Hold) -> Self {
-        LockGuard { participant, owner, hold, released: false }
+    pub(crate) fn new(state: Arc<LockState>, owner: Owner, hold: OwnerHold) -> Self {
+        LockGuard { state, owner, hold, released: false }
     }
 
     /// Releases this hold; when it was the owner's last, deletes the lock node and waits for
@@ -80,12 +80,12 @@ impl LockGuard {
     pub async fn release(mut self) -> Result<()> {
         self.released = true;
         let lost = self.hold.node.loss();
-        let Some(last) = self.participant.release_one(self.owner, self.hold.id) else {
+        let Some(last) = self.state.release_one(self.owner, self.hold.id) else {
             return lost.map_or(Ok(()), |reason| Err(Error::LockLost(reason)));
         };
         last.node.delete(lost).await?;
         // Our delete is confirmed: the next acquire may send something cheaper than a list.
-        self.participant.record_opening(last.next_opening);
+        self.state.record_opening(last.next_opening);
         Ok(())
     }
 
@@ -222,7 +222,7 @@ impl Drop for LockGuard {
         if self.released {
             return;
         }
-        if let Some(last) = self.participant.release_one(self.owner, self.hold.id) {
+        if let Some(last) = self.state.release_one(self.owner, self.hold.id) {
             last.node.delete_in_background();
         }
     }

@@ -10,7 +10,7 @@ use tracing::Instrument;
 use zookeeper_client::Client;
 
 use crate::options::lock_options;
-use crate::participant::ParticipantOptions;
+use crate::options::LockOptions;
 use crate::{Error, InterProcessMutex, LockGuard, LossReason, ParticipantNode, Result};
 
 /// Several locks acquired as one, all or none: Apache Curator's `InterProcessMultiLock`.
@@ -206,7 +206,7 @@ impl InterProcessMultiLock {
 pub struct MultiLockBuilder {
     client: Client,
     paths: Vec<String>,
-    options: ParticipantOptions,
+    options: LockOptions,
 }
 
 impl MultiLockBuilder {

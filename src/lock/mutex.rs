@@ -7,18 +7,20 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 use zookeeper_client::Client;
 
-use crate::driver::naming::{Schema, KAZOO_MUTEX, LATCH, MUTEX, READ, WRITE};
-use crate::driver::opening;
-use crate::driver::path::validate_lock_path;
-use crate::driver::read_write::{self, Role};
-use crate::held_node::HeldNode;
-use crate::internals::deadline::{within, Patience};
-use crate::internals::queue::{queue_order, queue_with_data, take_place, PlaceReport, QueueSpec};
-use crate::internals::session_end::ended_session;
+use crate::hold::held_node::HeldNode;
+use crate::lock::owner::Owner;
+use crate::lock::state::{Admission, Claim, LockState};
 use crate::observe::{LockLabel, Recipe};
 use crate::options::lock_options;
-use crate::owner::Owner;
-use crate::participant::{Admission, Claim, Participant, ParticipantOptions};
+use crate::options::LockOptions;
+use crate::queue::deadline::{within, Patience};
+use crate::queue::node::{PlaceReport, QueueSpec};
+use crate::queue::session_end::ended_session;
+use crate::queue::turn::{queue_order, queue_with_data, take_place};
+use crate::rules::naming::{Schema, KAZOO_MUTEX, MUTEX};
+use crate::rules::opening;
+use crate::rules::path::validate_lock_path;
+use crate::rules::read_write::{self, Role};
 use crate::{Error, LockGuard, ParticipantNode, Result};
 
 /// A reentrant mutex shared by every process that uses the same ZooKeeper path, in the style of
@@ -73,7 +75,7 @@ use crate::{Error, LockGuard, ParticipantNode, Result};
 /// ```
 #[derive(Clone)]
 pub struct InterProcessMutex {
-    participant: Arc<Participant>,
+    pub(crate) state: Arc<LockState>,
 }
 
 /// Builds an [`InterProcessMutex`] (or, with [`build_read_write`](Self::build_read_write), an
@@ -83,12 +85,15 @@ pub struct InterProcessMutex {
 #[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct MutexBuilder {
-    client: Client,
-    path: String,
-    pub(crate) options: ParticipantOptions,
-    node_schema: NodeSchema,
+    pub(crate) client: Client,
+    pub(crate) path: String,
+    pub(crate) options: LockOptions,
+    pub(crate) node_schema: NodeSchema,
     /// Set when the mutex serves another recipe (a semaphore's gate).
     serves: Option<Recipe>,
+    /// The names our nodes take, when the recipe asks for other than `node_schema`'s (a leader
+    /// latch's `latch-` names).
+    schema: Option<Schema>,
 }
 
 /// How lock nodes are named and ordered, which decides who can share a lock with zklock.
@@ -144,33 +149,11 @@ impl MutexBuilder {
     pub fn build(self) -> Result<InterProcessMutex> {
         validate_lock_path(&self.path)?;
         self.options.acls.validate()?;
-        // A leader latch's queue is a mutex's with Curator's `latch-` names.
-        let schema = match (self.serves, self.node_schema) {
-            (Some(Recipe::LeaderLatch), _) => LATCH,
-            (_, NodeSchema::Curator) => MUTEX,
-            (_, NodeSchema::Kazoo) => KAZOO_MUTEX,
-        };
-        Ok(InterProcessMutex { participant: Arc::new(self.participant(Role::Mutex, schema)) })
-    }
-
-    /// Builds a read-write lock on the path, with these options for both sides; see
-    /// [`InterProcessReadWriteLock`](crate::InterProcessReadWriteLock).
-    ///
-    /// # Errors
-    /// As [`Self::build`].
-    pub fn build_read_write(self) -> Result<crate::InterProcessReadWriteLock> {
-        validate_lock_path(&self.path)?;
-        self.options.acls.validate()?;
-        if self.node_schema != NodeSchema::Curator {
-            return Err(Error::InvalidOptions("the read-write lock has Curator's node schema only"));
-        }
-        let read = Arc::new(self.participant(Role::Read, READ));
-        let write = Arc::new(self.participant(Role::Write, WRITE));
-        Participant::pair(&read, &write);
-        Ok(crate::InterProcessReadWriteLock::from_sides(
-            InterProcessMutex { participant: read },
-            InterProcessMutex { participant: write },
-        ))
+        let schema = self.schema.unwrap_or(match self.node_schema {
+            NodeSchema::Curator => MUTEX,
+            NodeSchema::Kazoo => KAZOO_MUTEX,
+        });
+        Ok(InterProcessMutex { state: Arc::new(self.lock_state(Role::Mutex, schema)) })
     }
 
     /// The same mutex on another client (a leader election rejoining on a new session).
@@ -185,14 +168,21 @@ impl MutexBuilder {
         self
     }
 
-    fn participant(&self, role: Role, schema: Schema) -> Participant {
+    /// Our nodes take `schema`'s names, whatever `node_schema` says (a leader latch queues with
+    /// Curator's `latch-` names).
+    pub(crate) fn named(mut self, schema: Schema) -> Self {
+        self.schema = Some(schema);
+        self
+    }
+
+    pub(crate) fn lock_state(&self, role: Role, schema: Schema) -> LockState {
         let recipe = self.serves.unwrap_or(match role {
             Role::Mutex => Recipe::Mutex,
             Role::Read => Recipe::ReadLock,
             Role::Write => Recipe::WriteLock,
         });
         let label = LockLabel::new(recipe, &self.path, self.options.path_in_metrics);
-        Participant::new(role, schema, label, self.client.clone(), self.path.clone(), self.options.clone())
+        LockState::new(role, schema, label, self.client.clone(), self.path.clone(), self.options.clone())
     }
 }
 
@@ -211,9 +201,10 @@ impl InterProcessMutex {
         MutexBuilder {
             client: client.clone(),
             path: path.to_owned(),
-            options: ParticipantOptions { reentrant: true, ..ParticipantOptions::default() },
+            options: LockOptions { reentrant: true, ..LockOptions::default() },
             node_schema: NodeSchema::default(),
             serves: None,
+            schema: None,
         }
     }
 
@@ -284,28 +275,28 @@ impl InterProcessMutex {
 
     /// The lock path.
     pub fn path(&self) -> &str {
-        &self.participant.path
+        &self.state.path
     }
 
     pub(crate) fn client(&self) -> &Client {
-        &self.participant.client
+        &self.state.client
     }
 
     /// Names this lock in events and metrics.
     pub(crate) fn label(&self) -> &LockLabel {
-        &self.participant.label
+        &self.state.label
     }
 
     /// Whether the current task (or thread, outside a task) holds this mutex. Curator's
     /// `isOwnedByCurrentThread`.
     pub fn is_acquired_by_current_task(&self) -> bool {
-        self.participant.is_held_by(Owner::current())
+        self.state.is_held_by(Owner::current())
     }
 
     /// Whether any task or thread of this process holds this mutex (this participant and its
     /// clones). Curator's `isAcquiredInThisProcess`.
     pub fn is_acquired_in_this_process(&self) -> bool {
-        self.participant.is_held_by_anyone()
+        self.state.is_held_by_anyone()
     }
 
     /// The full paths of every participant's node, in queue order: the holder first, then the
@@ -318,7 +309,7 @@ impl InterProcessMutex {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<String>> {
-        queue_order(&self.participant.client, self.path(), self.participant.schema).await
+        queue_order(&self.state.client, self.path(), self.state.schema).await
     }
 
     /// Like [`participants`](Self::participants), with each node's data (read in one request).
@@ -329,12 +320,12 @@ impl InterProcessMutex {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn participants_with_data(&self) -> Result<Vec<ParticipantNode>> {
-        queue_with_data(&self.participant.client, self.path(), self.participant.schema).await
+        queue_with_data(&self.state.client, self.path(), self.state.schema).await
     }
 
     async fn acquire_with(&self, patience: Patience, place: Option<&PlaceReport>) -> Result<Option<LockGuard>> {
         let started = Instant::now();
-        let label = &self.participant.label;
+        let label = &self.state.label;
         let _waiting = label.waiting();
         let outcome = self.acquire_once(patience, place, started).instrument(label.acquire_span()).await;
         match &outcome {
@@ -352,44 +343,44 @@ impl InterProcessMutex {
         started: Instant,
     ) -> Result<Option<LockGuard>> {
         // A hold counted here is worth nothing once the session is gone; fail before re-entering.
-        if let Some(ended) = ended_session(&self.participant.client) {
+        if let Some(ended) = ended_session(&self.state.client) {
             return Err(ended);
         }
-        let owner = self.participant.owner_now();
+        let owner = self.state.owner_now();
         let claim = match self.admit(owner, patience).await? {
             Admitted::Queue(claim) => claim,
             Admitted::Reentered(guard) => return Ok(Some(guard)),
             Admitted::OutOfTime => return Ok(None),
         };
-        let participant = &self.participant;
-        let other_side = participant.sibling_node_held_by(owner);
-        let entry = read_write::entry(participant.role, participant.schema, other_side.as_deref().map(HeldNode::path))
+        let state = &self.state;
+        let other_side = state.sibling_node_held_by(owner);
+        let entry = read_write::entry(state.role, state.schema, other_side.as_deref().map(HeldNode::path))
             .map_err(Error::WouldDeadlock)?;
         let may_wait = patience != Patience::NoWait;
         let spec = QueueSpec {
-            client: &participant.client,
-            lock_path: &participant.path,
-            schema: participant.schema,
+            client: &state.client,
+            lock_path: &state.path,
+            schema: state.schema,
             rule: entry.rule,
-            data: &participant.data,
-            acls: participant.acls.lock_nodes(),
-            parent_acls: participant.acls.parents(),
-            opening: opening::usable(participant.take_opening(), entry.rule, may_wait),
+            data: &state.data,
+            acls: state.acls.lock_nodes(),
+            parent_acls: state.acls.parents(),
+            opening: opening::usable(state.take_opening(), entry.rule, may_wait),
             level_with: entry.level_with,
             place,
         };
         let Some((node, next_opening)) = take_place(&spec, patience).await? else {
             return Ok(None);
         };
-        let events = participant.label.acquired(&node.path, node.czxid, started);
+        let events = state.label.acquired(&node.path, node.czxid, started);
         let hold = claim.grant(node, next_opening, events);
-        Ok(Some(LockGuard::new(Arc::clone(participant), owner, hold)))
+        Ok(Some(LockGuard::new(Arc::clone(state), owner, hold)))
     }
 
     /// Where this lock stands in a multi-lock's canonical order: by path, and on one path the
     /// write side before the read side (a downgrade, never an upgrade).
     pub(crate) fn acquisition_order(&self) -> (&str, u8) {
-        let side = match self.participant.role {
+        let side = match self.state.role {
             Role::Write => 0,
             Role::Mutex => 1,
             Role::Read => 2,
@@ -401,9 +392,9 @@ impl InterProcessMutex {
     /// waiting (within `patience`) for its own acquire under way.
     async fn admit(&self, owner: Owner, patience: Patience) -> Result<Admitted> {
         loop {
-            match self.participant.admit(owner) {
+            match self.state.admit(owner) {
                 Admission::Reentered(hold) => {
-                    return Ok(Admitted::Reentered(LockGuard::new(self.participant.clone(), owner, hold)))
+                    return Ok(Admitted::Reentered(LockGuard::new(self.state.clone(), owner, hold)))
                 }
                 Admission::Lost(reason) => return Err(Error::LockLost(reason)),
                 Admission::Queue(claim) => return Ok(Admitted::Queue(claim)),
@@ -428,8 +419,8 @@ enum Admitted {
 impl fmt::Debug for InterProcessMutex {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InterProcessMutex")
-            .field("path", &self.participant.path)
-            .field("session", &self.participant.client.session_id())
+            .field("path", &self.state.path)
+            .field("session", &self.state.client.session_id())
             .field("acquired_in_this_process", &self.is_acquired_in_this_process())
             .finish()
     }

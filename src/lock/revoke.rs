@@ -2,8 +2,8 @@
 
 use zookeeper_client::{Client, Error as ZkError};
 
-use crate::internals::node_watch::REVOKE_MARKER;
-use crate::internals::retry::retry_transient;
+use crate::hold::node_watch::REVOKE_MARKER;
+use crate::queue::retry::retry_transient;
 use crate::{Error, Result};
 
 /// Asks the holder of the lock node `node_path` (one of

@@ -2,9 +2,15 @@
 
 use zookeeper_client::Client;
 
-use crate::mutex::MutexBuilder;
+use std::sync::Arc;
+
+use crate::lock::mutex::{MutexBuilder, NodeSchema};
+use crate::lock::state::LockState;
 use crate::options::lock_options;
-use crate::{InterProcessMutex, Result};
+use crate::rules::naming::{READ, WRITE};
+use crate::rules::path::validate_lock_path;
+use crate::rules::read_write::Role;
+use crate::{Error, InterProcessMutex, Result};
 
 /// A read-write lock shared by every process that uses the same ZooKeeper path, in the style of
 /// Apache Curator's `InterProcessReadWriteLock`, and wire-compatible with it.
@@ -62,10 +68,6 @@ impl InterProcessReadWriteLock {
         ReadWriteLockBuilder { mutex: InterProcessMutex::builder(client, path) }
     }
 
-    pub(crate) fn from_sides(read: InterProcessMutex, write: InterProcessMutex) -> Self {
-        InterProcessReadWriteLock { read, write }
-    }
-
     /// The read side: shared with other readers, excluded by a writer that holds or waits ahead.
     pub fn read_lock(&self) -> &InterProcessMutex {
         &self.read
@@ -100,5 +102,28 @@ impl ReadWriteLockBuilder {
     /// As [`MutexBuilder::build`].
     pub fn build(self) -> Result<InterProcessReadWriteLock> {
         self.mutex.build_read_write()
+    }
+}
+
+// The read-write lock's constructor, a method of the mutex builder whose options it takes.
+impl MutexBuilder {
+    /// Builds a read-write lock on the path, with these options for both sides; see
+    /// [`InterProcessReadWriteLock`](crate::InterProcessReadWriteLock).
+    ///
+    /// # Errors
+    /// As [`Self::build`].
+    pub fn build_read_write(self) -> Result<InterProcessReadWriteLock> {
+        validate_lock_path(&self.path)?;
+        self.options.acls.validate()?;
+        if self.node_schema != NodeSchema::Curator {
+            return Err(Error::InvalidOptions("the read-write lock has Curator's node schema only"));
+        }
+        let read = Arc::new(self.lock_state(Role::Read, READ));
+        let write = Arc::new(self.lock_state(Role::Write, WRITE));
+        LockState::pair(&read, &write);
+        Ok(InterProcessReadWriteLock {
+            read: InterProcessMutex { state: read },
+            write: InterProcessMutex { state: write },
+        })
     }
 }

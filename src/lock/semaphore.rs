@@ -7,20 +7,21 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 use zookeeper_client::Client;
 
-use crate::driver::decide::Rule;
-use crate::driver::naming::LEASE;
-use crate::driver::opening::Opening;
-use crate::driver::path::validate_lock_path;
-use crate::held_node::HeldNode;
-use crate::internals::deadline::Patience;
-use crate::internals::node::list_children;
-use crate::internals::queue::{queue_order, queue_with_data, queues_again, QueueSpec};
-use crate::internals::session_end::ended_session;
-use crate::internals::session_watch::SessionWatch;
-use crate::internals::take_lease::take_lease;
+use crate::hold::held_node::HeldNode;
+use crate::hold::session_watch::SessionWatch;
 use crate::observe::{LockLabel, Recipe};
 use crate::options::lock_options;
-use crate::participant::ParticipantOptions;
+use crate::options::LockOptions;
+use crate::queue::deadline::Patience;
+use crate::queue::node::list_children;
+use crate::queue::node::QueueSpec;
+use crate::queue::session_end::ended_session;
+use crate::queue::take_lease::take_lease;
+use crate::queue::turn::{queue_order, queue_with_data, queues_again};
+use crate::rules::decide::Rule;
+use crate::rules::naming::LEASE;
+use crate::rules::opening::Opening;
+use crate::rules::path::validate_lock_path;
 use crate::{AclProvider, Error, InterProcessMutex, Lease, LossReason, ParticipantNode, Result};
 
 /// A counting semaphore: at most `max_leases` leases are held at once by every process that
@@ -76,7 +77,7 @@ pub struct SemaphoreBuilder {
     client: Client,
     path: String,
     max_leases: u32,
-    pub(crate) options: ParticipantOptions,
+    pub(crate) options: LockOptions,
     recipe: Recipe,
 }
 
@@ -142,7 +143,7 @@ impl InterProcessSemaphoreV2 {
             client: client.clone(),
             path: path.to_owned(),
             max_leases,
-            options: ParticipantOptions::default(),
+            options: LockOptions::default(),
             recipe: Recipe::Semaphore,
         }
     }
@@ -335,7 +336,13 @@ impl InterProcessSemaphoreV2 {
         let mut leases = Vec::with_capacity(quantity as usize);
         let mut outcome = Ok(true);
         while leases.len() < quantity as usize {
-            match take_lease(&spec, inner.max_leases as usize, patience, &guard).await {
+            let gate_lost = async {
+                match guard.lost().await {
+                    LossReason::NodeDeleted => Error::LockNodeDeleted { path: guard.node_path().to_owned() },
+                    reason => Error::LockLost(reason),
+                }
+            };
+            match take_lease(&spec, inner.max_leases as usize, patience, gate_lost).await {
                 Ok(Some(node)) => {
                     let events = inner.label.acquired(&node.path, node.czxid, started);
                     leases.push(Lease::new(HeldNode::new(&inner.client, node, &inner.session_watch, events)));

@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use zookeeper_client::Client;
 
+use crate::lock::semaphore::SemaphoreBuilder;
 use crate::observe::Recipe;
 use crate::options::lock_options;
-use crate::semaphore::SemaphoreBuilder;
 use crate::{InterProcessSemaphoreV2, Lease, ParticipantNode, Result};
 
 /// A mutex that is **not** reentrant, shared through ZooKeeper: Apache Curator's

@@ -1,4 +1,4 @@
-//! One participant in a lock: its client, its lock path and options, and its hold table
+//! A lock object's state: its client, its lock path and options, and its hold table
 //! (owner -> hold count), shared by the clones of a recipe object and by its guards.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,27 +10,28 @@ use tokio::sync::futures::OwnedNotified;
 use tokio::sync::Notify;
 use zookeeper_client::Client;
 
-use crate::driver::naming::Schema;
-use crate::driver::opening::Opening;
-use crate::driver::read_write::Role;
-use crate::held_node::HeldNode;
-use crate::internals::node::LockNode;
-use crate::internals::session_watch::SessionWatch;
+use crate::hold::held_node::HeldNode;
+use crate::hold::session_watch::SessionWatch;
+use crate::lock::owner::Owner;
 use crate::observe::{HoldEvents, LockLabel};
-use crate::owner::Owner;
-use crate::{AclProvider, LossPolicy, LossReason};
+use crate::options::LockOptions;
+use crate::queue::node::LockNode;
+use crate::rules::naming::Schema;
+use crate::rules::opening::Opening;
+use crate::rules::read_write::Role;
+use crate::{AclProvider, LossReason};
 
 /// Shards of a hold table (DashMap wants a power of two above one).
 const HOLD_TABLE_SHARDS: usize = 2;
 
-/// A participant; see the module docs. Never hold a map reference across an `.await`.
+/// A lock object's state; see the module docs. Never hold a map reference across an `.await`.
 #[derive(Debug)]
-pub(crate) struct Participant {
+pub(crate) struct LockState {
     pub(crate) role: Role,
     /// How its nodes are named and ordered.
     pub(crate) schema: Schema,
     /// The other side of a read-write lock.
-    sibling: OnceLock<Weak<Participant>>,
+    sibling: OnceLock<Weak<LockState>>,
     pub(crate) client: Client,
     pub(crate) path: String,
     pub(crate) data: Vec<u8>,
@@ -53,24 +54,12 @@ enum Slot {
     Acquiring(Arc<Notify>),
     /// Held; with what the next acquire may open with once this hold's delete is confirmed
     /// (kept here, not in the `Hold` every guard clones: a reentry costs no allocation).
-    Held(Hold, Opening),
-}
-
-/// What a participant's nodes carry and how its holds behave: the options of every recipe's
-/// builder (`options::lock_options!`), and reentrancy for the mutexes.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ParticipantOptions {
-    pub(crate) data: Vec<u8>,
-    pub(crate) acls: AclProvider,
-    pub(crate) loss_policy: LossPolicy,
-    pub(crate) reentrant: bool,
-    /// Whether metrics carry the lock path.
-    pub(crate) path_in_metrics: bool,
+    Held(OwnerHold, Opening),
 }
 
 /// One owner's hold on the lock.
 #[derive(Clone, Debug)]
-pub(crate) struct Hold {
+pub(crate) struct OwnerHold {
     /// Tells this hold from a later one of the same owner, so a stale guard changes nothing.
     pub(crate) id: u64,
     count: usize,
@@ -78,7 +67,7 @@ pub(crate) struct Hold {
 }
 
 /// The last release of a hold: its node to delete, and what the next acquire may open with
-/// once that delete is confirmed (see [`Participant::record_opening`]).
+/// once that delete is confirmed (see [`LockState::record_opening`]).
 #[derive(Debug)]
 pub(crate) struct LastRelease {
     pub(crate) node: Arc<HeldNode>,
@@ -89,7 +78,7 @@ pub(crate) struct LastRelease {
 #[derive(Debug)]
 pub(crate) enum Admission {
     /// The owner already held the lock: its count went up.
-    Reentered(Hold),
+    Reentered(OwnerHold),
     /// The owner holds the lock, but it is lost: no new guard.
     Lost(LossReason),
     /// The owner's own acquire is under way: wait for it, then ask again.
@@ -98,17 +87,17 @@ pub(crate) enum Admission {
     Queue(Claim),
 }
 
-impl Participant {
+impl LockState {
     pub(crate) fn new(
         role: Role,
         schema: Schema,
         label: LockLabel,
         client: Client,
         path: String,
-        options: ParticipantOptions,
+        options: LockOptions,
     ) -> Self {
         let session_watch = SessionWatch::for_client(&client, options.loss_policy);
-        Participant {
+        LockState {
             label,
             role,
             schema,
@@ -154,7 +143,7 @@ impl Participant {
             },
             Entry::Vacant(slot) => {
                 slot.insert(Slot::Acquiring(Arc::new(Notify::new())));
-                Admission::Queue(Claim { participant: Arc::clone(self), owner, open: true })
+                Admission::Queue(Claim { state: Arc::clone(self), owner, open: true })
             }
         }
     }
@@ -193,7 +182,7 @@ impl Participant {
     }
 
     /// Links the two sides of a read-write lock.
-    pub(crate) fn pair(read: &Arc<Participant>, write: &Arc<Participant>) {
+    pub(crate) fn pair(read: &Arc<LockState>, write: &Arc<LockState>) {
         let _ = read.sibling.set(Arc::downgrade(write));
         let _ = write.sibling.set(Arc::downgrade(read));
     }
@@ -223,7 +212,7 @@ impl Participant {
 /// acquires go on.
 #[derive(Debug)]
 pub(crate) struct Claim {
-    participant: Arc<Participant>,
+    state: Arc<LockState>,
     owner: Owner,
     open: bool,
 }
@@ -231,12 +220,12 @@ pub(crate) struct Claim {
 impl Claim {
     /// Records the owner's new hold on `node`, and starts watching for its loss; `events` tells
     /// the operator what becomes of it.
-    pub(crate) fn grant(mut self, node: LockNode, next_opening: Opening, events: Arc<HoldEvents>) -> Hold {
-        let participant = &self.participant;
-        let hold = Hold {
-            id: participant.next_hold_id.fetch_add(1, Ordering::Relaxed),
+    pub(crate) fn grant(mut self, node: LockNode, next_opening: Opening, events: Arc<HoldEvents>) -> OwnerHold {
+        let state = &self.state;
+        let hold = OwnerHold {
+            id: state.next_hold_id.fetch_add(1, Ordering::Relaxed),
             count: 1,
-            node: Arc::new(HeldNode::new(&participant.client, node, &participant.session_watch, events)),
+            node: Arc::new(HeldNode::new(&state.client, node, &state.session_watch, events)),
         };
         self.close(Some(Slot::Held(hold.clone(), next_opening)));
         hold
@@ -247,8 +236,8 @@ impl Claim {
             return;
         }
         let done = match replacement {
-            Some(slot) => self.participant.holds.insert(self.owner, slot),
-            None => self.participant.holds.remove(&self.owner).map(|(_, slot)| slot),
+            Some(slot) => self.state.holds.insert(self.owner, slot),
+            None => self.state.holds.remove(&self.owner).map(|(_, slot)| slot),
         };
         if let Some(Slot::Acquiring(done)) = done {
             done.notify_waiters();

@@ -1,58 +1,11 @@
-//! What an operator sees of a lock: tracing events with the lock path and node, at the levels
-//! one would choose (lost at `warn`, timed out and revocation at `info`, the rest at `debug`),
-//! spans named per recipe, and the metrics of [`crate::metrics`].
-//!
-//! Events (target `zklock`): `acquired` (`waited_ms`, `fencing_token`), `released`
-//! (`held_ms`), `timed out` (`waited_ms`), `lost` (`reason`), `revocation requested`; each with
-//! `recipe`, `path` and, once there is one, `node`. A leader election adds `leadership taken` and
-//! `leadership ended` (`end`) at `info`, with `id` and `epoch`, and `left the election` (`error`)
-//! at `warn`.
+//! The events and metrics of a lock's acquires and holds, said once for every recipe.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::{metrics, LossReason};
-
-/// Which recipe a participant serves; names spans, events and metric labels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Recipe {
-    Mutex,
-    ReadLock,
-    WriteLock,
-    Semaphore,
-    SemaphoreMutex,
-    /// The mutex a semaphore's lease takers hold while they take leases (`{path}/locks`).
-    SemaphoreGate,
-    /// The queue of a `LeaderLatch` (`latch-` nodes); a hold is a term of leadership.
-    LeaderLatch,
-    /// The mutex of a `LeaderSelector`; a hold is a term of leadership.
-    LeaderSelector,
-}
-
-impl Recipe {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Recipe::Mutex => "mutex",
-            Recipe::ReadLock => "read_lock",
-            Recipe::WriteLock => "write_lock",
-            Recipe::Semaphore => "semaphore",
-            Recipe::SemaphoreMutex => "semaphore_mutex",
-            Recipe::SemaphoreGate => "semaphore_gate",
-            Recipe::LeaderLatch => "leader_latch",
-            Recipe::LeaderSelector => "leader_selector",
-        }
-    }
-}
-
-/// Which lock an event is about.
-#[derive(Clone, Debug)]
-pub(crate) struct LockLabel {
-    pub(crate) recipe: Recipe,
-    pub(crate) path: Arc<str>,
-    /// Whether metrics carry the path (cardinality is the user's choice).
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) path_in_metrics: bool,
-}
+use super::label::{LockLabel, Recipe};
+use super::metrics;
+use crate::LossReason;
 
 impl LockLabel {
     pub(crate) fn new(recipe: Recipe, path: &str, path_in_metrics: bool) -> Self {

@@ -27,7 +27,7 @@
 
 use std::time::Duration;
 
-use crate::observe::LockLabel;
+use super::label::LockLabel;
 
 #[cfg(feature = "metrics")]
 mod names {

@@ -1,20 +1,64 @@
-//! Our node in the queue: the protected create (pipelined with what the opening asks for),
+//! Our node in the queue: which queue and how our node looks (`QueueSpec`), the protected create (pipelined with what the opening asks for),
 //! finding the node again after a lost reply, and deleting it on every way out.
 
 use zookeeper_client::{
-    Acls, Client, CreateMode, CreateOptions, CreateSequence, Error as ZkError, OneshotWatcher, Stat,
+    Acl, Acls, Client, CreateMode, CreateOptions, CreateSequence, Error as ZkError, OneshotWatcher, Stat,
 };
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::deadline::{within, CLEANUP_AFTER_DEADLINE};
-use super::node_watch::OwnNodeWatch;
-use super::queue::QueueSpec;
+use super::own_node_watch::OwnNodeWatch;
 use super::retry::{back_off, is_connection_loss, is_transient, retry_transient};
-use crate::driver::naming::sequential_name;
-use crate::driver::opening::{alone_proof, Opening, Ours, Proof};
+use crate::rules::decide::Rule;
+use crate::rules::naming::{sequential_name, Schema};
+use crate::rules::opening::{alone_proof, Opening, Ours, Proof};
 use crate::{Error, Result};
+
+/// Which queue, and how our node in it looks.
+#[derive(Debug)]
+pub(crate) struct QueueSpec<'a> {
+    pub(crate) client: &'a Client,
+    pub(crate) lock_path: &'a str,
+    /// How nodes are named and ordered.
+    pub(crate) schema: Schema,
+    /// Who may hold.
+    pub(crate) rule: Rule,
+    pub(crate) data: &'a [u8],
+    /// The ACL of our node.
+    pub(crate) acls: &'a [Acl],
+    /// The ACL of the parents we create.
+    pub(crate) parent_acls: &'a [Acl],
+    /// What goes out with the create.
+    pub(crate) opening: Opening,
+    /// The sort key our node takes instead of a sequence number (a downgrade's read node; see
+    /// [`Entry::level_with`](crate::rules::read_write::Entry)).
+    pub(crate) level_with: Option<&'a str>,
+    /// Told our place in the queue as it takes it (a leader election's `start` returns once our
+    /// node is there, and its `close` removes what may exist of it).
+    pub(crate) place: Option<&'a PlaceReport>,
+}
+
+/// Where a participant's node in the queue is, as far as it knows.
+pub(crate) type PlaceReport = tokio::sync::watch::Sender<Option<Place>>;
+
+/// Our node in a queue: its protected prefix from the moment its create may be sent, its path
+/// once ZooKeeper confirmed the create.
+#[derive(Clone, Debug)]
+pub(crate) struct Place {
+    pub(crate) prefix: Arc<str>,
+    pub(crate) node: Option<Arc<str>>,
+}
+
+impl Place {
+    /// Deletes what may exist of this node (found by its prefix if its create was not
+    /// confirmed; every request of ours, that create too, runs in order) and waits for
+    /// ZooKeeper to confirm. A session that ended took the node with it.
+    pub(crate) async fn remove(&self, client: &Client, lock_path: &str) -> Result<()> {
+        clean_up_node(client, lock_path, &self.prefix, self.node.as_deref()).await
+    }
+}
 
 /// A node of ours in a lock queue.
 #[derive(Debug)]

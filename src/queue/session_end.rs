@@ -54,6 +54,16 @@ pub(crate) fn ended_session(client: &Client) -> Option<Error> {
     SessionEnd::of_state(client.state()).map(SessionEnd::error)
 }
 
+impl Error {
+    /// Wraps a client error, turning the terminal session errors into their own variants.
+    pub(crate) fn zookeeper(operation: &'static str, path: &str, source: zookeeper_client::Error) -> Self {
+        match SessionEnd::of_error(&source) {
+            Some(end) => end.error(),
+            None => Error::ZooKeeper { operation, path: path.to_owned(), source },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

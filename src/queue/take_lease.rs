@@ -2,15 +2,19 @@
 //! semaphore's mutex is held, create a lease node and wait until the leases directory holds at
 //! most `max_leases` children.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use zookeeper_client::Error as ZkError;
 
 use super::deadline::Patience;
+use super::node::QueueSpec;
 use super::node::{FirstLook, LockNode};
-use super::queue::{enter, QueueSpec, Wait};
 use super::retry::retry_transient;
 use super::session_end::SessionEnd;
-use crate::driver::opening::Proof;
-use crate::{Error, LockGuard, LossReason, Result};
+use super::turn::{enter, Wait};
+use crate::rules::opening::Proof;
+use crate::{Error, Result};
 
 /// Creates a lease node in `spec.lock_path` while `gate` (the semaphore's mutex) is held, and
 /// waits until at most `max_leases` children are there (ours among them). `Ok(None)` when
@@ -20,30 +24,30 @@ use crate::{Error, LockGuard, LossReason, Result};
 /// can only make us wait, never hold a lease too many.
 ///
 /// # Errors
-/// [`Error::LockNodeDeleted`] when our lease node, or the gate's node while we wait for room, is
-/// deleted by someone else: the taker starts over from the gate (a lease queued again under a
-/// gate that another taker now holds could wait beside that taker's lease for ever).
-/// [`Error::LockLost`] when the gate is lost otherwise while we wait.
+/// [`Error::LockNodeDeleted`] when our lease node is deleted by someone else: the taker starts
+/// over from the gate (a lease queued again under a gate that another taker now holds could wait
+/// beside that taker's lease for ever). What `gate_lost` resolves to, once the gate is lost while
+/// we wait (its node deleted, say: then `LockNodeDeleted` too).
 pub(crate) async fn take_lease(
     spec: &QueueSpec<'_>,
     max_leases: usize,
     patience: Patience,
-    gate: &LockGuard,
+    gate_lost: impl Future<Output = Error> + Send,
 ) -> Result<Option<LockNode>> {
-    let room = RoomWait { max_leases, waits: patience != Patience::NoWait, gate };
-    Ok(enter(spec, patience, &room).await?.map(|(node, ())| node))
+    let mut room = RoomWait { max_leases, waits: patience != Patience::NoWait, gate_lost: std::pin::pin!(gate_lost) };
+    Ok(enter(spec, patience, &mut room).await?.map(|(node, ())| node))
 }
 
 /// Waiting for room among the leases.
-struct RoomWait<'g> {
+struct RoomWait<'g, G> {
     max_leases: usize,
     /// `false` for a try: give up at once when full.
     waits: bool,
-    /// The hold of the semaphore's mutex under which we take the lease.
-    gate: &'g LockGuard,
+    /// Resolves once the hold of the semaphore's mutex under which we take the lease is lost.
+    gate_lost: Pin<&'g mut G>,
 }
 
-impl Wait for RoomWait<'_> {
+impl<G: Future<Output = Error> + Send> Wait for RoomWait<'_, G> {
     type Output = ();
 
     /// The semaphore starts over from its mutex, as Curator's does: a lease queued again under
@@ -51,7 +55,7 @@ impl Wait for RoomWait<'_> {
     const QUEUES_AGAIN: bool = false;
 
     async fn wait<'a>(
-        &'a self,
+        &'a mut self,
         spec: &'a QueueSpec<'a>,
         node: &'a mut LockNode,
         first: FirstLook,
@@ -63,8 +67,13 @@ impl Wait for RoomWait<'_> {
 
 /// Waits until the directory has room for our lease: `Ok(false)` when it is full and `waits`
 /// is false.
-async fn wait_for_room(spec: &QueueSpec<'_>, node: &LockNode, first: FirstLook, room: &RoomWait<'_>) -> Result<bool> {
-    let RoomWait { max_leases, waits, gate } = *room;
+async fn wait_for_room<G: Future<Output = Error>>(
+    spec: &QueueSpec<'_>,
+    node: &LockNode,
+    first: FirstLook,
+    room: &mut RoomWait<'_, G>,
+) -> Result<bool> {
+    let (max_leases, waits) = (room.max_leases, room.waits);
     let mut children = first.into_listing(spec.client, spec.lock_path).await?;
     loop {
         if !children.iter().any(|child| child == node.name()) {
@@ -89,10 +98,7 @@ async fn wait_for_room(spec: &QueueSpec<'_>, node: &LockNode, first: FirstLook, 
         }
         let event = tokio::select! {
             event = watcher.changed() => event,
-            reason = gate.lost() => return Err(match reason {
-                LossReason::NodeDeleted => Error::LockNodeDeleted { path: gate.node_path().to_owned() },
-                reason => Error::LockLost(reason),
-            }),
+            err = room.gate_lost.as_mut() => return Err(err),
         };
         if let Some(end) = SessionEnd::of_state(event.session_state) {
             return Err(end.error());

@@ -3,67 +3,23 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use zookeeper_client::{Acl, Client, Error as ZkError, EventType, MultiReadResult, OneshotWatcher, WatchedEvent};
+use zookeeper_client::{Client, Error as ZkError, EventType, MultiReadResult, OneshotWatcher, WatchedEvent};
 
 use super::deadline::{within, Patience};
-use super::node::{clean_up_node, create_node, list_children, FirstLook, LockNode, NodeCleanup};
-use super::node_watch::{ready_now, OwnNodeWatch};
+use super::node::{create_node, list_children, FirstLook, LockNode, NodeCleanup, Place, QueueSpec};
+use super::own_node_watch::{ready_now, OwnNodeWatch};
 use super::retry::{is_transient, retry_transient};
 use super::session_end::{ended_session, SessionEnd};
-use crate::driver::decide::{decide, Decision, Rule};
-use crate::driver::naming::Schema;
-use crate::driver::opening::{after_hold, Opening, Proof, Waited};
+use crate::rules::decide::{decide, Decision};
+use crate::rules::naming::Schema;
+use crate::rules::opening::{after_hold, Opening, Proof, Waited};
 use crate::{Error, ParticipantNode, Result};
-
-/// Which queue, and how our node in it looks.
-#[derive(Debug)]
-pub(crate) struct QueueSpec<'a> {
-    pub(crate) client: &'a Client,
-    pub(crate) lock_path: &'a str,
-    /// How nodes are named and ordered.
-    pub(crate) schema: Schema,
-    /// Who may hold.
-    pub(crate) rule: Rule,
-    pub(crate) data: &'a [u8],
-    /// The ACL of our node.
-    pub(crate) acls: &'a [Acl],
-    /// The ACL of the parents we create.
-    pub(crate) parent_acls: &'a [Acl],
-    /// What goes out with the create.
-    pub(crate) opening: Opening,
-    /// The sort key our node takes instead of a sequence number (a downgrade's read node; see
-    /// [`Entry::level_with`](crate::driver::read_write::Entry)).
-    pub(crate) level_with: Option<&'a str>,
-    /// Told our place in the queue as it takes it (a leader election's `start` returns once our
-    /// node is there, and its `close` removes what may exist of it).
-    pub(crate) place: Option<&'a PlaceReport>,
-}
-
-/// Where a participant's node in the queue is, as far as it knows.
-pub(crate) type PlaceReport = tokio::sync::watch::Sender<Option<Place>>;
-
-/// Our node in a queue: its protected prefix from the moment its create may be sent, its path
-/// once ZooKeeper confirmed the create.
-#[derive(Clone, Debug)]
-pub(crate) struct Place {
-    pub(crate) prefix: Arc<str>,
-    pub(crate) node: Option<Arc<str>>,
-}
-
-impl Place {
-    /// Deletes what may exist of this node (found by its prefix if its create was not
-    /// confirmed; every request of ours, that create too, runs in order) and waits for
-    /// ZooKeeper to confirm. A session that ended took the node with it.
-    pub(crate) async fn remove(&self, client: &Client, lock_path: &str) -> Result<()> {
-        clean_up_node(client, lock_path, &self.prefix, self.node.as_deref()).await
-    }
-}
 
 /// Puts a node of ours in the queue and waits until the rule lets it hold. Returns the node, and
 /// what that hold lets the participant's next acquire send with its create once the hold's
 /// delete is confirmed. See [`enter`].
 pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Result<Option<(LockNode, Opening)>> {
-    enter(spec, patience, &TurnWait { patience }).await
+    enter(spec, patience, &mut TurnWait { patience }).await
 }
 
 /// What a node of ours waits for once it is in the queue: our turn, room for a lease. `Ok(None)`
@@ -76,7 +32,7 @@ pub(crate) trait Wait {
     const QUEUES_AGAIN: bool;
 
     fn wait<'a>(
-        &'a self,
+        &'a mut self,
         spec: &'a QueueSpec<'a>,
         node: &'a mut LockNode,
         first: FirstLook,
@@ -97,7 +53,7 @@ pub(crate) trait Wait {
 pub(crate) async fn enter<W: Wait>(
     spec: &QueueSpec<'_>,
     patience: Patience,
-    waiting: &W,
+    waiting: &mut W,
 ) -> Result<Option<(LockNode, W::Output)>> {
     let deadline = patience.deadline();
     loop {
@@ -139,7 +95,7 @@ impl Wait for TurnWait {
     const QUEUES_AGAIN: bool = true;
 
     async fn wait<'a>(
-        &'a self,
+        &'a mut self,
         spec: &'a QueueSpec<'a>,
         node: &'a mut LockNode,
         first: FirstLook,

@@ -47,7 +47,7 @@ pub(crate) fn entry<'a>(role: Role, schema: Schema, other_side: Option<&'a str>)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::naming::{MUTEX, READ, WRITE};
+    use crate::rules::naming::{MUTEX, READ, WRITE};
 
     #[test]
     fn each_side_queues_under_its_own_rule() {

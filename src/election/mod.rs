@@ -1,0 +1,21 @@
+//! Leader election, Curator's two recipes on one engine (`engine.rs`): a background task takes a
+//! non-reentrant [`InterProcessMutex`](crate::InterProcessMutex) over and over, and each hold is
+//! one term ([`Leadership`], `leadership.rs`), which ends with a [`TermEnd`] (`term_end.rs`).
+//! [`LeaderLatch`] (`latch.rs`) queues with Curator's `latch-` names; [`LeaderSelector`]
+//! (`selector.rs`) runs the caller's work once per term. `state.rs` and `participant.rs` are what
+//! they report.
+
+pub(crate) mod engine;
+pub(crate) mod latch;
+pub(crate) mod leadership;
+pub(crate) mod participant;
+pub(crate) mod selector;
+pub(crate) mod state;
+pub(crate) mod term_end;
+
+pub use latch::{LeaderLatch, LeaderLatchBuilder};
+pub use leadership::Leadership;
+pub use participant::ElectionParticipant;
+pub use selector::{LeaderSelector, LeaderSelectorBuilder};
+pub use state::ElectionState;
+pub use term_end::TermEnd;

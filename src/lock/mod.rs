@@ -1,0 +1,24 @@
+//! The lock recipes, one per file, each a driver of the one queue engine (`queue/`) under the
+//! rules of `rules/`: [`InterProcessMutex`] (`mutex.rs`), [`InterProcessReadWriteLock`]
+//! (`rwlock.rs`), [`InterProcessSemaphoreV2`] (`semaphore.rs`), [`InterProcessSemaphoreMutex`]
+//! (`semaphore_mutex.rs`), [`InterProcessMultiLock`] (`multi.rs`) and [`revoke`] (`revoke.rs`);
+//! with what a lock object keeps between acquires (`state.rs`: its options and its hold table,
+//! counted per [`owner`](owner::Owner)) and the [`LockGuard`] that counts in it (`guard.rs`).
+
+pub(crate) mod guard;
+pub(crate) mod multi;
+pub(crate) mod mutex;
+pub(crate) mod owner;
+pub(crate) mod revoke;
+pub(crate) mod rwlock;
+pub(crate) mod semaphore;
+pub(crate) mod semaphore_mutex;
+pub(crate) mod state;
+
+pub use guard::LockGuard;
+pub use multi::{InterProcessMultiLock, MultiLockBuilder, MultiLockGuard};
+pub use mutex::{InterProcessMutex, MutexBuilder, NodeSchema};
+pub use revoke::revoke;
+pub use rwlock::{InterProcessReadWriteLock, ReadWriteLockBuilder};
+pub use semaphore::{InterProcessSemaphoreV2, SemaphoreBuilder};
+pub use semaphore_mutex::{InterProcessSemaphoreMutex, SemaphoreMutexBuilder};

@@ -1,0 +1,16 @@
+//! What an operator sees of a lock: tracing events with the lock path and node, at the levels
+//! one would choose (lost at `warn`, timed out and revocation at `info`, the rest at `debug`),
+//! spans named per recipe, and the metrics of [`metrics`].
+//!
+//! Events (target `zklock`): `acquired` (`waited_ms`, `fencing_token`), `released`
+//! (`held_ms`), `timed out` (`waited_ms`), `lost` (`reason`), `revocation requested`; each with
+//! `recipe`, `path` and, once there is one, `node`. A leader election adds `leadership taken` and
+//! `leadership ended` (`end`) at `info`, with `id` and `epoch`, and `left the election` (`error`)
+//! at `warn`.
+
+pub(crate) mod events;
+pub(crate) mod label;
+pub mod metrics;
+
+pub(crate) use events::HoldEvents;
+pub(crate) use label::{LockLabel, Recipe};
