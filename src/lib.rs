@@ -52,7 +52,7 @@ pub use election::{
     Leadership, TermEnd,
 };
 pub use error::{Error, LossReason, Result};
-pub use hold::Lease;
+pub use hold::{Hold, HoldFuture, Lease};
 pub use lock::{
     revoke, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2, LockGuard, MultiLockBuilder, MultiLockGuard, MutexBuilder, NodeSchema,

@@ -1,8 +1,9 @@
-//! What a command runs under: a lock guard, a semaphore lease, or a term of leadership. Each has
-//! a node, a fencing token and a loss signal, and is let go of the same way.
+//! What a command runs under: a lock guard, a semaphore lease, or a term of leadership. What each
+//! tells of its node is zklock's [`Hold`]; what differs is how it is let go of (a term by leaving
+//! the election).
 
 use tracing::info;
-use zklock::{LeaderLatch, Leadership, Lease, LockGuard, LossReason};
+use zklock::{Hold, LeaderLatch, Leadership, Lease, LockGuard};
 use zookeeper_client::{Client, SessionState};
 
 pub enum Held {
@@ -24,42 +25,13 @@ impl Held {
         }
     }
 
-    pub fn node_path(&self) -> &str {
+    /// The hold itself: what every kind of hold tells (its node, token, loss, revocation) is
+    /// said once, by [`Hold`].
+    pub fn hold(&self) -> &dyn Hold {
         match self {
-            Held::Lock(guard) => guard.node_path(),
-            Held::Lease(lease) => lease.node_path(),
-            Held::Leader { leadership, .. } => leadership.node_path(),
-        }
-    }
-
-    /// The lock node's czxid, or the leadership's epoch (its node's czxid).
-    pub fn fencing_token(&self) -> i64 {
-        match self {
-            Held::Lock(guard) => guard.fencing_token(),
-            Held::Lease(lease) => lease.fencing_token(),
-            Held::Leader { leadership, .. } => leadership.epoch(),
-        }
-    }
-
-    pub async fn lost(&self) -> LossReason {
-        match self {
-            Held::Lock(guard) => guard.lost().await,
-            Held::Lease(lease) => lease.lost().await,
-            // Only `release` gives the term up, after the command: a loss is the one end here.
-            Held::Leader { leadership, .. } => match leadership.lost().await.loss() {
-                Some(reason) => reason,
-                None => std::future::pending().await,
-            },
-        }
-    }
-
-    /// Resolves when someone asks the holder to let go; never for leadership, which cannot be
-    /// revoked.
-    pub async fn revocation_requested(&self) {
-        match self {
-            Held::Lock(guard) => guard.revocation_requested().await,
-            Held::Lease(lease) => lease.revocation_requested().await,
-            Held::Leader { .. } => std::future::pending().await,
+            Held::Lock(guard) => guard,
+            Held::Lease(lease) => lease,
+            Held::Leader { leadership, .. } => leadership,
         }
     }
 
@@ -67,8 +39,8 @@ impl Held {
     /// `zklock list` shows who holds rather than the request. Best effort: the request has
     /// been heard either way.
     pub async fn restore_data(&self, client: &Client, data: &str) {
-        if let Err(err) = client.set_data(self.node_path(), data.as_bytes(), None).await {
-            info!("could not restore the data of {}: {err}", self.node_path());
+        if let Err(err) = client.set_data(self.hold().node_path(), data.as_bytes(), None).await {
+            info!("could not restore the data of {}: {err}", self.hold().node_path());
         }
     }
 
@@ -77,10 +49,10 @@ impl Held {
     /// reach: the node goes when the session expires, which nothing can make sooner.
     pub async fn release(self, client: &Client) {
         if !matches!(client.state(), SessionState::SyncConnected | SessionState::ConnectedReadOnly) {
-            info!("ZooKeeper is out of reach: {} goes when the session expires", self.node_path());
+            info!("ZooKeeper is out of reach: {} goes when the session expires", self.hold().node_path());
             return;
         }
-        let (node, what) = (self.node_path().to_owned(), self.what());
+        let (node, what) = (self.hold().node_path().to_owned(), self.what());
         let released = match self {
             Held::Lock(guard) => guard.release().await,
             Held::Lease(lease) => lease.release().await,

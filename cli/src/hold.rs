@@ -38,7 +38,7 @@ pub async fn keep(
     revocation: &Revocation,
     as_json: bool,
 ) -> Result<ExitCode, Failure> {
-    let (node, token) = (held.node_path(), held.fencing_token());
+    let (node, token) = (held.hold().node_path(), held.hold().fencing_token());
     let line = match as_json {
         true => json!({ "path": path, "node": node, "token": token }).to_string(),
         false => format!("{node} {token}"),
@@ -54,8 +54,8 @@ pub async fn keep(
     let mut revocation_seen = false;
     let outcome = loop {
         tokio::select! {
-            reason = held.lost() => break Err(Failure::new(Outcome::Lost, format!("{} lost ({reason})", held.what()))),
-            _ = held.revocation_requested(), if !revocation_seen => {
+            reason = held.hold().lost() => break Err(Failure::new(Outcome::Lost, format!("{} lost ({reason})", held.what()))),
+            _ = held.hold().revocation_requested(), if !revocation_seen => {
                 revocation_seen = true;
                 held.restore_data(client, &revocation.own_data).await;
                 if revocation.policy == OnRevoke::Term {

@@ -60,8 +60,8 @@ pub async fn run_command(
     };
     let env = [
         ("ZKLOCK_PATH", path.to_owned()),
-        ("ZKLOCK_NODE", held.node_path().to_owned()),
-        ("ZKLOCK_FENCING_TOKEN", held.fencing_token().to_string()),
+        ("ZKLOCK_NODE", held.hold().node_path().to_owned()),
+        ("ZKLOCK_FENCING_TOKEN", held.hold().fencing_token().to_string()),
     ];
     let mut group = match Group::spawn(program, program_args, &env) {
         Ok(group) => group,
@@ -98,7 +98,7 @@ pub async fn take_alone(
         held.release(client).await;
         return Err(failure);
     }
-    info!("acquired {}, fencing token {}", held.node_path(), held.fencing_token());
+    info!("acquired {}, fencing token {}", held.hold().node_path(), held.hold().fencing_token());
     Ok(Ok(held))
 }
 
@@ -124,7 +124,7 @@ async fn supervise(
     loop {
         tokio::select! {
             status = group.wait() => return Ok(ExitCode::from(exit_code(status?))),
-            reason = held.lost() => {
+            reason = held.hold().lost() => {
                 // Said now, as the command may take until --kill-after to stop; the exit code
                 // says the rest.
                 output::warn(&format!("{what} lost ({reason}); stopping the command"));
@@ -136,7 +136,7 @@ async fn supervise(
                 }
                 return Err(Failure::quiet(Outcome::Lost));
             }
-            _ = held.revocation_requested(), if !revocation_seen => {
+            _ = held.hold().revocation_requested(), if !revocation_seen => {
                 revocation_seen = true;
                 held.restore_data(client, &revocation.own_data).await;
                 if revocation.policy == OnRevoke::Term {

@@ -130,3 +130,18 @@ impl fmt::Debug for Leadership {
             .finish()
     }
 }
+
+impl crate::hold::hold_trait::sealed::Sealed for Leadership {
+    fn held_node(&self) -> &HeldNode {
+        &self.node
+    }
+
+    fn given_up(&self) -> bool {
+        self.end.get().is_some()
+    }
+
+    /// Leadership cannot be revoked: nobody may ask a leader to step down through its node.
+    fn revocable(&self) -> bool {
+        false
+    }
+}

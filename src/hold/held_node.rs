@@ -16,9 +16,10 @@ use crate::queue::node::{delete_in_background, delete_released, LockNode};
 use crate::queue::session_end::ended_session;
 use crate::{Error, LossReason, Result};
 
-/// A node we hold, and what is known of whether we still do.
+/// A node we hold, and what is known of whether we still do. `pub` only so that the sealed
+/// [`Hold`](crate::Hold) trait may hand it out: its module is private, so no user can name it.
 #[derive(Debug)]
-pub(crate) struct HeldNode {
+pub struct HeldNode {
     client: Client,
     path: Arc<str>,
     fencing_token: i64,

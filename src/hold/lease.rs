@@ -118,3 +118,9 @@ impl Drop for Lease {
         }
     }
 }
+
+impl super::hold_trait::sealed::Sealed for Lease {
+    fn held_node(&self) -> &HeldNode {
+        &self.node
+    }
+}

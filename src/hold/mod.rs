@@ -1,5 +1,6 @@
 //! What a held node is and everything that tells of its loss: the node behind every guard
-//! (`held_node.rs`: path, fencing token, fenced writes, delete), a semaphore's [`Lease`] (`lease.rs`), and all loss detection: the signal a hold's watchers share (`hold_signal.rs`),
+//! (`held_node.rs`: path, fencing token, fenced writes, delete), what every hold offers, said
+//! once ([`Hold`], `hold_trait.rs`), a semaphore's [`Lease`] (`lease.rs`), and all loss detection: the signal a hold's watchers share (`hold_signal.rs`),
 //! the session's state under the [`LossPolicy`](crate::LossPolicy) (`session_watch.rs`), the
 //! watch on our own node, set at once or after a second (`node_watch.rs`,
 //! `delayed_node_watch.rs`), and fenced transactions (`fenced_write.rs`).
@@ -11,8 +12,10 @@ pub(crate) mod delayed_node_watch;
 pub(crate) mod fenced_write;
 pub(crate) mod held_node;
 pub(crate) mod hold_signal;
+pub(crate) mod hold_trait;
 pub(crate) mod lease;
 pub(crate) mod node_watch;
 pub(crate) mod session_watch;
 
+pub use hold_trait::{Hold, HoldFuture};
 pub use lease::Lease;

@@ -227,3 +227,9 @@ impl Drop for LockGuard {
         }
     }
 }
+
+impl crate::hold::hold_trait::sealed::Sealed for LockGuard {
+    fn held_node(&self) -> &HeldNode {
+        &self.hold.node
+    }
+}

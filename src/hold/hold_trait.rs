@@ -1,0 +1,131 @@
+//! What every hold offers, said once: a lock's guard, a semaphore's lease and a term of
+//! leadership each stand for one node of ours, and tell the same things of it.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+use zookeeper_client::{MultiWriteResult, MultiWriter};
+
+use super::held_node::HeldNode;
+use crate::{LossReason, Result};
+
+/// A future a [`Hold`] returns: boxed, so that `dyn Hold` can be used (a program that runs
+/// something under any kind of hold keeps a `&dyn Hold`).
+pub type HoldFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What every hold offers: [`LockGuard`](crate::LockGuard), [`Lease`](crate::Lease) and
+/// [`Leadership`](crate::Leadership) each stand for one node of ours in a queue, and tell the
+/// same things of it. Write code that runs under any of them against this trait (or
+/// `&dyn Hold`); each type's own methods of the same names say the same, and a
+/// [`Leadership`](crate::Leadership)'s own [`lost`](crate::Leadership::lost) tells every end of
+/// the term, not only a loss.
+///
+/// Sealed: only zklock's holds implement it.
+///
+/// # Examples
+///
+/// ```no_run
+/// use zklock::Hold;
+///
+/// /// Copies under whatever hold it is given, and stops the moment the hold is lost.
+/// async fn copy_under(hold: &dyn Hold) {
+///     # async fn copy_batch(_token: i64) {}
+///     tokio::select! {
+///         () = copy_batch(hold.fencing_token()) => {}
+///         reason = hold.lost() => eprintln!("{} lost ({reason}); stopped", hold.node_path()),
+///     }
+/// }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let guard = zklock::InterProcessMutex::new(&client, "/app/locks/import")?.acquire().await?;
+/// copy_under(&guard).await;
+/// let lease = zklock::InterProcessSemaphoreV2::new(&client, "/app/semaphores/import", 2)?.acquire().await?;
+/// copy_under(&lease).await;
+/// # Ok(())
+/// # }
+/// ```
+pub trait Hold: sealed::Sealed + fmt::Debug + Send + Sync {
+    /// The full path of our node.
+    fn node_path(&self) -> &str {
+        self.held_node().path()
+    }
+
+    /// The czxid of our node: strictly increasing from one holder to the next (a fencing
+    /// token; a leadership's epoch). See [`LockGuard::fencing_token`](crate::LockGuard::fencing_token).
+    fn fencing_token(&self) -> i64 {
+        self.held_node().fencing_token()
+    }
+
+    /// Whether the hold still stands as far as this process knows: `false` once it is lost,
+    /// released or (a term) given up. Never sends a request. See
+    /// [`LockGuard::is_held`](crate::LockGuard::is_held).
+    fn is_held(&self) -> bool {
+        !self.given_up() && self.held_node().is_held()
+    }
+
+    /// Resolves when the hold is lost, with the reason; stays pending while it is held, and
+    /// after it was released or given up. The first call sets a watch on our node (one request).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    fn lost(&self) -> HoldFuture<'_, LossReason> {
+        Box::pin(self.held_node().lost())
+    }
+
+    /// Resolves when someone asks the holder to let go ([`revoke`](crate::revoke), Curator's
+    /// `Revoker`); never for a term of leadership, which cannot be revoked. See
+    /// [`LockGuard::revocation_requested`](crate::LockGuard::revocation_requested).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    fn revocation_requested(&self) -> HoldFuture<'_, ()> {
+        match self.revocable() {
+            true => Box::pin(self.held_node().revocation_requested()),
+            false => Box::pin(std::future::pending()),
+        }
+    }
+
+    /// A transaction that commits only while this is held: its first operation checks that our
+    /// node exists. See [`LockGuard::multi_writer`](crate::LockGuard::multi_writer).
+    fn multi_writer(&self) -> MultiWriter<'_> {
+        self.held_node().multi_writer()
+    }
+
+    /// Commits a transaction from [`multi_writer`](Self::multi_writer) if and only if our node
+    /// still exists.
+    ///
+    /// # Errors
+    /// As [`LockGuard::commit`](crate::LockGuard::commit).
+    ///
+    /// # Cancel safety
+    /// As [`LockGuard::commit`](crate::LockGuard::commit).
+    fn commit<'a>(&'a self, writer: MultiWriter<'a>) -> HoldFuture<'a, Result<Vec<MultiWriteResult>>> {
+        Box::pin(self.held_node().commit(writer))
+    }
+}
+
+impl<T: sealed::Sealed + fmt::Debug + Send + Sync> Hold for T {}
+
+pub(crate) mod sealed {
+    // The sealed-trait pattern: the trait is public (a bound of `Hold`) but cannot be named
+    // outside the crate, and neither can the node type it hands out (`pub` in a private module).
+
+    use super::HeldNode;
+
+    /// The node a hold stands for, and what sets the kinds of hold apart.
+    pub trait Sealed {
+        fn held_node(&self) -> &HeldNode;
+
+        /// The hold was given up (a term closed or interrupted) although its node may live on.
+        fn given_up(&self) -> bool {
+            false
+        }
+
+        /// Whether a revocation request is heard (not for leadership).
+        fn revocable(&self) -> bool {
+            true
+        }
+    }
+}
