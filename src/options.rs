@@ -102,6 +102,13 @@ pub(crate) struct LockOptions {
     pub(crate) path_in_metrics: bool,
 }
 
+impl LockOptions {
+    /// A mutex's defaults: reentrant per task, as Curator's per thread.
+    pub(crate) fn mutex() -> Self {
+        LockOptions { reentrant: true, ..LockOptions::default() }
+    }
+}
+
 /// The builder methods every lock recipe shares, written once: `$options` is the path of the
 /// builder's [`LockOptions`] field.
 macro_rules! lock_options {

@@ -571,7 +571,7 @@ where
     // nobody finds us in the queue once `close` returns. (A lost term's node, if the server
     // still has it, is deleted in the background or with the session.)
     let removed = match election.place.send_replace(None) {
-        Some(place) => place.remove(election.mutex().client(), election.path()).await,
+        Some(place) => place.delete(election.mutex().client(), election.path()).await,
         None => Ok(()),
     };
     if let (Some(err), false) = (&ended, election.is_leaving()) {

@@ -3,7 +3,7 @@
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tracing::Instrument;
 
@@ -11,6 +11,7 @@ use zookeeper_client::Client;
 
 use crate::options::lock_options;
 use crate::options::LockOptions;
+use crate::queue::deadline::{acquire_forever, Patience};
 use crate::{Error, InterProcessMutex, LockGuard, LossReason, ParticipantNode, Result};
 
 /// Several locks acquired as one, all or none: Apache Curator's `InterProcessMultiLock`.
@@ -18,8 +19,7 @@ use crate::{Error, InterProcessMutex, LockGuard, LossReason, ParticipantNode, Re
 /// The locks are taken one after the other in one canonical order, whatever order they were
 /// given in: by path, and on one path a read-write lock's write side before its read side (a
 /// downgrade, never an upgrade). Two multi-locks over overlapping paths therefore never each
-/// hold a part the other waits for: a lock ordering makes that deadlock impossible (taken in the
-/// given order, `[a, b]` against `[b, a]` made no progress at all). If one lock cannot be had
+/// hold a part the other waits for: a lock ordering makes that deadlock impossible. If one lock cannot be had
 /// (time out, error), the ones already taken are released before the acquire returns.
 ///
 /// The locks are [`InterProcessMutex`]es (a read-write lock's sides are too), so each is
@@ -85,7 +85,7 @@ impl InterProcessMultiLock {
         MultiLockBuilder {
             client: client.clone(),
             paths: paths.iter().map(|path| (*path).to_owned()).collect(),
-            options: InterProcessMutex::builder(client, "/").options,
+            options: LockOptions::mutex(),
         }
     }
 
@@ -104,11 +104,7 @@ impl InterProcessMultiLock {
     /// Cancel safe: the guards taken so far are dropped, which releases them in the background,
     /// and the lock being acquired leaves no node.
     pub async fn acquire(&self) -> Result<MultiLockGuard> {
-        loop {
-            if let Some(guard) = self.acquire_within(None).await? {
-                return Ok(guard);
-            }
-        }
+        acquire_forever(|patience| self.acquire_within(patience)).await
     }
 
     /// Acquires every lock within `timeout` in all: `Ok(None)` when time runs out, after the
@@ -120,25 +116,21 @@ impl InterProcessMultiLock {
     /// # Cancel safety
     /// Cancel safe, as [`Self::acquire`].
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<MultiLockGuard>> {
-        self.acquire_within(Instant::now().checked_add(timeout)).await
+        self.acquire_within(Patience::within(timeout)).await
     }
 
-    /// Takes every lock in order by `deadline` (none: as long as it takes), in a span of its own
-    /// around the locks' spans.
-    async fn acquire_within(&self, deadline: Option<Instant>) -> Result<Option<MultiLockGuard>> {
+    /// Takes every lock in order within `patience`, in a span of its own around the locks' spans
+    /// (each lock's acquire tells how it ended).
+    async fn acquire_within(&self, patience: Patience) -> Result<Option<MultiLockGuard>> {
         let paths: Vec<&str> = self.locks.iter().map(InterProcessMutex::path).collect();
         let span = tracing::debug_span!(target: "zklock", "zklock.multi_lock.acquire", paths = ?paths);
-        self.take_all(deadline).instrument(span).await
+        self.take_all(patience).instrument(span).await
     }
 
-    async fn take_all(&self, deadline: Option<Instant>) -> Result<Option<MultiLockGuard>> {
+    async fn take_all(&self, patience: Patience) -> Result<Option<MultiLockGuard>> {
         let mut guards = Vec::with_capacity(self.locks.len());
         for lock in &self.locks {
-            let outcome = match deadline {
-                Some(deadline) => lock.acquire_timeout(deadline.saturating_duration_since(Instant::now())).await,
-                None => lock.acquire().await.map(Some),
-            };
-            match outcome {
+            match lock.acquire_within(patience).await {
                 Ok(Some(guard)) => guards.push(guard),
                 other => {
                     // Already logged; the acquire's own outcome is what the caller needs.
@@ -158,7 +150,7 @@ impl InterProcessMultiLock {
     /// # Cancel safety
     /// Cancel safe, as [`Self::acquire`].
     pub async fn try_acquire(&self) -> Result<Option<MultiLockGuard>> {
-        self.acquire_timeout(Duration::ZERO).await
+        self.acquire_within(Patience::NoWait).await
     }
 
     /// Whether the current task holds every lock.

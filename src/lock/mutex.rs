@@ -4,7 +4,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracing::Instrument;
 use zookeeper_client::Client;
 
 use crate::hold::held_node::HeldNode;
@@ -13,7 +12,7 @@ use crate::lock::state::{Admission, Claim, LockState};
 use crate::observe::{LockLabel, Recipe};
 use crate::options::lock_options;
 use crate::options::LockOptions;
-use crate::queue::deadline::{within, Patience};
+use crate::queue::deadline::{acquire_forever, acquire_patiently, within, Patience};
 use crate::queue::node::{PlaceReport, QueueSpec};
 use crate::queue::session_end::ended_session;
 use crate::queue::turn::{queue_order, queue_with_data, take_place};
@@ -201,7 +200,7 @@ impl InterProcessMutex {
         MutexBuilder {
             client: client.clone(),
             path: path.to_owned(),
-            options: LockOptions { reentrant: true, ..LockOptions::default() },
+            options: LockOptions::mutex(),
             node_schema: NodeSchema::default(),
             serves: None,
             schema: None,
@@ -232,11 +231,13 @@ impl InterProcessMutex {
 
     /// [`acquire`](Self::acquire), telling `place` where each node it puts in the queue is.
     pub(crate) async fn acquire_reporting(&self, place: Option<&PlaceReport>) -> Result<LockGuard> {
-        loop {
-            if let Some(guard) = self.acquire_with(Patience::Forever, place).await? {
-                return Ok(guard);
-            }
-        }
+        acquire_forever(|patience| self.acquire_with(patience, place)).await
+    }
+
+    /// Acquires within `patience` (what is left of it: a deadline passed is a try): how the
+    /// recipes built on mutexes take theirs.
+    pub(crate) async fn acquire_within(&self, patience: Patience) -> Result<Option<LockGuard>> {
+        acquire_patiently(patience.left(), |patience| self.acquire_with(patience, None)).await
     }
 
     /// Acquires the mutex, giving up after `timeout`: `Ok(None)` when time ran out.
@@ -250,14 +251,7 @@ impl InterProcessMutex {
     /// # Cancel safety
     /// Cancel safe, as [`acquire`](Self::acquire).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
-        if timeout.is_zero() {
-            return self.try_acquire().await;
-        }
-        let patience = match Instant::now().checked_add(timeout) {
-            Some(deadline) => Patience::Until(deadline),
-            None => Patience::Forever,
-        };
-        self.acquire_with(patience, None).await
+        self.acquire_with(Patience::within(timeout), None).await
     }
 
     /// Acquires the mutex only if it is free: `Ok(None)` when another participant holds it or
@@ -325,15 +319,7 @@ impl InterProcessMutex {
 
     async fn acquire_with(&self, patience: Patience, place: Option<&PlaceReport>) -> Result<Option<LockGuard>> {
         let started = Instant::now();
-        let label = &self.state.label;
-        let _waiting = label.waiting();
-        let outcome = self.acquire_once(patience, place, started).instrument(label.acquire_span()).await;
-        match &outcome {
-            Ok(None) => label.timed_out(started),
-            Err(err) => label.failed(err),
-            Ok(Some(_)) => {}
-        }
-        outcome
+        self.state.label.acquiring(started, self.acquire_once(patience, place, started)).await
     }
 
     async fn acquire_once(
@@ -348,9 +334,9 @@ impl InterProcessMutex {
         }
         let owner = self.state.owner_now();
         let claim = match self.admit(owner, patience).await? {
-            Admitted::Queue(claim) => claim,
-            Admitted::Reentered(guard) => return Ok(Some(guard)),
-            Admitted::OutOfTime => return Ok(None),
+            Arrival::Queue(claim) => claim,
+            Arrival::Reentered(guard) => return Ok(Some(guard)),
+            Arrival::OutOfTime => return Ok(None),
         };
         let state = &self.state;
         let other_side = state.sibling_node_held_by(owner);
@@ -358,16 +344,10 @@ impl InterProcessMutex {
             .map_err(Error::WouldDeadlock)?;
         let may_wait = patience != Patience::NoWait;
         let spec = QueueSpec {
-            client: &state.client,
-            lock_path: &state.path,
-            schema: state.schema,
-            rule: entry.rule,
-            data: &state.data,
-            acls: state.acls.lock_nodes(),
-            parent_acls: state.acls.parents(),
             opening: opening::usable(state.take_opening(), entry.rule, may_wait),
             level_with: entry.level_with,
             place,
+            ..QueueSpec::new(&state.client, &state.path, state.schema, entry.rule, &state.data, &state.acls)
         };
         let Some((node, next_opening)) = take_place(&spec, patience).await? else {
             return Ok(None);
@@ -390,17 +370,17 @@ impl InterProcessMutex {
 
     /// Lets `owner` in: re-enters its hold at once, or claims its place in the queue, first
     /// waiting (within `patience`) for its own acquire under way.
-    async fn admit(&self, owner: Owner, patience: Patience) -> Result<Admitted> {
+    async fn admit(&self, owner: Owner, patience: Patience) -> Result<Arrival> {
         loop {
             match self.state.admit(owner) {
                 Admission::Reentered(hold) => {
-                    return Ok(Admitted::Reentered(LockGuard::new(self.state.clone(), owner, hold)))
+                    return Ok(Arrival::Reentered(LockGuard::new(self.state.clone(), owner, hold)))
                 }
                 Admission::Lost(reason) => return Err(Error::LockLost(reason)),
-                Admission::Queue(claim) => return Ok(Admitted::Queue(claim)),
+                Admission::Queue(claim) => return Ok(Arrival::Queue(claim)),
                 Admission::WaitForOwnAcquire(done) => {
                     if patience == Patience::NoWait || within(patience.deadline(), done).await.is_none() {
-                        return Ok(Admitted::OutOfTime);
+                        return Ok(Arrival::OutOfTime);
                     }
                 }
             }
@@ -408,8 +388,8 @@ impl InterProcessMutex {
     }
 }
 
-/// How an owner got in.
-enum Admitted {
+/// How an owner's acquire arrived: in its own hold again, in the queue, or out of time.
+enum Arrival {
     Reentered(LockGuard),
     Queue(Claim),
     /// Its patience ran out behind its own acquire under way.

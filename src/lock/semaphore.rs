@@ -4,7 +4,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracing::Instrument;
 use zookeeper_client::Client;
 
 use crate::hold::held_node::HeldNode;
@@ -12,7 +11,7 @@ use crate::hold::session_watch::SessionWatch;
 use crate::observe::{LockLabel, Recipe};
 use crate::options::lock_options;
 use crate::options::LockOptions;
-use crate::queue::deadline::Patience;
+use crate::queue::deadline::{acquire_forever, Patience};
 use crate::queue::node::list_children;
 use crate::queue::node::QueueSpec;
 use crate::queue::session_end::ended_session;
@@ -20,7 +19,6 @@ use crate::queue::take_lease::take_lease;
 use crate::queue::turn::{queue_order, queue_with_data, queues_again};
 use crate::rules::decide::Rule;
 use crate::rules::naming::LEASE;
-use crate::rules::opening::Opening;
 use crate::rules::path::validate_lock_path;
 use crate::{AclProvider, Error, InterProcessMutex, Lease, LossReason, ParticipantNode, Result};
 
@@ -156,13 +154,7 @@ impl InterProcessSemaphoreV2 {
     /// # Cancel safety
     /// Cancel safe: a dropped future leaves no lease node and releases the semaphore's mutex.
     pub async fn acquire(&self) -> Result<Lease> {
-        loop {
-            if let Some(mut leases) = self.acquire_with(1, Patience::Forever).await? {
-                if let Some(lease) = leases.pop() {
-                    return Ok(lease);
-                }
-            }
-        }
+        acquire_forever(|patience| self.acquire_one(patience)).await
     }
 
     /// Takes `quantity` leases at once, all or none, waiting as long as it takes.
@@ -174,11 +166,7 @@ impl InterProcessSemaphoreV2 {
     /// # Cancel safety
     /// Cancel safe, as [`Self::acquire`].
     pub async fn acquire_many(&self, quantity: u32) -> Result<Vec<Lease>> {
-        loop {
-            if let Some(leases) = self.acquire_with(quantity, Patience::Forever).await? {
-                return Ok(leases);
-            }
-        }
+        acquire_forever(|patience| self.acquire_with(quantity, patience)).await
     }
 
     /// Takes one lease, giving up after `timeout` (`Ok(None)`, with nothing left behind).
@@ -189,7 +177,7 @@ impl InterProcessSemaphoreV2 {
     /// # Cancel safety
     /// Cancel safe, as [`Self::acquire`].
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Lease>> {
-        Ok(self.acquire_many_timeout(1, timeout).await?.and_then(|mut leases| leases.pop()))
+        self.acquire_one(Patience::within(timeout)).await
     }
 
     /// Takes `quantity` leases, all or none, giving up after `timeout` (`Ok(None)`; leases taken
@@ -201,12 +189,7 @@ impl InterProcessSemaphoreV2 {
     /// # Cancel safety
     /// Cancel safe, as [`Self::acquire`].
     pub async fn acquire_many_timeout(&self, quantity: u32, timeout: Duration) -> Result<Option<Vec<Lease>>> {
-        let patience = match Instant::now().checked_add(timeout) {
-            _ if timeout.is_zero() => Patience::NoWait,
-            Some(deadline) => Patience::Until(deadline),
-            None => Patience::Forever,
-        };
-        self.acquire_with(quantity, patience).await
+        self.acquire_with(quantity, Patience::within(timeout)).await
     }
 
     /// Takes one lease only if one is free now; never waits for other holders.
@@ -217,7 +200,7 @@ impl InterProcessSemaphoreV2 {
     /// # Cancel safety
     /// Cancel safe, as [`Self::acquire`].
     pub async fn try_acquire(&self) -> Result<Option<Lease>> {
-        Ok(self.acquire_with(1, Patience::NoWait).await?.and_then(|mut leases| leases.pop()))
+        self.acquire_one(Patience::NoWait).await
     }
 
     /// The semaphore's path.
@@ -276,17 +259,13 @@ impl InterProcessSemaphoreV2 {
         queue_with_data(&self.inner.client, &self.inner.leases_path, LEASE).await
     }
 
+    async fn acquire_one(&self, patience: Patience) -> Result<Option<Lease>> {
+        Ok(self.acquire_with(1, patience).await?.and_then(|mut leases| leases.pop()))
+    }
+
     async fn acquire_with(&self, quantity: u32, patience: Patience) -> Result<Option<Vec<Lease>>> {
         let started = Instant::now();
-        let label = &self.inner.label;
-        let _waiting = label.waiting();
-        let outcome = self.take_leases(quantity, patience, started).instrument(label.acquire_span()).await;
-        match &outcome {
-            Ok(None) => label.timed_out(started),
-            Err(err) => label.failed(err),
-            Ok(Some(_)) => {}
-        }
-        outcome
+        self.inner.label.acquiring(started, self.take_leases(quantity, patience, started)).await
     }
 
     /// Takes the leases, starting over from the semaphore's mutex while an operator's deletion
@@ -313,26 +292,15 @@ impl InterProcessSemaphoreV2 {
         if let Some(ended) = ended_session(&inner.client) {
             return Err(ended);
         }
-        let guard = match patience {
-            Patience::Forever => Some(inner.lock.acquire().await?),
-            Patience::Until(deadline) => {
-                inner.lock.acquire_timeout(deadline.saturating_duration_since(Instant::now())).await?
-            }
-            Patience::NoWait => inner.lock.try_acquire().await?,
-        };
-        let Some(guard) = guard else { return Ok(None) };
-        let spec = QueueSpec {
-            client: &inner.client,
-            lock_path: &inner.leases_path,
-            schema: LEASE,
-            rule: Rule::FirstN(inner.max_leases as usize),
-            data: &inner.data,
-            acls: inner.acls.lock_nodes(),
-            parent_acls: inner.acls.parents(),
-            opening: Opening::Unknown,
-            level_with: None,
-            place: None,
-        };
+        let Some(guard) = inner.lock.acquire_within(patience).await? else { return Ok(None) };
+        let spec = QueueSpec::new(
+            &inner.client,
+            &inner.leases_path,
+            LEASE,
+            Rule::FirstN(inner.max_leases as usize),
+            &inner.data,
+            &inner.acls,
+        );
         let mut leases = Vec::with_capacity(quantity as usize);
         let mut outcome = Ok(true);
         while leases.len() < quantity as usize {

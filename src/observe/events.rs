@@ -1,13 +1,33 @@
 //! The events and metrics of a lock's acquires and holds, said once for every recipe.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
+use tracing::Instrument;
+
 use super::label::{LockLabel, Recipe};
 use super::metrics;
-use crate::LossReason;
+use crate::{LossReason, Result};
 
 impl LockLabel {
+    /// Runs an acquire of this lock, begun at `started`, in the recipe's span and counted among
+    /// the waiting, and tells how it ended when it did not hold (a hold tells of itself).
+    pub(crate) async fn acquiring<T>(
+        &self,
+        started: Instant,
+        acquire: impl Future<Output = Result<Option<T>>>,
+    ) -> Result<Option<T>> {
+        let _waiting = self.waiting();
+        let outcome = acquire.instrument(self.acquire_span()).await;
+        match &outcome {
+            Ok(None) => self.timed_out(started),
+            Err(err) => self.failed(err),
+            Ok(Some(_)) => {}
+        }
+        outcome
+    }
+
     pub(crate) fn new(recipe: Recipe, path: &str, path_in_metrics: bool) -> Self {
         metrics::describe_once();
         LockLabel { recipe, path: path.into(), path_in_metrics }

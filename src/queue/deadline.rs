@@ -1,7 +1,10 @@
-//! How long an acquire may wait.
+//! How long an acquire may wait: one patience for every recipe, and the one loop that asks an
+//! acquire again until it has an answer.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
+
+use crate::Result;
 
 /// How long an acquire is willing to wait for other holders.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,6 +18,26 @@ pub(crate) enum Patience {
 }
 
 impl Patience {
+    /// The patience of an `acquire_timeout(timeout)`: none at all for zero (a try), forever
+    /// past what an `Instant` can hold.
+    pub(crate) fn within(timeout: Duration) -> Patience {
+        match Instant::now().checked_add(timeout) {
+            _ if timeout.is_zero() => Patience::NoWait,
+            Some(deadline) => Patience::Until(deadline),
+            None => Patience::Forever,
+        }
+    }
+
+    /// What is left of it now: a deadline already passed is a try. A recipe that takes locks in
+    /// turn (a semaphore's mutex, then its lease; a multi-lock's locks) gives each what is left,
+    /// so the last ones are still tried once, as `acquire_timeout(0)` would.
+    pub(crate) fn left(self) -> Patience {
+        match self {
+            Patience::Until(deadline) if deadline <= Instant::now() => Patience::NoWait,
+            other => other,
+        }
+    }
+
     pub(crate) fn deadline(self) -> Option<Instant> {
         match self {
             Patience::Until(deadline) => Some(deadline),
@@ -34,3 +57,71 @@ pub(crate) async fn within<F: Future>(deadline: Option<Instant>, future: F) -> O
 /// How long a timed-out acquire may still spend deleting its node before it returns; past that
 /// (ZooKeeper unreachable) the deletion goes on in the background.
 pub(crate) const CLEANUP_AFTER_DEADLINE: Duration = Duration::from_millis(500);
+
+/// Runs `attempt` under `patience` until it has an answer. `Ok(None)` from an attempt with
+/// patience forever only means "ask again" (the owner's own acquire under way ended without a
+/// hold); under any other patience it is the answer: out of time.
+pub(crate) async fn acquire_patiently<T, F: Future<Output = Result<Option<T>>>>(
+    patience: Patience,
+    mut attempt: impl FnMut(Patience) -> F,
+) -> Result<Option<T>> {
+    loop {
+        let outcome = attempt(patience).await?;
+        if outcome.is_some() || patience != Patience::Forever {
+            return Ok(outcome);
+        }
+    }
+}
+
+/// [`acquire_patiently`] forever: what every `acquire()` returns.
+pub(crate) async fn acquire_forever<T, F: Future<Output = Result<Option<T>>>>(
+    mut attempt: impl FnMut(Patience) -> F,
+) -> Result<T> {
+    loop {
+        if let Some(held) = attempt(Patience::Forever).await? {
+            return Ok(held);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_zero_timeout_is_a_try_and_a_huge_one_is_forever() {
+        assert_eq!(Patience::within(Duration::ZERO), Patience::NoWait);
+        assert_eq!(Patience::within(Duration::MAX), Patience::Forever);
+        assert!(matches!(Patience::within(Duration::from_secs(1)), Patience::Until(_)));
+    }
+
+    #[test]
+    fn a_deadline_passed_leaves_a_try() {
+        let passed = Patience::Until(Instant::now() - Duration::from_millis(1));
+        assert_eq!(passed.left(), Patience::NoWait);
+        let ahead = Patience::Until(Instant::now() + Duration::from_secs(60));
+        assert_eq!(ahead.left(), ahead);
+        assert_eq!(Patience::Forever.left(), Patience::Forever);
+    }
+
+    #[tokio::test]
+    async fn only_patience_forever_asks_again() {
+        let mut asked = 0;
+        let held = acquire_forever(|_| {
+            asked += 1;
+            let answer = (asked == 3).then_some(asked);
+            async move { Ok(answer) }
+        })
+        .await
+        .unwrap();
+        assert_eq!(held, 3);
+        let mut asked = 0;
+        let out_of_time = acquire_patiently(Patience::NoWait, |_| {
+            asked += 1;
+            async { Ok(None::<()>) }
+        })
+        .await
+        .unwrap();
+        assert_eq!((out_of_time, asked), (None, 1));
+    }
+}

@@ -14,7 +14,7 @@ use super::retry::{back_off, is_connection_loss, is_transient, retry_transient};
 use crate::rules::decide::Rule;
 use crate::rules::naming::{sequential_name, Schema};
 use crate::rules::opening::{alone_proof, Opening, Ours, Proof};
-use crate::{Error, Result};
+use crate::{AclProvider, Error, Result};
 
 /// Which queue, and how our node in it looks.
 #[derive(Debug)]
@@ -40,6 +40,33 @@ pub(crate) struct QueueSpec<'a> {
     pub(crate) place: Option<&'a PlaceReport>,
 }
 
+impl<'a> QueueSpec<'a> {
+    /// The queue of `lock_path`, our node named by `schema` and let hold by `rule`, carrying
+    /// `data` under the provider's ACLs; it opens with a listing, sorts by its own sequence
+    /// number, and tells nobody its place (what a recipe may set otherwise).
+    pub(crate) fn new(
+        client: &'a Client,
+        lock_path: &'a str,
+        schema: Schema,
+        rule: Rule,
+        data: &'a [u8],
+        acls: &'a AclProvider,
+    ) -> Self {
+        QueueSpec {
+            client,
+            lock_path,
+            schema,
+            rule,
+            data,
+            acls: acls.lock_nodes(),
+            parent_acls: acls.parents(),
+            opening: Opening::Unknown,
+            level_with: None,
+            place: None,
+        }
+    }
+}
+
 /// Where a participant's node in the queue is, as far as it knows.
 pub(crate) type PlaceReport = tokio::sync::watch::Sender<Option<Place>>;
 
@@ -55,8 +82,8 @@ impl Place {
     /// Deletes what may exist of this node (found by its prefix if its create was not
     /// confirmed; every request of ours, that create too, runs in order) and waits for
     /// ZooKeeper to confirm. A session that ended took the node with it.
-    pub(crate) async fn remove(&self, client: &Client, lock_path: &str) -> Result<()> {
-        clean_up_node(client, lock_path, &self.prefix, self.node.as_deref()).await
+    pub(crate) async fn delete(&self, client: &Client, lock_path: &str) -> Result<()> {
+        delete_ours(client, lock_path, &self.prefix, self.node.as_deref()).await
     }
 }
 
@@ -141,7 +168,7 @@ pub(crate) async fn create_node(
     let options = mode.with_acls(acls);
     let mut throttled = 0;
     loop {
-        cleanup.trace = Trace::MaybeCreated;
+        cleanup.remains = Remains::MaybeCreated;
         let replies = send_create(spec, &create_path, &options).await;
         let node = match replies.created {
             Ok((stat, _)) if spec.level_with.is_some() => {
@@ -152,7 +179,7 @@ pub(crate) async fn create_node(
                 LockNode::new(spec.lock_path, &sequential_name(prefix, sequence), stat.czxid, Some(sequence))
             }
             Err(ZkError::NoNode) => {
-                cleanup.trace = Trace::Nothing;
+                cleanup.remains = Remains::Nothing;
                 create_parents(spec.client, spec.lock_path, Acls::new(spec.parent_acls)).await?;
                 continue;
             }
@@ -162,17 +189,17 @@ pub(crate) async fn create_node(
             },
             Err(ZkError::Throttled) => {
                 // Refused unrun: nothing was created.
-                cleanup.trace = Trace::Nothing;
+                cleanup.remains = Remains::Nothing;
                 throttled += 1;
                 back_off(throttled).await;
                 continue;
             }
             Err(err) => {
-                cleanup.trace = Trace::Nothing;
+                cleanup.remains = Remains::Nothing;
                 return Err(Error::zookeeper("create", &create_path, err));
             }
         };
-        cleanup.trace = Trace::Created(node.path.clone());
+        cleanup.remains = Remains::Created(node.path.clone());
         let proof = alone_proof(&spec.opening, node.sequence, node.czxid);
         let look = match proof {
             Proof::Held => FirstLook::Listing(vec![node.name().to_owned()]),
@@ -297,7 +324,7 @@ pub(crate) async fn delete_node(client: &Client, path: &str) -> Result<Deleted> 
 ///
 /// The delete is sent at once, in call order, and awaited here; if the caller's future is
 /// dropped first, the rest (waiting, retrying through connection loss) goes on in a spawned task,
-/// so the node is never left behind. (Spawning it always cost a task and a wake-up per release.)
+/// so the node is never left behind.
 pub(crate) async fn delete_released(client: &Client, node: &Arc<str>, watch: Option<OwnNodeWatch>) -> Result<()> {
     match PendingDelete::send(client, node, watch).finish().await {
         Ok(Deleted::ByUs) => Ok(()),
@@ -388,7 +415,7 @@ async fn finish_delete(
 
 /// What may exist of our node, as far as the acquire got.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Trace {
+pub(crate) enum Remains {
     /// Nothing was created, or it was cleaned up or handed to a guard.
     Nothing,
     /// A create was sent and its outcome is unknown: look for the node by prefix.
@@ -405,7 +432,7 @@ pub(crate) struct NodeCleanup {
     client: Client,
     lock_path: String,
     prefix: String,
-    pub(crate) trace: Trace,
+    pub(crate) remains: Remains,
 }
 
 impl NodeCleanup {
@@ -414,13 +441,13 @@ impl NodeCleanup {
             client: client.clone(),
             lock_path: lock_path.to_owned(),
             prefix: prefix.to_owned(),
-            trace: Trace::Nothing,
+            remains: Remains::Nothing,
         }
     }
 
     /// The node now belongs to a guard: nothing to clean up.
     pub(crate) fn disarm(&mut self) {
-        self.trace = Trace::Nothing;
+        self.remains = Remains::Nothing;
     }
 
     /// Ends an acquire: a node we hold now belongs to its guard; on timeout or error, what may
@@ -443,20 +470,20 @@ impl NodeCleanup {
     /// Deletes what may exist of our node. Failures are logged: a session that ended took the
     /// node with it.
     ///
-    /// Cancel safe: the trace is cleared only once the work is done, so a dropped `run` is
+    /// Cancel safe: what remains is cleared only once the work is done, so a dropped `run` is
     /// finished by `Drop`.
     pub(crate) async fn run(&mut self) {
-        if let Err(err) = clean_up(&self.client, &self.lock_path, &self.prefix, &self.trace).await {
+        if let Err(err) = delete_remains(&self.client, &self.lock_path, &self.prefix, &self.remains).await {
             tracing::warn!(lock_path = %self.lock_path, error = %err.with_causes(), "could not delete an abandoned lock node");
         }
-        self.trace = Trace::Nothing;
+        self.remains = Remains::Nothing;
     }
 }
 
 impl Drop for NodeCleanup {
     fn drop(&mut self) {
-        let trace = std::mem::replace(&mut self.trace, Trace::Nothing);
-        if trace == Trace::Nothing {
+        let remains = std::mem::replace(&mut self.remains, Remains::Nothing);
+        if remains == Remains::Nothing {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -468,7 +495,7 @@ impl Drop for NodeCleanup {
         let (client, lock_path, prefix) =
             (self.client.clone(), std::mem::take(&mut self.lock_path), std::mem::take(&mut self.prefix));
         runtime.spawn(async move {
-            if let Err(err) = clean_up(&client, &lock_path, &prefix, &trace).await {
+            if let Err(err) = delete_remains(&client, &lock_path, &prefix, &remains).await {
                 tracing::warn!(%lock_path, error = %err.with_causes(), "could not delete an abandoned lock node");
             }
         });
@@ -477,20 +504,20 @@ impl Drop for NodeCleanup {
 
 /// Deletes our node `prefix…` under `lock_path`: at `node` when its create was confirmed, else
 /// wherever a create of ours may have put it. Returns once ZooKeeper confirmed.
-pub(crate) async fn clean_up_node(client: &Client, lock_path: &str, prefix: &str, node: Option<&str>) -> Result<()> {
-    let trace = match node {
-        Some(path) => Trace::Created(path.to_owned()),
-        None => Trace::MaybeCreated,
+pub(crate) async fn delete_ours(client: &Client, lock_path: &str, prefix: &str, node: Option<&str>) -> Result<()> {
+    let remains = match node {
+        Some(path) => Remains::Created(path.to_owned()),
+        None => Remains::MaybeCreated,
     };
-    clean_up(client, lock_path, prefix, &trace).await
+    delete_remains(client, lock_path, prefix, &remains).await
 }
 
-async fn clean_up(client: &Client, lock_path: &str, prefix: &str, trace: &Trace) -> Result<()> {
+async fn delete_remains(client: &Client, lock_path: &str, prefix: &str, remains: &Remains) -> Result<()> {
     let outcome = async {
-        let path = match trace {
-            Trace::Nothing => return Ok(()),
-            Trace::Created(path) => path.clone(),
-            Trace::MaybeCreated => match find_ours(client, lock_path, prefix).await? {
+        let path = match remains {
+            Remains::Nothing => return Ok(()),
+            Remains::Created(path) => path.clone(),
+            Remains::MaybeCreated => match find_ours(client, lock_path, prefix).await? {
                 Some(node) => node.path,
                 None => return Ok(()),
             },
