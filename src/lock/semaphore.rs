@@ -12,11 +12,11 @@ use crate::observe::{LockLabel, Recipe};
 use crate::options::lock_options;
 use crate::options::LockOptions;
 use crate::queue::deadline::{acquire_forever, Patience};
+use crate::queue::listing::{queue_order, queue_with_data};
 use crate::queue::node::list_children;
 use crate::queue::node::QueueSpec;
 use crate::queue::session_end::ended_session;
-use crate::queue::take_lease::take_lease;
-use crate::queue::turn::{queue_order, queue_with_data, queues_again};
+use crate::queue::turn::{queues_again, take_lease};
 use crate::rules::decide::Rule;
 use crate::rules::naming::LEASE;
 use crate::rules::path::validate_lock_path;
@@ -297,7 +297,7 @@ impl InterProcessSemaphoreV2 {
             &inner.client,
             &inner.leases_path,
             LEASE,
-            Rule::FirstN(inner.max_leases as usize),
+            Rule::Leases { max_leases: inner.max_leases as usize },
             &inner.data,
             &inner.acls,
         );
@@ -310,7 +310,7 @@ impl InterProcessSemaphoreV2 {
                     reason => Error::LockLost(reason),
                 }
             };
-            match take_lease(&spec, inner.max_leases as usize, patience, gate_lost).await {
+            match take_lease(&spec, patience, gate_lost).await {
                 Ok(Some(node)) => {
                     let events = inner.label.acquired(&node.path, node.czxid, started);
                     leases.push(Lease::new(HeldNode::new(&inner.client, node, &inner.session_watch, events)));

@@ -1,15 +1,16 @@
 //! The queue engine every recipe stands in: create a protected node (`node.rs`), list and sort
-//! the queue, watch the one node `rules` names and wait for our turn (`turn.rs`) or for room
-//! among a semaphore's leases (`take_lease.rs`), delete the node on every way out, retry what is
-//! transient (`retry.rs`), within an acquire's patience (`deadline.rs`). `session_end.rs` is the
+//! the queue, watch the one node `rules` names and wait for our turn, or for room among a
+//! semaphore's leases (`turn.rs`), delete the node on every way out, retry what is transient
+//! (`retry.rs`), within an acquire's patience (`deadline.rs`); read the queue as its
+//! participants (`listing.rs`). `session_end.rs` is the
 //! one mapping from a session's end (a state, an event, an error) to errors and loss reasons.
 //! It sends what `rules` decides; it knows nothing of guards, holds or elections.
 
 pub(crate) mod deadline;
+pub(crate) mod listing;
 pub(crate) mod node;
 pub(crate) mod own_node_watch;
 pub(crate) mod participant_node;
 pub(crate) mod retry;
 pub(crate) mod session_end;
-pub(crate) mod take_lease;
 pub(crate) mod turn;

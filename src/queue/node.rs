@@ -131,16 +131,6 @@ pub(crate) enum FirstLook {
     Nothing,
 }
 
-impl FirstLook {
-    /// The listing, taking one if none came back.
-    pub(crate) async fn into_listing(self, client: &Client, lock_path: &str) -> Result<Vec<String>> {
-        match self {
-            FirstLook::Listing(children) => Ok(children),
-            FirstLook::Watching(_) | FirstLook::Nothing => list_children(client, lock_path).await,
-        }
-    }
-}
-
 /// Creates our node as `{lock_path}/{prefix}{seq}` (or `{prefix}{key}` for a node that sorts
 /// level with another, `spec.level_with`) and, in the same round trip, sends what `spec.opening`
 /// asks for: a listing of the queue, a watch on a node known to be ahead, or nothing (the

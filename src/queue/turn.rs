@@ -1,9 +1,11 @@
-//! Taking a place in a lock queue and waiting for our turn.
+//! Taking a place in a queue and waiting for our turn (or, for a lease, for room), as the rule
+//! decides.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
-use zookeeper_client::{Client, Error as ZkError, EventType, MultiReadResult, OneshotWatcher, WatchedEvent};
+use zookeeper_client::{Client, Error as ZkError, EventType, OneshotWatcher, WatchedEvent};
 
 use super::deadline::{within, Patience};
 use super::node::{create_node, list_children, FirstLook, LockNode, NodeCleanup, Place, QueueSpec};
@@ -11,51 +13,51 @@ use super::own_node_watch::{ready_now, OwnNodeWatch};
 use super::retry::{is_transient, retry_transient};
 use super::session_end::{ended_session, SessionEnd};
 use crate::rules::decide::{decide, Decision};
-use crate::rules::naming::Schema;
 use crate::rules::opening::{after_hold, Opening, Proof, Waited};
-use crate::{Error, ParticipantNode, Result};
+use crate::{Error, Result};
 
 /// Puts a node of ours in the queue and waits until the rule lets it hold. Returns the node, and
 /// what that hold lets the participant's next acquire send with its create once the hold's
 /// delete is confirmed. See [`enter`].
 pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Result<Option<(LockNode, Opening)>> {
-    enter(spec, patience, &mut TurnWait { patience }).await
+    enter(spec, patience, std::future::pending()).await
 }
 
-/// What a node of ours waits for once it is in the queue: our turn, room for a lease. `Ok(None)`
-/// gives up (a try that cannot hold at once).
-pub(crate) trait Wait {
-    type Output;
-
-    /// Whether a wait that finds our node deleted queues again with a new node (within the
-    /// acquire's patience), or returns [`Error::LockNodeDeleted`] to the recipe.
-    const QUEUES_AGAIN: bool;
-
-    fn wait<'a>(
-        &'a mut self,
-        spec: &'a QueueSpec<'a>,
-        node: &'a mut LockNode,
-        first: FirstLook,
-        proof: Proof,
-    ) -> impl Future<Output = Result<Option<Self::Output>>> + Send + 'a;
+/// Creates a lease node (`spec.rule` is [`Rule::Leases`](crate::rules::decide::Rule::Leases))
+/// while the semaphore's mutex is held, and waits until the directory has room for it, as
+/// Curator's `InterProcessSemaphoreV2` does; `gate_lost` resolves once that hold of the mutex is
+/// lost, and ends the wait with what it resolves to. See [`enter`].
+///
+/// # Errors
+/// [`Error::LockNodeDeleted`] when our lease node is deleted by someone else: the taker starts
+/// over from the mutex (see [`Rule::queues_again`](crate::rules::decide::Rule::queues_again)).
+pub(crate) async fn take_lease(
+    spec: &QueueSpec<'_>,
+    patience: Patience,
+    gate_lost: impl Future<Output = Error>,
+) -> Result<Option<LockNode>> {
+    Ok(enter(spec, patience, gate_lost).await?.map(|(node, _)| node))
 }
 
-/// Puts a node of ours in the queue (`spec`) and waits for what `waiting` waits for. Returns the
-/// node and what the wait returned.
+/// Puts a node of ours in the queue (`spec`) and waits until its rule lets it hold, or until
+/// `gate_lost` resolves (a lease's gate; pending for everyone else). Returns the node and what
+/// the hold lets the next acquire open with.
 ///
 /// Returns `Ok(None)` when `patience` runs out; our node is deleted before that returns (when
 /// ZooKeeper answers within `CLEANUP_AFTER_DEADLINE`), and before an error returns. If our node
-/// is deleted by someone else while we wait, we queue again with a new node, as Curator does.
+/// is deleted by someone else while we wait, we queue again with a new node, as Curator does,
+/// unless the rule says otherwise.
 ///
 /// # Cancel safety
 /// Dropping the future at any point leaves no node behind: a cleanup armed before the create
 /// deletes it (or finds it by its protected prefix first) in a spawned task.
-pub(crate) async fn enter<W: Wait>(
+async fn enter(
     spec: &QueueSpec<'_>,
     patience: Patience,
-    waiting: &mut W,
-) -> Result<Option<(LockNode, W::Output)>> {
+    gate_lost: impl Future<Output = Error>,
+) -> Result<Option<(LockNode, Opening)>> {
     let deadline = patience.deadline();
+    let mut gate_lost = std::pin::pin!(gate_lost);
     loop {
         let prefix = spec.schema.protected_prefix(&uuid::Uuid::new_v4());
         let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
@@ -69,42 +71,19 @@ pub(crate) async fn enter<W: Wait>(
         let outcome = match within(deadline, create_node(spec, &prefix, &mut cleanup)).await {
             Some(Ok((mut node, first, proof))) => {
                 report(Some(&node.path));
-                match within(deadline, waiting.wait(spec, &mut node, first, proof)).await {
-                    Some(Ok(Some(waited))) => Ok(Some((node, waited))),
-                    Some(Ok(None)) | None => Ok(None),
+                let turn = wait_turn(spec, &mut node, first, proof, patience, gate_lost.as_mut());
+                match within(deadline, turn).await {
+                    Some(Ok(Turn::Hold(next_opening))) => Ok(Some((node, next_opening))),
+                    Some(Ok(Turn::GaveUp)) | None => Ok(None),
                     Some(Err(err)) => Err(err),
                 }
             }
             None => Ok(None),
             Some(Err(err)) => Err(err),
         };
-        if !W::QUEUES_AGAIN || !queues_again(&outcome, spec.client) {
+        if !spec.rule.queues_again() || !queues_again(&outcome, spec.client) {
             return cleanup.settle(outcome, deadline).await;
         }
-    }
-}
-
-/// Waiting for our turn under the spec's rule.
-struct TurnWait {
-    patience: Patience,
-}
-
-impl Wait for TurnWait {
-    type Output = Opening;
-
-    const QUEUES_AGAIN: bool = true;
-
-    async fn wait<'a>(
-        &'a mut self,
-        spec: &'a QueueSpec<'a>,
-        node: &'a mut LockNode,
-        first: FirstLook,
-        proof: Proof,
-    ) -> Result<Option<Opening>> {
-        Ok(match wait_turn(spec, node, first, proof, self.patience).await? {
-            Turn::Hold(next_opening) => Some(next_opening),
-            Turn::GaveUp => None,
-        })
     }
 }
 
@@ -121,41 +100,6 @@ pub(crate) fn queues_again<T>(outcome: &Result<T>, client: &Client) -> bool {
     }
 }
 
-/// The queue of `lock_path` as full paths, holder first; empty when the path does not exist.
-pub(crate) async fn queue_order(client: &Client, lock_path: &str, schema: Schema) -> Result<Vec<String>> {
-    let children = match list_children(client, lock_path).await {
-        Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => return Ok(Vec::new()),
-        other => other?,
-    };
-    Ok(schema.contenders(children).into_iter().map(|child| format!("{lock_path}/{child}")).collect())
-}
-
-/// The queue of `lock_path` with each node's data, holder first: one list, then one multi-read
-/// for every node's data. Nodes that go between the two are left out.
-pub(crate) async fn queue_with_data(client: &Client, lock_path: &str, schema: Schema) -> Result<Vec<ParticipantNode>> {
-    let paths = queue_order(client, lock_path, schema).await?;
-    if paths.is_empty() {
-        return Ok(Vec::new());
-    }
-    let results = retry_transient(|| async {
-        let mut reader = client.new_multi_reader();
-        for path in &paths {
-            reader.add_get_data(path)?;
-        }
-        reader.commit().await
-    })
-    .await
-    .map_err(Error::on("read", lock_path))?;
-    Ok(paths
-        .into_iter()
-        .zip(results)
-        .filter_map(|(path, result)| match result {
-            MultiReadResult::Data { data, .. } => Some(ParticipantNode { path, data }),
-            _ => None,
-        })
-        .collect())
-}
-
 #[derive(Debug)]
 enum Turn {
     /// Holds; what the next acquire may open with.
@@ -169,12 +113,13 @@ enum Turn {
 /// The invariant: we hold only on a node of ours that exists when the hold begins. A listing
 /// that shows our node first proves it; a handoff without a listing proves it by our own node's
 /// watch (see [`handoff`]), which the hold then keeps as its loss watch (`node.watch`).
-async fn wait_turn(
+async fn wait_turn<G: Future<Output = Error>>(
     spec: &QueueSpec<'_>,
     node: &mut LockNode,
     first: FirstLook,
     proof: Proof,
     patience: Patience,
+    mut gate_lost: Pin<&mut G>,
 ) -> Result<Turn> {
     let mut look = first;
     let mut waited = Waited::No;
@@ -198,13 +143,14 @@ async fn wait_turn(
         };
         // The listing is dropped before we wait: with a long queue every waiter would keep a copy
         // of it (a thousand waiters, a thousand listings of a thousand names).
-        let (predecessor, holds_when_gone) = {
-            let children = spec.schema.contenders(children);
+        let watch = {
+            let children = spec.rule.queue(spec.schema, children);
             match decide(&children, node.name(), spec.rule) {
                 Decision::Hold => return Ok(Turn::Hold(after_hold(&children, &node.ours(), waited, proof))),
                 Decision::Missing => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
+                Decision::WaitForRoom => None,
                 Decision::Watch { predecessor, holds_when_gone } => {
-                    (format!("{}/{predecessor}", spec.lock_path), holds_when_gone)
+                    Some((format!("{}/{predecessor}", spec.lock_path), holds_when_gone))
                 }
             }
         };
@@ -212,6 +158,10 @@ async fn wait_turn(
             return Ok(Turn::GaveUp);
         }
         waited = Waited::Yes;
+        let Some((predecessor, holds_when_gone)) = watch else {
+            look = FirstLook::Listing(room_changes(spec, node, gate_lost.as_mut()).await?);
+            continue;
+        };
         if !holds_when_gone {
             predecessor_goes(spec.client, &predecessor).await?;
             continue;
@@ -222,6 +172,33 @@ async fn wait_turn(
             return Ok(Turn::Hold(Opening::Unknown));
         }
     }
+}
+
+/// Waits for a change among a semaphore's leases, the directory full when last listed, and
+/// returns a listing taken after it (or at once, when the watch's own listing already decides
+/// otherwise). Every waiter watches the directory, as in Curator; only the holder of the
+/// semaphore's mutex waits here. Ends with what `gate_lost` resolves to, should the gate go.
+async fn room_changes<G: Future<Output = Error>>(
+    spec: &QueueSpec<'_>,
+    node: &LockNode,
+    gate_lost: Pin<&mut G>,
+) -> Result<Vec<String>> {
+    let (listed, watcher) = match retry_transient(|| spec.client.list_and_watch_children(spec.lock_path)).await {
+        Ok(listing) => listing,
+        Err(ZkError::NoNode) => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
+        Err(err) => return Err(Error::zookeeper("watch", spec.lock_path, err)),
+    };
+    if decide(&listed, node.name(), spec.rule) != Decision::WaitForRoom {
+        return Ok(listed);
+    }
+    let event = tokio::select! {
+        event = watcher.changed() => event,
+        err = gate_lost => return Err(err),
+    };
+    if let Some(end) = SessionEnd::of_state(event.session_state) {
+        return Err(end.error());
+    }
+    list_children(spec.client, spec.lock_path).await
 }
 
 /// Waits for `predecessor`, the last node ahead of ours that keeps us out, to go, and returns

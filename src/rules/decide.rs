@@ -1,4 +1,6 @@
-//! The decision every recipe makes after listing the queue: hold, or watch whom.
+//! The decision every recipe makes after listing the queue: hold, watch whom, or wait for room.
+
+use super::naming::Schema;
 
 /// What a participant does, given the sorted queue and its own node.
 #[derive(Debug, PartialEq, Eq)]
@@ -18,6 +20,8 @@ pub(crate) enum Decision<'a> {
         /// own node to exist, which the queue proves with a watch on it (anyone may delete it).
         holds_when_gone: bool,
     },
+    /// A lease waits for the directory to change: it holds more than `max_leases` children.
+    WaitForRoom,
     /// Our node is not in the queue: it was deleted (by its session's end or by someone else).
     Missing,
 }
@@ -25,8 +29,8 @@ pub(crate) enum Decision<'a> {
 /// Who may hold, given the queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Rule {
-    /// The first `n` nodes hold (1 for a mutex, `max_leases` for a semaphore's leases).
-    FirstN(usize),
+    /// A mutex: the first node holds.
+    First,
     /// A read-write lock's writer: holds when first. When the node ahead of it is a writer, its
     /// deletion is no handoff without a listing: that writer, while it held, may have taken the
     /// read lock, whose node sorts level with the write node and so ahead of ours (a downgrade,
@@ -37,12 +41,34 @@ pub(crate) enum Rule {
     Reader { writer_name: &'static str },
     /// Holds at once: a read lock taken by the holder of the write lock (a downgrade).
     Always,
+    /// A lease of Curator's `InterProcessSemaphoreV2`: holds while the leases directory has at
+    /// most `max_leases` children, ours among them, and otherwise waits for it to change. Every
+    /// child counts, in any order, as in Curator: a foreign child can only make us wait, never
+    /// let a lease too many in. (Leases are taken one at a time, under the semaphore's mutex.)
+    Leases { max_leases: usize },
 }
 
 impl Rule {
     /// Whether any node ahead of ours keeps ours from holding.
     pub(crate) fn blocked_by_any_node_ahead(self) -> bool {
-        matches!(self, Rule::FirstN(1) | Rule::Writer { .. })
+        matches!(self, Rule::First | Rule::Writer { .. })
+    }
+
+    /// The children that take part in the decision, in the order it reads them: the schema's
+    /// contenders in queue order, or for leases every child (see [`Rule::Leases`]).
+    pub(crate) fn queue(self, schema: Schema, children: Vec<String>) -> Vec<String> {
+        match self {
+            Rule::Leases { .. } => children,
+            _ => schema.contenders(children),
+        }
+    }
+
+    /// Whether a wait that finds our node deleted queues again with a new node (within the
+    /// acquire's patience, as Curator does), or ends with `LockNodeDeleted`: a lease taker starts
+    /// over from the semaphore's mutex, as Curator's does, since a lease queued again under a
+    /// hold of the mutex that may itself be gone could wait beside another taker's for ever.
+    pub(crate) fn queues_again(self) -> bool {
+        !matches!(self, Rule::Leases { .. })
     }
 }
 
@@ -53,13 +79,14 @@ pub(crate) fn decide<'a>(sorted: &'a [String], ours: &str, rule: Rule) -> Decisi
     };
     match rule {
         Rule::Always => Decision::Hold,
-        Rule::FirstN(max_leases) => {
-            let max_leases = max_leases.max(1);
-            if index < max_leases {
-                return Decision::Hold;
-            }
-            Decision::Watch { predecessor: &sorted[index - max_leases], holds_when_gone: index == max_leases }
-        }
+        Rule::First => match index {
+            0 => Decision::Hold,
+            _ => Decision::Watch { predecessor: &sorted[index - 1], holds_when_gone: index == 1 },
+        },
+        Rule::Leases { max_leases } => match sorted.len() <= max_leases {
+            true => Decision::Hold,
+            false => Decision::WaitForRoom,
+        },
         Rule::Writer { writer_name } => {
             if index == 0 {
                 return Decision::Hold;
@@ -82,6 +109,7 @@ pub(crate) fn decide<'a>(sorted: &'a [String], ours: &str, rule: Rule) -> Decisi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::naming::MUTEX;
 
     fn queue(names: &[&str]) -> Vec<String> {
         names.iter().map(|n| n.to_string()).collect()
@@ -89,14 +117,14 @@ mod tests {
 
     #[test]
     fn first_holds() {
-        assert_eq!(decide(&queue(&["a", "b"]), "a", Rule::FirstN(1)), Decision::Hold);
-        assert_eq!(decide(&queue(&["a"]), "a", Rule::FirstN(1)), Decision::Hold);
+        assert_eq!(decide(&queue(&["a", "b"]), "a", Rule::First), Decision::Hold);
+        assert_eq!(decide(&queue(&["a"]), "a", Rule::First), Decision::Hold);
     }
 
     #[test]
     fn second_watches_the_first_and_holds_when_it_goes() {
         assert_eq!(
-            decide(&queue(&["a", "b", "c"]), "b", Rule::FirstN(1)),
+            decide(&queue(&["a", "b", "c"]), "b", Rule::First),
             Decision::Watch { predecessor: "a", holds_when_gone: true }
         );
     }
@@ -104,23 +132,25 @@ mod tests {
     #[test]
     fn later_waiters_watch_only_their_predecessor() {
         assert_eq!(
-            decide(&queue(&["a", "b", "c", "d"]), "d", Rule::FirstN(1)),
+            decide(&queue(&["a", "b", "c", "d"]), "d", Rule::First),
             Decision::Watch { predecessor: "c", holds_when_gone: false }
         );
     }
 
     #[test]
     fn missing_node_is_reported() {
-        assert_eq!(decide(&queue(&["a", "b"]), "z", Rule::FirstN(1)), Decision::Missing);
-        assert_eq!(decide(&[], "z", Rule::FirstN(1)), Decision::Missing);
+        assert_eq!(decide(&queue(&["a", "b"]), "z", Rule::First), Decision::Missing);
+        assert_eq!(decide(&[], "z", Rule::First), Decision::Missing);
     }
 
     #[test]
-    fn several_leases_hold_together_and_watch_max_leases_back() {
-        let q = queue(&["a", "b", "c", "d", "e"]);
-        assert_eq!(decide(&q, "c", Rule::FirstN(3)), Decision::Hold);
-        assert_eq!(decide(&q, "d", Rule::FirstN(3)), Decision::Watch { predecessor: "a", holds_when_gone: true });
-        assert_eq!(decide(&q, "e", Rule::FirstN(3)), Decision::Watch { predecessor: "b", holds_when_gone: false });
+    fn a_lease_holds_while_the_directory_has_room_counting_every_child() {
+        let leases = Rule::Leases { max_leases: 3 };
+        assert_eq!(decide(&queue(&["c", "a", "b"]), "c", leases), Decision::Hold);
+        assert_eq!(decide(&queue(&["a", "b", "c", "d"]), "a", leases), Decision::WaitForRoom);
+        assert_eq!(decide(&queue(&["a", "b", "foreign", "d"]), "d", leases), Decision::WaitForRoom);
+        assert_eq!(decide(&queue(&["a", "b"]), "d", leases), Decision::Missing);
+        assert_eq!(Rule::Leases { max_leases: 3 }.queue(MUTEX, queue(&["foreign", "b"])), queue(&["foreign", "b"]));
     }
 
     #[test]
@@ -151,7 +181,9 @@ mod tests {
     }
 
     #[test]
-    fn zero_leases_behaves_as_one() {
-        assert_eq!(decide(&queue(&["a", "b"]), "a", Rule::FirstN(0)), Decision::Hold);
+    fn only_a_lease_taker_starts_over_instead_of_queueing_again() {
+        assert!(Rule::First.queues_again());
+        assert!(Rule::Reader { writer_name: "W" }.queues_again());
+        assert!(!Rule::Leases { max_leases: 2 }.queues_again());
     }
 }

@@ -94,13 +94,13 @@ pub(crate) struct Ours<'a> {
 }
 
 /// Keeps from a remembered opening only what is safe and useful for an acquire under `rule`:
-/// - the uncontended shortcut needs a mutex (`Rule::FirstN(1)`): a reader's or a writer's hold
+/// - the uncontended shortcut needs a mutex (`Rule::First`): a reader's or a writer's hold
 ///   alone does not prove the other side's queue empty, and a downgrade node is not sequential;
 /// - a watch on a node behind our last hold needs a rule that any node ahead blocks, and an
 ///   acquire that may wait: a try must not leave a watch behind.
 pub(crate) fn usable(remembered: Opening, rule: Rule, may_wait: bool) -> Opening {
     match remembered {
-        Opening::AloneAfter(_) if rule == Rule::FirstN(1) => remembered,
+        Opening::AloneAfter(_) if rule == Rule::First => remembered,
         Opening::QueuedBehind(_) if rule.blocked_by_any_node_ahead() && may_wait => remembered,
         _ => Opening::Unknown,
     }
@@ -213,23 +213,23 @@ mod tests {
     #[test]
     fn only_a_mutex_uses_the_uncontended_shortcut() {
         let alone = alone_after(3, 7, false);
-        assert_eq!(usable(alone.clone(), Rule::FirstN(1), true), alone);
-        assert_eq!(usable(alone.clone(), Rule::FirstN(1), false), alone);
+        assert_eq!(usable(alone.clone(), Rule::First, true), alone);
+        assert_eq!(usable(alone.clone(), Rule::First, false), alone);
         let writer = Rule::Writer { writer_name: "W" };
         assert_eq!(usable(alone.clone(), writer, true), Opening::Unknown);
         assert_eq!(usable(alone.clone(), Rule::Reader { writer_name: "W" }, true), Opening::Unknown);
-        assert_eq!(usable(alone, Rule::FirstN(2), true), Opening::Unknown);
+        assert_eq!(usable(alone, Rule::Leases { max_leases: 2 }, true), Opening::Unknown);
     }
 
     #[test]
     fn watching_behind_needs_a_rule_any_node_ahead_blocks_and_an_acquire_that_waits() {
         let behind = Opening::QueuedBehind("n".into());
-        assert_eq!(usable(behind.clone(), Rule::FirstN(1), true), behind);
+        assert_eq!(usable(behind.clone(), Rule::First, true), behind);
         assert_eq!(usable(behind.clone(), Rule::Writer { writer_name: "W" }, true), behind);
-        assert_eq!(usable(behind.clone(), Rule::FirstN(1), false), Opening::Unknown);
+        assert_eq!(usable(behind.clone(), Rule::First, false), Opening::Unknown);
         assert_eq!(usable(behind.clone(), Rule::Reader { writer_name: "W" }, true), Opening::Unknown);
         assert_eq!(usable(behind.clone(), Rule::Always, true), Opening::Unknown);
-        assert_eq!(usable(behind, Rule::FirstN(3), true), Opening::Unknown);
+        assert_eq!(usable(behind, Rule::Leases { max_leases: 3 }, true), Opening::Unknown);
     }
 
     #[test]

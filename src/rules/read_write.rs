@@ -33,7 +33,7 @@ pub(crate) struct Entry<'a> {
 pub(crate) fn entry<'a>(role: Role, schema: Schema, other_side: Option<&'a str>) -> Result<Entry<'a>, &'static str> {
     let queue = |rule| Ok(Entry { rule, level_with: None });
     match (role, other_side) {
-        (Role::Mutex, _) => queue(Rule::FirstN(1)),
+        (Role::Mutex, _) => queue(Rule::First),
         (Role::Write, Some(_)) => Err("a read lock holder cannot take the write lock (no upgrades)"),
         (Role::Write, None) => queue(Rule::Writer { writer_name: WRITE_NAME }),
         // The write holder may read: a downgrade, never a wait.
@@ -51,7 +51,7 @@ mod tests {
 
     #[test]
     fn each_side_queues_under_its_own_rule() {
-        assert_eq!(entry(Role::Mutex, MUTEX, None).unwrap().rule, Rule::FirstN(1));
+        assert_eq!(entry(Role::Mutex, MUTEX, None).unwrap().rule, Rule::First);
         assert_eq!(entry(Role::Write, WRITE, None).unwrap().rule, Rule::Writer { writer_name: WRITE_NAME });
         assert_eq!(
             entry(Role::Read, READ, None).unwrap(),
