@@ -17,10 +17,10 @@ use crate::queue::listing::{queue_order, queue_with_data};
 use crate::queue::node::{PlaceReport, QueueSpec};
 use crate::queue::session_end::ended_session;
 use crate::queue::turn::take_place;
+use crate::rules::entry::{self, Role};
 use crate::rules::naming::{Schema, KAZOO_MUTEX, MUTEX};
 use crate::rules::opening;
 use crate::rules::path::validate_lock_path;
-use crate::rules::read_write::{self, Role};
 use crate::{Error, LockGuard, ParticipantNode, Result};
 
 /// A reentrant mutex shared by every process that uses the same ZooKeeper path, in the style of
@@ -341,7 +341,7 @@ impl InterProcessMutex {
         };
         let state = &self.state;
         let other_side = state.sibling_node_held_by(owner);
-        let entry = read_write::entry(state.role, state.schema, other_side.as_deref().map(HeldNode::path))
+        let entry = entry::entry(state.role, state.schema, other_side.as_deref().map(HeldNode::path))
             .map_err(Error::WouldDeadlock)?;
         let may_wait = patience != Patience::NoWait;
         let spec = QueueSpec {

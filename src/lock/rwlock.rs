@@ -7,9 +7,9 @@ use std::sync::Arc;
 use crate::lock::mutex::{MutexBuilder, NodeSchema};
 use crate::lock::state::LockState;
 use crate::options::lock_options;
+use crate::rules::entry::Role;
 use crate::rules::naming::{READ, WRITE};
 use crate::rules::path::validate_lock_path;
-use crate::rules::read_write::Role;
 use crate::{Error, InterProcessMutex, Result};
 
 /// A read-write lock shared by every process that uses the same ZooKeeper path, in the style of

@@ -16,9 +16,9 @@ use crate::lock::owner::Owner;
 use crate::observe::{HoldEvents, LockLabel};
 use crate::options::LockOptions;
 use crate::queue::node::LockNode;
+use crate::rules::entry::Role;
 use crate::rules::naming::Schema;
 use crate::rules::opening::Opening;
-use crate::rules::read_write::Role;
 use crate::{AclProvider, LossReason};
 
 /// Shards of a hold table (DashMap wants a power of two above one).

@@ -33,7 +33,7 @@ pub(crate) struct QueueSpec<'a> {
     /// What goes out with the create.
     pub(crate) opening: Opening,
     /// The sort key our node takes instead of a sequence number (a downgrade's read node; see
-    /// [`Entry::level_with`](crate::rules::read_write::Entry)).
+    /// [`Entry::level_with`](crate::rules::entry::Entry)).
     pub(crate) level_with: Option<&'a str>,
     /// Told our place in the queue as it takes it (a leader election's `start` returns once our
     /// node is there, and its `close` removes what may exist of it).

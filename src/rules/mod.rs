@@ -1,9 +1,10 @@
-//! Pure logic, no I/O: lock path rules, node naming and ordering, the decision "hold, or
-//! watch whom", the read-write lock's rules, and the opening (what an acquire sends with its
-//! create). Everything here is unit tested without a server.
+//! Pure logic, no I/O: lock path rules (`path.rs`), node naming and ordering (`naming.rs`), the
+//! decision "hold, watch whom, or wait for room" (`decide.rs`), how each kind of lock object
+//! enters the queue, read-write rules included (`entry.rs`), and the opening: what an acquire
+//! sends with its create (`opening.rs`). Everything here is unit tested without a server.
 
 pub(crate) mod decide;
+pub(crate) mod entry;
 pub(crate) mod naming;
 pub(crate) mod opening;
 pub mod path;
-pub(crate) mod read_write;

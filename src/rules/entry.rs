@@ -1,10 +1,11 @@
-//! The read-write lock's rules: the rule each side queues under, the downgrade and the refused
-//! upgrade, decided from what the asking owner already holds of the other side. No I/O.
+//! How a lock object's acquire enters the queue: the rule a mutex and each side of a read-write
+//! lock queue under, the downgrade and the refused upgrade, decided from what the asking owner
+//! already holds of the other side. No I/O.
 
 use super::decide::Rule;
 use super::naming::{Schema, WRITE_NAME};
 
-/// Which queue a participant stands in, and on which side.
+/// What a lock object is: a mutex, or one side of a read-write lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Role {
     Mutex,
