@@ -33,6 +33,9 @@ async fn tells_of_its_node_and_its_loss(hold: &dyn Hold, path: &str, token: i64,
 async fn node_beside(path: &str) -> String {
     let client = connect().await;
     let beside = format!("{path}-written");
+    // The lock path made persistent first, so that its parent stays while `beside` is created
+    // (the test server reaps empty containers every second).
+    client.mkdir(path, &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
     client.create(&beside, b"", &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
     beside
 }
