@@ -61,6 +61,7 @@ pub use lock::{
 pub use observe::metrics;
 pub use options::{AclProvider, LossPolicy};
 pub use queue::participant_node::ParticipantNode;
+pub use queue::session::{Connection, ConnectionState, Session};
 pub use rules::path::validate_lock_path;
 /// The client crate zklock is built on, re-exported so that a user's `Client`, `Acl` and
 /// `MultiWriter` are always the very types zklock takes and returns.

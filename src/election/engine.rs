@@ -13,7 +13,6 @@
 //! behaviour on its framework's new session), and otherwise the session's end ends it.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,29 +21,9 @@ use zookeeper_client::{Client, SessionState};
 
 use crate::election::term_end::EndSignal;
 use crate::queue::node::PlaceReport;
+use crate::queue::session::{Connect, Session};
 use crate::queue::session_end::{ended_session, SessionEnd};
 use crate::{ElectionParticipant, ElectionState, Error, InterProcessMutex, Leadership, MutexBuilder, Result, TermEnd};
-
-/// Connects a new client for an election whose session expired (`rejoin_after_expiry`).
-pub(crate) struct Connect(Arc<dyn Fn() -> ConnectFuture + Send + Sync>);
-
-type ConnectFuture = Pin<Box<dyn Future<Output = std::result::Result<Client, zookeeper_client::Error>> + Send>>;
-
-impl Connect {
-    pub(crate) fn new<F, Fut>(connect: F) -> Self
-    where
-        F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = std::result::Result<Client, zookeeper_client::Error>> + Send + 'static,
-    {
-        Connect(Arc::new(move || Box::pin(connect())))
-    }
-}
-
-impl std::fmt::Debug for Connect {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Connect(..)")
-    }
-}
 
 /// The builder option of a latch and a selector alike: `rejoin_after_expiry`, into the builder's
 /// field `rejoin`.
@@ -57,7 +36,9 @@ macro_rules! rejoin_option {
         /// The lost term's [`Leadership::lost`](crate::Leadership::lost) says
         /// `SessionExpired`; the next term has a greater epoch.
         ///
-        /// By default the expiry ends the participant: waiting for leadership and `close` return
+        /// Built on a [`Session`](crate::Session), a participant does this by default, on the
+        /// session's next client. Built on a `Client` without it, the expiry ends the
+        /// participant: waiting for leadership and `close` return
         /// [`Error::SessionExpired`](crate::Error::SessionExpired).
         pub fn rejoin_after_expiry<F, Fut>(mut self, connect: F) -> Self
         where
@@ -66,7 +47,7 @@ macro_rules! rejoin_option {
                 + Send
                 + 'static,
         {
-            self.rejoin = Some(crate::election::engine::Connect::new(connect));
+            self.rejoin = Some(crate::queue::session::Connect::new(connect));
             self
         }
     };
@@ -139,6 +120,8 @@ impl Election {
     /// An election over the mutex `builder` makes, for the participant `id`.
     pub(crate) fn new(builder: MutexBuilder, id: String, auto_requeue: bool, rejoin: Option<Connect>) -> Result<Self> {
         let mutex = builder.clone().build()?;
+        // Built on a `Session`, a participant rejoins on the session's next client by default.
+        let rejoin = rejoin.or_else(|| builder.connection.session().map(Session::connector));
         Ok(Election {
             path: mutex.path().to_owned(),
             mutex: Mutex::new(mutex),
@@ -352,7 +335,7 @@ impl Election {
     pub(crate) async fn close(&self) -> Result<()> {
         // A session that ended before `close` ended the election by itself, even if the task has
         // not seen it yet (unless it rejoins on a new one).
-        let mut ended = if self.rejoin.is_none() { ended_session(self.mutex().client()) } else { None };
+        let mut ended = if self.rejoin.is_none() { ended_session(&self.mutex().client()) } else { None };
         let mut not_started = false;
         self.update(|state| match state {
             State::NotStarted => {
@@ -416,7 +399,7 @@ impl Election {
     /// [`session_over`]. After a rejoin, the new session is the one that counts.
     async fn session_over(&self) {
         loop {
-            let client = self.mutex().client().clone();
+            let client = self.mutex().client();
             session_over(&client).await;
             if self.mutex().client().session_id() == client.session_id() {
                 return;
@@ -436,7 +419,7 @@ impl Election {
             let connected = tokio::select! {
                 biased;
                 _ = self.leaving() => return Reconnected::Left,
-                connected = (connect.0)() => connected,
+                connected = connect.connect() => connected,
             };
             match connected.map_err(|source| Error::zookeeper("connect", &self.path, source)) {
                 Ok(client) => {
@@ -557,7 +540,7 @@ where
         if election.is_leaving() {
             break None;
         }
-        if let Some(err) = ended_session(mutex.client()) {
+        if let Some(err) = ended_session(&mutex.client()) {
             match election.reconnect(&err).await {
                 Reconnected::Yes => {}
                 Reconnected::No => break Some(err),
@@ -571,7 +554,7 @@ where
     // nobody finds us in the queue once `close` returns. (A lost term's node, if the server
     // still has it, is deleted in the background or with the session.)
     let removed = match election.place.send_replace(None) {
-        Some(place) => place.delete(election.mutex().client(), election.path()).await,
+        Some(place) => place.delete(&election.mutex().client(), election.path()).await,
         None => Ok(()),
     };
     if let (Some(err), false) = (&ended, election.is_leaving()) {

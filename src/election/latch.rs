@@ -3,11 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use zookeeper_client::Client;
-
-use crate::election::engine::{election_handle, rejoin_option, Connect, Election};
+use crate::election::engine::{election_handle, rejoin_option, Election};
 use crate::observe::Recipe;
 use crate::options::recipe_options;
+use crate::queue::session::{Connect, Connection};
 use crate::rules::naming::LATCH;
 use crate::{ElectionState, InterProcessMutex, Leadership, MutexBuilder, Result};
 
@@ -93,13 +92,13 @@ impl LeaderLatch {
     ///
     /// # Errors
     /// [`Error::InvalidPath`](crate::Error::InvalidPath) when `path` is not a usable lock path.
-    pub fn new(client: &Client, path: &str, id: &str) -> Result<Self> {
-        Self::builder(client, path, id).build()
+    pub fn new(on: impl Into<Connection>, path: &str, id: &str) -> Result<Self> {
+        Self::builder(on, path, id).build()
     }
 
     /// Starts building a latch with options (loss policy, ACLs).
-    pub fn builder(client: &Client, path: &str, id: &str) -> LeaderLatchBuilder {
-        LeaderLatchBuilder { mutex: InterProcessMutex::builder(client, path), id: id.to_owned(), rejoin: None }
+    pub fn builder(on: impl Into<Connection>, path: &str, id: &str) -> LeaderLatchBuilder {
+        LeaderLatchBuilder { mutex: InterProcessMutex::builder(on, path), id: id.to_owned(), rejoin: None }
     }
 
     /// Joins the election, and returns once our node is in it (so that

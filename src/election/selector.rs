@@ -4,11 +4,10 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use zookeeper_client::Client;
-
-use crate::election::engine::{election_handle, rejoin_option, Connect, Election};
+use crate::election::engine::{election_handle, rejoin_option, Election};
 use crate::observe::Recipe;
 use crate::options::recipe_options;
+use crate::queue::session::{Connect, Connection};
 use crate::{ElectionState, InterProcessMutex, Leadership, MutexBuilder, Result};
 
 /// Runs the leader's work in one participant at a time, in the style of Apache Curator's
@@ -104,14 +103,14 @@ impl LeaderSelector {
     ///
     /// # Errors
     /// [`Error::InvalidPath`](crate::Error::InvalidPath) when `path` is not a usable lock path.
-    pub fn new(client: &Client, path: &str, id: &str) -> Result<Self> {
-        Self::builder(client, path, id).build()
+    pub fn new(on: impl Into<Connection>, path: &str, id: &str) -> Result<Self> {
+        Self::builder(on, path, id).build()
     }
 
     /// Starts building a selector with options (auto-requeue, loss policy, ACLs).
-    pub fn builder(client: &Client, path: &str, id: &str) -> LeaderSelectorBuilder {
+    pub fn builder(on: impl Into<Connection>, path: &str, id: &str) -> LeaderSelectorBuilder {
         LeaderSelectorBuilder {
-            mutex: InterProcessMutex::builder(client, path),
+            mutex: InterProcessMutex::builder(on, path),
             id: id.to_owned(),
             auto_requeue: false,
             rejoin: None,

@@ -41,6 +41,30 @@ struct Holds {
     prune_at: usize,
 }
 
+/// The watch of a lock object's current session: kept while the object lives (so that a
+/// session's first hold starts nothing), and replaced once a [`Session`](crate::Session) has
+/// moved the object to a new session.
+#[derive(Debug)]
+pub(crate) struct LatestSessionWatch {
+    policy: LossPolicy,
+    latest: Mutex<Arc<SessionWatch>>,
+}
+
+impl LatestSessionWatch {
+    pub(crate) fn new(client: &Client, policy: LossPolicy) -> Self {
+        LatestSessionWatch { policy, latest: Mutex::new(SessionWatch::for_client(client, policy)) }
+    }
+
+    /// The watch of `client`'s session, which becomes the latest.
+    pub(crate) fn of(&self, client: &Client) -> Arc<SessionWatch> {
+        let mut latest = self.latest.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if latest.key.0 != client.session_id().0 {
+            *latest = SessionWatch::for_client(client, self.policy);
+        }
+        Arc::clone(&latest)
+    }
+}
+
 impl SessionWatch {
     /// The watch of `client`'s session under `policy`, made on first use.
     pub(crate) fn for_client(client: &Client, policy: LossPolicy) -> Arc<Self> {

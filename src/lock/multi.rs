@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
-use zookeeper_client::Client;
+use crate::queue::session::Connection;
 
 use crate::options::lock_options;
 use crate::options::LockOptions;
@@ -75,15 +75,15 @@ impl InterProcessMultiLock {
     ///
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidOptions`] when `paths` is empty.
-    pub fn from_paths(client: &Client, paths: &[&str]) -> Result<Self> {
-        Self::builder(client, paths).build()
+    pub fn from_paths(on: impl Into<Connection>, paths: &[&str]) -> Result<Self> {
+        Self::builder(on, paths).build()
     }
 
     /// Starts building a multi-lock of one new [`InterProcessMutex`] per path, each with the
     /// options given to the builder.
-    pub fn builder(client: &Client, paths: &[&str]) -> MultiLockBuilder {
+    pub fn builder(on: impl Into<Connection>, paths: &[&str]) -> MultiLockBuilder {
         MultiLockBuilder {
-            client: client.clone(),
+            connection: on.into(),
             paths: paths.iter().map(|path| (*path).to_owned()).collect(),
             options: LockOptions::mutex(),
         }
@@ -196,7 +196,7 @@ impl InterProcessMultiLock {
 #[derive(Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct MultiLockBuilder {
-    client: Client,
+    connection: Connection,
     paths: Vec<String>,
     options: LockOptions,
 }
@@ -211,7 +211,7 @@ impl MultiLockBuilder {
     /// an ACL list is empty.
     pub fn build(self) -> Result<InterProcessMultiLock> {
         let mutex = |path: &String| {
-            let mut builder = InterProcessMutex::builder(&self.client, path);
+            let mut builder = InterProcessMutex::builder(self.connection.clone(), path);
             builder.options = self.options.clone();
             builder.build()
         };

@@ -15,6 +15,7 @@ use crate::options::LockOptions;
 use crate::queue::deadline::{acquire_forever, acquire_patiently, within, Patience};
 use crate::queue::listing::{queue_order, queue_with_data};
 use crate::queue::node::{PlaceReport, QueueSpec};
+use crate::queue::session::Connection;
 use crate::queue::session_end::ended_session;
 use crate::queue::turn::take_place;
 use crate::rules::entry::{self, Role};
@@ -85,7 +86,7 @@ pub struct InterProcessMutex {
 #[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct MutexBuilder {
-    pub(crate) client: Client,
+    pub(crate) connection: Connection,
     pub(crate) path: String,
     pub(crate) options: LockOptions,
     pub(crate) node_schema: NodeSchema,
@@ -158,7 +159,7 @@ impl MutexBuilder {
 
     /// The same mutex on another client (a leader election rejoining on a new session).
     pub(crate) fn on_client(mut self, client: &Client) -> Self {
-        self.client = client.clone();
+        self.connection = client.into();
         self
     }
 
@@ -182,7 +183,7 @@ impl MutexBuilder {
             Role::Write => Recipe::WriteLock,
         });
         let label = LockLabel::new(recipe, &self.path, self.options.path_in_metrics);
-        LockState::new(role, schema, label, self.client.clone(), self.path.clone(), self.options.clone())
+        LockState::new(role, schema, label, self.connection.clone(), self.path.clone(), self.options.clone())
     }
 }
 
@@ -192,14 +193,14 @@ impl InterProcessMutex {
     ///
     /// # Errors
     /// [`Error::InvalidPath`] when `path` is not a usable lock path (see [`MutexBuilder::build`]).
-    pub fn new(client: &Client, path: &str) -> Result<Self> {
-        Self::builder(client, path).build()
+    pub fn new(on: impl Into<Connection>, path: &str) -> Result<Self> {
+        Self::builder(on, path).build()
     }
 
     /// Starts building a mutex on `path` with options.
-    pub fn builder(client: &Client, path: &str) -> MutexBuilder {
+    pub fn builder(on: impl Into<Connection>, path: &str) -> MutexBuilder {
         MutexBuilder {
-            client: client.clone(),
+            connection: on.into(),
             path: path.to_owned(),
             options: LockOptions::mutex(),
             node_schema: NodeSchema::default(),
@@ -273,8 +274,8 @@ impl InterProcessMutex {
         &self.state.path
     }
 
-    pub(crate) fn client(&self) -> &Client {
-        &self.state.client
+    pub(crate) fn client(&self) -> Client {
+        self.state.connection.client()
     }
 
     /// Names this lock in events and metrics.
@@ -304,7 +305,7 @@ impl InterProcessMutex {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<String>> {
-        queue_order(&self.state.client, self.path(), self.state.schema).await
+        queue_order(&self.state.connection.client(), self.path(), self.state.schema).await
     }
 
     /// Like [`participants`](Self::participants), with each node's data (read in one request).
@@ -315,7 +316,7 @@ impl InterProcessMutex {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn participants_with_data(&self) -> Result<Vec<ParticipantNode>> {
-        queue_with_data(&self.state.client, self.path(), self.state.schema).await
+        queue_with_data(&self.state.connection.client(), self.path(), self.state.schema).await
     }
 
     async fn acquire_with(&self, patience: Patience, place: Option<&PlaceReport>) -> Result<Option<LockGuard>> {
@@ -330,7 +331,11 @@ impl InterProcessMutex {
         started: Instant,
     ) -> Result<Option<LockGuard>> {
         // A hold counted here is worth nothing once the session is gone; fail before re-entering.
-        if let Some(ended) = ended_session(&self.state.client) {
+        // On a session, the client of the session now (once an expiry's reconnection is through).
+        let Some(client) = within(patience.deadline(), self.state.connection.usable_client()).await else {
+            return Ok(None);
+        };
+        if let Some(ended) = ended_session(&client) {
             return Err(ended);
         }
         let owner = self.state.owner_now();
@@ -348,13 +353,13 @@ impl InterProcessMutex {
             opening: opening::usable(state.take_opening(), entry.rule, may_wait),
             level_with: entry.level_with,
             place,
-            ..QueueSpec::new(&state.client, &state.path, state.schema, entry.rule, &state.data, &state.acls)
+            ..QueueSpec::new(&client, &state.path, state.schema, entry.rule, &state.data, &state.acls)
         };
         let Some((node, next_opening)) = take_place(&spec, patience).await? else {
             return Ok(None);
         };
         let events = state.label.acquired(&node.path, node.czxid, started);
-        let hold = claim.grant(node, next_opening, events);
+        let hold = claim.grant(&client, node, next_opening, events);
         Ok(Some(LockGuard::new(Arc::clone(state), owner, hold)))
     }
 
@@ -401,7 +406,7 @@ impl fmt::Debug for InterProcessMutex {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InterProcessMutex")
             .field("path", &self.state.path)
-            .field("session", &self.state.client.session_id())
+            .field("session", &self.state.connection.client().session_id())
             .field("acquired_in_this_process", &self.is_acquired_in_this_process())
             .finish()
     }

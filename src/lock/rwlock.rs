@@ -1,6 +1,6 @@
 //! `InterProcessReadWriteLock`: many readers or one writer, shared through ZooKeeper.
 
-use zookeeper_client::Client;
+use crate::queue::session::Connection;
 
 use std::sync::Arc;
 
@@ -59,13 +59,13 @@ impl InterProcessReadWriteLock {
     ///
     /// # Errors
     /// [`Error::InvalidPath`](crate::Error::InvalidPath) when `path` is not a usable lock path.
-    pub fn new(client: &Client, path: &str) -> Result<Self> {
-        Self::builder(client, path).build()
+    pub fn new(on: impl Into<Connection>, path: &str) -> Result<Self> {
+        Self::builder(on, path).build()
     }
 
     /// Starts building a read-write lock on `path` with options, the same for both sides.
-    pub fn builder(client: &Client, path: &str) -> ReadWriteLockBuilder {
-        ReadWriteLockBuilder { mutex: InterProcessMutex::builder(client, path) }
+    pub fn builder(on: impl Into<Connection>, path: &str) -> ReadWriteLockBuilder {
+        ReadWriteLockBuilder { mutex: InterProcessMutex::builder(on, path) }
     }
 
     /// The read side: shared with other readers, excluded by a writer that holds or waits ahead.

@@ -4,10 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zookeeper_client::Client;
-
 use crate::hold::held_node::HeldNode;
-use crate::hold::session_watch::SessionWatch;
+use crate::hold::session_watch::LatestSessionWatch;
 use crate::observe::{LockLabel, Recipe};
 use crate::options::lock_options;
 use crate::options::LockOptions;
@@ -15,6 +13,7 @@ use crate::queue::deadline::{acquire_forever, Patience};
 use crate::queue::listing::{queue_order, queue_with_data};
 use crate::queue::node::list_children;
 use crate::queue::node::QueueSpec;
+use crate::queue::session::Connection;
 use crate::queue::session_end::ended_session;
 use crate::queue::turn::{queues_again, take_lease};
 use crate::rules::decide::Rule;
@@ -55,7 +54,7 @@ pub struct InterProcessSemaphoreV2 {
 }
 
 struct Inner {
-    client: Client,
+    connection: Connection,
     path: String,
     leases_path: String,
     max_leases: u32,
@@ -63,7 +62,7 @@ struct Inner {
     data: Vec<u8>,
     acls: AclProvider,
     label: LockLabel,
-    session_watch: Arc<SessionWatch>,
+    session_watch: LatestSessionWatch,
 }
 
 /// Builds an [`InterProcessSemaphoreV2`] with options; from [`InterProcessSemaphoreV2::builder`].
@@ -72,7 +71,7 @@ struct Inner {
 #[derive(Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct SemaphoreBuilder {
-    client: Client,
+    connection: Connection,
     path: String,
     max_leases: u32,
     pub(crate) options: LockOptions,
@@ -95,7 +94,7 @@ impl SemaphoreBuilder {
     /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidOptions`] when `max_leases` is 0
     /// or an ACL list is empty.
     pub fn build(self) -> Result<InterProcessSemaphoreV2> {
-        let SemaphoreBuilder { client, path, max_leases, options, recipe } = self;
+        let SemaphoreBuilder { connection, path, max_leases, options, recipe } = self;
         validate_lock_path(&path)?;
         if max_leases == 0 {
             return Err(Error::InvalidOptions("a semaphore needs at least one lease"));
@@ -103,7 +102,7 @@ impl SemaphoreBuilder {
         // Not reentrant: two acquires of one task (`join!`) must take turns, or both would create
         // a lease under one hold and, with the semaphore full, wait for each other for ever
         // while holding the lock every other taker needs.
-        let lock = InterProcessMutex::builder(&client, &format!("{path}/locks"))
+        let lock = InterProcessMutex::builder(connection.clone(), &format!("{path}/locks"))
             .reentrant(false)
             .acl_provider(options.acls.clone())
             .loss_policy(options.loss_policy)
@@ -111,10 +110,10 @@ impl SemaphoreBuilder {
             .build()?;
         Ok(InterProcessSemaphoreV2 {
             inner: Arc::new(Inner {
-                session_watch: SessionWatch::for_client(&client, options.loss_policy),
+                session_watch: LatestSessionWatch::new(&connection.client(), options.loss_policy),
                 label: LockLabel::new(recipe, &path, options.path_in_metrics),
                 leases_path: format!("{path}/leases"),
-                client,
+                connection,
                 path,
                 max_leases,
                 lock,
@@ -131,14 +130,14 @@ impl InterProcessSemaphoreV2 {
     ///
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidOptions`] when `max_leases` is 0.
-    pub fn new(client: &Client, path: &str, max_leases: u32) -> Result<Self> {
-        Self::builder(client, path, max_leases).build()
+    pub fn new(on: impl Into<Connection>, path: &str, max_leases: u32) -> Result<Self> {
+        Self::builder(on, path, max_leases).build()
     }
 
     /// Starts building a semaphore of `max_leases` on `path` with options.
-    pub fn builder(client: &Client, path: &str, max_leases: u32) -> SemaphoreBuilder {
+    pub fn builder(on: impl Into<Connection>, path: &str, max_leases: u32) -> SemaphoreBuilder {
         SemaphoreBuilder {
-            client: client.clone(),
+            connection: on.into(),
             path: path.to_owned(),
             max_leases,
             options: LockOptions::default(),
@@ -224,7 +223,7 @@ impl InterProcessSemaphoreV2 {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<String>> {
-        queue_order(&self.inner.client, &self.inner.leases_path, LEASE).await
+        queue_order(&self.inner.connection.client(), &self.inner.leases_path, LEASE).await
     }
 
     /// How many leases are free now: [`max_leases`](Self::max_leases) less the lease nodes there
@@ -241,7 +240,7 @@ impl InterProcessSemaphoreV2 {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn available(&self) -> Result<u32> {
-        let taken = match list_children(&self.inner.client, &self.inner.leases_path).await {
+        let taken = match list_children(&self.inner.connection.client(), &self.inner.leases_path).await {
             Err(Error::ZooKeeper { source: zookeeper_client::Error::NoNode, .. }) => 0,
             listing => listing?.len(),
         };
@@ -256,7 +255,7 @@ impl InterProcessSemaphoreV2 {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn participants_with_data(&self) -> Result<Vec<ParticipantNode>> {
-        queue_with_data(&self.inner.client, &self.inner.leases_path, LEASE).await
+        queue_with_data(&self.inner.connection.client(), &self.inner.leases_path, LEASE).await
     }
 
     async fn acquire_one(&self, patience: Patience) -> Result<Option<Lease>> {
@@ -276,7 +275,7 @@ impl InterProcessSemaphoreV2 {
         }
         loop {
             let outcome = self.take_leases_once(quantity, patience, started).await;
-            if !queues_again(&outcome, &self.inner.client) {
+            if !queues_again(&outcome, &self.inner.connection.client()) {
                 return outcome;
             }
         }
@@ -289,12 +288,14 @@ impl InterProcessSemaphoreV2 {
         started: Instant,
     ) -> Result<Option<Vec<Lease>>> {
         let inner = &self.inner;
-        if let Some(ended) = ended_session(&inner.client) {
+        let Some(guard) = inner.lock.acquire_within(patience).await? else { return Ok(None) };
+        // The session the gate is held on (a later expiry ends the gate's hold, and so the wait).
+        let client = inner.connection.client();
+        if let Some(ended) = ended_session(&client) {
             return Err(ended);
         }
-        let Some(guard) = inner.lock.acquire_within(patience).await? else { return Ok(None) };
         let spec = QueueSpec::new(
-            &inner.client,
+            &client,
             &inner.leases_path,
             LEASE,
             Rule::Leases { max_leases: inner.max_leases as usize },
@@ -313,7 +314,7 @@ impl InterProcessSemaphoreV2 {
             match take_lease(&spec, patience, gate_lost).await {
                 Ok(Some(node)) => {
                     let events = inner.label.acquired(&node.path, node.czxid, started);
-                    leases.push(Lease::new(HeldNode::new(&inner.client, node, &inner.session_watch, events)));
+                    leases.push(Lease::new(HeldNode::new(&client, node, &inner.session_watch.of(&client), events)));
                 }
                 Ok(None) => outcome = Ok(false),
                 Err(err) => outcome = Err(err),

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use zookeeper_client::Client;
+use crate::queue::session::Connection;
 
 use crate::lock::semaphore::SemaphoreBuilder;
 use crate::observe::Recipe;
@@ -46,14 +46,14 @@ impl InterProcessSemaphoreMutex {
     ///
     /// # Errors
     /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a bad path.
-    pub fn new(client: &Client, path: &str) -> Result<Self> {
-        Self::builder(client, path).build()
+    pub fn new(on: impl Into<Connection>, path: &str) -> Result<Self> {
+        Self::builder(on, path).build()
     }
 
     /// Starts building the mutex on `path` with options.
-    pub fn builder(client: &Client, path: &str) -> SemaphoreMutexBuilder {
+    pub fn builder(on: impl Into<Connection>, path: &str) -> SemaphoreMutexBuilder {
         SemaphoreMutexBuilder {
-            semaphore: InterProcessSemaphoreV2::builder(client, path, 1).serving(Recipe::SemaphoreMutex),
+            semaphore: InterProcessSemaphoreV2::builder(on, path, 1).serving(Recipe::SemaphoreMutex),
         }
     }
 

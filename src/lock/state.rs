@@ -11,11 +11,12 @@ use tokio::sync::Notify;
 use zookeeper_client::Client;
 
 use crate::hold::held_node::HeldNode;
-use crate::hold::session_watch::SessionWatch;
+use crate::hold::session_watch::LatestSessionWatch;
 use crate::lock::owner::Owner;
 use crate::observe::{HoldEvents, LockLabel};
 use crate::options::LockOptions;
 use crate::queue::node::LockNode;
+use crate::queue::session::Connection;
 use crate::rules::entry::Role;
 use crate::rules::naming::Schema;
 use crate::rules::opening::Opening;
@@ -32,7 +33,8 @@ pub(crate) struct LockState {
     pub(crate) schema: Schema,
     /// The other side of a read-write lock.
     sibling: OnceLock<Weak<LockState>>,
-    pub(crate) client: Client,
+    /// What it runs on: a client, or a session that outlives its expiries.
+    pub(crate) connection: Connection,
     pub(crate) path: String,
     pub(crate) data: Vec<u8>,
     pub(crate) acls: AclProvider,
@@ -40,7 +42,7 @@ pub(crate) struct LockState {
     pub(crate) label: LockLabel,
     /// Whether an owner (task or thread) re-enters its hold; else every acquire queues anew.
     reentrant: bool,
-    pub(crate) session_watch: Arc<SessionWatch>,
+    pub(crate) session_watch: LatestSessionWatch,
     holds: DashMap<Owner, Slot>,
     next_hold_id: AtomicU64,
     /// What our last released hold lets the next acquire send with its create instead of a
@@ -92,17 +94,17 @@ impl LockState {
         role: Role,
         schema: Schema,
         label: LockLabel,
-        client: Client,
+        connection: Connection,
         path: String,
         options: LockOptions,
     ) -> Self {
-        let session_watch = SessionWatch::for_client(&client, options.loss_policy);
+        let session_watch = LatestSessionWatch::new(&connection.client(), options.loss_policy);
         LockState {
             label,
             role,
             schema,
             sibling: OnceLock::new(),
-            client,
+            connection,
             path,
             data: options.data,
             acls: options.acls,
@@ -218,14 +220,21 @@ pub(crate) struct Claim {
 }
 
 impl Claim {
-    /// Records the owner's new hold on `node`, and starts watching for its loss; `events` tells
-    /// the operator what becomes of it.
-    pub(crate) fn grant(mut self, node: LockNode, next_opening: Opening, events: Arc<HoldEvents>) -> OwnerHold {
+    /// Records the owner's new hold on `node`, taken through `client`, and starts watching for
+    /// its loss; `events` tells the operator what becomes of it.
+    pub(crate) fn grant(
+        mut self,
+        client: &Client,
+        node: LockNode,
+        next_opening: Opening,
+        events: Arc<HoldEvents>,
+    ) -> OwnerHold {
         let state = &self.state;
+        let session_watch = state.session_watch.of(client);
         let hold = OwnerHold {
             id: state.next_hold_id.fetch_add(1, Ordering::Relaxed),
             count: 1,
-            node: Arc::new(HeldNode::new(&state.client, node, &state.session_watch, events)),
+            node: Arc::new(HeldNode::new(client, node, &session_watch, events)),
         };
         self.close(Some(Slot::Held(hold.clone(), next_opening)));
         hold

@@ -3,7 +3,8 @@
 //! semaphore's leases (`turn.rs`), delete the node on every way out, retry what is transient
 //! (`retry.rs`), within an acquire's patience (`deadline.rs`); read the queue as its
 //! participants (`listing.rs`). `session_end.rs` is the
-//! one mapping from a session's end (a state, an event, an error) to errors and loss reasons.
+//! one mapping from a session's end (a state, an event, an error) to errors and loss reasons,
+//! and `session.rs` the [`Session`](crate::Session) that connects a new one after an expiry.
 //! It sends what `rules` decides; it knows nothing of guards, holds or elections.
 
 pub(crate) mod deadline;
@@ -12,5 +13,6 @@ pub(crate) mod node;
 pub(crate) mod own_node_watch;
 pub(crate) mod participant_node;
 pub(crate) mod retry;
+pub(crate) mod session;
 pub(crate) mod session_end;
 pub(crate) mod turn;

@@ -1,0 +1,335 @@
+//! A ZooKeeper session that outlives its expiry, as Curator's framework gives Java users: a
+//! [`Session`] hands out the current client and connects a new one when the server expires the
+//! old session (a zookeeper-client `Client` cannot renew its session), and tells its state. Every
+//! recipe can be built on one (through [`Connection`]), and then keeps working after an expiry.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::sync::{watch, Notify};
+use zookeeper_client::{Client, SessionState};
+
+use super::session_end::{ended_session, SessionEnd};
+use crate::{Error, Result};
+
+/// How a new client is connected: the connect string, session timeout, auth, TLS and chroot of
+/// the caller's connector.
+#[derive(Clone)]
+pub(crate) struct Connect(Arc<dyn Fn() -> ConnectFuture + Send + Sync>);
+
+type ConnectFuture = Pin<Box<dyn Future<Output = std::result::Result<Client, zookeeper_client::Error>> + Send>>;
+
+impl Connect {
+    pub(crate) fn new<F, Fut>(connect: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<Client, zookeeper_client::Error>> + Send + 'static,
+    {
+        Connect(Arc::new(move || Box::pin(connect())))
+    }
+
+    pub(crate) fn connect(&self) -> ConnectFuture {
+        (self.0)()
+    }
+}
+
+impl fmt::Debug for Connect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Connect(..)")
+    }
+}
+
+/// The longest pause between two tries to connect a new session (full jitter below it).
+const MAX_RECONNECT_PAUSE: Duration = Duration::from_secs(5);
+
+/// Where a [`Session`] stands, as Curator's `ConnectionState` says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConnectionState {
+    /// Connected on its first session.
+    Connected {
+        /// The session's id.
+        session_id: i64,
+    },
+    /// Disconnected: the client is reconnecting, and the session may still live. Holds are kept
+    /// or given up as their [`LossPolicy`](crate::LossPolicy) says.
+    Suspended,
+    /// The server expired the session: its ephemeral nodes are gone, and every hold on it is
+    /// lost. A new session is being connected.
+    Lost,
+    /// Connected again: on the same session after [`Suspended`](Self::Suspended), or on a new
+    /// one after [`Lost`](Self::Lost).
+    Reconnected {
+        /// The session's id (a new one after an expiry).
+        session_id: i64,
+    },
+}
+
+/// A ZooKeeper session for the life of a service: it hands out the current [`Client`], and when
+/// the server expires the session (a long pause, a partition longer than the session timeout),
+/// it connects a new client, backing off with jitter up to 5 s between tries, until it
+/// connects or the `Session` is dropped. [`state`](Self::state) tells where it stands.
+///
+/// Every recipe can be built on a `Session` instead of a `Client` (`&session` wherever a builder
+/// takes `&client`). Such a recipe object survives expiry: holds on the old session are lost and
+/// say so, acquires waiting on it fail with [`Error::SessionExpired`], and every later acquire
+/// uses the new session, with no code of the caller's. Leader elections built on a `Session`
+/// join again after an expiry.
+///
+/// Clones share the session. Dropping the last one closes the current client.
+///
+/// # Examples
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use zklock::zookeeper_client::Client;
+///
+/// // How every session connects: the connector's options (session timeout, auth, TLS, a chroot
+/// // in the connect string) are the caller's.
+/// let session = zklock::Session::connect(|| async {
+///     Client::connector().with_session_timeout(Duration::from_secs(10)).connect("127.0.0.1:2181").await
+/// })
+/// .await?;
+/// let mutex = zklock::InterProcessMutex::new(&session, "/app/locks/nightly")?;
+/// loop {
+///     // After an expiry this still works: it queues on the new session.
+///     let guard = mutex.acquire().await?;
+///     // ... the nightly job ...
+///     # break;
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Session {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    connect: Connect,
+    current: watch::Sender<Client>,
+    state: watch::Sender<ConnectionState>,
+    /// Ends the task that follows the sessions, once the last `Session` is dropped.
+    stop: Arc<Notify>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.stop.notify_one();
+    }
+}
+
+impl Session {
+    /// Connects a first session with `connect` (for example a
+    /// [`Connector`](zookeeper_client::Connector) with its session timeout, auth, TLS and
+    /// chroot), and connects every later session the same way.
+    ///
+    /// # Errors
+    /// [`Error::ZooKeeper`] (operation `connect`) when the first connect fails: nothing is
+    /// retried before the caller has a session.
+    pub async fn connect<F, Fut>(connect: F) -> Result<Session>
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<Client, zookeeper_client::Error>> + Send + 'static,
+    {
+        let connect = Connect::new(connect);
+        let client = connect.connect().await.map_err(|source| Error::zookeeper("connect", "/", source))?;
+        let session_id = client.session_id().0;
+        let states = client.state_watcher();
+        let stop = Arc::new(Notify::new());
+        let shared = Arc::new(Shared {
+            connect,
+            current: watch::Sender::new(client),
+            state: watch::Sender::new(ConnectionState::Connected { session_id }),
+            stop: Arc::clone(&stop),
+        });
+        tokio::spawn(follow(Arc::downgrade(&shared), states, stop));
+        Ok(Session { shared })
+    }
+
+    /// The current client: the one the next acquire uses.
+    pub fn client(&self) -> Client {
+        self.shared.current.borrow().clone()
+    }
+
+    /// The current session's id.
+    pub fn session_id(&self) -> i64 {
+        self.shared.current.borrow().session_id().0
+    }
+
+    /// The session's state from now on: each change is sent as it happens (a receiver that
+    /// reads late sees the latest).
+    pub fn state(&self) -> watch::Receiver<ConnectionState> {
+        self.shared.state.subscribe()
+    }
+
+    /// The current client once it can be used: while a new session is being connected after an
+    /// expiry, waits for it. A session closed by its client is handed out as it is (its
+    /// requests fail with [`Error::SessionClosed`]).
+    pub(crate) async fn usable_client(&self) -> Client {
+        let mut current = self.shared.current.subscribe();
+        loop {
+            let client = current.borrow_and_update().clone();
+            if !matches!(ended_session(&client), Some(Error::SessionExpired)) {
+                return client;
+            }
+            if current.changed().await.is_err() {
+                return client;
+            }
+        }
+    }
+
+    /// How this session connects: what an election rejoins with after an expiry.
+    pub(crate) fn connector(&self) -> Connect {
+        let session = Arc::downgrade(&self.shared);
+        Connect::new(move || {
+            let session = session.clone();
+            async move {
+                match session.upgrade() {
+                    Some(shared) => Ok(Session { shared }.usable_client().await),
+                    None => Err(zookeeper_client::Error::ClientClosed),
+                }
+            }
+        })
+    }
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("session_id", &self.session_id())
+            .field("state", &*self.shared.state.borrow())
+            .finish()
+    }
+}
+
+/// Follows the current client's state into [`ConnectionState`], and connects a new client after
+/// each expiry, until the last `Session` is dropped (or its client is closed).
+async fn follow(shared: Weak<Shared>, mut states: zookeeper_client::StateWatcher, stop: Arc<Notify>) {
+    let mut suspended = false;
+    loop {
+        let state = tokio::select! {
+            state = states.changed() => state,
+            () = stop.notified() => return,
+        };
+        let Some(session) = shared.upgrade() else { return };
+        match (SessionEnd::of_state(state), state) {
+            (Some(SessionEnd::Closed), _) => return,
+            (Some(SessionEnd::Expired), _) => {
+                session.state.send_replace(ConnectionState::Lost);
+                drop(session);
+                let Some(next) = reconnect(&shared, &stop).await else { return };
+                states = next;
+                suspended = false;
+            }
+            (None, SessionState::Disconnected) => {
+                suspended = true;
+                session.state.send_replace(ConnectionState::Suspended);
+            }
+            (None, _) if suspended => {
+                suspended = false;
+                let session_id = session.current.borrow().session_id().0;
+                session.state.send_replace(ConnectionState::Reconnected { session_id });
+            }
+            (None, _) => {}
+        }
+    }
+}
+
+/// Connects a new client after an expiry, backing off with full jitter (so that the services one
+/// outage expired do not reconnect in step); `None` once the session is dropped.
+async fn reconnect(shared: &Weak<Shared>, stop: &Notify) -> Option<zookeeper_client::StateWatcher> {
+    let mut pause = Duration::from_millis(100);
+    loop {
+        let connect = shared.upgrade()?.connect.clone();
+        let connected = tokio::select! {
+            connected = connect.connect() => connected,
+            () = stop.notified() => return None,
+        };
+        match connected {
+            Ok(client) => {
+                let session = shared.upgrade()?;
+                let session_id = client.session_id().0;
+                let states = client.state_watcher();
+                session.current.send_replace(client);
+                session.state.send_replace(ConnectionState::Reconnected { session_id });
+                return Some(states);
+            }
+            Err(err) => {
+                tracing::warn!(target: "zklock", error = %err, "could not connect a new session after an expiry")
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(pause.mul_f64(fastrand::f64())) => pause = (pause * 2).min(MAX_RECONNECT_PAUSE),
+            () = stop.notified() => return None,
+        }
+    }
+}
+
+/// What a recipe is built on: a [`Client`] (its one session, for as long as it lives) or a
+/// [`Session`] (a new client after each expiry). Every builder takes `impl Into<Connection>`, so
+/// `&client` and `&session` both work.
+#[derive(Clone, Debug)]
+pub struct Connection(Source);
+
+#[derive(Clone, Debug)]
+enum Source {
+    Client(Client),
+    Session(Session),
+}
+
+impl Connection {
+    /// The client now (for reads, and what a lock object is labelled with).
+    pub(crate) fn client(&self) -> Client {
+        match &self.0 {
+            Source::Client(client) => client.clone(),
+            Source::Session(session) => session.client(),
+        }
+    }
+
+    /// The client an acquire starting now uses: on a session, the new one once an expiry's
+    /// reconnection is through.
+    pub(crate) async fn usable_client(&self) -> Client {
+        match &self.0 {
+            Source::Client(client) => client.clone(),
+            Source::Session(session) => session.usable_client().await,
+        }
+    }
+
+    /// The session, when built on one.
+    pub(crate) fn session(&self) -> Option<&Session> {
+        match &self.0 {
+            Source::Client(_) => None,
+            Source::Session(session) => Some(session),
+        }
+    }
+}
+
+impl From<&Client> for Connection {
+    fn from(client: &Client) -> Self {
+        Connection(Source::Client(client.clone()))
+    }
+}
+
+impl From<Client> for Connection {
+    fn from(client: Client) -> Self {
+        Connection(Source::Client(client))
+    }
+}
+
+impl From<&Session> for Connection {
+    fn from(session: &Session) -> Self {
+        Connection(Source::Session(session.clone()))
+    }
+}
+
+impl From<Session> for Connection {
+    fn from(session: Session) -> Self {
+        Connection(Source::Session(session))
+    }
+}
