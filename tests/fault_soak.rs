@@ -7,7 +7,10 @@
 //! sessions and loses the server's replies to them, and an operator deletes queue nodes of every
 //! recipe (a holder's and a waiter's in turn). Every critical section and every term of
 //! leadership goes through a fenced register per exclusive lock path or election (a leader
-//! writes its epoch, again and again during its term) and into one shared history.
+//! writes its epoch, again and again during its term) and into one shared history. The last
+//! client is a `zklock::Session` whose lock objects are built once, before the faults, and used
+//! through every expiry; once the faults stop its session is expired once more, and the same
+//! objects must take every lock again (on a new session: the line's "on a Session" row).
 //!
 //! The run then checks each recipe's rule against the history (exclusion for the mutexes, each
 //! path of the multi-lock and each election's leaders, readers-writers for the read-write lock,
@@ -27,8 +30,8 @@
 //! Sessions expire the way they do in production: a client is partitioned for longer than the
 //! session timeout and the server expires it. (Curator's KillSession trick, which closes a
 //! session from outside at once, is not a fault a holder can detect in time, any more than an
-//! operator deleting its node; only fencing protects there, and `expire_session` tests it
-//! elsewhere.)
+//! operator deleting its node; only fencing protects there. The soak uses it once, after the
+//! faults, on the `Session`'s client, where what is checked is that the objects recover.)
 //!
 //! Deterministic in count and bounded in time: `ZKLOCK_SOAK_ROUNDS` rounds (default 2, about
 //! half a minute each) of every fault kind once and, meanwhile, of the operator deleting a
@@ -46,7 +49,7 @@ use std::time::{Duration, Instant};
 use fastrand::Rng;
 use tokio::sync::watch;
 use zklock::Error;
-use zklock_testcontainers::{Ensemble, Proxy};
+use zklock_testcontainers::{expire_session, Ensemble, Proxy};
 use zookeeper_client::Client;
 
 use soak::client::{Slot, SESSION_TIMEOUT};
@@ -65,9 +68,14 @@ async fn every_recipe_keeps_its_rule_through_faults() {
     let seed: u64 =
         std::env::var("ZKLOCK_SOAK_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| fastrand::u64(..));
     let ensemble = tokio::task::block_in_place(|| Ensemble::start(3)).expect("start an ensemble");
+    let paths = Paths::unique();
+    // The last client is a `zklock::Session`, its locks built once for the whole run.
+    let mut slots: Vec<Slot> =
+        (0..CLIENTS - 1).map(|_| Slot::new(Proxy::start_many(&ensemble.addresses()).unwrap())).collect();
+    slots.push(Slot::on_session(Proxy::start_many(&ensemble.addresses()).unwrap(), &paths).await);
     let run = Arc::new(Run {
-        paths: Paths::unique(),
-        slots: (0..CLIENTS).map(|_| Slot::new(Proxy::start_many(&ensemble.addresses()).unwrap())).collect(),
+        paths,
+        slots,
         tally: Tally::default(),
         fences: Fences::default(),
         history: Mutex::default(),
@@ -123,6 +131,12 @@ async fn every_recipe_keeps_its_rule_through_faults() {
     // partitioned client may first have to find out that its session expired).
     let recovery_started = Instant::now();
     let deadline = recovery_started + SESSION_TIMEOUT + Duration::from_secs(20);
+    // The client on a `Session` meets one expiry more, whatever the nemesis chose: its lock
+    // objects, built before the faults, must take every lock again below (on a new session).
+    let on_session = &run.slots[CLIENTS - 1];
+    if let Err(err) = expire_session(&on_session.client().await, &on_session.proxy).await {
+        eprintln!("soak: expiring the Session's client: {err}");
+    }
     let recoveries: Vec<_> = (0..CLIENTS)
         .map(|index| {
             let run = Arc::clone(&run);
@@ -237,6 +251,7 @@ async fn every_recipe_keeps_its_rule_through_faults() {
         })
         .collect();
     let violations: u64 = Recipe::all().map(violations_of).sum();
+    let on_session_holds = run.slots[CLIENTS - 1].held_on.lock().unwrap().clone();
     let faults = &tally.faults;
     let peak = |resource| checked.peaks.get(&resource).copied().unwrap_or(0);
     let (readers, leases) = (peak(Resource::ReadWrite), peak(Resource::Semaphore));
@@ -247,8 +262,8 @@ async fn every_recipe_keeps_its_rule_through_faults() {
         "soak: seed={seed} {rounds} rounds of faults in {:.1}s, {CLIENTS} clients, 3-node ensemble, session {}s | {} | faults: \
          leader kills={} leader pauses={} partitions={} expiries={} lost replies={} | operator deletions={} (holders={} \
          waiters={}, deletions forgiven={}) | losses signalled={} reconnects={} fenced after loss={stale_after_loss} | most \
-         at once: readers={readers} leases={leases} | violations={violations} (conflicts={} unrecovered={} orphans={} \
-         unforgiven deletions={}) | recovery {:.1}s",
+         at once: readers={readers} leases={leases} | on a Session (client {}): acq={} on {} sessions | \
+         violations={violations} (conflicts={} unrecovered={} orphans={} unforgiven deletions={}) | recovery {:.1}s",
         faults_took.as_secs_f64(),
         SESSION_TIMEOUT.as_secs(),
         per_recipe.join(" | "),
@@ -263,6 +278,9 @@ async fn every_recipe_keeps_its_rule_through_faults() {
         claims.len() - unforgiven.len(),
         tally.losses(),
         get(&tally.reconnects),
+        CLIENTS - 1,
+        on_session_holds.values().sum::<u64>(),
+        on_session_holds.len(),
         conflicts.len(),
         unrecovered.len(),
         orphans.len(),
@@ -270,6 +288,10 @@ async fn every_recipe_keeps_its_rule_through_faults() {
         recovery_took.as_secs_f64(),
     );
     assert_eq!(violations, 0, "see the soak line above");
+    assert!(
+        on_session_holds.len() >= 2,
+        "the Session's lock objects never held on a second session: {on_session_holds:?}"
+    );
     for recipe in Recipe::all() {
         assert!(get(&tally.of(recipe).acquisitions) > 0, "nobody ever got the {}", recipe.name());
     }
@@ -365,17 +387,27 @@ async fn told_of_a_deletion(run: &Run, recipe: Recipe, deadline: Instant) -> Res
 }
 
 /// Takes and releases every lock once through the slot's client (a new one if its session
-/// ended) before `deadline`; returns the locks it could not get back.
+/// ended; on a `Session`, its own lock objects) before `deadline`; returns the locks it could not
+/// get back.
 async fn recover(slot: &Slot, paths: &Paths, deadline: Instant) -> Vec<Recipe> {
     let mut unrecovered = Vec::new();
     for recipe in Recipe::LOCKS {
         let once = async {
             loop {
-                let client = slot.client().await;
-                let locks = Locks::new(&client, paths);
+                // On a session, the very objects its worker used through the faults.
+                let locks = match slot.session_locks() {
+                    Some(locks) => locks,
+                    None => Arc::new(Locks::new(&slot.client().await, paths)),
+                };
                 let outcome = locks.acquire_timeout(recipe, deadline.saturating_duration_since(Instant::now())).await;
                 match outcome {
-                    Ok(Some(held)) => return held.release().await.map(|()| true),
+                    Ok(Some(held)) => {
+                        if slot.session_locks().is_some() {
+                            let session = slot.client().await.session_id().0;
+                            *slot.held_on.lock().unwrap().entry(session).or_default() += 1;
+                        }
+                        return held.release().await.map(|()| true);
+                    }
                     Ok(None) => return Ok(false),
                     Err(Error::SessionExpired | Error::SessionClosed) => {
                         slot.forget_ended_client();

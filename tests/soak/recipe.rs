@@ -4,10 +4,9 @@
 use std::time::Duration;
 
 use zklock::{
-    Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    Connection, Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2, Lease, LockGuard, LossReason, MultiLockGuard, Result,
 };
-use zookeeper_client::Client;
 
 /// Leases of the soak's semaphore: more than one, so holders really share it.
 pub const MAX_LEASES: usize = 2;
@@ -163,14 +162,16 @@ pub struct Locks {
 }
 
 impl Locks {
-    pub fn new(client: &Client, paths: &Paths) -> Self {
+    /// The locks on a client or a `Session`.
+    pub fn new(on: impl Into<Connection>, paths: &Paths) -> Self {
+        let on = on.into();
         let multi: Vec<&str> = paths.multi.iter().map(String::as_str).collect();
         Locks {
-            mutex: InterProcessMutex::new(client, &paths.mutex).unwrap(),
-            read_write: InterProcessReadWriteLock::new(client, &paths.read_write).unwrap(),
-            semaphore: InterProcessSemaphoreV2::new(client, &paths.semaphore, MAX_LEASES as u32).unwrap(),
-            semaphore_mutex: InterProcessSemaphoreMutex::new(client, &paths.semaphore_mutex).unwrap(),
-            multi: InterProcessMultiLock::from_paths(client, &multi).unwrap(),
+            mutex: InterProcessMutex::new(on.clone(), &paths.mutex).unwrap(),
+            read_write: InterProcessReadWriteLock::new(on.clone(), &paths.read_write).unwrap(),
+            semaphore: InterProcessSemaphoreV2::new(on.clone(), &paths.semaphore, MAX_LEASES as u32).unwrap(),
+            semaphore_mutex: InterProcessSemaphoreMutex::new(on.clone(), &paths.semaphore_mutex).unwrap(),
+            multi: InterProcessMultiLock::from_paths(on, &multi).unwrap(),
         }
     }
 

@@ -1,6 +1,7 @@
 //! A client's rounds: pick a recipe, acquire it (with a timeout, or cancelled), use the
 //! resources it protects through their fences, and record the critical section.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fastrand::Rng;
@@ -18,14 +19,21 @@ const LONG_HOLD_ONE_IN: u8 = 10;
 pub async fn work(index: usize, run: &Run, rng: &mut Rng) {
     let slot = &run.slots[index];
     let mut stop = run.stop.subscribe();
-    let mut locks: Option<(i64, Locks)> = None;
+    let mut locks: Option<(i64, Arc<Locks>)> = None;
+    let on_session = slot.session_locks();
     while !*stop.borrow() {
         let client = slot.client().await;
         let session = client.session_id().0;
-        if locks.as_ref().is_none_or(|(owner, _)| *owner != session) {
-            locks = Some((session, Locks::new(&client, &run.paths)));
-        }
-        let locks = &locks.as_ref().unwrap().1;
+        let locks = match &on_session {
+            // Built once, on a `Session`: the same objects through every expiry.
+            Some(locks) => locks,
+            None => {
+                if locks.as_ref().is_none_or(|(owner, _)| *owner != session) {
+                    locks = Some((session, Arc::new(Locks::new(&client, &run.paths))));
+                }
+                &locks.as_ref().unwrap().1
+            }
+        };
         let recipe = Recipe::LOCKS[rng.usize(..Recipe::LOCKS.len())];
         let counts = run.tally.of(recipe);
         let attempt = if rng.u8(0..10) < 2 {
@@ -42,7 +50,12 @@ pub async fn work(index: usize, run: &Run, rng: &mut Rng) {
             locks.acquire_timeout(recipe, Duration::from_millis(rng.u64(200..3_000))).await
         };
         match attempt {
-            Ok(Some(held)) => critical_section(index, recipe, held, run, rng, &mut stop).await,
+            Ok(Some(held)) => {
+                if on_session.is_some() {
+                    *slot.held_on.lock().unwrap().entry(session).or_default() += 1;
+                }
+                critical_section(index, recipe, held, run, rng, &mut stop).await
+            }
             Ok(None) => bump(&counts.timeouts),
             Err(err) => run.failed(index, recipe, "acquire", err, &[]),
         }
