@@ -267,3 +267,32 @@ async fn a_first_connect_that_fails_is_the_callers_error() {
     .await;
     assert!(matches!(outcome, Err(Error::ZooKeeper { operation: "connect", .. })), "{outcome:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_from_a_client_of_ones_own_moves_on_after_its_expiry() {
+    let proxy = Proxy::start(server().address()).unwrap();
+    let client = common::connect_through(&proxy, Duration::from_secs(20)).await;
+    let connect_string = proxy.connect_string();
+    let session = Session::from_client(client.clone(), move || {
+        let connect_string = connect_string.clone();
+        async move { Client::connector().with_session_timeout(Duration::from_secs(20)).connect(&connect_string).await }
+    })
+    .unwrap();
+    assert_eq!(session.session_id(), client.session_id().0);
+    let mut states = session.state();
+    let mutex = InterProcessMutex::new(&session, &unique_path("session-from-client")).unwrap();
+    mutex.acquire().await.unwrap().release().await.unwrap();
+    let new = expire(&session, &proxy, &mut states).await;
+    assert_ne!(new, client.session_id().0);
+    let guard = mutex.acquire().await.unwrap();
+    assert_eq!(owner_of(&connect().await, guard.node_path()).await, new);
+    guard.release().await.unwrap();
+}
+
+#[test]
+fn a_session_from_a_client_needs_a_runtime() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = runtime.block_on(connect());
+    let outcome = Session::from_client(client, || async { Err(zklock::zookeeper_client::Error::ConnectionLoss) });
+    assert!(matches!(outcome, Err(Error::InvalidOptions(_))), "{outcome:?}");
+}

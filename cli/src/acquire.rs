@@ -3,7 +3,6 @@
 use std::time::Duration;
 
 use zklock::{InterProcessMutex, InterProcessSemaphoreV2, NodeSchema};
-use zookeeper_client::Client;
 
 use crate::cli::LockArgs;
 use crate::exit::{Failure, Outcome};
@@ -49,11 +48,13 @@ pub fn own_data(args: &LockArgs) -> String {
     NodeData::ours(args.semaphore).to_string()
 }
 
-pub async fn acquire(client: &Client, lock_path: &str, kind: Kind, args: &LockArgs) -> Result<Held, Failure> {
+/// Takes the lock (or a lease) at `lock_path` on `on`, a client or a session, within the
+/// patience the options give.
+pub async fn acquire(on: zklock::Connection, lock_path: &str, kind: Kind, args: &LockArgs) -> Result<Held, Failure> {
     let timeout = patience(args);
     let node_data = own_data(args);
     let held = if let Some(leases) = args.semaphore {
-        let semaphore = InterProcessSemaphoreV2::builder(client, lock_path, leases)
+        let semaphore = InterProcessSemaphoreV2::builder(on, lock_path, leases)
             .node_data(node_data)
             .loss_policy(args.hold.loss_policy.into())
             .build()
@@ -63,9 +64,8 @@ pub async fn acquire(client: &Client, lock_path: &str, kind: Kind, args: &LockAr
             Some(timeout) => semaphore.acquire_timeout(timeout).await.transpose().map(|lease| lease.map(Held::Lease)),
         }
     } else {
-        let builder = InterProcessMutex::builder(client, lock_path)
-            .node_data(node_data)
-            .loss_policy(args.hold.loss_policy.into());
+        let builder =
+            InterProcessMutex::builder(on, lock_path).node_data(node_data).loss_policy(args.hold.loss_policy.into());
         let rw;
         let mutex;
         let side = match kind {

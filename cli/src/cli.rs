@@ -151,7 +151,7 @@ pub struct ModeOptions {
 }
 
 /// Where ZooKeeper is and how to talk to it.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct Connection {
     /// ZooKeeper servers, host:port[,host:port...][/chroot]. Falls back to $ZK_CONNECT, then
     /// 127.0.0.1:2181.
@@ -292,6 +292,7 @@ impl From<LossPolicyArg> for zklock::LossPolicy {
 pub enum Command {
     /// Take the lock, print its node and fencing token, and hold it until signalled, asked to
     /// let go, or the reader of that line goes away (like `etcdctl lock NAME` without a command).
+    /// Lost to the session (expired, cut off), it is taken again and the new line printed.
     Hold {
         /// The lock path.
         #[arg(value_name = "LOCK_PATH")]
@@ -300,7 +301,7 @@ pub enum Command {
     /// Run a command only while this process leads an election (Curator's LeaderLatch): wait
     /// for leadership, run the command, stop it if leadership is lost, and leave the election
     /// when it ends. Without a command: print the node and epoch once leading, and lead until
-    /// signalled.
+    /// signalled (leading again after a loss to the session, with a new line).
     Elect {
         /// The election path, e.g. /elections/report-writer.
         #[arg(value_name = "ELECTION_PATH")]

@@ -10,10 +10,11 @@ use zklock::LeaderLatch;
 use zookeeper_client::Client;
 
 use crate::acquire::not_in_time;
-use crate::cli::{LockArgs, OnRevoke};
+use crate::campaign;
+use crate::cli::{Connection, LockArgs, OnRevoke};
 use crate::exit::Failure;
 use crate::held::Held;
-use crate::hold::keep;
+use crate::hold::{keep, Kept};
 use crate::layout::Kind;
 use crate::node_data::hostname;
 use crate::run::{run_command, take_alone, Revocation};
@@ -31,26 +32,56 @@ pub struct Campaign<'a> {
 
 /// Runs `command` while this process leads the election, or leads until signalled when there
 /// is no command.
-pub async fn elect(client: &Client, campaign: &Campaign<'_>, command: &[OsString]) -> Result<ExitCode, Failure> {
-    let leadership = lead(client, campaign);
+pub async fn elect(
+    client: &Client,
+    connection: &Connection,
+    campaign: &Campaign<'_>,
+    command: &[OsString],
+) -> Result<ExitCode, Failure> {
     // Leadership cannot be revoked: only its loss, or a signal, ends it.
     let revocation = Revocation { policy: OnRevoke::Ignore, own_data: String::new() };
-    if command.is_empty() {
-        let mut signals = Signals::install()?;
-        let held = match take_alone(client, campaign.path, Kind::Latch, leadership, &mut signals).await? {
-            Ok(held) => held,
-            Err(signal) => return Ok(ExitCode::from(128 + signal as u8)),
-        };
-        return keep(client, campaign.path, held, &mut signals, &revocation, campaign.as_json).await;
+    if !command.is_empty() {
+        let leadership = lead(client.into(), campaign);
+        return run_command(client, campaign.path, Kind::Latch, leadership, command, &revocation, &campaign.args.hold)
+            .await;
     }
-    run_command(client, campaign.path, Kind::Latch, leadership, command, &revocation, &campaign.args.hold).await
+    // Without a command, lead for as long as we run: a latch on a session joins again after
+    // its expiry, and after a loss while the session lives.
+    let mut signals = Signals::install()?;
+    let session = campaign::session(client, connection)?;
+    let leadership = lead((&session).into(), campaign);
+    let mut held = match take_alone(client, campaign.path, Kind::Latch, leadership, &mut signals).await? {
+        Ok(held) => held,
+        Err(signal) => return Ok(ExitCode::from(128 + signal as u8)),
+    };
+    loop {
+        let client = session.client();
+        let kept = keep(&client, campaign.path, &held, &mut signals, &revocation, campaign.as_json).await;
+        match (kept, &mut held) {
+            (Kept::Lost(reason), Held::Leader { latch, leadership }) if campaign::takes_again(reason) => {
+                campaign::say_again("leadership", &reason.to_string());
+                *leadership = tokio::select! {
+                    next = latch.await_leadership() => next.map_err(Failure::from_lock_error)?,
+                    _ = signals.next() => break,
+                };
+                info!("leading {} again", campaign.path);
+            }
+            (kept, _) => {
+                let outcome = kept.outcome(&held);
+                held.release(&session.client()).await;
+                return outcome;
+            }
+        }
+    }
+    held.release(&session.client()).await;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Joins the election and waits to lead, until `--timeout`. Leaves the election when it gives up.
-async fn lead(client: &Client, campaign: &Campaign<'_>) -> Result<Held, Failure> {
+async fn lead(on: zklock::Connection, campaign: &Campaign<'_>) -> Result<Held, Failure> {
     let path = campaign.path;
     let id = campaign.id.map(str::to_owned).unwrap_or_else(|| format!("{}:{}", hostname(), std::process::id()));
-    let latch = LeaderLatch::builder(client, path, &id)
+    let latch = LeaderLatch::builder(on, path, &id)
         .loss_policy(campaign.args.hold.loss_policy.into())
         .build()
         .map_err(Failure::from_lock_error)?;

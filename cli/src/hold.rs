@@ -1,73 +1,119 @@
 //! `zklock hold LOCK_PATH` (and `zklock elect PATH` without a command): take the lock or
-//! leadership, print its node and fencing token, and keep it until a signal, its loss, a
-//! revocation request (unless ignored), or the reader of that line going away.
+//! leadership, print its node and fencing token, and keep it until a signal, a revocation
+//! request (unless ignored), the reader of that line going away, or its loss to someone deleting
+//! our node. A loss to the session is no end: the hold is taken again (`campaign.rs`).
 
 use std::process::ExitCode;
 
 use serde_json::json;
 use tracing::info;
+use zklock::LossReason;
 use zookeeper_client::Client;
 
 use crate::acquire::{acquire, kind, own_data};
-use crate::cli::{LockArgs, OnRevoke};
+use crate::campaign;
+use crate::cli::{Connection, LockArgs, OnRevoke};
 use crate::exit::{Failure, Outcome};
 use crate::held::Held;
 use crate::output;
 use crate::run::{take_alone, Revocation};
 use crate::signals::Signals;
 
-/// Holds the lock until told to stop; prints the node and fencing token first.
-pub async fn hold(client: &Client, lock_path: &str, args: &LockArgs, as_json: bool) -> Result<ExitCode, Failure> {
+/// Holds the lock until told to stop, taking it again after a loss to the session; prints the
+/// node and fencing token of each hold.
+pub async fn hold(
+    client: &Client,
+    connection: &Connection,
+    lock_path: &str,
+    args: &LockArgs,
+    as_json: bool,
+) -> Result<ExitCode, Failure> {
     let mut signals = Signals::install()?;
     let kind = kind(args);
-    let take = acquire(client, lock_path, kind, args);
-    let held = match take_alone(client, lock_path, kind, take, &mut signals).await? {
-        Ok(held) => held,
-        Err(signal) => return Ok(ExitCode::from(128 + signal as u8)),
-    };
+    let session = campaign::session(client, connection)?;
     let revocation = Revocation { policy: args.on_revoke, own_data: own_data(args) };
-    keep(client, lock_path, held, &mut signals, &revocation, as_json).await
+    loop {
+        let client = session.usable_client().await;
+        let take = acquire((&session).into(), lock_path, kind, args);
+        let held = match take_alone(&client, lock_path, kind, take, &mut signals).await {
+            Ok(Ok(held)) => held,
+            Ok(Err(signal)) => return Ok(ExitCode::from(128 + signal as u8)),
+            // The session expired while we queued: queue again on the next one.
+            Err(failure) if client.state() == zookeeper_client::SessionState::Expired => {
+                campaign::say_again("lock", &failure.message);
+                continue;
+            }
+            Err(failure) => return Err(failure),
+        };
+        let kept = keep(&client, lock_path, &held, &mut signals, &revocation, as_json).await;
+        if let Kept::Lost(reason) = kept {
+            if campaign::takes_again(reason) {
+                campaign::say_again(held.what(), &reason.to_string());
+                campaign::settled(&client).await;
+                held.release(&client).await;
+                continue;
+            }
+        }
+        let outcome = kept.outcome(&held);
+        held.release(&client).await;
+        return outcome;
+    }
 }
 
-/// Prints what is held, keeps it until told to stop, and lets go of it.
+/// How a hold that was kept ended.
+pub enum Kept {
+    /// Told to stop: exit with this (or fail so).
+    Ended(Result<ExitCode, Failure>),
+    /// The hold was lost.
+    Lost(LossReason),
+}
+
+impl Kept {
+    /// What the command exits with when it does not take the hold again.
+    pub fn outcome(self, held: &Held) -> Result<ExitCode, Failure> {
+        match self {
+            Kept::Ended(outcome) => outcome,
+            Kept::Lost(reason) => Err(Failure::new(Outcome::Lost, format!("{} lost ({reason})", held.what()))),
+        }
+    }
+}
+
+/// Prints what is held and keeps it until told to stop or it is lost; the caller lets go of it.
 pub async fn keep(
     client: &Client,
     path: &str,
-    held: Held,
+    held: &Held,
     signals: &mut Signals,
     revocation: &Revocation,
     as_json: bool,
-) -> Result<ExitCode, Failure> {
+) -> Kept {
     let (node, token) = (held.hold().node_path(), held.hold().fencing_token());
     let line = match as_json {
         true => json!({ "path": path, "node": node, "token": token }).to_string(),
         false => format!("{node} {token}"),
     };
     if let Err(failure) = output::line(&line) {
-        held.release(client).await;
-        return Err(failure);
+        return Kept::Ended(Err(failure));
     }
     // A script that reads the line and goes away is done with the lock: holding on would keep
     // everyone else out until someone kills us.
     let reader_gone = output::reader_gone();
     tokio::pin!(reader_gone);
     let mut revocation_seen = false;
-    let outcome = loop {
+    loop {
         tokio::select! {
-            reason = held.hold().lost() => break Err(Failure::new(Outcome::Lost, format!("{} lost ({reason})", held.what()))),
+            reason = held.hold().lost() => return Kept::Lost(reason),
             _ = held.hold().revocation_requested(), if !revocation_seen => {
                 revocation_seen = true;
                 held.restore_data(client, &revocation.own_data).await;
                 if revocation.policy == OnRevoke::Term {
                     info!("revocation requested: letting go");
-                    break Ok(ExitCode::SUCCESS);
+                    return Kept::Ended(Ok(ExitCode::SUCCESS));
                 }
                 info!("revocation requested: holding on (--on-revoke ignore)");
             }
-            () = &mut reader_gone => break Err(Failure::quiet(Outcome::ReaderGone)),
-            _ = signals.next() => break Ok(ExitCode::SUCCESS),
+            () = &mut reader_gone => return Kept::Ended(Err(Failure::quiet(Outcome::ReaderGone))),
+            _ = signals.next() => return Kept::Ended(Ok(ExitCode::SUCCESS)),
         }
-    };
-    held.release(client).await;
-    outcome
+    }
 }

@@ -2,6 +2,7 @@
 //! election. `zklock --help` says how.
 
 mod acquire;
+mod campaign;
 mod cli;
 mod connect;
 mod connect_string;
@@ -115,11 +116,11 @@ async fn dispatch(client: &Client, cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::List { lock_path }) => list::list(client, &lock_path, json).await,
         Some(Command::Revoke { node }) => revoke::revoke(client, &node).await,
         Some(Command::Leader { election_path }) => leader::leader(client, &election_path, json).await,
-        Some(Command::Hold { lock_path }) => hold::hold(client, &lock_path, &cli.lock, json).await,
+        Some(Command::Hold { lock_path }) => hold::hold(client, &cli.connection, &lock_path, &cli.lock, json).await,
         Some(Command::Elect { election_path, .. }) => {
             let id = cli.modes.id.as_deref();
             let campaign = Campaign { path: &election_path, id, args: &cli.lock, as_json: json };
-            elect::elect(client, &campaign, &command).await
+            elect::elect(client, &cli.connection, &campaign, &command).await
         }
         Some(Command::Completions { .. } | Command::Manpage) => Ok(ExitCode::SUCCESS),
         None => run::run(client, cli.lock_path.as_deref().unwrap_or_default(), &cli.lock, &command).await,

@@ -24,7 +24,7 @@ use crate::signals::Signals;
 /// Runs `command` while holding the lock.
 pub async fn run(client: &Client, lock_path: &str, args: &LockArgs, command: &[OsString]) -> Result<ExitCode, Failure> {
     let kind = kind(args);
-    let acquire = acquire(client, lock_path, kind, args);
+    let acquire = acquire(client.into(), lock_path, kind, args);
     let revocation = Revocation { policy: args.on_revoke, own_data: own_data(args) };
     run_command(client, lock_path, kind, acquire, command, &revocation, &args.hold).await
 }

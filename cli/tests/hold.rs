@@ -1,4 +1,4 @@
-//! `zklock hold PATH` and what `-v` says.
+//! `zklock hold PATH`, what `-v` says, and holding for as long as it runs.
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use common::{connect, server, unique_path, wait_for_children};
 use support::{hold, zklock, Group};
+use zklock_testcontainers::Proxy;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hold_prints_the_node_and_token_and_releases_on_a_signal() {
@@ -43,4 +44,68 @@ async fn verbose_says_whom_it_waits_for_and_when_it_acquires_and_releases() {
     assert!(stderr.contains(&format!("held by {held_node}")), "{stderr}");
     assert!(stderr.contains("acquired") && stderr.contains("fencing token"), "{stderr}");
     assert!(stderr.contains("released"), "{stderr}");
+}
+
+/// Reads `holder`'s output lines in a thread of their own: each line arrives on the channel.
+fn lines_of(holder: &mut Group) -> std::sync::mpsc::Receiver<String> {
+    let stdout = holder.0.stdout.take().unwrap();
+    let (send, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if send.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    lines
+}
+
+/// The node of the next line `what` prints within 30 s.
+fn next_node(lines: &std::sync::mpsc::Receiver<String>, what: &str) -> String {
+    let line = lines.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| panic!("{what} printed no line"));
+    line.split_whitespace().next().unwrap_or_else(|| panic!("{what} printed {line:?}")).to_owned()
+}
+
+/// `hold` and `elect` without a command campaign for as long as they run: cut off past their
+/// session's expiry, they take the lock (lead) again on a new session and print the new node;
+/// the old node went with the old session, and a signal still lets go of the new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hold_and_elect_take_it_again_after_their_session_expired() {
+    let client = connect().await;
+    for mode in ["hold", "elect"] {
+        let path = unique_path(&format!("cli-campaign-{mode}"));
+        let proxy = Proxy::start(server().address()).unwrap();
+        let mut holder = Group::spawn(
+            zklock(&proxy.connect_string()).args([mode, &path]).stdout(Stdio::piped()).stderr(Stdio::piped()),
+        );
+        let lines = lines_of(&mut holder);
+        let first = next_node(&lines, mode);
+        // Cut off past the 4 s session timeout: the server expires the session.
+        proxy.blackhole();
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        proxy.heal();
+        let second = next_node(&lines, mode);
+        assert_ne!(first, second, "{mode}");
+        assert!(client.check_stat(&first).await.unwrap().is_none(), "{mode}: the old node went with its session");
+        let owner = client.check_stat(&second).await.unwrap().expect("the new node exists").ephemeral_owner;
+        assert_eq!(common::children(&client, &path).await.len(), 1, "{mode}: one node");
+        holder.signal_job(libc::SIGTERM);
+        assert!(holder.wait(Duration::from_secs(20)).success(), "{mode}");
+        assert!(common::children(&client, &path).await.is_empty(), "{mode}: released");
+        assert_ne!(owner, 0);
+        let stderr = holder.stderr();
+        assert!(stderr.contains("taking it again"), "{mode}: {stderr}");
+    }
+}
+
+/// An operator deleting the holder's node still ends `hold`, with the loss code: that is how one
+/// makes a holder let go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hold_whose_node_an_operator_deleted_ends_with_the_loss_code() {
+    let path = unique_path("cli-hold-deleted");
+    let zk = server().connect_string();
+    let client = connect().await;
+    let (mut holder, node) = hold(&zk, &[], &path);
+    client.delete(&node, None).await.unwrap();
+    assert_eq!(holder.wait(Duration::from_secs(20)).code(), Some(support::LOST));
 }

@@ -139,6 +139,29 @@ impl Session {
     {
         let connect = Connect::new(connect);
         let client = connect.connect().await.map_err(|source| Error::zookeeper("connect", "/", source))?;
+        Session::start(client, connect)
+    }
+
+    /// A session that starts from `client`, already connected, and connects every later
+    /// session with `connect` (a program that connected its client its own way, and wants its
+    /// recipes to outlive the session). Sends nothing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOptions`] when called outside a tokio runtime (the session is followed by
+    /// a task of its own).
+    pub fn from_client<F, Fut>(client: Client, connect: F) -> Result<Session>
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<Client, zookeeper_client::Error>> + Send + 'static,
+    {
+        Session::start(client, Connect::new(connect))
+    }
+
+    /// Follows `client`, and those `connect` makes after it.
+    fn start(client: Client, connect: Connect) -> Result<Session> {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return Err(Error::InvalidOptions("a Session needs a tokio runtime"));
+        };
         let session_id = client.session_id().0;
         let states = client.state_watcher();
         let stop = Arc::new(Notify::new());
@@ -148,7 +171,7 @@ impl Session {
             state: watch::Sender::new(ConnectionState::Connected { session_id }),
             stop: Arc::clone(&stop),
         });
-        tokio::spawn(follow(Arc::downgrade(&shared), states, stop));
+        runtime.spawn(follow(Arc::downgrade(&shared), states, stop));
         Ok(Session { shared })
     }
 
@@ -171,7 +194,10 @@ impl Session {
     /// The current client once it can be used: while a new session is being connected after an
     /// expiry, waits for it. A session closed by its client is handed out as it is (its
     /// requests fail with [`Error::SessionClosed`]).
-    pub(crate) async fn usable_client(&self) -> Client {
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only waits.
+    pub async fn usable_client(&self) -> Client {
         let mut current = self.shared.current.subscribe();
         loop {
             let client = current.borrow_and_update().clone();

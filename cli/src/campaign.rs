@@ -1,0 +1,58 @@
+//! `zklock hold` and `zklock elect` without a command campaign for as long as they run: a hold
+//! lost to the session (it expired, or the client was cut off past the loss policy's grace) is
+//! taken again, on a new session if the old one expired, and its new node and token printed.
+//! A node deleted by someone else still ends them (an operator's way to make a holder let go),
+//! and so does every loss in the command mode, which stops its command.
+
+use std::time::Duration;
+
+use tracing::info;
+use zklock::{LossReason, Session};
+use zookeeper_client::{Client, SessionState};
+
+use crate::cli::Connection;
+use crate::connect::connect;
+use crate::exit::Failure;
+use crate::output;
+
+/// A session that starts from the command's client and connects every later one as the command
+/// line says (auth, TLS, chroot, timeouts).
+pub fn session(client: &Client, connection: &Connection) -> Result<Session, Failure> {
+    let connection = connection.clone();
+    let reconnect = move || {
+        let connection = connection.clone();
+        async move {
+            connect(&connection).await.map_err(|failure| {
+                info!("connecting a new session: {}", failure.message);
+                zookeeper_client::Error::ConnectionLoss
+            })
+        }
+    };
+    Session::from_client(client.clone(), reconnect).map_err(Failure::from_lock_error)
+}
+
+/// Whether a hold lost for `reason` is taken again: a loss to the session, not an operator's
+/// deletion.
+pub fn takes_again(reason: LossReason) -> bool {
+    matches!(reason, LossReason::SessionExpired | LossReason::Disconnected { .. })
+}
+
+/// Says that the `what` lost for `reason` is being taken again.
+pub fn say_again(what: &str, reason: &str) {
+    output::warn(&format!("{what} lost ({reason}); taking it again"));
+}
+
+/// Waits until `client` is connected again or its session is over: a hold given up while cut off
+/// may still have its node, which only a connected client can delete before we queue again.
+pub async fn settled(client: &Client) {
+    let mut states = client.state_watcher();
+    loop {
+        match states.state() {
+            SessionState::SyncConnected | SessionState::ConnectedReadOnly => return,
+            state if state.is_terminated() => return,
+            _ => {}
+        }
+        // The watcher wakes on every change; the bound only guards against a missed one.
+        let _ = tokio::time::timeout(Duration::from_secs(1), states.changed()).await;
+    }
+}
