@@ -296,3 +296,69 @@ fn a_session_from_a_client_needs_a_runtime() {
     let outcome = Session::from_client(client, || async { Err(zklock::zookeeper_client::Error::ConnectionLoss) });
     assert!(matches!(outcome, Err(Error::InvalidOptions(_))), "{outcome:?}");
 }
+
+/// One lock object of each recipe, to hold and to wait on (a semaphore of one lease, so that a
+/// holder keeps a waiter out).
+enum LockObject {
+    Mutex(InterProcessMutex),
+    Write(InterProcessReadWriteLock),
+    Semaphore(InterProcessSemaphoreV2),
+    SemaphoreMutex(InterProcessSemaphoreMutex),
+    Multi(InterProcessMultiLock),
+}
+
+impl LockObject {
+    fn all(on: &zklock::Connection, paths: &[String; 5]) -> Vec<LockObject> {
+        vec![
+            LockObject::Mutex(InterProcessMutex::new(on.clone(), &paths[0]).unwrap()),
+            LockObject::Write(InterProcessReadWriteLock::new(on.clone(), &paths[1]).unwrap()),
+            LockObject::Semaphore(InterProcessSemaphoreV2::new(on.clone(), &paths[2], 1).unwrap()),
+            LockObject::SemaphoreMutex(InterProcessSemaphoreMutex::new(on.clone(), &paths[3]).unwrap()),
+            LockObject::Multi(
+                InterProcessMultiLock::from_paths(on.clone(), &[&paths[4], &format!("{}-b", paths[4])]).unwrap(),
+            ),
+        ]
+    }
+
+    /// Takes it; the hold is released when the box is dropped.
+    async fn acquire(&self) -> zklock::Result<Box<dyn std::any::Any + Send>> {
+        Ok(match self {
+            LockObject::Mutex(mutex) => Box::new(mutex.acquire().await?),
+            LockObject::Write(lock) => Box::new(lock.write_lock().acquire().await?),
+            LockObject::Semaphore(semaphore) => Box::new(semaphore.acquire().await?),
+            LockObject::SemaphoreMutex(mutex) => Box::new(mutex.acquire().await?),
+            LockObject::Multi(multi) => Box::new(multi.acquire().await?),
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_lock_waiting_on_an_expired_session_fails_and_then_holds_on_the_new_one() {
+    let (proxy, session, mut states, observer) = expirable().await;
+    let paths: [String; 5] = std::array::from_fn(|index| unique_path(&format!("session-waits-{index}")));
+    let holders = LockObject::all(&(&observer).into(), &paths);
+    let waiters = std::sync::Arc::new(LockObject::all(&(&session).into(), &paths));
+    for (index, holder) in holders.iter().enumerate() {
+        let held = holder.acquire().await.unwrap();
+        let waiting = tokio::spawn({
+            let waiters = std::sync::Arc::clone(&waiters);
+            async move { waiters[index].acquire().await.map(drop) }
+        });
+        // Let the waiter queue (its node, or its turn at the semaphore's gate, is on the session).
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        expire(&session, &proxy, &mut states).await;
+        let outcome =
+            tokio::time::timeout(Duration::from_secs(20), waiting).await.expect("the wait never ended").unwrap();
+        assert!(matches!(outcome, Err(Error::SessionExpired)), "recipe {index}: {outcome:?}");
+        drop(held);
+        let again = tokio::time::timeout(Duration::from_secs(20), waiters[index].acquire())
+            .await
+            .expect("never held on the new session")
+            .unwrap();
+        drop(again);
+    }
+    // No node of any session is left: the old ones went with their sessions, the rest released.
+    for path in &paths {
+        common::eventually(&format!("{path} empty"), || async { children(&observer, path).await.is_empty() }).await;
+    }
+}

@@ -308,6 +308,9 @@ impl InterProcessSemaphoreV2 {
             let gate_lost = async {
                 match guard.lost().await {
                     LossReason::NodeDeleted => Error::LockNodeDeleted { path: guard.node_path().to_owned() },
+                    // The session's end is the wait's error, as for every other acquire.
+                    LossReason::SessionExpired => Error::SessionExpired,
+                    LossReason::SessionClosed => Error::SessionClosed,
                     reason => Error::LockLost(reason),
                 }
             };
