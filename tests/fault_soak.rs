@@ -54,7 +54,7 @@ use zookeeper_client::Client;
 
 use soak::client::{Slot, SESSION_TIMEOUT};
 use soak::fence::Fences;
-use soak::history::{check, Section};
+use soak::history::check;
 use soak::operator::{self, Claim, Deletions, Holders};
 use soak::recipe::{Locks, Paths, Recipe, Resource, MAX_LEASES};
 use soak::tally::{get, Tally};
@@ -332,19 +332,7 @@ async fn hold_together(run: &Run, recipe: Recipe, parties: usize, deadline: Inst
     let start = Instant::now();
     tokio::time::sleep(Duration::from_millis(10)).await;
     let end = Instant::now();
-    let mut history = Vec::new();
-    for (index, held) in &holds {
-        history.extend(held.parts().into_iter().map(|part| Section {
-            client: *index,
-            recipe,
-            resource: part.resource,
-            node: part.node,
-            start,
-            end,
-            token: part.token,
-            told_lost: false,
-        }));
-    }
+    let history = holds.iter().flat_map(|(index, held)| held.sections(*index, recipe, start, end, false));
     run.history.lock().unwrap().extend(history);
     for (index, held) in holds {
         held.release().await.map_err(|err| format!("client {index} releasing: {err}"))?;
@@ -367,16 +355,7 @@ async fn told_of_a_deletion(run: &Run, recipe: Recipe, deadline: Instant) -> Res
     operator::delete_held(&operator, run, &nodes[0]).await;
     let told = tokio::time::timeout(Duration::from_secs(10), held.lost()).await.is_ok();
     let end = Instant::now();
-    run.history.lock().unwrap().extend(held.parts().into_iter().map(|part| Section {
-        client: 0,
-        recipe,
-        resource: part.resource,
-        node: part.node,
-        start,
-        end,
-        token: part.token,
-        told_lost: told,
-    }));
+    run.history.lock().unwrap().extend(held.sections(0, recipe, start, end, told));
     // The release reports the loss.
     let _ = held.release().await;
     if !told {

@@ -1,12 +1,14 @@
 //! The recipes the soak mixes (the locks, and the two leader elections), their paths, and a hold
 //! of any lock.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use zklock::{
     Connection, Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2, Lease, LockGuard, LossReason, MultiLockGuard, Result,
 };
+
+use super::history::Section;
 
 /// Leases of the soak's semaphore: more than one, so holders really share it.
 pub const MAX_LEASES: usize = 2;
@@ -259,6 +261,28 @@ impl Held {
                 .map(|(index, guard)| guard_part(Resource::Multi(index), guard))
                 .collect(),
         }
+    }
+
+    /// The critical sections of this hold, one per resource, by `client` from `start` to `end`.
+    pub fn sections(
+        &self,
+        client: usize,
+        recipe: Recipe,
+        start: Instant,
+        end: Instant,
+        told_lost: bool,
+    ) -> Vec<Section> {
+        let section = |part: Part| Section {
+            client,
+            recipe,
+            resource: part.resource,
+            node: part.node,
+            start,
+            end,
+            token: part.token,
+            told_lost,
+        };
+        self.parts().into_iter().map(section).collect()
     }
 
     /// Every node the hold owns.

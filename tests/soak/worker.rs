@@ -8,7 +8,6 @@ use fastrand::Rng;
 use tokio::sync::watch;
 
 use super::client::Hold;
-use super::history::Section;
 use super::recipe::{Held, Locks, Recipe};
 use super::tally::bump;
 use super::Run;
@@ -93,16 +92,7 @@ async fn critical_section(
     if told_lost {
         bump(&counts.losses);
     }
-    run.history.lock().unwrap().extend(held.parts().into_iter().map(|part| Section {
-        client: index,
-        recipe,
-        resource: part.resource,
-        node: part.node,
-        start,
-        end,
-        token: part.token,
-        told_lost,
-    }));
+    run.history.lock().unwrap().extend(held.sections(index, recipe, start, end, told_lost));
     // A lost hold's release reports the loss; `failed` expects that.
     if let Err(err) = held.release().await {
         run.failed(index, recipe, "release", err, &nodes);
