@@ -100,8 +100,10 @@ pub enum Error {
 }
 
 impl Error {
-    /// This error and each of its causes, `: `-separated: what our own logs print.
-    pub(crate) fn with_causes(&self) -> WithCauses<'_> {
+    /// This error and each of its causes, `: `-separated, for one line of a log or of a
+    /// command's output (what zklock's own logs print). `Display` says only what happened, so
+    /// that error reporters such as anyhow print each cause once.
+    pub fn with_causes(&self) -> impl std::fmt::Display + '_ {
         WithCauses(self)
     }
 

@@ -97,7 +97,7 @@ async fn lead(on: zklock::Connection, campaign: &Campaign<'_>) -> Result<Held, F
         Err(err) => Failure::from_lock_error(err),
     };
     if let Err(err) = latch.close().await {
-        info!("leaving the election at {path}: {}", crate::exit::with_causes(&err));
+        info!("leaving the election at {path}: {}", err.with_causes());
     }
     Err(failure)
 }

@@ -70,7 +70,7 @@ impl Failure {
             zklock::Error::ZooKeeper { source, .. } if refused(source) => Outcome::NotAllowed,
             _ => Outcome::Failed,
         };
-        Failure::new(outcome, with_causes(&err))
+        Failure::new(outcome, err.with_causes().to_string())
     }
 
     /// Classifies an error of a request the command sends itself.
@@ -93,16 +93,4 @@ impl Failure {
 
 fn refused(err: &zookeeper_client::Error) -> bool {
     matches!(err, zookeeper_client::Error::NoAuth | zookeeper_client::Error::AuthFailed)
-}
-
-/// `err` and each of its causes, `: `-separated, for one line: the library's errors say what
-/// happened and leave ZooKeeper's answer to `source()`.
-pub fn with_causes(err: &dyn std::error::Error) -> String {
-    let mut line = err.to_string();
-    let mut cause = err.source();
-    while let Some(next) = cause {
-        line += &format!(": {next}");
-        cause = next.source();
-    }
-    line
 }

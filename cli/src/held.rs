@@ -66,7 +66,7 @@ impl Held {
             Ok(()) => info!("released {node}"),
             // Already said: the loss is the outcome.
             Err(zklock::Error::LockLost(_)) => {}
-            Err(err) => crate::output::warn(&format!("releasing the {what}: {}", crate::exit::with_causes(&err))),
+            Err(err) => crate::output::warn(&format!("releasing the {what}: {}", err.with_causes())),
         }
     }
 }
