@@ -70,12 +70,7 @@ impl Slot {
         loop {
             let session = self.on_session.lock().unwrap().as_ref().map(|(session, _)| session.clone());
             if let Some(session) = session {
-                let client = session.client();
-                if !client.state().is_terminated() {
-                    return client;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
+                return session.usable_client().await;
             }
             if let Some(client) = self.client.lock().unwrap().clone() {
                 return client;
