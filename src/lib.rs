@@ -59,7 +59,7 @@ pub use lock::{
     ReadWriteLockBuilder, SemaphoreBuilder, SemaphoreMutexBuilder,
 };
 pub use observe::metrics;
-pub use options::{AclProvider, LossPolicy};
+pub use options::{AclProvider, LocalHandoff, LossPolicy};
 pub use queue::participant_node::ParticipantNode;
 pub use queue::session::{Connection, ConnectionState, Session};
 pub use rules::path::validate_lock_path;

@@ -90,6 +90,108 @@ impl Default for AclProvider {
     }
 }
 
+/// How far a mutex passes its hold from task to task of this process before it lets other
+/// processes have their turn: lock cohorting (Dice, Marathe and Shavit, PPoPP 2012) over
+/// ZooKeeper. Set with [`MutexBuilder::local_handoff`](crate::MutexBuilder::local_handoff).
+///
+/// Without it, every task that acquires queues a node of its own. With it, the tasks that share
+/// one mutex object (clones of one [`InterProcessMutex`](crate::InterProcessMutex)) queue behind
+/// a single node of the process: one task queues in ZooKeeper while the others wait in the
+/// process, and when a holder releases while a task of ours waits, the hold passes to that task
+/// with no request at all. It passes up to [`holders`](Self::holders) holders per node, and only
+/// while less than [`time`](Self::time) has passed since the node was first held; then the node
+/// is deleted and, if tasks of ours still wait, the first of them queues a new node at the back.
+///
+/// # Fairness
+/// Processes keep their FIFO turn: a participant of another process that queued while our
+/// process held waits for at most `holders` holds of ours, the last one beginning less than
+/// `time` after our node was first held (and lasting as long as its holder keeps it, as any
+/// hold does); then it holds before any task of ours that still waits. Tasks of one process are
+/// served in the order they asked.
+///
+/// # Fencing tokens
+/// A holder's token is `czxid × 256 + i`, where `czxid` is the zxid that created the node and
+/// `i` counts the holders before it on that node (0 for the first): strictly greater than every
+/// earlier holder's, in this process and in any other that also uses local handoff, and compared
+/// as plain integers as before. It is **not** comparable with the plain czxid that a mutex
+/// without local handoff gives: every zklock participant of a lock whose tokens reach one
+/// resource must agree on this option, as they agree on the node schema. ZooKeeper's zxids stay
+/// far below the 2⁵⁵ this leaves (the epoch, the zxid's high 32 bits, would have to pass 2²³).
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use zklock::{InterProcessMutex, LocalHandoff};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// // One mutex object for every request handler of this process.
+/// let tenant = InterProcessMutex::builder(&client, "/app/locks/tenant-42")
+///     .local_handoff(LocalHandoff::new(64, Duration::from_millis(20)))
+///     .build()?;
+/// let handlers: Vec<_> = (0..8)
+///     .map(|_| {
+///         let tenant = tenant.clone();
+///         tokio::spawn(async move {
+///             let guard = tenant.acquire().await?;
+///             // ... one handler of one process at a time, across the cluster ...
+///             guard.release().await
+///         })
+///     })
+///     .collect();
+/// for handler in handlers {
+///     handler.await??;
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalHandoff {
+    holders: u32,
+    time: Duration,
+}
+
+impl LocalHandoff {
+    /// The most holders one node may have: the `i` of their fencing tokens takes 8 bits.
+    pub const MAX_HOLDERS: u32 = 256;
+
+    /// Up to `holders` holders per queue node (2 to [`MAX_HOLDERS`](Self::MAX_HOLDERS)), passed
+    /// on only while less than `time` has passed since the node was first held. Checked when
+    /// the mutex is built.
+    pub const fn new(holders: u32, time: Duration) -> Self {
+        LocalHandoff { holders, time }
+    }
+
+    /// The most holders per queue node.
+    pub fn holders(&self) -> u32 {
+        self.holders
+    }
+
+    /// How long after its node was first held a hold may still be passed on.
+    pub fn time(&self) -> Duration {
+        self.time
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if !(2..=Self::MAX_HOLDERS).contains(&self.holders) {
+            return Err(Error::InvalidOptions("local handoff needs 2 to 256 holders per node"));
+        }
+        if self.time.is_zero() {
+            return Err(Error::InvalidOptions("local handoff needs a time above zero"));
+        }
+        Ok(())
+    }
+}
+
+impl Default for LocalHandoff {
+    /// 64 holders per node, within 20 ms of its first hold.
+    fn default() -> Self {
+        LocalHandoff::new(64, Duration::from_millis(20))
+    }
+}
+
 /// What a lock object's nodes carry and how its holds behave: what every recipe's builder sets
 /// (`lock_options!`), and reentrancy for the mutexes.
 #[derive(Clone, Debug, Default)]
@@ -98,6 +200,8 @@ pub(crate) struct LockOptions {
     pub(crate) acls: AclProvider,
     pub(crate) loss_policy: LossPolicy,
     pub(crate) reentrant: bool,
+    /// Passes a hold between tasks of this process (mutexes and write sides only).
+    pub(crate) local_handoff: Option<LocalHandoff>,
     /// Whether metrics carry the lock path.
     pub(crate) path_in_metrics: bool,
 }
@@ -106,6 +210,12 @@ impl LockOptions {
     /// A mutex's defaults: reentrant per task, as Curator's per thread.
     pub(crate) fn mutex() -> Self {
         LockOptions { reentrant: true, ..LockOptions::default() }
+    }
+
+    /// Refuses options no lock can work with.
+    pub(crate) fn validate(&self) -> Result<()> {
+        self.acls.validate()?;
+        self.local_handoff.as_ref().map_or(Ok(()), LocalHandoff::validate)
     }
 }
 
@@ -227,5 +337,15 @@ mod tests {
         let session = Duration::from_secs(9);
         assert_eq!(LossPolicy::default().grace(session), Duration::from_secs(3));
         assert_eq!(LossPolicy::AnyDisconnection.grace(session), Duration::ZERO);
+    }
+
+    #[test]
+    fn local_handoff_bounds_outside_the_token_format_are_refused() {
+        for bad in [LocalHandoff::new(1, Duration::from_millis(1)), LocalHandoff::new(257, Duration::from_millis(1))] {
+            assert!(matches!(bad.validate(), Err(Error::InvalidOptions(_))), "{bad:?}");
+        }
+        assert!(LocalHandoff::new(2, Duration::ZERO).validate().is_err());
+        assert!(LocalHandoff::new(256, Duration::from_millis(1)).validate().is_ok());
+        assert!(LocalHandoff::default().validate().is_ok());
     }
 }

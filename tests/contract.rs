@@ -2,7 +2,8 @@
 //! `TestInterProcessMutexBase` with its abstract `makeLock`), and for the leader latch and
 //! selector, whose terms of leadership are holds: at most one holder across sessions and
 //! processes with increasing fencing tokens, no node left by a give-up, crashed holders handing
-//! over, and losses signalled. Each (lock, contract) pair is its own test, named
+//! over, and losses signalled; tasks sharing one participant exclude each other too (and pass
+//! the hold between them, with local handoff). Each (lock, contract) pair is its own test, named
 //! `{lock}::{contract}`. The recipes' own rules follow in `*_rules` modules.
 
 mod common;
@@ -37,6 +38,11 @@ macro_rules! contracts {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn at_most_one_holder_across_sessions() {
                 exclusion::across_sessions::<$under_test>().await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn at_most_one_holder_across_tasks() {
+                exclusion::across_tasks::<$under_test>().await;
             }
 
             #[tokio::test]
@@ -97,6 +103,7 @@ macro_rules! contracts {
 
 contracts! {
     mutex: lock::Mutex [lost_at_once_under_the_strict_policy],
+    mutex_with_local_handoff: lock::HandoffMutex [lost_at_once_under_the_strict_policy],
     write_side: lock::WriteSide [lost_at_once_under_the_strict_policy],
     read_side: lock::ReadSide [lost_at_once_under_the_strict_policy],
     semaphore_mutex: lock::SemaphoreMutex [lost_at_once_under_the_strict_policy],

@@ -22,7 +22,7 @@ use crate::{Error, LossReason, Result};
 pub struct HeldNode {
     client: Client,
     path: Arc<str>,
-    fencing_token: i64,
+    czxid: i64,
     signal: Arc<HoldSignal>,
     /// Keeps the session's loss watch running while the hold lives: a lease outlives the
     /// semaphore object it came from, and must still hear of a disconnection.
@@ -42,7 +42,7 @@ impl HeldNode {
         let held = HeldNode {
             client: client.clone(),
             path: node.path.into(),
-            fencing_token: node.czxid,
+            czxid: node.czxid,
             signal: HoldSignal::new(events),
             _session_watch: Arc::clone(session_watch),
         };
@@ -57,8 +57,14 @@ impl HeldNode {
         &self.path
     }
 
+    /// The node's czxid: the token of a hold that has the node to itself.
     pub(crate) fn fencing_token(&self) -> i64 {
-        self.fencing_token
+        self.czxid
+    }
+
+    /// The zxid that created the node (a local handoff's tokens count on from it).
+    pub(crate) fn czxid(&self) -> i64 {
+        self.czxid
     }
 
     /// Whether the hold still stands as far as this process knows (neither lost nor released by

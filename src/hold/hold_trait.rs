@@ -52,10 +52,11 @@ pub trait Hold: sealed::Sealed + fmt::Debug + Send + Sync {
         self.held_node().path()
     }
 
-    /// The czxid of our node: strictly increasing from one holder to the next (a fencing
-    /// token; a leadership's epoch). See [`LockGuard::fencing_token`](crate::LockGuard::fencing_token).
+    /// The czxid of our node (with a [`LocalHandoff`](crate::LocalHandoff), counted on per
+    /// holder): strictly increasing from one holder to the next (a fencing token; a
+    /// leadership's epoch). See [`LockGuard::fencing_token`](crate::LockGuard::fencing_token).
     fn fencing_token(&self) -> i64 {
-        self.held_node().fencing_token()
+        self.holder_token()
     }
 
     /// Whether the hold still stands as far as this process knows: `false` once it is lost,
@@ -117,6 +118,11 @@ pub(crate) mod sealed {
     /// The node a hold stands for, and what sets the kinds of hold apart.
     pub trait Sealed {
         fn held_node(&self) -> &HeldNode;
+
+        /// The holder's fencing token: its node's czxid, unless a local handoff shares the node.
+        fn holder_token(&self) -> i64 {
+            self.held_node().fencing_token()
+        }
 
         /// The hold was given up (a term closed or interrupted) although its node may live on.
         fn given_up(&self) -> bool {

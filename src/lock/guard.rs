@@ -80,7 +80,8 @@ impl LockGuard {
     pub async fn release(mut self) -> Result<()> {
         self.released = true;
         let lost = self.hold.node.loss();
-        let Some(last) = self.state.release_one(self.owner, self.hold.id) else {
+        let Some(last) = self.state.release_one(self.owner, self.hold.id).and_then(|last| self.state.let_go(last))
+        else {
             return lost.map_or(Ok(()), |reason| Err(Error::LockLost(reason)));
         };
         last.node.delete(lost).await?;
@@ -196,14 +197,16 @@ impl LockGuard {
         self.hold.node.commit(writer).await
     }
 
-    /// The czxid of the lock node: the zxid of the transaction that created it.
+    /// The czxid of the lock node: the zxid of the transaction that created it; with
+    /// [`LocalHandoff`](crate::LocalHandoff), `czxid × 256 +` the number of holders the node
+    /// had before this one.
     ///
     /// It strictly increases from one holder of the lock to the next (each holder's node was
     /// created after the previous holder's), so a resource guarded by the lock can remember the
     /// highest token it has seen and refuse writes that carry a lower one. Reentrant guards of
     /// one hold share the token.
     pub fn fencing_token(&self) -> i64 {
-        self.hold.node.fencing_token()
+        self.hold.fencing_token
     }
 }
 
@@ -222,7 +225,7 @@ impl Drop for LockGuard {
         if self.released {
             return;
         }
-        if let Some(last) = self.state.release_one(self.owner, self.hold.id) {
+        if let Some(last) = self.state.release_one(self.owner, self.hold.id).and_then(|last| self.state.let_go(last)) {
             last.node.delete_in_background();
         }
     }
@@ -231,5 +234,9 @@ impl Drop for LockGuard {
 impl crate::hold::hold_trait::sealed::Sealed for LockGuard {
     fn held_node(&self) -> &HeldNode {
         &self.hold.node
+    }
+
+    fn holder_token(&self) -> i64 {
+        self.hold.fencing_token
     }
 }

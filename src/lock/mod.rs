@@ -3,8 +3,11 @@
 //! (`rwlock.rs`), [`InterProcessSemaphoreV2`] (`semaphore.rs`), [`InterProcessSemaphoreMutex`]
 //! (`semaphore_mutex.rs`), [`InterProcessMultiLock`] (`multi.rs`) and [`revoke`] (`revoke.rs`);
 //! with what a lock object keeps between acquires (`state.rs`: its options and its hold table,
-//! counted per [`owner`](owner::Owner)) and the [`LockGuard`] that counts in it (`guard.rs`).
+//! counted per [`owner`](owner::Owner)) and the [`LockGuard`] that counts in it (`guard.rs`); and
+//! a mutex's opt-in [`LocalHandoff`](crate::LocalHandoff) between tasks of one process
+//! (`cohort.rs`: the line of tasks, the passing of a hold, and its holders' fencing tokens).
 
+pub(crate) mod cohort;
 pub(crate) mod guard;
 pub(crate) mod multi;
 pub(crate) mod mutex;

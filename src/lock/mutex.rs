@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use zookeeper_client::Client;
 
 use crate::hold::held_node::HeldNode;
+use crate::lock::cohort::Turn;
 use crate::lock::owner::Owner;
 use crate::lock::state::{Admission, Claim, LockState};
 use crate::observe::{LockLabel, Recipe};
@@ -14,7 +15,7 @@ use crate::options::lock_options;
 use crate::options::LockOptions;
 use crate::queue::deadline::{acquire_forever, acquire_patiently, within, Patience};
 use crate::queue::listing::{queue_order, queue_with_data};
-use crate::queue::node::{PlaceReport, QueueSpec};
+use crate::queue::node::{delete_in_background, PlaceReport, QueueSpec};
 use crate::queue::session::Connection;
 use crate::queue::session_end::ended_session;
 use crate::queue::turn::take_place;
@@ -22,7 +23,7 @@ use crate::rules::entry::{self, Role};
 use crate::rules::naming::{Schema, KAZOO_MUTEX, MUTEX};
 use crate::rules::opening;
 use crate::rules::path::validate_lock_path;
-use crate::{Error, LockGuard, ParticipantNode, Result};
+use crate::{Error, LocalHandoff, LockGuard, ParticipantNode, Result};
 
 /// A reentrant mutex shared by every process that uses the same ZooKeeper path, in the style of
 /// Apache Curator's `InterProcessMutex`, and wire-compatible with it.
@@ -140,16 +141,27 @@ impl MutexBuilder {
         self
     }
 
+    /// Passes the hold from task to task of this process, behind one queue node, within
+    /// `bound` (lock cohorting); see [`LocalHandoff`] for the fairness it keeps between processes
+    /// and its fencing tokens. Share one mutex object (cloned) among the tasks. On a read-write
+    /// lock ([`build_read_write`](Self::build_read_write)) the write side hands off; readers
+    /// share anyway. Defaults to off: every acquire queues a node of its own.
+    pub fn local_handoff(mut self, bound: LocalHandoff) -> Self {
+        self.options.local_handoff = Some(bound);
+        self
+    }
+
     /// Builds the mutex. Sends nothing to ZooKeeper.
     ///
     /// # Errors
     /// - [`Error::InvalidPath`] when the path is not a usable lock path (empty, relative,
     ///   trailing `/`, `//`, `.` or `..` segments, NUL and other characters ZooKeeper refuses,
     ///   the root, or under `/zookeeper`);
-    /// - [`Error::InvalidOptions`] when the ACL list is empty.
+    /// - [`Error::InvalidOptions`] when the ACL list is empty, or the local handoff's bound is
+    ///   outside what [`LocalHandoff::new`] takes.
     pub fn build(self) -> Result<InterProcessMutex> {
         validate_lock_path(&self.path)?;
-        self.options.acls.validate()?;
+        self.options.validate()?;
         let schema = self.schema.unwrap_or(match self.node_schema {
             NodeSchema::Curator => MUTEX,
             NodeSchema::Kazoo => KAZOO_MUTEX,
@@ -348,6 +360,17 @@ impl InterProcessMutex {
         let other_side = state.sibling_node_held_by(owner);
         let entry = entry::entry(state.role, state.schema, other_side.as_deref().map(HeldNode::path))
             .map_err(Error::WouldDeadlock)?;
+        let turn = match &state.cohort {
+            None => None,
+            Some(cohort) => match cohort.take_turn(&client, patience).await? {
+                None => return Ok(None),
+                Some(Turn::Hold(handoff)) => {
+                    state.label.handed_over(handoff.node.path(), handoff.fencing_token, started);
+                    return Ok(Some(LockGuard::new(Arc::clone(state), owner, claim.take_handoff(handoff))));
+                }
+                Some(Turn::Queue(turn)) => Some(turn),
+            },
+        };
         let may_wait = patience != Patience::NoWait;
         let spec = QueueSpec {
             opening: opening::usable(state.take_opening(), entry.rule, may_wait),
@@ -358,8 +381,15 @@ impl InterProcessMutex {
         let Some((node, next_opening)) = take_place(&spec, patience).await? else {
             return Ok(None);
         };
-        let events = state.label.acquired(&node.path, node.czxid, started);
-        let hold = claim.grant(&client, node, next_opening, events);
+        let Some(fencing_token) = state.first_token(node.czxid) else {
+            delete_in_background(&client, node.path.into(), node.watch);
+            return Err(Error::InvalidOptions("local handoff: the lock node's czxid is past 2^55"));
+        };
+        let events = state.label.acquired(&node.path, fencing_token, started);
+        let hold = claim.grant(&client, node, next_opening, fencing_token, events);
+        if let Some(turn) = turn {
+            turn.hold();
+        }
         Ok(Some(LockGuard::new(Arc::clone(state), owner, hold)))
     }
 

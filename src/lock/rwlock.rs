@@ -114,7 +114,7 @@ impl MutexBuilder {
     /// As [`Self::build`].
     pub fn build_read_write(self) -> Result<InterProcessReadWriteLock> {
         validate_lock_path(&self.path)?;
-        self.options.acls.validate()?;
+        self.options.validate()?;
         if self.node_schema != NodeSchema::Curator {
             return Err(Error::InvalidOptions("the read-write lock has Curator's node schema only"));
         }

@@ -12,6 +12,7 @@ use zookeeper_client::Client;
 
 use crate::hold::held_node::HeldNode;
 use crate::hold::session_watch::LatestSessionWatch;
+use crate::lock::cohort::{fencing_token, Cohort, Handoff};
 use crate::lock::owner::Owner;
 use crate::observe::{HoldEvents, LockLabel};
 use crate::options::LockOptions;
@@ -43,6 +44,8 @@ pub(crate) struct LockState {
     /// Whether an owner (task or thread) re-enters its hold; else every acquire queues anew.
     reentrant: bool,
     pub(crate) session_watch: LatestSessionWatch,
+    /// This process's line of tasks behind one queue node, with local handoff.
+    pub(crate) cohort: Option<Arc<Cohort>>,
     holds: DashMap<Owner, Slot>,
     next_hold_id: AtomicU64,
     /// What our last released hold lets the next acquire send with its create instead of a
@@ -66,6 +69,8 @@ pub(crate) struct OwnerHold {
     pub(crate) id: u64,
     count: usize,
     pub(crate) node: Arc<HeldNode>,
+    /// The node's czxid, or with local handoff this holder's token on it.
+    pub(crate) fencing_token: i64,
 }
 
 /// The last release of a hold: its node to delete, and what the next acquire may open with
@@ -99,7 +104,10 @@ impl LockState {
         options: LockOptions,
     ) -> Self {
         let session_watch = LatestSessionWatch::new(&connection.client(), options.loss_policy);
+        // A read lock's holders share it anyway; only exclusive sides hand off.
+        let cohort = options.local_handoff.filter(|_| role != Role::Read).map(Cohort::new);
         LockState {
+            cohort,
             label,
             role,
             schema,
@@ -151,7 +159,7 @@ impl LockState {
     }
 
     /// Counts one release of `owner`'s hold `hold_id` (nothing for a stale guard). On the last,
-    /// forgets the hold, marks its node released (so its deletion is no loss), and returns it.
+    /// forgets the hold and returns it: [`let_go`](Self::let_go) says what becomes of its node.
     pub(crate) fn release_one(&self, owner: Owner, hold_id: u64) -> Option<LastRelease> {
         let Entry::Occupied(mut slot) = self.holds.entry(owner) else {
             return None;
@@ -166,10 +174,33 @@ impl LockState {
         if hold.count > 0 {
             return None;
         }
-        hold.node.mark_released();
         match slot.remove() {
             Slot::Held(hold, next_opening) => Some(LastRelease { node: hold.node, next_opening }),
             Slot::Acquiring(_) => None,
+        }
+    }
+
+    /// The node of a hold that ended: passed to a task of ours waiting in the line (local
+    /// handoff, within its bound), or returned to be deleted, marked released (its deletion is
+    /// no loss).
+    pub(crate) fn let_go(&self, last: LastRelease) -> Option<LastRelease> {
+        let last = match &self.cohort {
+            Some(cohort) => {
+                let (node, next_opening) = cohort.pass_on(last.node, last.next_opening)?;
+                LastRelease { node, next_opening }
+            }
+            None => last,
+        };
+        last.node.mark_released();
+        Some(last)
+    }
+
+    /// The fencing token of the first holder of a node created at `czxid`: the czxid itself, or
+    /// with local handoff its first token (`None` past what an `i64` holds).
+    pub(crate) fn first_token(&self, czxid: i64) -> Option<i64> {
+        match self.cohort {
+            Some(_) => fencing_token(czxid, 0),
+            None => Some(czxid),
         }
     }
 
@@ -223,19 +254,26 @@ impl Claim {
     /// Records the owner's new hold on `node`, taken through `client`, and starts watching for
     /// its loss; `events` tells the operator what becomes of it.
     pub(crate) fn grant(
-        mut self,
+        self,
         client: &Client,
         node: LockNode,
         next_opening: Opening,
+        fencing_token: i64,
         events: Arc<HoldEvents>,
     ) -> OwnerHold {
-        let state = &self.state;
-        let session_watch = state.session_watch.of(client);
-        let hold = OwnerHold {
-            id: state.next_hold_id.fetch_add(1, Ordering::Relaxed),
-            count: 1,
-            node: Arc::new(HeldNode::new(client, node, &session_watch, events)),
-        };
+        let session_watch = self.state.session_watch.of(client);
+        let node = Arc::new(HeldNode::new(client, node, &session_watch, events));
+        self.hold(node, next_opening, fencing_token)
+    }
+
+    /// Records the owner's new hold on a node passed on by a task of ours (local handoff).
+    pub(crate) fn take_handoff(self, handoff: Handoff) -> OwnerHold {
+        self.hold(handoff.node, handoff.next_opening, handoff.fencing_token)
+    }
+
+    fn hold(mut self, node: Arc<HeldNode>, next_opening: Opening, fencing_token: i64) -> OwnerHold {
+        let id = self.state.next_hold_id.fetch_add(1, Ordering::Relaxed);
+        let hold = OwnerHold { id, count: 1, node, fencing_token };
         self.close(Some(Slot::Held(hold.clone(), next_opening)));
         hold
     }

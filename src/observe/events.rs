@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
@@ -66,6 +66,19 @@ impl LockLabel {
 
     /// A new hold on `node`, after waiting since `started`; returns what follows the hold.
     pub(crate) fn acquired(&self, node: &str, fencing_token: i64, started: Instant) -> Arc<HoldEvents> {
+        metrics::acquired(self, self.granted(node, fencing_token, started, false));
+        Arc::new(HoldEvents { lock: self.clone(), node: node.into(), acquired_at: Instant::now() })
+    }
+
+    /// A hold on `node` passed on by a task of ours (local handoff), after waiting since
+    /// `started`: an acquisition, though the node's hold (the `zklock_held` gauge) goes on.
+    pub(crate) fn handed_over(&self, node: &str, fencing_token: i64, started: Instant) {
+        metrics::granted(self, self.granted(node, fencing_token, started, true));
+    }
+
+    /// Tells of an acquire granted on `node` (`handed_over` by a task of ours, or not); returns
+    /// how long it waited.
+    fn granted(&self, node: &str, fencing_token: i64, started: Instant, handed_over: bool) -> Duration {
         let waited = started.elapsed();
         tracing::debug!(
             target: "zklock",
@@ -74,10 +87,10 @@ impl LockLabel {
             node,
             waited_ms = waited.as_millis() as u64,
             fencing_token,
+            handed_over,
             "acquired"
         );
-        metrics::acquired(self, waited);
-        Arc::new(HoldEvents { lock: self.clone(), node: node.into(), acquired_at: Instant::now() })
+        waited
     }
 
     /// A leader election's participant `id` leads, in the term of `epoch`.

@@ -10,11 +10,11 @@
 //!
 //! | name | kind | unit | labels | what it tells |
 //! |---|---|---|---|---|
-//! | `zklock_acquisitions_total` | counter | count | `recipe` (`path`) | holds granted: locks, leases (one per lease), terms of leadership |
+//! | `zklock_acquisitions_total` | counter | count | `recipe` (`path`) | holds granted: locks, leases (one per lease), terms of leadership; with local handoff, every holder |
 //! | `zklock_acquire_timeouts_total` | counter | count | `recipe` (`path`) | acquires whose patience ran out (`Ok(None)`) |
 //! | `zklock_acquire_errors_total` | counter | count | `recipe`, `kind` (`path`) | acquires that failed; `kind` names the [`Error`](crate::Error) variant in snake case (`session_expired`, `zookeeper`, ...) |
 //! | `zklock_losses_total` | counter | count | `recipe`, `reason` (`path`) | holds lost: `session_expired`, `session_closed`, `node_deleted`, `disconnected` |
-//! | `zklock_held` | gauge | count | `recipe` (`path`) | holds standing now: locks held, leases held (`semaphore`), terms (`leader_*`); a lost hold counts until its guard is released or dropped |
+//! | `zklock_held` | gauge | count | `recipe` (`path`) | holds standing now: locks held, leases held (`semaphore`), terms (`leader_*`); a lost hold counts until its guard is released or dropped; with local handoff, a node's holders count as one hold |
 //! | `zklock_waiting` | gauge | count | `recipe` (`path`) | acquires under way now (queued, or about to be) |
 //! | `zklock_leader` | gauge | count | `recipe` (`path`) | elections this process leads now: 1 or 0 per election with `path`, their number without |
 //! | `zklock_acquire_wait_seconds` | histogram | seconds | `recipe` (`path`) | how long granted acquires waited |
@@ -86,11 +86,17 @@ fn labels(lock: &LockLabel, extra: Option<(&'static str, &'static str)>) -> Vec<
 
 /// A hold was granted after waiting `waited`; it stands until [`ended`].
 pub(crate) fn acquired(lock: &LockLabel, waited: Duration) {
+    granted(lock, waited);
+    #[cfg(feature = "metrics")]
+    metrics::gauge!(HELD, labels(lock, None)).increment(1.0);
+}
+
+/// An acquire was granted after waiting `waited`: a new hold, or one passed on locally.
+pub(crate) fn granted(lock: &LockLabel, waited: Duration) {
     #[cfg(feature = "metrics")]
     {
         metrics::counter!(ACQUISITIONS, labels(lock, None)).increment(1);
         metrics::histogram!(WAIT_SECONDS, labels(lock, None)).record(waited.as_secs_f64());
-        metrics::gauge!(HELD, labels(lock, None)).increment(1.0);
     }
     let _ = (lock, waited);
 }

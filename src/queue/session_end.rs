@@ -54,6 +54,18 @@ pub(crate) fn ended_session(client: &Client) -> Option<Error> {
     SessionEnd::of_state(client.state()).map(SessionEnd::error)
 }
 
+/// Resolves with the error for the session's end once `client`'s session has ended (at once if
+/// it has); pending while it lives.
+pub(crate) async fn session_ended(client: &Client) -> Error {
+    let mut states = client.state_watcher();
+    loop {
+        if let Some(end) = SessionEnd::of_state(states.state()) {
+            return end.error();
+        }
+        states.changed().await;
+    }
+}
+
 impl Error {
     /// Wraps a client error, turning the terminal session errors into their own variants.
     pub(crate) fn zookeeper(operation: &'static str, path: &str, source: zookeeper_client::Error) -> Self {

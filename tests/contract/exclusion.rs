@@ -17,6 +17,8 @@ const PARTIES: usize = 4;
 const ROUNDS: usize = 5;
 /// How long a holder stays inside (awaited, so the runtime is free to run the others).
 const INSIDE: Duration = Duration::from_millis(3);
+/// Tasks sharing one participant in each session of the tasks contract, and in each process.
+const TASKS: usize = 3;
 
 /// Who is inside, replayed in the order things happened; it records every breach of the rules:
 /// a writer (or exclusive holder) is alone; a reader is never beside a writer; an exclusive
@@ -125,15 +127,7 @@ pub async fn across_sessions<L: LockUnderTest>() {
         let (ledger, ready) = (ledger.clone(), ready.clone());
         parties.push(tokio::spawn(async move {
             ready.wait().await;
-            let name = format!("party {index}");
-            for _ in 0..ROUNDS {
-                ledger.lock().unwrap().want();
-                let held = lock.acquire().await.unwrap();
-                ledger.lock().unwrap().enter(&name, lock.is_shared(), held.fencing_token());
-                tokio::time::sleep(INSIDE).await;
-                ledger.lock().unwrap().exit(lock.is_shared());
-                held.release().await.unwrap();
-            }
+            take_turns(&lock, &format!("party {index}"), &ledger).await;
             drop(client);
         }));
     }
@@ -144,11 +138,52 @@ pub async fn across_sessions<L: LockUnderTest>() {
     assert!(nodes::<L>(&connect().await, &path).await.is_empty(), "nodes left behind");
 }
 
+/// Several tasks share each session's participant (one lock object, as request handlers of a
+/// service share it), in two sessions: tasks of one participant exclude each other as
+/// participants do (and with local handoff, pass the hold between them).
+pub async fn across_tasks<L: LockUnderTest>() {
+    const SESSIONS: usize = 2;
+    let path = unique_path("contract-tasks");
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let ready = Arc::new(Barrier::new(SESSIONS * TASKS));
+    let mut tasks = Vec::new();
+    let mut clients = Vec::new();
+    for session in 0..SESSIONS {
+        let client = connect().await;
+        let lock = Arc::new(L::party(&client, &path, session));
+        clients.push(client);
+        for task in 0..TASKS {
+            let (lock, ledger, ready) = (lock.clone(), ledger.clone(), ready.clone());
+            tasks.push(tokio::spawn(async move {
+                ready.wait().await;
+                take_turns(&*lock, &format!("session {session} task {task}"), &ledger).await;
+            }));
+        }
+    }
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(60), task).await.expect("contention never ended").unwrap();
+    }
+    ledger.lock().unwrap().check_under_contention(SESSIONS * TASKS * ROUNDS);
+    assert!(nodes::<L>(&connect().await, &path).await.is_empty(), "nodes left behind");
+}
+
+/// `ROUNDS` times: takes `lock`, stays inside for `INSIDE`, lets go, each step in `ledger`.
+async fn take_turns<L: LockUnderTest>(lock: &L, name: &str, ledger: &Mutex<Ledger>) {
+    for _ in 0..ROUNDS {
+        ledger.lock().unwrap().want();
+        let held = lock.acquire().await.unwrap();
+        ledger.lock().unwrap().enter(name, lock.is_shared(), held.fencing_token());
+        tokio::time::sleep(INSIDE).await;
+        ledger.lock().unwrap().exit(lock.is_shared());
+        held.release().await.unwrap();
+    }
+}
+
 const LOG: &str = "log";
 
-/// Several processes (this test binary again, one session each) take turns; each appends
-/// `enter`/`exit` lines to one `O_APPEND` log, checked here afterwards: overlap is seen outside
-/// the processes that hold.
+/// Several processes (this test binary again, one session each, its participant shared by a
+/// few tasks) take turns; each appends `enter`/`exit` lines to one `O_APPEND` log, checked here
+/// afterwards: overlap is seen outside the processes that hold.
 pub async fn across_processes<L: LockUnderTest>(test_name: &str) {
     if let Some(orders) = ChildOrders::of_this_process() {
         return contend_as_child::<L>(orders).await;
@@ -161,7 +196,7 @@ pub async fn across_processes<L: LockUnderTest>(test_name: &str) {
         expect_success(child, &dir, party, Duration::from_secs(60)).await;
     }
     let log = std::fs::read_to_string(dir.join(LOG)).unwrap();
-    Ledger::replay(&log).check_under_contention(PARTIES * ROUNDS);
+    Ledger::replay(&log).check_under_contention(PARTIES * TASKS * ROUNDS);
     assert!(nodes::<L>(&connect().await, &path).await.is_empty(), "nodes left behind");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -169,20 +204,32 @@ pub async fn across_processes<L: LockUnderTest>(test_name: &str) {
 async fn contend_as_child<L: LockUnderTest>(orders: ChildOrders) {
     assert_eq!(orders.role, "contend");
     let client = connect_to(&orders.connect_string).await;
-    let lock = L::party(&client, &orders.path, orders.party);
-    let mut log = std::fs::OpenOptions::new().append(true).create(true).open(orders.dir.join(LOG)).unwrap();
+    let lock = Arc::new(L::party(&client, &orders.path, orders.party));
+    let log = std::fs::OpenOptions::new().append(true).create(true).open(orders.dir.join(LOG)).unwrap();
     // One write per line: O_APPEND makes each land whole and in the order written.
-    let mut append = |line: String| log.write_all(line.as_bytes()).unwrap();
+    let log = Arc::new(Mutex::new(log));
+    let append = move |line: String| log.lock().unwrap().write_all(line.as_bytes()).unwrap();
     std::fs::write(orders.ready_file(), b"").unwrap();
     orders.wait_for_go().await;
-    let (party, kind) = (orders.party, kind(lock.is_shared()));
-    for _ in 0..ROUNDS {
-        append(format!("want {party}\n"));
-        let held = lock.acquire().await.unwrap();
-        append(format!("enter {party} {kind} {}\n", held.fencing_token()));
-        tokio::time::sleep(INSIDE).await;
-        append(format!("exit {party} {kind}\n"));
-        held.release().await.unwrap();
+    let kind = kind(lock.is_shared());
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|task| {
+            let (lock, append) = (lock.clone(), append.clone());
+            let party = format!("{}.{task}", orders.party);
+            tokio::spawn(async move {
+                for _ in 0..ROUNDS {
+                    append(format!("want {party}\n"));
+                    let held = lock.acquire().await.unwrap();
+                    append(format!("enter {party} {kind} {}\n", held.fencing_token()));
+                    tokio::time::sleep(INSIDE).await;
+                    append(format!("exit {party} {kind}\n"));
+                    held.release().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
     }
 }
 

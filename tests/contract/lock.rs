@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use zklock::{
     Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
-    InterProcessSemaphoreV2, Lease, LockGuard, LossPolicy, LossReason, MultiLockGuard, Result,
+    InterProcessSemaphoreV2, Lease, LocalHandoff, LockGuard, LossPolicy, LossReason, MultiLockGuard, Result,
 };
 use zookeeper_client::Client;
 
@@ -157,6 +157,29 @@ impl LockUnderTest for Mutex {
 impl WithLossPolicy for Mutex {
     fn with_loss_policy(client: &Client, path: &str, policy: LossPolicy) -> Self {
         Mutex(InterProcessMutex::builder(client, path).loss_policy(policy).build().unwrap())
+    }
+}
+
+/// `InterProcessMutex` with local handoff, bounded low (three holders a node) so that every
+/// contract run both passes holds between tasks and queues anew.
+pub struct HandoffMutex(InterProcessMutex);
+wraps!(HandoffMutex(InterProcessMutex));
+
+/// The bound of [`HandoffMutex`]: 3 holders per node; the time is a backstop.
+pub const HANDOFF: LocalHandoff = LocalHandoff::new(3, Duration::from_secs(30));
+
+impl LockUnderTest for HandoffMutex {
+    type Held = LockGuard;
+    fn make(client: &Client, path: &str) -> Self {
+        HandoffMutex(InterProcessMutex::builder(client, path).local_handoff(HANDOFF).build().unwrap())
+    }
+    acquires!(LockGuard);
+}
+
+impl WithLossPolicy for HandoffMutex {
+    fn with_loss_policy(client: &Client, path: &str, policy: LossPolicy) -> Self {
+        let mutex = InterProcessMutex::builder(client, path).local_handoff(HANDOFF).loss_policy(policy).build();
+        HandoffMutex(mutex.unwrap())
     }
 }
 
