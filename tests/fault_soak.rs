@@ -1,7 +1,8 @@
 //! The fault soak: several clients, each behind its own proxy to a 3-node ensemble, take every
-//! lock recipe at once (each round a recipe at random: the mutex, either side of the read-write
-//! lock, a semaphore of two leases, the semaphore mutex, a multi-lock over two paths; random
-//! timeouts, random cancellations) and take part in two leader elections all along (a latch
+//! lock recipe at once (each round a recipe at random: the mutex, the mutex with local handoff
+//! (three acquires of the client side by side, passing the hold between them), either side of
+//! the read-write lock, a semaphore of two leases, the semaphore mutex, a multi-lock over two
+//! paths; random timeouts, random cancellations) and take part in two leader elections all along (a latch
 //! whose leader leaves after its term and joins again, a selector whose closure leads for one
 //! term), while a nemesis kills and pauses the leader, partitions clients, expires their
 //! sessions and loses the server's replies to them, and an operator deletes queue nodes of every
@@ -134,7 +135,16 @@ async fn every_recipe_keeps_its_rule_through_faults() {
     // The client on a `Session` meets one expiry more, whatever the nemesis chose: its lock
     // objects, built before the faults, must take every lock again below (on a new session).
     let on_session = &run.slots[CLIENTS - 1];
-    if let Err(err) = expire_session(&on_session.client().await, &on_session.proxy).await {
+    let killed = on_session.client().await;
+    // Killed from outside, its nodes go at once, before its holders and leaders can know (its
+    // elections go on): forgiven as the operator's deletions are.
+    let (owner, killed_at) = (killed.session_id().0, Instant::now());
+    for (_, path) in run.paths.all() {
+        for node in ephemerals_under(&killed, path, Some(owner)).await {
+            run.deletions.forgive(&node, killed_at);
+        }
+    }
+    if let Err(err) = expire_session(&killed, &on_session.proxy).await {
         eprintln!("soak: expiring the Session's client: {err}");
     }
     let recoveries: Vec<_> = (0..CLIENTS)
@@ -182,7 +192,7 @@ async fn every_recipe_keeps_its_rule_through_faults() {
     for _ in 0..200 {
         orphans = Vec::new();
         for (resource, path) in run.paths.all() {
-            orphans.extend(ephemerals_under(&observer, path).await.into_iter().map(|node| (resource, node)));
+            orphans.extend(ephemerals_under(&observer, path, None).await.into_iter().map(|node| (resource, node)));
         }
         if orphans.is_empty() {
             break;
@@ -239,8 +249,12 @@ async fn every_recipe_keeps_its_rule_through_faults() {
                     violations_of(recipe)
                 );
             }
+            let handed_on = match recipe {
+                Recipe::HandoffMutex => format!(" handed on={}", get(&counts.handed_on)),
+                _ => String::new(),
+            };
             format!(
-                "{} acq={} timeouts={} cancels={} losses={} violations={}",
+                "{} acq={}{handed_on} timeouts={} cancels={} losses={} violations={}",
                 recipe.name(),
                 get(&counts.acquisitions),
                 get(&counts.timeouts),
@@ -432,15 +446,18 @@ async fn elected_again(run: &Run, healed: Instant, deadline: Instant) -> Vec<(us
     }
 }
 
-/// The ephemeral nodes anywhere under `path` (a semaphore keeps its nodes one level down).
-async fn ephemerals_under(client: &Client, path: &str) -> Vec<String> {
+/// The ephemeral nodes anywhere under `path` (a semaphore keeps its nodes one level down), of
+/// session `owner` only when given.
+async fn ephemerals_under(client: &Client, path: &str, owner: Option<i64>) -> Vec<String> {
     let mut found = Vec::new();
     let mut to_list = vec![path.to_owned()];
     while let Some(parent) = to_list.pop() {
         for child in common::children(client, &parent).await {
             let child = format!("{parent}/{child}");
             match client.check_stat(&child).await {
-                Ok(Some(stat)) if stat.ephemeral_owner != 0 => found.push(child),
+                Ok(Some(stat)) if stat.ephemeral_owner != 0 => {
+                    found.extend(owner.is_none_or(|owner| owner == stat.ephemeral_owner).then_some(child))
+                }
                 Ok(Some(_)) => to_list.push(child),
                 _ => {}
             }
@@ -453,6 +470,7 @@ async fn ephemerals_under(client: &Client, path: &str) -> Vec<String> {
 fn orphan_recipe(resource: Resource, node: &str) -> Recipe {
     match resource {
         Resource::Mutex => Recipe::Mutex,
+        Resource::HandoffMutex => Recipe::HandoffMutex,
         Resource::ReadWrite if node.contains("__READ__") => Recipe::Read,
         Resource::ReadWrite => Recipe::Write,
         Resource::Semaphore => Recipe::Semaphore,

@@ -47,6 +47,12 @@ impl Deletions {
         get(&self.holders) + get(&self.waiters)
     }
 
+    /// `node` went at `at` with a session killed from outside, before its holder could know:
+    /// forgiven as the operator's deletions are, and not counted among them.
+    pub fn forgive(&self, node: &str, at: Instant) {
+        self.deleted.lock().unwrap().insert(node.to_owned(), (at, false));
+    }
+
     fn record(&self, node: &str, sent: Instant, confirmed: bool, count: &AtomicU64) {
         self.deleted.lock().unwrap().insert(node.to_owned(), (sent, confirmed));
         if confirmed {
@@ -188,6 +194,7 @@ async fn delete_a_waiter(client: &Client, run: &Run, recipe: Recipe, rng: &mut R
 fn queues(paths: &Paths, recipe: Recipe) -> Vec<String> {
     match recipe {
         Recipe::Mutex => vec![paths.mutex.clone()],
+        Recipe::HandoffMutex => vec![paths.handoff_mutex.clone()],
         Recipe::Write | Recipe::Read | Recipe::Downgrade => vec![paths.read_write.clone()],
         Recipe::Semaphore => vec![format!("{}/locks", paths.semaphore)],
         Recipe::SemaphoreMutex => vec![format!("{}/locks", paths.semaphore_mutex)],

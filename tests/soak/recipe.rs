@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use zklock::{
     Connection, Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
-    InterProcessSemaphoreV2, Lease, LockGuard, LossReason, MultiLockGuard, Result,
+    InterProcessSemaphoreV2, Lease, LocalHandoff, LockGuard, LossReason, MultiLockGuard, Result,
 };
 
 use super::history::Section;
@@ -18,6 +18,9 @@ pub const MAX_LEASES: usize = 2;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Recipe {
     Mutex,
+    /// A mutex with local handoff, taken by several acquires of one client at once (each round
+    /// that picks it runs three of them side by side).
+    HandoffMutex,
     Write,
     Read,
     /// The write lock, then the read lock while writing, then the write lock released: a
@@ -35,8 +38,9 @@ pub enum Recipe {
 
 impl Recipe {
     /// The locks, which the workers take in turns.
-    pub const LOCKS: [Recipe; 7] = [
+    pub const LOCKS: [Recipe; 8] = [
         Recipe::Mutex,
+        Recipe::HandoffMutex,
         Recipe::Write,
         Recipe::Read,
         Recipe::Downgrade,
@@ -59,6 +63,7 @@ impl Recipe {
     pub fn name(self) -> &'static str {
         match self {
             Recipe::Mutex => "mutex",
+            Recipe::HandoffMutex => "mutex-handoff",
             Recipe::Write => "rw-write",
             Recipe::Read => "rw-read",
             Recipe::Downgrade => "rw-downgrade",
@@ -81,6 +86,7 @@ impl Recipe {
             Recipe::Read | Recipe::Downgrade => Mode::Shared,
             Recipe::Semaphore => Mode::Lease,
             Recipe::Mutex
+            | Recipe::HandoffMutex
             | Recipe::Write
             | Recipe::SemaphoreMutex
             | Recipe::MultiLock
@@ -106,6 +112,7 @@ pub enum Mode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Resource {
     Mutex,
+    HandoffMutex,
     ReadWrite,
     Semaphore,
     SemaphoreMutex,
@@ -117,6 +124,7 @@ pub enum Resource {
 /// The lock and election paths of one run.
 pub struct Paths {
     pub mutex: String,
+    pub handoff_mutex: String,
     pub read_write: String,
     pub semaphore: String,
     pub semaphore_mutex: String,
@@ -130,6 +138,7 @@ impl Paths {
         let path = crate::common::unique_path;
         Paths {
             mutex: path("soak-mutex"),
+            handoff_mutex: path("soak-mutex-handoff"),
             read_write: path("soak-rw"),
             semaphore: path("soak-semaphore"),
             semaphore_mutex: path("soak-semaphore-mutex"),
@@ -143,6 +152,7 @@ impl Paths {
     pub fn all(&self) -> Vec<(Resource, &str)> {
         vec![
             (Resource::Mutex, &self.mutex),
+            (Resource::HandoffMutex, &self.handoff_mutex),
             (Resource::ReadWrite, &self.read_write),
             (Resource::Semaphore, &self.semaphore),
             (Resource::SemaphoreMutex, &self.semaphore_mutex),
@@ -157,6 +167,8 @@ impl Paths {
 /// One lock object per recipe, for one session; each is used by one task, one acquire at a time.
 pub struct Locks {
     mutex: InterProcessMutex,
+    /// Each acquire its own owner, so that the acquires of one worker form a cohort.
+    handoff_mutex: InterProcessMutex,
     read_write: InterProcessReadWriteLock,
     semaphore: InterProcessSemaphoreV2,
     semaphore_mutex: InterProcessSemaphoreMutex,
@@ -170,6 +182,11 @@ impl Locks {
         let multi: Vec<&str> = paths.multi.iter().map(String::as_str).collect();
         Locks {
             mutex: InterProcessMutex::new(on.clone(), &paths.mutex).unwrap(),
+            handoff_mutex: InterProcessMutex::builder(on.clone(), &paths.handoff_mutex)
+                .local_handoff(LocalHandoff::new(3, Duration::from_millis(200)))
+                .reentrant(false)
+                .build()
+                .unwrap(),
             read_write: InterProcessReadWriteLock::new(on.clone(), &paths.read_write).unwrap(),
             semaphore: InterProcessSemaphoreV2::new(on.clone(), &paths.semaphore, MAX_LEASES as u32).unwrap(),
             semaphore_mutex: InterProcessSemaphoreMutex::new(on.clone(), &paths.semaphore_mutex).unwrap(),
@@ -181,6 +198,9 @@ impl Locks {
     pub async fn acquire_timeout(&self, recipe: Recipe, timeout: Duration) -> Result<Option<Held>> {
         Ok(match recipe {
             Recipe::Mutex => self.mutex.acquire_timeout(timeout).await?.map(|g| Held::Guard(Resource::Mutex, g)),
+            Recipe::HandoffMutex => {
+                self.handoff_mutex.acquire_timeout(timeout).await?.map(|g| Held::Guard(Resource::HandoffMutex, g))
+            }
             Recipe::Write => self
                 .read_write
                 .write_lock()

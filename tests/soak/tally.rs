@@ -19,6 +19,8 @@ pub struct RecipeCounts {
     pub stale_after_loss: AtomicU64,
     /// Errors that are not a documented loss.
     pub errors: AtomicU64,
+    /// Holds passed on by a task of the same client, with no request (local handoff).
+    pub handed_on: AtomicU64,
 }
 
 /// Faults the nemesis injected and saw take effect.

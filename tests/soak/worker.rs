@@ -34,30 +34,52 @@ pub async fn work(index: usize, run: &Run, rng: &mut Rng) {
             }
         };
         let recipe = Recipe::LOCKS[rng.usize(..Recipe::LOCKS.len())];
-        let counts = run.tally.of(recipe);
-        let attempt = if rng.u8(0..10) < 2 {
-            // Cancel the acquire after a few milliseconds, wherever it is.
-            let cancel_after = Duration::from_millis(rng.u64(1..50));
-            match tokio::time::timeout(cancel_after, locks.acquire_timeout(recipe, Duration::from_secs(60))).await {
-                Ok(outcome) => outcome,
-                Err(_) => {
-                    bump(&counts.cancellations);
-                    continue;
-                }
-            }
+        let on_session = on_session.is_some().then_some(session);
+        if recipe == Recipe::HandoffMutex {
+            // Three side by side on one lock object: the hold passes between them.
+            let [mut a, mut b, mut c] = std::array::from_fn(|_| (Rng::with_seed(rng.u64(..)), stop.clone()));
+            tokio::join!(
+                round(index, recipe, locks, on_session, run, &mut a.0, &mut a.1),
+                round(index, recipe, locks, on_session, run, &mut b.0, &mut b.1),
+                round(index, recipe, locks, on_session, run, &mut c.0, &mut c.1),
+            );
         } else {
-            locks.acquire_timeout(recipe, Duration::from_millis(rng.u64(200..3_000))).await
-        };
-        match attempt {
-            Ok(Some(held)) => {
-                if on_session.is_some() {
-                    *slot.held_on.lock().unwrap().entry(session).or_default() += 1;
-                }
-                critical_section(index, recipe, held, run, rng, &mut stop).await
-            }
-            Ok(None) => bump(&counts.timeouts),
-            Err(err) => run.failed(index, recipe, "acquire", err, &[]),
+            round(index, recipe, locks, on_session, run, rng, &mut stop).await;
         }
+    }
+}
+
+/// One acquire of `recipe` (with a timeout, or cancelled) and, if it holds, its critical
+/// section; `on_session` is the `Session`'s current session id, for a `Session`'s slot.
+async fn round(
+    index: usize,
+    recipe: Recipe,
+    locks: &Locks,
+    on_session: Option<i64>,
+    run: &Run,
+    rng: &mut Rng,
+    stop: &mut watch::Receiver<bool>,
+) {
+    let counts = run.tally.of(recipe);
+    let attempt = if rng.u8(0..10) < 2 {
+        // Cancel the acquire after a few milliseconds, wherever it is.
+        let cancel_after = Duration::from_millis(rng.u64(1..50));
+        match tokio::time::timeout(cancel_after, locks.acquire_timeout(recipe, Duration::from_secs(60))).await {
+            Ok(outcome) => outcome,
+            Err(_) => return bump(&counts.cancellations),
+        }
+    } else {
+        locks.acquire_timeout(recipe, Duration::from_millis(rng.u64(200..3_000))).await
+    };
+    match attempt {
+        Ok(Some(held)) => {
+            if let Some(session) = on_session {
+                *run.slots[index].held_on.lock().unwrap().entry(session).or_default() += 1;
+            }
+            critical_section(index, recipe, held, run, rng, stop).await
+        }
+        Ok(None) => bump(&counts.timeouts),
+        Err(err) => run.failed(index, recipe, "acquire", err, &[]),
     }
 }
 
@@ -71,6 +93,10 @@ async fn critical_section(
 ) {
     let counts = run.tally.of(recipe);
     bump(&counts.acquisitions);
+    // A local handoff's token counts the node's earlier holders in its low byte.
+    if recipe == Recipe::HandoffMutex && held.parts().iter().any(|part| part.token & 0xff != 0) {
+        bump(&counts.handed_on);
+    }
     let start = Instant::now();
     let hold = hold_time(rng, LONG_HOLD_ONE_IN);
     let holding = run.slots[index].holding(Hold::Lock, start + hold);
