@@ -11,6 +11,13 @@
 //            "curator-T +" and "curator-T -" to the file RECORD (the benchmark checks exclusion
 //            there) around a sleep of HOLD_MICROS; prints "counts N1 N2 ..." (timed acquisitions
 //            per thread)
+//     CuratorBench CONNECT PATH cohort SESSIONS THREADS LONE MILLIS WARMUP_MILLIS RECORD
+//         -> SESSIONS clients, each with one InterProcessMutex shared by THREADS threads, and
+//            with LONE=1 one more client with a single thread (another process); untimed for
+//            WARMUP_MILLIS, then "ready", a line, and MILLIS timed, each hold appending its
+//            enter and exit to RECORD around a yield; prints "cohort ACQUISITIONS P50 P99
+//            LONGEST": waits in µs from asking to holding, LONGEST the lone thread's longest
+//            (without one, any thread's)
 //     CuratorBench CONNECT PATH handoff WAITERS
 //         -> after one unmeasured pass (JIT warmup), prints "queued" once a Curator holder has
 //            the lock and WAITERS clients are queued behind it, waits for a line on stdin (the
@@ -56,6 +63,9 @@ public class CuratorBench {
         try {
             if (scenario.equals("uncontended")) {
                 uncontended(connect, path, first, Integer.parseInt(args[4]));
+            } else if (scenario.equals("cohort")) {
+                cohort(connect, path, first, Integer.parseInt(args[4]), args[5].equals("1"), Long.parseLong(args[6]),
+                        Long.parseLong(args[7]), args[8]);
             } else if (scenario.equals("contended")) {
                 contended(connect, path, first, Long.parseLong(args[4]), Long.parseLong(args[5]), args[6],
                         Long.parseLong(args[7]));
@@ -130,24 +140,28 @@ public class CuratorBench {
         }
     }
 
-    static void contended(String connect, String path, int sessions, long millis, long warmupMillis, String record,
-            long holdMicros) throws Exception {
-        long[] counts = new long[sessions];
-        Thread[] threads = new Thread[sessions];
-        CuratorFramework[] clients = clients(connect, sessions);
-        // Opened for appending (O_APPEND): each write lands whole at the end, whichever process.
-        FileOutputStream holds = new FileOutputStream(record, true);
+    /** One contender's timed part: it takes its lock again and again until {@code deadline}. */
+    interface Timed {
+        void run(long deadline) throws Exception;
+    }
+
+    /**
+     * A thread per contender, each warming up on its mutex (taken and released with a yield) for
+     * WARMUP_MILLIS; once all are warm, prints "ready" and waits for a line, then runs every timed
+     * part for MILLIS and waits for them all.
+     */
+    static void contend(InterProcessMutex[] mutexes, Timed[] timed, long millis, long warmupMillis) throws Exception {
+        int contenders = timed.length;
+        Thread[] threads = new Thread[contenders];
         // Every thread and this one: all warm, then all go.
-        CyclicBarrier warm = new CyclicBarrier(sessions + 1);
-        CyclicBarrier go = new CyclicBarrier(sessions + 1);
+        CyclicBarrier warm = new CyclicBarrier(contenders + 1);
+        CyclicBarrier go = new CyclicBarrier(contenders + 1);
         AtomicInteger failures = new AtomicInteger();
         long warmUntil = System.nanoTime() + warmupMillis * 1_000_000;
-        for (int s = 0; s < sessions; s++) {
-            final int session = s;
-            InterProcessMutex mutex = new InterProcessMutex(clients[s], path);
-            byte[] enter = ("curator-" + s + " +\n").getBytes(StandardCharsets.US_ASCII);
-            byte[] exit = ("curator-" + s + " -\n").getBytes(StandardCharsets.US_ASCII);
-            threads[s] = new Thread(() -> {
+        for (int t = 0; t < contenders; t++) {
+            InterProcessMutex mutex = mutexes[t];
+            Timed part = timed[t];
+            threads[t] = new Thread(() -> {
                 try {
                     while (System.nanoTime() < warmUntil) {
                         mutex.acquire();
@@ -156,15 +170,7 @@ public class CuratorBench {
                     }
                     warm.await();
                     go.await();
-                    long deadline = System.nanoTime() + millis * 1_000_000;
-                    while (System.nanoTime() < deadline) {
-                        mutex.acquire();
-                        holds.write(enter);
-                        Thread.sleep(holdMicros / 1000, (int) (holdMicros % 1000) * 1000);
-                        holds.write(exit);
-                        mutex.release();
-                        counts[session]++;
-                    }
+                    part.run(System.nanoTime() + millis * 1_000_000);
                 } catch (Exception e) {
                     e.printStackTrace();
                     failures.incrementAndGet();
@@ -173,7 +179,7 @@ public class CuratorBench {
                     go.reset();
                 }
             });
-            threads[s].start();
+            threads[t].start();
         }
         warm.await();
         awaitGo("ready");
@@ -182,14 +188,104 @@ public class CuratorBench {
             thread.join();
         }
         if (failures.get() > 0) {
-            throw new IllegalStateException(failures.get() + " sessions failed");
+            throw new IllegalStateException(failures.get() + " contenders failed");
         }
+    }
+
+    static void contended(String connect, String path, int sessions, long millis, long warmupMillis, String record,
+            long holdMicros) throws Exception {
+        long[] counts = new long[sessions];
+        CuratorFramework[] clients = clients(connect, sessions);
+        // Opened for appending (O_APPEND): each write lands whole at the end, whichever process.
+        FileOutputStream holds = new FileOutputStream(record, true);
+        InterProcessMutex[] mutexes = new InterProcessMutex[sessions];
+        Timed[] timed = new Timed[sessions];
+        for (int s = 0; s < sessions; s++) {
+            final int session = s;
+            InterProcessMutex mutex = new InterProcessMutex(clients[s], path);
+            mutexes[s] = mutex;
+            byte[] enter = ("curator-" + s + " +\n").getBytes(StandardCharsets.US_ASCII);
+            byte[] exit = ("curator-" + s + " -\n").getBytes(StandardCharsets.US_ASCII);
+            timed[s] = deadline -> {
+                while (System.nanoTime() < deadline) {
+                    mutex.acquire();
+                    holds.write(enter);
+                    Thread.sleep(holdMicros / 1000, (int) (holdMicros % 1000) * 1000);
+                    holds.write(exit);
+                    mutex.release();
+                    counts[session]++;
+                }
+            };
+        }
+        contend(mutexes, timed, millis, warmupMillis);
         holds.close();
         StringBuilder line = new StringBuilder("counts");
         for (long count : counts) {
             line.append(' ').append(count);
         }
         System.out.println(line);
+        awaitClose();
+        for (CuratorFramework client : clients) {
+            client.close();
+        }
+    }
+
+    static void cohort(String connect, String path, int sessions, int threadsPerSession, boolean lone, long millis,
+            long warmupMillis, String record) throws Exception {
+        int total = sessions * threadsPerSession + (lone ? 1 : 0);
+        CuratorFramework[] clients = clients(connect, sessions + (lone ? 1 : 0));
+        InterProcessMutex[] perClient = new InterProcessMutex[clients.length];
+        for (int c = 0; c < clients.length; c++) {
+            perClient[c] = new InterProcessMutex(clients[c], path);
+        }
+        long[][] waits = new long[total][];
+        int[] counts = new int[total];
+        InterProcessMutex[] mutexes = new InterProcessMutex[total];
+        Timed[] timed = new Timed[total];
+        FileOutputStream holds = new FileOutputStream(record, true);
+        for (int t = 0; t < total; t++) {
+            final int thread = t;
+            // The lone thread, last, has the last client to itself.
+            InterProcessMutex mutex = perClient[Math.min(t / threadsPerSession, clients.length - 1)];
+            mutexes[t] = mutex;
+            byte[] enter = ("curator-" + t + " +\n").getBytes(StandardCharsets.US_ASCII);
+            byte[] exit = ("curator-" + t + " -\n").getBytes(StandardCharsets.US_ASCII);
+            waits[t] = new long[1 << 16];
+            timed[t] = deadline -> {
+                while (System.nanoTime() < deadline) {
+                    long asked = System.nanoTime();
+                    mutex.acquire();
+                    long waited = (System.nanoTime() - asked) / 1000;
+                    holds.write(enter);
+                    Thread.yield();
+                    holds.write(exit);
+                    mutex.release();
+                    if (counts[thread] == waits[thread].length) {
+                        waits[thread] = Arrays.copyOf(waits[thread], counts[thread] * 2);
+                    }
+                    waits[thread][counts[thread]++] = waited;
+                }
+            };
+        }
+        contend(mutexes, timed, millis, warmupMillis);
+        holds.close();
+        int acquisitions = Arrays.stream(counts).sum();
+        long[] all = new long[acquisitions];
+        int at = 0;
+        long longest = 0;
+        for (int t = 0; t < total; t++) {
+            System.arraycopy(waits[t], 0, all, at, counts[t]);
+            at += counts[t];
+            if (!lone || t == total - 1) {
+                for (int i = 0; i < counts[t]; i++) {
+                    longest = Math.max(longest, waits[t][i]);
+                }
+            }
+        }
+        Arrays.sort(all);
+        long p50 = acquisitions == 0 ? 0 : all[(int) Math.round((acquisitions - 1) * 0.50)];
+        long p99 = acquisitions == 0 ? 0 : all[(int) Math.round((acquisitions - 1) * 0.99)];
+        System.out.println("cohort " + acquisitions + " " + p50 + " " + p99 + " " + longest);
         awaitClose();
         for (CuratorFramework client : clients) {
             client.close();

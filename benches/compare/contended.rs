@@ -4,10 +4,10 @@
 use std::error::Error;
 
 use crate::cpu::CpuMeter;
-use crate::exclusion::Record;
-use crate::report::{self, out};
+use crate::exclusion::{self, Record};
+use crate::report::out;
 use crate::row::{Row, Scenario};
-use crate::table::{lines, turns, State};
+use crate::table::{judge, lines, turns, State};
 use crate::targets::Summary;
 use crate::{Bench, Plan};
 
@@ -71,24 +71,7 @@ pub async fn run(bench: &Bench<'_>, rows: &[Box<dyn Row>], summary: &mut Summary
             let outcome = match outcome {
                 Ok(mut run) => {
                     let label = line.row.label(Scenario::Contended, plan);
-                    let verdict = record.verdict()?;
-                    if verdict.holds != run.acquisitions() {
-                        report::fail(format!(
-                            "{label}, {}: its record has {} holds where it counted {} acquisitions",
-                            bench.pass.title(),
-                            verdict.holds,
-                            run.acquisitions()
-                        ));
-                    }
-                    if verdict.violations > 0 {
-                        report::fail(format!(
-                            "{label}, {}: exclusion VIOLATED, {} of {} holds began while another holder was inside",
-                            bench.pass.title(),
-                            verdict.violations,
-                            verdict.holds
-                        ));
-                    }
-                    run.violations = verdict.violations;
+                    run.violations = judge(&record, &format!("{label}, {}", bench.pass.title()), run.acquisitions())?;
                     Ok(run)
                 }
                 failed => failed,
@@ -119,11 +102,7 @@ pub async fn run(bench: &Bench<'_>, rows: &[Box<dyn Row>], summary: &mut Summary
                 median.counts.iter().max().unwrap_or(&0),
                 median.requests_per_acquisition,
                 median.server_cpu_us,
-                if violations == 0 {
-                    format!("held ({holds} holds)")
-                } else {
-                    format!("VIOLATED ({violations} of {holds} holds)")
-                }
+                exclusion::cell(holds, violations)
             )
         });
     }

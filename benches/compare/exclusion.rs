@@ -84,6 +84,15 @@ impl Writer {
         self.append(&format!("{name} -\n"))
     }
 
+    /// A hold with nothing inside but its two records, for the scenarios that measure the lock
+    /// itself at its fastest (tasks of one process): a yield between them, as the peers'
+    /// programs do (`Thread.yield`).
+    pub async fn mark(&self, name: &str) -> Result<(), String> {
+        self.append(&format!("{name} +\n"))?;
+        tokio::task::yield_now().await;
+        self.append(&format!("{name} -\n"))
+    }
+
     fn append(&self, line: &str) -> Result<(), String> {
         // One write: with O_APPEND the kernel places it whole at the end of the file.
         (&*self.0).write_all(line.as_bytes()).map_err(|e| format!("append to the record: {e}"))
@@ -114,4 +123,13 @@ pub fn check(text: &str) -> Result<Verdict, String> {
         return Err(format!("the hold record ends with holders inside: {inside:?}"));
     }
     Ok(verdict)
+}
+
+/// A table's exclusion cell for a row's runs: their holds, and how many overlapped.
+pub fn cell(holds: u64, violations: u64) -> String {
+    if violations == 0 {
+        format!("held ({holds} holds)")
+    } else {
+        format!("VIOLATED ({violations} of {holds} holds)")
+    }
 }

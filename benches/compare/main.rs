@@ -1,10 +1,11 @@
 //! zklock beside the other ways to lock, in one run.
 //!
 //! `cargo bench --bench compare` (add `-- --quick` for a seconds-long smoke run, as CI does;
-//! `-- --only uncontended|contended|handoff|scale|failover` for one scenario; `-- --rounds N` for
+//! `-- --only uncontended|contended|handoff|scale|failover|cohort` for one scenario; `-- --rounds N` for
 //! more or fewer rounds; `-- --skip TAG` to leave a row out on purpose; `-- --markdown
 //! BENCHMARKS.md` to write the tables into that file between its `bench:begin`/`bench:end`
-//! markers, the leader failover table between `bench:begin failover`/`bench:end failover`).
+//! markers, the leader failover table between `bench:begin failover`/`bench:end failover`, the
+//! tasks tables between `bench:begin cohort`/`bench:end cohort`).
 //!
 //! The uncontended and contended scenarios run in three passes: on a quiet server, on the same
 //! server while background sessions write to an unrelated path at a fixed rate, and on a second
@@ -19,6 +20,7 @@
 //! (`exclusion`).
 
 mod busy;
+mod cohort;
 mod contended;
 mod cpu;
 mod election;
@@ -277,6 +279,17 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         failover::run(&quiet, &rows).await?;
         report::section(report::MAIN);
     }
+    if runs("cohort") {
+        report::section(report::COHORT);
+        out!(
+            "\n## Tasks sharing a lock, quiet server: local handoff ({} rounds of {:?} after {:?} untimed; each hold only records itself)",
+            plan.rounds,
+            plan.contended_for,
+            plan.contended_warmup
+        );
+        cohort::run(&quiet, &rows).await?;
+        report::section(report::MAIN);
+    }
     if only.is_none() {
         out!("\n## The targets, side by side (this run)\n");
         summary.print();
@@ -302,7 +315,7 @@ fn first_address(connect: &str) -> Result<SocketAddr, String> {
 }
 
 /// The scenarios, for `--only`.
-const SCENARIOS: [&str; 5] = ["uncontended", "contended", "handoff", "scale", "failover"];
+const SCENARIOS: [&str; 6] = ["uncontended", "contended", "handoff", "scale", "failover", "cohort"];
 
 /// What every scenario needs: where the server is, where to put locks, how long to run.
 #[derive(Clone, Copy)]

@@ -6,6 +6,7 @@
 //! those two moments hold the measured part alone. Latencies come from the program's own clock;
 //! requests from the server's `mntr`, server-wide (less the busy pass's writers).
 
+mod cohort;
 mod contended;
 mod failover;
 mod handoff;
@@ -15,6 +16,7 @@ use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 
+use crate::cohort::{CohortRun, Layout};
 use crate::contended::Contention;
 use crate::exclusion::Record;
 use crate::failover::Failover;
@@ -34,6 +36,8 @@ pub struct Peer {
     /// The last part of its lock paths: kazoo's node names differ from Curator's, and the two
     /// would not see each other's nodes.
     tag: &'static str,
+    /// Whether its program runs the tasks scenario.
+    runs_tasks: bool,
     program: Result<Launcher, String>,
 }
 
@@ -59,7 +63,13 @@ impl Peer {
         tag: &'static str,
         program: Result<Launcher, String>,
     ) -> Peer {
-        Peer { lock, election, runtime, tag, program }
+        Peer { lock, election, runtime, tag, program, runs_tasks: false }
+    }
+
+    /// Its program also runs the tasks scenario (threads sharing a session's lock).
+    pub fn running_tasks(mut self) -> Peer {
+        self.runs_tasks = true;
+        self
     }
 
     /// The lock, then what runs it and `detail` in parentheses.
@@ -137,6 +147,7 @@ impl Row for Peer {
             Scenario::Uncontended => self.full_name(""),
             Scenario::Contended => self.full_name(&format!(", {} threads with a session each", plan.sessions)),
             Scenario::Handoff => self.full_name(", holder and waiters in one process"),
+            Scenario::Cohort => self.full_name(", threads sharing each session's lock"),
             Scenario::Failover => {
                 format!("{} ({}, {} sessions in one process)", self.election, self.runtime, plan.participants)
             }
@@ -147,8 +158,9 @@ impl Row for Peer {
         self.tag
     }
 
-    fn part(&self, _scenario: Scenario) -> Part {
+    fn part(&self, scenario: Scenario) -> Part {
         match &self.program {
+            _ if scenario == Scenario::Cohort && !self.runs_tasks => Part::NoLine,
             Ok(_) => Part::Runs,
             Err(why) => Part::Skipped(why.clone()),
         }
@@ -168,6 +180,16 @@ impl Row for Peer {
 
     fn failover<'a>(&'a self, bench: &'a Bench<'a>, path: String) -> Pending<'a, Failover> {
         Box::pin(async move { Ok(failover::failover(self, bench, &path)?) })
+    }
+
+    fn cohort<'a>(
+        &'a self,
+        bench: &'a Bench<'a>,
+        path: String,
+        layout: Layout,
+        record: &'a Record,
+    ) -> Pending<'a, CohortRun> {
+        Box::pin(async move { Ok(cohort::contend(self, bench, &path, layout, record)?) })
     }
 }
 

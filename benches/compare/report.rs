@@ -16,6 +16,8 @@ pub struct Section(&'static str);
 pub const MAIN: Section = Section("");
 /// The leader failover table.
 pub const FAILOVER: Section = Section(" failover");
+/// The tasks tables (local handoff).
+pub const COHORT: Section = Section(" cohort");
 
 /// Each section's lines so far, in the order the sections were first written to.
 static KEPT: Mutex<Vec<(Section, String)>> = Mutex::new(Vec::new());

@@ -6,6 +6,7 @@ use std::error::Error;
 use std::future::Future;
 use std::pin::Pin;
 
+use crate::cohort::{CohortRun, Layout};
 use crate::contended::Contention;
 use crate::exclusion::Record;
 use crate::failover::Failover;
@@ -21,6 +22,8 @@ pub enum Scenario {
     Handoff,
     /// Leader election: the leader gives up, the next participant is told it leads.
     Failover,
+    /// Tasks of one process sharing a lock object, with and without local handoff.
+    Cohort,
 }
 
 /// Whether a row has a line in a scenario's table.
@@ -112,6 +115,17 @@ pub trait Row {
     /// One handoff run on the lock at `path`.
     fn handoff<'a>(&'a self, _bench: &'a Bench<'a>, _path: String) -> Pending<'a, Handoff> {
         no_line(self.name(), Scenario::Handoff)
+    }
+
+    /// One run of `layout`'s tasks on the lock at `path`, each hold recorded in `record`.
+    fn cohort<'a>(
+        &'a self,
+        _bench: &'a Bench<'a>,
+        _path: String,
+        _layout: Layout,
+        _record: &'a Record,
+    ) -> Pending<'a, CohortRun> {
+        no_line(self.name(), Scenario::Cohort)
     }
 
     /// One failover run of the election at `path`.

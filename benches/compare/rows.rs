@@ -11,6 +11,7 @@ mod mariadb;
 mod naive;
 mod redis;
 mod zklock;
+mod zklock_handoff;
 
 use crate::election;
 use crate::row::Row;
@@ -22,6 +23,7 @@ use crate::zookeeper;
 pub async fn all() -> Vec<Box<dyn Row>> {
     vec![
         zookeeper::row::<::zklock::InterProcessMutex>(),
+        zookeeper::row::<zklock_handoff::HandoffMutex>(),
         zookeeper::row::<client_lock::ClientLock>(),
         zookeeper::row::<floor::RawFloor>(),
         zookeeper::row::<naive::Naive>(),

@@ -63,7 +63,7 @@ impl<S: LockServer> Row for OnServer<S> {
 
     fn part(&self, scenario: Scenario) -> Part {
         match (&self.server, scenario) {
-            (_, Scenario::Handoff | Scenario::Failover) => Part::NoLine,
+            (_, Scenario::Handoff | Scenario::Failover | Scenario::Cohort) => Part::NoLine,
             (Ok(_), _) => Part::Runs,
             (Err(why), _) => Part::Skipped(why.clone()),
         }

@@ -51,6 +51,35 @@ pub async fn contend<L: Cycle>(
     record: &Record,
     requests: impl AsyncFn() -> Result<u64, String>,
 ) -> Result<Contention, String> {
+    let timed = time_tasks(locks, plan, tag, record, Inside::Hold, requests).await?;
+    let counts = timed.waits_us.iter().map(|waits| waits.len() as u64).collect();
+    Ok(Contention::new(counts, timed.requests))
+}
+
+/// What a timed hold does inside.
+#[derive(Clone, Copy)]
+pub enum Inside {
+    /// [`Writer::hold`](crate::exclusion::Writer::hold): its record, and the 1 ms sleep.
+    Hold,
+    /// [`Writer::mark`](crate::exclusion::Writer::mark): its record alone.
+    Mark,
+}
+
+/// The timed part of a run: each task's waits (asking to holding, µs) and the server's requests.
+pub struct Timed {
+    pub waits_us: Vec<Vec<f64>>,
+    pub requests: u64,
+}
+
+/// [`contend`]'s loop, with what each hold does `inside`, telling every task's waits.
+pub async fn time_tasks<L: Cycle>(
+    locks: Vec<L>,
+    plan: &Plan,
+    tag: &str,
+    record: &Record,
+    inside: Inside,
+    requests: impl AsyncFn() -> Result<u64, String>,
+) -> Result<Timed, String> {
     let writer = record.writer()?;
     // Every task and this one: all warm, then all go.
     let (warm, go) = (Arc::new(Barrier::new(locks.len() + 1)), Arc::new(Barrier::new(locks.len() + 1)));
@@ -76,21 +105,30 @@ pub async fn contend<L: Cycle>(
             go.wait().await;
             warmed?;
             let deadline = Instant::now() + duration;
-            let mut count = 0u64;
+            let mut waits = Vec::new();
             while Instant::now() < deadline {
-                lock.cycle(writer.hold(&name)).await?;
-                count += 1;
+                let asked = Instant::now();
+                let mut waited = 0.0;
+                lock.cycle(async {
+                    waited = asked.elapsed().as_secs_f64() * 1e6;
+                    match inside {
+                        Inside::Hold => writer.hold(&name).await,
+                        Inside::Mark => writer.mark(&name).await,
+                    }
+                })
+                .await?;
+                waits.push(waited);
             }
-            Ok::<u64, String>(count)
+            Ok::<Vec<f64>, String>(waits)
         }));
     }
     warm.wait().await;
     let before = requests().await?;
     go.wait().await;
-    let mut counts = Vec::with_capacity(tasks.len());
+    let mut waits_us = Vec::with_capacity(tasks.len());
     for task in tasks {
-        counts.push(task.await.map_err(|e| format!("a contending task died: {e}"))??);
+        waits_us.push(task.await.map_err(|e| format!("a contending task died: {e}"))??);
     }
     let after = requests().await?;
-    Ok(Contention::new(counts, after.saturating_sub(before)))
+    Ok(Timed { waits_us, requests: after.saturating_sub(before) })
 }

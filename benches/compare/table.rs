@@ -2,6 +2,7 @@
 
 use std::error::Error;
 
+use crate::exclusion::Record;
 use crate::report::{self, out};
 use crate::row::{Failure, Part, Pending, Row, Scenario};
 use crate::Bench;
@@ -144,4 +145,21 @@ impl<U> Line<'_, Vec<U>> {
 /// A line of `columns` cells whose second says why the row has no figures.
 fn without_figures(first: &str, why: &str, columns: usize) -> String {
     format!("| {first} | {why} |{}", " |".repeat(columns.saturating_sub(2)))
+}
+
+/// Reads a run's `record` back and fails the benchmark ([`report::fail`]) when it has other
+/// than the `counted` holds the row's run (`run`, for the message) counted, or an overlap;
+/// returns the overlaps.
+pub fn judge(record: &Record, run: &str, counted: u64) -> Result<u64, String> {
+    let verdict = record.verdict()?;
+    if verdict.holds != counted {
+        report::fail(format!("{run}: its record has {} holds where it counted {counted} acquisitions", verdict.holds));
+    }
+    if verdict.violations > 0 {
+        report::fail(format!(
+            "{run}: exclusion VIOLATED, {} of {} holds began while another holder was inside",
+            verdict.violations, verdict.holds
+        ));
+    }
+    Ok(verdict.violations)
 }

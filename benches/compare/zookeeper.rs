@@ -2,6 +2,7 @@
 //! They differ only in the lock each session makes ([`ZooKeeperLock`]), so every scenario runs
 //! them alike.
 
+mod cohort;
 mod contended;
 mod handoff;
 mod uncontended;
@@ -10,6 +11,7 @@ use std::marker::PhantomData;
 
 use zookeeper_client::{Acls, Client, CreateMode};
 
+use crate::cohort::{CohortRun, Layout};
 use crate::contended::Contention;
 use crate::exclusion::Record;
 use crate::handoff::Handoff;
@@ -20,7 +22,7 @@ use crate::{Bench, Plan};
 
 /// A lock (or the lock-free floor) that one ZooKeeper session makes, takes and gives back: what
 /// a row of this process is.
-pub trait ZooKeeperLock: Cycle + Sized {
+pub trait ZooKeeperLock: Cycle + Clone + Sized {
     /// The row's name in the tables.
     const NAME: &'static str;
     /// The last part of its lock paths.
@@ -30,7 +32,8 @@ pub trait ZooKeeperLock: Cycle + Sized {
     /// Whether it is the raw floor that the uncontended table divides by.
     const IS_FLOOR: bool = false;
 
-    /// The lock at `path`, on `client`'s session.
+    /// The lock at `path`, on `client`'s session; its clones are the handles of the session's
+    /// other tasks (one participant for a zklock mutex, a session to lock on for the others).
     fn new(client: &Client, path: &str) -> Self;
 
     /// A line for under the uncontended table, measured on this warmed-up lock.
@@ -77,6 +80,16 @@ impl<L: ZooKeeperLock> Row for InProcess<L> {
 
     fn handoff<'a>(&'a self, bench: &'a Bench<'a>, path: String) -> Pending<'a, Handoff> {
         Box::pin(async move { Ok(handoff::handoff::<L>(bench, &path).await?) })
+    }
+
+    fn cohort<'a>(
+        &'a self,
+        bench: &'a Bench<'a>,
+        path: String,
+        layout: Layout,
+        record: &'a Record,
+    ) -> Pending<'a, CohortRun> {
+        Box::pin(async move { Ok(cohort::contend::<L>(bench, &path, layout, record).await?) })
     }
 }
 

@@ -8,6 +8,7 @@ use crate::spin::Cycle;
 use crate::zookeeper::ZooKeeperLock;
 
 /// `Client::lock` under `dir`.
+#[derive(Clone)]
 pub struct ClientLock {
     client: Client,
     dir: String,
@@ -16,7 +17,8 @@ pub struct ClientLock {
 impl ZooKeeperLock for ClientLock {
     const NAME: &'static str = "zookeeper-client Client::lock";
     const TAG: &'static str = "client-lock";
-    const SCENARIOS: &'static [Scenario] = &[Scenario::Uncontended, Scenario::Contended, Scenario::Handoff];
+    const SCENARIOS: &'static [Scenario] =
+        &[Scenario::Uncontended, Scenario::Contended, Scenario::Handoff, Scenario::Cohort];
 
     fn new(client: &Client, path: &str) -> ClientLock {
         ClientLock { client: client.clone(), dir: path.to_owned() }

@@ -17,6 +17,7 @@ pub fn peer() -> Peer {
         "curator",
         compile(),
     )
+    .running_tasks()
 }
 
 /// Compiles `interop/CuratorBench.java` against Debian's Curator.

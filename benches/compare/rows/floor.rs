@@ -9,6 +9,7 @@ use crate::spin::Cycle;
 use crate::zookeeper::ZooKeeperLock;
 
 /// Nodes `{prefix}{sequence}`, one per cycle.
+#[derive(Clone)]
 pub struct RawFloor {
     client: Client,
     prefix: String,

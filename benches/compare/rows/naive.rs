@@ -11,6 +11,7 @@ use crate::spin::Cycle;
 use crate::zookeeper::ZooKeeperLock;
 
 /// The one node at `path`.
+#[derive(Clone)]
 pub struct Naive {
     client: Client,
     path: String,

@@ -14,7 +14,8 @@ use crate::Plan;
 impl ZooKeeperLock for InterProcessMutex {
     const NAME: &'static str = "zklock InterProcessMutex";
     const TAG: &'static str = "zklock";
-    const SCENARIOS: &'static [Scenario] = &[Scenario::Uncontended, Scenario::Contended, Scenario::Handoff];
+    const SCENARIOS: &'static [Scenario] =
+        &[Scenario::Uncontended, Scenario::Contended, Scenario::Handoff, Scenario::Cohort];
 
     fn new(client: &Client, path: &str) -> InterProcessMutex {
         InterProcessMutex::new(client, path).expect("lock path")
