@@ -137,10 +137,13 @@ async fn every_recipe_keeps_its_rule_through_faults() {
     let on_session = &run.slots[CLIENTS - 1];
     let killed = on_session.client().await;
     // Killed from outside, its nodes go at once, before its holders and leaders can know (its
-    // elections go on): forgiven as the operator's deletions are.
-    let (owner, killed_at) = (killed.session_id().0, Instant::now());
+    // elections go on): forgiven as the operator's deletions are, from the moment it is cut off
+    // (nothing of the session's gets through after that, so the nodes listed are all it has).
+    on_session.proxy.cut();
+    let killed_at = Instant::now();
+    let observer = Client::connect(&ensemble.connect_string()).await.unwrap();
     for (_, path) in run.paths.all() {
-        for node in ephemerals_under(&killed, path, Some(owner)).await {
+        for node in ephemerals_under(&observer, path, Some(killed.session_id().0)).await {
             run.deletions.forgive(&node, killed_at);
         }
     }
@@ -187,7 +190,6 @@ async fn every_recipe_keeps_its_rule_through_faults() {
     for slot in &run.slots {
         slot.forget_client();
     }
-    let observer = Client::connect(&ensemble.connect_string()).await.unwrap();
     let mut orphans = Vec::new();
     for _ in 0..200 {
         orphans = Vec::new();

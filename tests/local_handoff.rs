@@ -214,6 +214,37 @@ async fn a_loss_reaches_the_task_the_hold_was_passed_to() {
     assert!(children(&client, &path).await.is_empty(), "nodes left behind");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_before_a_short_hold_ends_is_heard_and_the_node_not_passed_on() {
+    let (client, path) = (connect().await, unique_path("handoff-deleted-early"));
+    let mutex = handoff_mutex(&client, &path, LocalHandoff::new(8, Duration::from_secs(60)));
+    // Uncontended, the first hold has no watch on its node: a hold sets one only after a second.
+    let first = mutex.acquire().await.unwrap();
+    let held_since = std::time::Instant::now();
+    let node = first.node_path().to_owned();
+    let waiter = tokio::spawn({
+        let mutex = mutex.clone();
+        async move { mutex.acquire().await.unwrap() }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    connect().await.delete(&node, None).await.unwrap();
+    // A task waits for the hold, so its node is watched: the deletion is heard long before the
+    // second after which every hold watches (the hold never asks, so this is that watch).
+    while first.is_held() {
+        assert!(
+            held_since.elapsed() < Duration::from_millis(900),
+            "the deletion was not heard in the hold's first second"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(first);
+    let waiter = tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("the waiter never held").unwrap();
+    assert_ne!(waiter.node_path(), node, "the hold was passed on on a deleted node");
+    assert!(waiter.is_held());
+    waiter.release().await.unwrap();
+    assert!(children(&client, &path).await.is_empty(), "nodes left behind");
+}
+
 /// Polls `future` once, leaving it pending (it joins the line).
 async fn poll_once<F: Future + Unpin>(future: &mut F) {
     std::future::poll_fn(|cx| {

@@ -80,8 +80,15 @@ impl HeldNode {
 
     /// Resolves with the reason once the hold is lost; sets the node watch on first use.
     pub(crate) async fn lost(&self) -> LossReason {
-        watch_node(&self.client, &self.path, &self.signal);
+        self.watch_for_deletion();
         self.loss_known().await
+    }
+
+    /// Sets the node watch now (once per hold; nothing if it is set), so that a deletion is
+    /// known within a notification: for a hold that is passed on with no request, which would
+    /// otherwise go on past a deletion until the watch the hold sets after a second.
+    pub(crate) fn watch_for_deletion(&self) {
+        watch_node(&self.client, &self.path, &self.signal);
     }
 
     /// Resolves with the reason once the hold is known lost, without setting the node watch
@@ -92,7 +99,7 @@ impl HeldNode {
 
     /// Resolves once someone asks for the lock back; sets the node watch on first use.
     pub(crate) async fn revocation_requested(&self) {
-        watch_node(&self.client, &self.path, &self.signal);
+        self.watch_for_deletion();
         self.signal.revocation_requested().await
     }
 

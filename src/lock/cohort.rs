@@ -36,10 +36,23 @@ struct Line {
     next_waiter: u64,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 struct NodeTerm {
+    node: Arc<HeldNode>,
     holders: u32,
     since: Instant,
+}
+
+impl Line {
+    /// Sets the held node's watch once a task of ours waits for it. A hold passed on makes no
+    /// request, so only the watch can tell the line that the node was deleted (by an operator,
+    /// or with the session) before it is passed: without it, a hold shorter than the second
+    /// after which every hold watches its node would be passed on past a deletion.
+    fn watch_if_awaited(&self) {
+        if let (Some(term), false) = (&self.held, self.waiting.is_empty()) {
+            term.node.watch_for_deletion();
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -103,6 +116,7 @@ impl Cohort {
             line.next_waiter += 1;
             let wake = Arc::new(Notify::new());
             line.waiting.push_back(Waiter { id, wake: Arc::clone(&wake) });
+            line.watch_if_awaited();
             LocalWait { cohort: Arc::clone(self), id, wake, done: false }
         };
         tokio::select! {
@@ -131,10 +145,10 @@ impl Cohort {
         let passable = term.filter(|term| {
             term.holders < self.bound.holders() && term.since.elapsed() < self.bound.time() && node.is_held()
         });
-        let token = passable.and_then(|term| fencing_token(node.czxid(), term.holders));
+        let token = passable.as_ref().and_then(|term| fencing_token(node.czxid(), term.holders));
         match (passable, token, line.waiting.pop_front()) {
             (Some(term), Some(fencing_token), Some(waiter)) => {
-                line.held = Some(NodeTerm { holders: term.holders + 1, since: term.since });
+                line.held = Some(NodeTerm { node: Arc::clone(&node), holders: term.holders + 1, since: term.since });
                 line.given = Some((waiter.id, Given::Hold(Handoff { node, next_opening, fencing_token })));
                 waiter.wake.notify_one();
                 None
@@ -186,6 +200,7 @@ impl LocalWait {
                     // Lost since it was passed on: nobody may hold on it; queue anew instead.
                     Given::Hold(handoff) => {
                         self.cohort.lock().held = None;
+                        handoff.node.mark_released();
                         handoff.node.delete_in_background();
                         Turn::Queue(self.queue_turn())
                     }
@@ -255,9 +270,11 @@ pub(crate) struct QueueTurn {
 
 impl QueueTurn {
     /// Our queue node is held now, by its first holder.
-    pub(crate) fn hold(mut self) {
+    pub(crate) fn hold(mut self, node: &Arc<HeldNode>) {
         self.holding = true;
-        self.cohort.lock().held = Some(NodeTerm { holders: 1, since: Instant::now() });
+        let mut line = self.cohort.lock();
+        line.held = Some(NodeTerm { node: Arc::clone(node), holders: 1, since: Instant::now() });
+        line.watch_if_awaited();
     }
 }
 

@@ -95,9 +95,10 @@ impl LockGuard {
     /// `false` once the session has expired or closed, once the client has been disconnected
     /// longer than the [`LossPolicy`](crate::LossPolicy) allows, or once the node is known to
     /// have been deleted by someone else. Node deletion is noticed by a watch that is set when
-    /// [`lost`](Self::lost) is first awaited, or after the lock has been held for a second (at most
-    /// 1.1 s); before
-    /// that, a deletion by a third party is not seen here (the fencing token still protects).
+    /// [`lost`](Self::lost) is first awaited, after the lock has been held for a second (at most
+    /// 1.1 s), or, with [local handoff](crate::MutexBuilder::local_handoff), once another task
+    /// waits for the hold; before that, a deletion by a third party is not seen here (the
+    /// fencing token still protects).
     /// Never sends a request.
     pub fn is_held(&self) -> bool {
         self.hold.node.is_held()

@@ -388,7 +388,7 @@ impl InterProcessMutex {
         let events = state.label.acquired(&node.path, fencing_token, started);
         let hold = claim.grant(&client, node, next_opening, fencing_token, events);
         if let Some(turn) = turn {
-            turn.hold();
+            turn.hold(&hold.node);
         }
         Ok(Some(LockGuard::new(Arc::clone(state), owner, hold)))
     }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use super::recipe::{Mode, Recipe, Resource, MAX_LEASES};
+use super::recipe::{Mode, Recipe, Resource, HANDOFF_TIME, MAX_LEASES};
 
 /// One critical section on one resource, as its holder saw it.
 #[derive(Clone, Debug)]
@@ -20,6 +20,14 @@ pub struct Section {
     pub token: i64,
     /// Whether the holder was told of a loss (that is what ended the section).
     pub told_lost: bool,
+}
+
+impl Section {
+    /// Whether the hold was passed to this section by an earlier holder of its client (local
+    /// handoff: the token counts the node's earlier holders) before `by`.
+    fn passed_on_before(&self, by: Instant) -> bool {
+        self.recipe == Recipe::HandoffMutex && self.token & 0xff != 0 && self.start < by
+    }
 }
 
 /// A section that began while sections already on its resource excluded it.
@@ -46,13 +54,17 @@ pub struct Checked {
 /// when its holder stopped relying on the lock, or when the operator deleted its node (`deleted`
 /// says when it did, if it did): nobody can know of that in time, and fencing is what protects
 /// there. So every overlap left is a violation; and so is a section on a node the operator had
-/// deleted before it began: a holder whose node was gone while it waited (a ghost).
+/// deleted before it began: a holder whose node was gone while it waited (a ghost). Except a
+/// hold passed on within its client (local handoff) in the handoff's time: that is the client's
+/// hold going on, which nobody can stop in time either (the client makes no request to pass it),
+/// and fencing protects the same way (the next node's tokens are all higher); it is left out.
 pub fn check(sections: &[Section], deleted: impl Fn(&str) -> Option<Instant>) -> Checked {
     let mut checked = Checked::default();
     let mut cut = Vec::with_capacity(sections.len());
     for section in sections {
         let mut section = section.clone();
         match deleted(&section.node) {
+            Some(deleted) if deleted <= section.start && section.passed_on_before(deleted + HANDOFF_TIME) => continue,
             Some(deleted) if deleted <= section.start => checked.conflicts.push(Conflict {
                 recipe: section.recipe,
                 resource: section.resource,
@@ -197,4 +209,33 @@ fn check_ends_a_section_when_the_operator_deleted_its_node_and_flags_a_ghost() {
     let ghost = [section(0, "a", 0, 50), section(1, "b", 20, 30)];
     let deleted = |node: &str| (node == "b").then(|| at(10));
     assert_eq!(check(&ghost, deleted).conflicts.len(), 2, "{:?}", check(&ghost, deleted));
+}
+
+#[test]
+fn check_leaves_out_a_hold_passed_on_just_after_its_node_was_deleted_and_no_later() {
+    use std::time::Duration;
+    let base = Instant::now();
+    let at = |ms| base + Duration::from_millis(ms);
+    let section = |client, node: &str, from, to, token| Section {
+        client,
+        recipe: Recipe::HandoffMutex,
+        resource: Resource::HandoffMutex,
+        node: node.to_owned(),
+        start: at(from),
+        end: at(to),
+        token,
+        told_lost: false,
+    };
+    // Node "a" (czxid 1) is deleted at 10 ms and "b" (czxid 2) held from 20 ms: "a"'s first
+    // holder is cut at the deletion, its second (passed on at 30 ms) left out.
+    let passed_on = [section(0, "a", 0, 30, 256), section(0, "a", 30, 60, 257), section(1, "b", 20, 70, 512)];
+    let deleted = |node: &str| (node == "a").then(|| at(10));
+    assert!(check(&passed_on, deleted).conflicts.is_empty(), "{:?}", check(&passed_on, deleted));
+    // Passed on past the handoff's time after the deletion: the client went on unheeding.
+    let late = HANDOFF_TIME.as_millis() as u64 + 20;
+    let passed_on_late = [section(0, "a", 0, late, 256), section(0, "a", late, late + 30, 257)];
+    assert_eq!(check(&passed_on_late, deleted).conflicts.len(), 1);
+    // A node's first holder is no handoff: after the deletion, a ghost.
+    let first_holder = [section(0, "a", 30, 60, 256)];
+    assert_eq!(check(&first_holder, deleted).conflicts.len(), 1);
 }

@@ -13,6 +13,9 @@ use super::history::Section;
 /// Leases of the soak's semaphore: more than one, so holders really share it.
 pub const MAX_LEASES: usize = 2;
 
+/// How long the handoff mutex's node may be passed among a client's acquires.
+pub const HANDOFF_TIME: Duration = Duration::from_millis(200);
+
 /// One way of taking a lock, or of being elected leader; each has its own path(s), except that
 /// both sides of the read-write lock share one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,7 +186,7 @@ impl Locks {
         Locks {
             mutex: InterProcessMutex::new(on.clone(), &paths.mutex).unwrap(),
             handoff_mutex: InterProcessMutex::builder(on.clone(), &paths.handoff_mutex)
-                .local_handoff(LocalHandoff::new(3, Duration::from_millis(200)))
+                .local_handoff(LocalHandoff::new(3, HANDOFF_TIME))
                 .reentrant(false)
                 .build()
                 .unwrap(),
