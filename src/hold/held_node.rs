@@ -133,6 +133,13 @@ impl HeldNode {
     pub(crate) fn delete_in_background(&self) {
         delete_in_background(&self.client, Arc::clone(&self.path), self.signal.take_armed());
     }
+
+    /// Releases the hold and deletes its node in the background: for a hold that nobody will
+    /// release otherwise (a lease dropped, a node the local line has nobody to pass to).
+    pub(crate) fn release_in_background(&self) {
+        self.mark_released();
+        self.delete_in_background();
+    }
 }
 
 /// The fenced writes of a type that stands for a [`HeldNode`] (`$node`, the path of its field),

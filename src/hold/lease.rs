@@ -113,8 +113,7 @@ impl fmt::Debug for Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         if !self.released {
-            self.node.mark_released();
-            self.node.delete_in_background();
+            self.node.release_in_background();
         }
     }
 }

@@ -200,8 +200,7 @@ impl LocalWait {
                     // Lost since it was passed on: nobody may hold on it; queue anew instead.
                     Given::Hold(handoff) => {
                         self.cohort.lock().held = None;
-                        handoff.node.mark_released();
-                        handoff.node.delete_in_background();
+                        handoff.node.release_in_background();
                         Turn::Queue(self.queue_turn())
                     }
                     Given::Queue => Turn::Queue(self.queue_turn()),
@@ -254,8 +253,7 @@ impl Drop for LocalWait {
         };
         drop(line);
         if let Some((node, _)) = let_go {
-            node.mark_released();
-            node.delete_in_background();
+            node.release_in_background();
         }
     }
 }

@@ -22,14 +22,6 @@ pub struct Section {
     pub told_lost: bool,
 }
 
-impl Section {
-    /// Whether the hold was passed to this section by an earlier holder of its client (local
-    /// handoff: the token counts the node's earlier holders) before `by`.
-    fn passed_on_before(&self, by: Instant) -> bool {
-        self.recipe == Recipe::HandoffMutex && self.token & 0xff != 0 && self.start < by
-    }
-}
-
 /// A section that began while sections already on its resource excluded it.
 #[derive(Debug)]
 pub struct Conflict {
@@ -64,7 +56,13 @@ pub fn check(sections: &[Section], deleted: impl Fn(&str) -> Option<Instant>) ->
     for section in sections {
         let mut section = section.clone();
         match deleted(&section.node) {
-            Some(deleted) if deleted <= section.start && section.passed_on_before(deleted + HANDOFF_TIME) => continue,
+            Some(deleted)
+                if deleted <= section.start
+                    && section.recipe.passed_on(section.token)
+                    && section.start < deleted + HANDOFF_TIME =>
+            {
+                continue
+            }
             Some(deleted) if deleted <= section.start => checked.conflicts.push(Conflict {
                 recipe: section.recipe,
                 resource: section.resource,

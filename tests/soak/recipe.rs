@@ -63,6 +63,12 @@ impl Recipe {
         Recipe::LOCKS.into_iter().chain(Recipe::ELECTIONS)
     }
 
+    /// Whether a hold of this recipe with `token` was passed on to it by an earlier holder of
+    /// its client (local handoff: the token counts the node's earlier holders in its low byte).
+    pub fn passed_on(self, token: i64) -> bool {
+        self == Recipe::HandoffMutex && token & 0xff != 0
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Recipe::Mutex => "mutex",

@@ -93,8 +93,7 @@ async fn critical_section(
 ) {
     let counts = run.tally.of(recipe);
     bump(&counts.acquisitions);
-    // A local handoff's token counts the node's earlier holders in its low byte.
-    if recipe == Recipe::HandoffMutex && held.parts().iter().any(|part| part.token & 0xff != 0) {
+    if held.parts().iter().any(|part| recipe.passed_on(part.token)) {
         bump(&counts.handed_on);
     }
     let start = Instant::now();
