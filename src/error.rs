@@ -159,7 +159,7 @@ pub enum LossReason {
     /// node, the lease node, or the leader's node.
     NodeDeleted,
     /// The client was disconnected for `after`, long enough that the server may have expired
-    /// the session (see [`LossPolicy`]). The lock may in fact survive if the client reconnects in
+    /// the session (see [`LossPolicy`](crate::LossPolicy)). The lock may in fact survive if the client reconnects in
     /// time, but it can no longer be relied on.
     Disconnected {
         /// How long the client had been disconnected when the lock was given up.

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::election::engine::{election_handle, rejoin_option, Election};
+use crate::election::engine::Election;
+use crate::election::handle::{election_handle, rejoin_option};
 use crate::observe::Recipe;
 use crate::options::recipe_options;
 use crate::queue::session::{Connect, Connection};

@@ -12,7 +12,8 @@ use crate::hold::hold_signal::HoldSignal;
 use crate::hold::node_watch::watch_node;
 use crate::hold::session_watch::SessionWatch;
 use crate::observe::HoldEvents;
-use crate::queue::node::{delete_in_background, delete_released, LockNode};
+use crate::queue::delete::{delete_in_background, delete_released};
+use crate::queue::node::LockNode;
 use crate::queue::session_end::ended_session;
 use crate::{Error, LossReason, Result};
 

@@ -11,6 +11,7 @@ pub(crate) mod cohort;
 pub(crate) mod guard;
 pub(crate) mod multi;
 pub(crate) mod mutex;
+pub(crate) mod mutex_builder;
 pub(crate) mod owner;
 pub(crate) mod revoke;
 pub(crate) mod rwlock;
@@ -20,7 +21,8 @@ pub(crate) mod state;
 
 pub use guard::LockGuard;
 pub use multi::{InterProcessMultiLock, MultiLockBuilder, MultiLockGuard};
-pub use mutex::{InterProcessMutex, MutexBuilder, NodeSchema};
+pub use mutex::InterProcessMutex;
+pub use mutex_builder::{MutexBuilder, NodeSchema};
 pub use revoke::revoke;
 pub use rwlock::{InterProcessReadWriteLock, ReadWriteLockBuilder};
 pub use semaphore::{InterProcessSemaphoreV2, SemaphoreBuilder};

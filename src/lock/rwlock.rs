@@ -4,7 +4,7 @@ use crate::queue::session::Connection;
 
 use std::sync::Arc;
 
-use crate::lock::mutex::{MutexBuilder, NodeSchema};
+use crate::lock::mutex_builder::{MutexBuilder, NodeSchema};
 use crate::lock::state::LockState;
 use crate::options::lock_options;
 use crate::rules::entry::Role;

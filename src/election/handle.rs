@@ -1,0 +1,136 @@
+//! What a [`LeaderLatch`](crate::LeaderLatch) and a [`LeaderSelector`](crate::LeaderSelector)
+//! say alike, written once as macros each expands in its own file: the builders' rejoin option,
+//! and the handle's methods on the election (`engine.rs`) it drives.
+
+/// The builder option of a latch and a selector alike: `rejoin_after_expiry`, into the builder's
+/// field `rejoin`.
+macro_rules! rejoin_option {
+    () => {
+        /// After the session expires, connects a new client with `connect` and joins the election
+        /// again with a new node, as Curator's participants do (Curator makes a new ZooKeeper
+        /// handle itself; a zookeeper-client `Client` cannot renew its session). A failed connect
+        /// is tried again, backing off up to 5 s, until it succeeds or the participant is closed.
+        /// The lost term's [`Leadership::lost`](crate::Leadership::lost) says
+        /// `SessionExpired`; the next term has a greater epoch.
+        ///
+        /// Built on a [`Session`](crate::Session), a participant does this by default, on the
+        /// session's next client. Built on a `Client` without it, the expiry ends the
+        /// participant: waiting for leadership and `close` return
+        /// [`Error::SessionExpired`](crate::Error::SessionExpired).
+        pub fn rejoin_after_expiry<F, Fut>(mut self, connect: F) -> Self
+        where
+            F: Fn() -> Fut + Send + Sync + 'static,
+            Fut: std::future::Future<Output = std::result::Result<zookeeper_client::Client, zookeeper_client::Error>>
+                + Send
+                + 'static,
+        {
+            self.rejoin = Some(crate::queue::session::Connect::new(connect));
+            self
+        }
+    };
+}
+
+pub(crate) use rejoin_option;
+
+/// What a [`LeaderLatch`](crate::LeaderLatch) and a [`LeaderSelector`](crate::LeaderSelector)
+/// say alike, written once: each is a handle on the [`Election`](crate::election::engine::Election) in its field `election`, and
+/// dropping it leaves the election in the background.
+macro_rules! election_handle {
+    ($handle:ident) => {
+        impl $handle {
+            /// Whether this participant leads now, as far as this process knows. No request.
+            pub fn has_leadership(&self) -> bool {
+                self.election.leadership().is_some()
+            }
+
+            /// The current term, if this participant leads. No request.
+            pub fn leadership(&self) -> Option<crate::Leadership> {
+                self.election.leadership()
+            }
+
+            /// Every participant (zklock's and Curator's) in queue order, the leader first: one
+            /// listing, then one read of every node's data.
+            ///
+            /// # Errors
+            /// [`Error::SessionExpired`](crate::Error::SessionExpired),
+            /// [`Error::SessionClosed`](crate::Error::SessionClosed) or
+            /// [`Error::ZooKeeper`](crate::Error::ZooKeeper).
+            ///
+            /// # Cancel safety
+            /// Cancel safe: it only reads.
+            pub async fn participants(&self) -> crate::Result<Vec<crate::ElectionParticipant>> {
+                self.election.participants().await
+            }
+
+            /// The leader, if anyone leads; as [`participants`](Self::participants).
+            ///
+            /// # Errors
+            /// As [`participants`](Self::participants).
+            ///
+            /// # Cancel safety
+            /// Cancel safe: it only reads.
+            pub async fn leader(&self) -> crate::Result<Option<crate::ElectionParticipant>> {
+                Ok(self.participants().await?.into_iter().next())
+            }
+
+            /// Leaves the election for good: ends the current term at once (its
+            /// [`Leadership::lost`](crate::Leadership::lost) resolves with
+            /// [`TermEnd::Closed`](crate::TermEnd::Closed) before our node goes; a selector's work
+            /// is dropped), deletes our node and returns once it is gone: ZooKeeper confirmed the
+            /// delete, or the session ended, which took the node with it. From the first poll on,
+            /// the participant reads as closed ([`Error::ElectionClosed`](crate::Error::ElectionClosed)
+            /// from waiting for leadership and from `start`). Closing again does nothing.
+            ///
+            /// Bounded in a partition: while the client cannot reach ZooKeeper, `close` waits at
+            /// most one (negotiated) session timeout of disconnection, counted from the later of
+            /// its call and the disconnection. The server expires a session it has not heard from
+            /// for that long, and the client heard from it before either, so by then the session
+            /// and our node are gone, and `close` returns `Ok` (the delete goes on in the
+            /// background until the client learns of the expiry).
+            ///
+            /// # Errors
+            /// - [`Error::ElectionNotStarted`](crate::Error::ElectionNotStarted);
+            /// - the error that had ended the election by itself before `close` was called (for
+            ///   example [`Error::SessionExpired`](crate::Error::SessionExpired)), once; a session
+            ///   that ends while we leave is no error, since we have left;
+            /// - [`Error::ZooKeeper`](crate::Error::ZooKeeper) when our node could not be deleted.
+            ///
+            /// # Cancel safety
+            /// The participant leaves in any case, from the first poll: dropping the future only
+            /// stops waiting for our node to go.
+            pub async fn close(&self) -> crate::Result<()> {
+                self.election.close().await
+            }
+
+            /// This participant's id.
+            pub fn id(&self) -> &str {
+                self.election.id()
+            }
+
+            /// The election's path.
+            pub fn path(&self) -> &str {
+                self.election.path()
+            }
+        }
+
+        impl std::fmt::Debug for $handle {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($handle))
+                    .field("path", &self.path())
+                    .field("id", &self.id())
+                    .field("has_leadership", &self.has_leadership())
+                    .finish()
+            }
+        }
+
+        impl Drop for $handle {
+            /// Leaves the election in the background: the term ends at once
+            /// ([`TermEnd::Dropped`](crate::TermEnd::Dropped)) and our node is deleted.
+            fn drop(&mut self) {
+                self.election.stop(crate::TermEnd::Dropped);
+            }
+        }
+    };
+}
+
+pub(crate) use election_handle;

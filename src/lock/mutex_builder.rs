@@ -1,0 +1,160 @@
+//! How an [`InterProcessMutex`] is made: [`InterProcessMutex::new`] and its builder, whose
+//! options every lock queue of nodes is built with (the read-write lock's too, and, from within
+//! the crate, a semaphore's gate and an election's mutex). `mutex.rs` is how it acquires.
+
+use std::sync::Arc;
+
+use zookeeper_client::Client;
+
+use crate::lock::mutex::InterProcessMutex;
+use crate::lock::state::LockState;
+use crate::observe::{LockLabel, Recipe};
+use crate::options::lock_options;
+use crate::options::LockOptions;
+use crate::queue::session::Connection;
+use crate::rules::entry::Role;
+use crate::rules::naming::{Schema, KAZOO_MUTEX, MUTEX};
+use crate::rules::path::validate_lock_path;
+use crate::{LocalHandoff, Result};
+
+/// Builds an [`InterProcessMutex`] (or, with [`build_read_write`](Self::build_read_write), an
+/// [`InterProcessReadWriteLock`](crate::InterProcessReadWriteLock)) with options; from
+/// [`InterProcessMutex::builder`]. Every recipe's builder takes the same options: ACLs, loss
+/// policy, node data.
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct MutexBuilder {
+    pub(crate) connection: Connection,
+    pub(crate) path: String,
+    pub(crate) options: LockOptions,
+    pub(crate) node_schema: NodeSchema,
+    /// Set when the mutex serves another recipe (a semaphore's gate).
+    serves: Option<Recipe>,
+    /// The names our nodes take, when the recipe asks for other than `node_schema`'s (a leader
+    /// latch's `latch-` names).
+    schema: Option<Schema>,
+}
+
+/// How lock nodes are named and ordered, which decides who can share a lock with zklock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NodeSchema {
+    /// Apache Curator's: `_c_{uuid}-lock-{seq}`, ordered by the text after the last `lock-`.
+    /// Shares a lock with Curator's `InterProcessMutex` (and zklock's read-write lock uses
+    /// Curator's `__READ__`/`__WRIT__` layout). The default.
+    #[default]
+    Curator,
+    /// kazoo's `Lock`: `{hex32}__lock__{seq}`, ordered by sequence. Shares a lock with Python
+    /// services using kazoo's `Lock` with its default settings. Never mix it with Curator
+    /// participants on one path: kazoo ignores Curator's nodes unless told otherwise
+    /// (`extra_lock_patterns=["-lock-"]`), and neither Curator nor this schema sees the other's.
+    /// Mutex only.
+    Kazoo,
+}
+
+impl MutexBuilder {
+    /// How lock nodes are named and ordered, to share the lock with Curator (the default) or
+    /// with kazoo. See [`NodeSchema`].
+    pub fn node_schema(mut self, schema: NodeSchema) -> Self {
+        self.node_schema = schema;
+        self
+    }
+
+    lock_options!(options);
+
+    /// Whether the owner of a hold (the tokio task, or the thread outside a task) re-enters it
+    /// without a round trip, as Curator's mutex does (per thread there). Defaults to `true`.
+    ///
+    /// Reentrancy is per **task**, not per future: two futures of one task (`join!`,
+    /// `select!`) share a hold, and the second gets a guard at once while the first holds.
+    ///
+    /// With `false` every acquire is a participant of its own, as with tokio's `Mutex`: a task
+    /// that holds the lock and acquires again waits for itself (use a timeout), and two futures
+    /// of one task (`join!`) take turns instead of sharing a hold.
+    /// [`InterProcessMutex::is_acquired_by_current_task`] is then always `false`, and a read-write
+    /// lock's writer cannot downgrade (its read acquire waits for its own write lock).
+    pub fn reentrant(mut self, reentrant: bool) -> Self {
+        self.options.reentrant = reentrant;
+        self
+    }
+
+    /// Passes the hold from task to task of this process, behind one queue node, within
+    /// `bound` (lock cohorting); see [`LocalHandoff`] for the fairness it keeps between processes
+    /// and its fencing tokens. Share one mutex object (cloned) among the tasks. On a read-write
+    /// lock ([`build_read_write`](Self::build_read_write)) the write side hands off; readers
+    /// share anyway. Defaults to off: every acquire queues a node of its own.
+    pub fn local_handoff(mut self, bound: LocalHandoff) -> Self {
+        self.options.local_handoff = Some(bound);
+        self
+    }
+
+    /// Builds the mutex. Sends nothing to ZooKeeper.
+    ///
+    /// # Errors
+    /// - [`Error::InvalidPath`](crate::Error::InvalidPath) when the path is not a usable lock path (empty, relative,
+    ///   trailing `/`, `//`, `.` or `..` segments, NUL and other characters ZooKeeper refuses,
+    ///   the root, or under `/zookeeper`);
+    /// - [`Error::InvalidOptions`](crate::Error::InvalidOptions) when the ACL list is empty, or the local handoff's bound is
+    ///   outside what [`LocalHandoff::new`] takes.
+    pub fn build(self) -> Result<InterProcessMutex> {
+        validate_lock_path(&self.path)?;
+        self.options.validate()?;
+        let schema = self.schema.unwrap_or(match self.node_schema {
+            NodeSchema::Curator => MUTEX,
+            NodeSchema::Kazoo => KAZOO_MUTEX,
+        });
+        Ok(InterProcessMutex { state: Arc::new(self.lock_state(Role::Mutex, schema)) })
+    }
+
+    /// The same mutex on another client (a leader election rejoining on a new session).
+    pub(crate) fn on_client(mut self, client: &Client) -> Self {
+        self.connection = client.into();
+        self
+    }
+
+    /// The mutex serves `recipe` (a semaphore's gate): its events and metrics say so.
+    pub(crate) fn serving(mut self, recipe: Recipe) -> Self {
+        self.serves = Some(recipe);
+        self
+    }
+
+    /// Our nodes take `schema`'s names, whatever `node_schema` says (a leader latch queues with
+    /// Curator's `latch-` names).
+    pub(crate) fn named(mut self, schema: Schema) -> Self {
+        self.schema = Some(schema);
+        self
+    }
+
+    pub(crate) fn lock_state(&self, role: Role, schema: Schema) -> LockState {
+        let recipe = self.serves.unwrap_or(match role {
+            Role::Mutex => Recipe::Mutex,
+            Role::Read => Recipe::ReadLock,
+            Role::Write => Recipe::WriteLock,
+        });
+        let label = LockLabel::new(recipe, &self.path, self.options.path_in_metrics);
+        LockState::new(role, schema, label, self.connection.clone(), self.path.clone(), self.options.clone())
+    }
+}
+
+impl InterProcessMutex {
+    /// Makes a mutex on `path` with default options; see [`Self::builder`] for node data and
+    /// ACLs. Sends nothing to ZooKeeper; the path and its parents are created on first acquire.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) when `path` is not a usable lock path (see [`MutexBuilder::build`]).
+    pub fn new(on: impl Into<Connection>, path: &str) -> Result<Self> {
+        Self::builder(on, path).build()
+    }
+
+    /// Starts building a mutex on `path` with options.
+    pub fn builder(on: impl Into<Connection>, path: &str) -> MutexBuilder {
+        MutexBuilder {
+            connection: on.into(),
+            path: path.to_owned(),
+            options: LockOptions::mutex(),
+            node_schema: NodeSchema::default(),
+            serves: None,
+            schema: None,
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! Deleting a node of ours: once, retried through connection loss (a `NoNode` after a lost
+//! reply is our own delete gone through), and a released hold's delete, sent at once and seen
+//! through in a spawned task if its caller goes.
+
+use std::sync::Arc;
+
+use zookeeper_client::{Client, Error as ZkError};
+
+use super::own_node_watch::OwnNodeWatch;
+use super::retry::{back_off, is_connection_loss, is_transient};
+use crate::{Error, Result};
+
+/// How a delete ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Deleted {
+    /// Our delete removed the node.
+    ByUs,
+    /// The node was already gone before we asked.
+    AlreadyGone,
+}
+
+/// Deletes `path`, retrying what is transient until it is gone.
+///
+/// A `NoNode` after a lost reply means our earlier delete went through; after a `Throttled`
+/// one it does not (the server ran nothing).
+pub(crate) async fn delete_node(client: &Client, path: &str) -> Result<Deleted> {
+    let mut may_have_run = false;
+    let mut failures = 0;
+    loop {
+        match client.delete(path, None).await {
+            Ok(()) => return Ok(Deleted::ByUs),
+            Err(ZkError::NoNode) if may_have_run => return Ok(Deleted::ByUs),
+            Err(ZkError::NoNode) => return Ok(Deleted::AlreadyGone),
+            Err(err) if is_transient(&err) => {
+                may_have_run |= is_connection_loss(&err);
+                failures += 1;
+                back_off(failures).await;
+            }
+            Err(err) => return Err(Error::zookeeper("delete", path, err)),
+        }
+    }
+}
+
+/// Deletes a released node and reports how it went: the guards' `release`.
+///
+/// The delete is sent at once, in call order, and awaited here; if the caller's future is
+/// dropped first, the rest (waiting, retrying through connection loss) goes on in a spawned task,
+/// so the node is never left behind.
+pub(crate) async fn delete_released(client: &Client, node: &Arc<str>, watch: Option<OwnNodeWatch>) -> Result<()> {
+    match PendingDelete::send(client, node, watch).finish().await {
+        Ok(Deleted::ByUs) => Ok(()),
+        Ok(Deleted::AlreadyGone) => Err(Error::LockNodeDeleted { path: node.to_string() }),
+        Err(err) => Err(err),
+    }
+}
+
+/// Deletes a released node, sending the delete at once and seeing it through in a spawned task;
+/// failures are logged: a guard's `Drop`.
+pub(crate) fn delete_in_background(client: &Client, node: Arc<str>, watch: Option<OwnNodeWatch>) {
+    if tokio::runtime::Handle::try_current().is_err() {
+        tracing::warn!(node = %node, "released outside a tokio runtime; the node goes when the session ends");
+        return;
+    }
+    // Dropped unfinished, it goes on in the background.
+    drop(PendingDelete::send(client, &node, watch));
+}
+
+type Finishing = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Deleted>> + Send>>;
+
+/// A delete that was sent and must be seen through: by [`PendingDelete::finish`], or, if it is
+/// dropped before that is done, by a spawned task.
+struct PendingDelete {
+    node: Arc<str>,
+    rest: Option<Finishing>,
+}
+
+impl PendingDelete {
+    /// Sends the delete of `node`; `watch`, a watch of ours on it, is kept until the delete is
+    /// done, when it has fired (dropped unfired, it would cost a RemoveWatches request).
+    fn send(client: &Client, node: &Arc<str>, watch: Option<OwnNodeWatch>) -> Self {
+        let first = client.delete(node, None);
+        let (client, task_node) = (client.clone(), Arc::clone(node));
+        let rest: Finishing = Box::pin(async move {
+            let deleted = finish_delete(first, &client, &task_node).await;
+            drop(watch);
+            deleted
+        });
+        PendingDelete { node: Arc::clone(node), rest: Some(rest) }
+    }
+
+    /// Waits for the delete; dropping this future hands the rest to `Drop`.
+    async fn finish(mut self) -> Result<Deleted> {
+        // `send` always leaves a rest, and only this (by value) or `Drop` takes it.
+        let Some(rest) = self.rest.as_mut() else { return Ok(Deleted::ByUs) };
+        let outcome = rest.await;
+        self.rest = None;
+        outcome
+    }
+}
+
+impl Drop for PendingDelete {
+    fn drop(&mut self) {
+        let Some(rest) = self.rest.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(node = %self.node, "released outside a tokio runtime; the node goes when the session ends");
+            return;
+        };
+        let node = Arc::clone(&self.node);
+        runtime.spawn(async move {
+            match rest.await {
+                Ok(_) | Err(Error::SessionExpired | Error::SessionClosed) => {}
+                Err(err) => {
+                    tracing::warn!(node = %node, error = %err.with_causes(), "could not delete a released node")
+                }
+            }
+        });
+    }
+}
+
+/// Waits for a delete already sent; after a transient failure, deletes again until it is done.
+async fn finish_delete(
+    first: impl std::future::Future<Output = std::result::Result<(), ZkError>>,
+    client: &Client,
+    path: &str,
+) -> Result<Deleted> {
+    match first.await {
+        Ok(()) => Ok(Deleted::ByUs),
+        Err(ZkError::NoNode) => Ok(Deleted::AlreadyGone),
+        // The lost attempt may have deleted it: a NoNode now means ours went through.
+        Err(err) if is_connection_loss(&err) => delete_node(client, path).await.map(|_| Deleted::ByUs),
+        // Refused unrun: as if it had not been sent.
+        Err(ZkError::Throttled) => delete_node(client, path).await,
+        Err(err) => Err(Error::zookeeper("delete", path, err)),
+    }
+}
