@@ -56,6 +56,11 @@ macro_rules! contracts {
             }
 
             #[tokio::test]
+            async fn a_waiter_deleted_with_its_predecessor_never_holds_on_it() {
+                ghost::a_waiter_deleted_with_its_predecessor_never_holds_on_it::<$under_test>().await;
+            }
+
+            #[tokio::test]
             async fn timeouts_leave_only_the_holders_nodes() {
                 give_up::timeouts_leave_only_the_holders_nodes::<$under_test>().await;
             }

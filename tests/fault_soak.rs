@@ -22,11 +22,16 @@
 //! were told of a loss, that every client gets every lock back and is elected again in every
 //! election once the faults stop, and that no node is left under any lock or election path.
 //!
-//! The operator's deletions are the only ones forgiven: a hold on a node it deleted ends, for
-//! the check, when the delete was sent (no client can know of it in time; fencing protects
-//! there), and `LockNodeDeleted`, a loss for `NodeDeleted` and a fence's refusal are accepted
-//! only for a node it deleted. A hold on a node that the operator had deleted while its owner
-//! waited is a violation (a ghost holder, issue 19), and so is an overlap with it.
+//! The operator's deletions are the only ones forgiven, and only those known to have run (a
+//! delete whose reply was lost is settled by a mark in its transaction): a hold on a node it
+//! deleted ends, for the check, when the delete was sent (no client can know of it in time;
+//! fencing protects there), and `LockNodeDeleted`, a loss for `NodeDeleted` and a fence's
+//! refusal are accepted only for a node it deleted. A hold on a node that the operator had
+//! deleted while its owner waited is a violation (a ghost holder), and so is an overlap with it,
+//! and so is a hold passed on within a client (local handoff) later than the notification
+//! window after the deletion. The operator deletes waiters' nodes with a check, together with
+//! the node they wait for in one transaction, and with their whole queue as `zkCli deleteall`
+//! does.
 //!
 //! Sessions expire the way they do in production: a client is partitioned for longer than the
 //! session timeout and the server expires it. (Curator's KillSession trick, which closes a
@@ -277,7 +282,7 @@ async fn every_recipe_keeps_its_rule_through_faults() {
         std::io::stderr(),
         "soak: seed={seed} {rounds} rounds of faults in {:.1}s, {CLIENTS} clients, 3-node ensemble, session {}s | {} | faults: \
          leader kills={} leader pauses={} partitions={} expiries={} lost replies={} | operator deletions={} (holders={} \
-         waiters={}, deletions forgiven={}) | losses signalled={} reconnects={} fenced after loss={stale_after_loss} | most \
+         waiters={}, of which with their predecessor={} whole queues={}; deletions forgiven={} passes forgiven={}) | losses signalled={} reconnects={} fenced after loss={stale_after_loss} | most \
          at once: readers={readers} leases={leases} | on a Session (client {}): acq={} on {} sessions | \
          violations={violations} (conflicts={} unrecovered={} orphans={} unforgiven deletions={}) | recovery {:.1}s",
         faults_took.as_secs_f64(),
@@ -291,7 +296,10 @@ async fn every_recipe_keeps_its_rule_through_faults() {
         deletions.count(),
         get(&deletions.holders),
         get(&deletions.waiters),
+        get(&deletions.with_blocker),
+        get(&deletions.whole_queues),
         claims.len() - unforgiven.len(),
+        checked.passes_forgiven,
         tally.losses(),
         get(&tally.reconnects),
         CLIENTS - 1,

@@ -60,11 +60,10 @@ async fn each_waiter_watches_only_its_predecessor() {
     }
     wait_for_children(&holder_client, &path, WAITERS + 1).await;
     let queue = InterProcessMutex::new(&holder_client, &path).unwrap().participants().await.unwrap();
-    // Every node but the last is watched by the session behind it, and the next in line also
-    // watches its own node (its handoff takes no listing, so it must see its own node's
-    // deletion first); nobody watches the lock path itself (no herd on release).
-    let mut expected: BTreeMap<String, usize> = queue[..WAITERS].iter().map(|node| (node.clone(), 1)).collect();
-    *expected.get_mut(&queue[1]).unwrap() += 1;
+    // Every node but the last is watched by the session behind it, and by nobody else (the
+    // next in line reads its own node only once its predecessor is gone); nobody watches the
+    // lock path itself (no herd on release).
+    let expected: BTreeMap<String, usize> = queue[..WAITERS].iter().map(|node| (node.clone(), 1)).collect();
     eventually("every waiter has set its watches", || async { watches_under(&path).len() == WAITERS }).await;
     eventually("exactly these watches are set", || async { watches_under(&path) == expected }).await;
     holder.release().await.unwrap();

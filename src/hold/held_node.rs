@@ -3,6 +3,7 @@
 //! release it (an owner's last guard, or whoever holds the lease); what they tell of the hold is
 //! said once, here.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use zookeeper_client::{Client, MultiWriteResult, MultiWriter};
@@ -25,6 +26,9 @@ pub struct HeldNode {
     path: Arc<str>,
     czxid: i64,
     signal: Arc<HoldSignal>,
+    /// A read hold of the same owner stands level with this write node (a downgrade): the node
+    /// is another writer's only once it is deleted and a new one queued.
+    downgraded: AtomicBool,
     /// Keeps the session's loss watch running while the hold lives: a lease outlives the
     /// semaphore object it came from, and must still hear of a disconnection.
     _session_watch: Arc<SessionWatch>,
@@ -45,6 +49,7 @@ impl HeldNode {
             path: node.path.into(),
             czxid: node.czxid,
             signal: HoldSignal::new(events),
+            downgraded: AtomicBool::new(false),
             _session_watch: Arc::clone(session_watch),
         };
         if let Some(armed) = node.watch {
@@ -96,6 +101,28 @@ impl HeldNode {
     /// itself: the session's watch, and the node watch once the hold has lasted a second, tell.
     pub(crate) async fn loss_known(&self) -> LossReason {
         self.signal.lost().await
+    }
+
+    /// Resolves once the node watch is set (`true`), starting it if it was not: from then on a
+    /// deletion of the node is told within a notification. `false`: it could not be set, or the
+    /// hold is lost.
+    pub(crate) async fn watched(&self) -> bool {
+        self.watch_for_deletion();
+        self.signal.watched().await
+    }
+
+    /// Whether someone has asked for the lock back, as far as the node watch has read.
+    pub(crate) fn is_revocation_requested(&self) -> bool {
+        self.signal.is_revocation_requested()
+    }
+
+    /// A read hold of this write node's owner is being taken level with it (a downgrade).
+    pub(crate) fn mark_downgraded(&self) {
+        self.downgraded.store(true, Ordering::SeqCst);
+    }
+
+    pub(crate) fn is_downgraded(&self) -> bool {
+        self.downgraded.load(Ordering::SeqCst)
     }
 
     /// Resolves once someone asks for the lock back; sets the node watch on first use.

@@ -18,6 +18,9 @@ pub(crate) struct HoldSignal {
     revoke: watch::Sender<bool>,
     released: AtomicBool,
     node_watch_started: AtomicBool,
+    /// Whether the node watch is set on the server, on a node that was there when it was set:
+    /// `None` not yet known, `Some(false)` it could not be set.
+    watched: watch::Sender<Option<bool>>,
     /// The watch on our node that its wait left set (a hold that began on a handoff): the node
     /// watch, when one is wanted, starts from it instead of sending a getData.
     armed: std::sync::Mutex<Option<OwnNodeWatch>>,
@@ -32,6 +35,7 @@ impl HoldSignal {
             revoke: watch::Sender::new(false),
             released: AtomicBool::new(false),
             node_watch_started: AtomicBool::new(false),
+            watched: watch::Sender::new(None),
             armed: std::sync::Mutex::new(None),
             events,
         })
@@ -71,6 +75,11 @@ impl HoldSignal {
         let _ = receiver.wait_for(|requested| *requested).await;
     }
 
+    /// Whether someone has asked for the lock back, as far as the node watch has read.
+    pub(crate) fn is_revocation_requested(&self) -> bool {
+        *self.revoke.borrow()
+    }
+
     /// Someone asked the holder to give the lock up.
     pub(crate) fn mark_revocation_requested(&self) {
         if !self.revoke.send_replace(true) {
@@ -91,6 +100,32 @@ impl HoldSignal {
     /// Whether the node watch is to be set now: true once per hold, and never after release.
     pub(crate) fn starts_node_watch(&self) -> bool {
         !self.node_watch_started.swap(true, Ordering::SeqCst) && !self.is_released()
+    }
+
+    /// The node watch is set on the server, on the node as it was then (`true`), or could not be
+    /// set (`false`).
+    pub(crate) fn mark_watched(&self, set: bool) {
+        self.watched.send_replace(Some(set));
+    }
+
+    /// Resolves once the node watch is known set (`true`: from then on a deletion is told within
+    /// a notification) or not (`false`: it could not be set, or the hold is lost).
+    pub(crate) async fn watched(&self) -> bool {
+        let mut watched = self.watched.subscribe();
+        let mut loss = self.loss.subscribe();
+        loop {
+            if loss.borrow_and_update().is_some() {
+                return false;
+            }
+            if let Some(set) = *watched.borrow_and_update() {
+                return set;
+            }
+            // Both senders live in `self`: these only return on a change.
+            tokio::select! {
+                _ = watched.changed() => {}
+                _ = loss.changed() => {}
+            }
+        }
     }
 
     /// Our own release is deleting the node: its deletion is not a loss.

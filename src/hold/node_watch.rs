@@ -39,13 +39,18 @@ pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<Hol
                     Err(ZkError::NoNode) => return signal.mark_lost(LossReason::NodeDeleted),
                     Err(err) => match SessionEnd::of_error(&err) {
                         Some(end) => return signal.mark_lost(end.loss()),
-                        None => return tracing::warn!(node = %node_path, error = %err, "cannot watch the lock node"),
+                        None => {
+                            signal.mark_watched(false);
+                            return tracing::warn!(node = %node_path, error = %err, "cannot watch the lock node");
+                        }
                     },
                 },
             };
             if data == REVOKE_MARKER {
                 signal.mark_revocation_requested();
             }
+            // After the revocation flag: whoever waits for the watch then sees both.
+            signal.mark_watched(true);
             let event = watch.as_mut().await;
             if event.event_type == EventType::NodeDeleted {
                 return signal.mark_lost(LossReason::NodeDeleted);

@@ -143,7 +143,7 @@ impl Cohort {
     ) -> Option<(Arc<HeldNode>, Opening)> {
         let term = line.held.take();
         let passable = term.filter(|term| {
-            term.holders < self.bound.holders() && term.since.elapsed() < self.bound.time() && node.is_held()
+            term.holders < self.bound.holders() && term.since.elapsed() < self.bound.time() && may_pass(&node)
         });
         let token = passable.as_ref().and_then(|term| fencing_token(node.czxid(), term.holders));
         match (passable, token, line.waiting.pop_front()) {
@@ -167,6 +167,14 @@ impl Cohort {
         // No code under this lock panics; a poisoned line is still consistent.
         self.line.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+}
+
+/// Whether a hold of `node` may go on in another task of ours: not when it is known lost, when
+/// someone asked for it back (a revocation: the asker waits for the node to go), or when a read
+/// hold of its owner stands level with it (a downgrade: another writer would hold beside that
+/// reader). The waiter it is passed to checks again once the node's watch is set.
+fn may_pass(node: &HeldNode) -> bool {
+    node.is_held() && !node.is_revocation_requested() && !node.is_downgraded()
 }
 
 /// Nothing to pass on: the first waiter queues in ZooKeeper, or the line is idle.
@@ -193,11 +201,20 @@ struct LocalWait {
 impl LocalWait {
     async fn turn(mut self, deadline: Option<Instant>) -> Option<Turn> {
         loop {
-            if let Some(given) = self.take_given() {
+            // A hold passed on sends no request, so only the node's watch can tell that the node
+            // is gone: it is taken once that watch is set (at once, unless the node was passed
+            // on before the watch's getData was answered). Nobody else takes what was given to
+            // this waiter; dropped meanwhile, it passes the hold on.
+            let watched = match self.node_given() {
+                Some(node) => Some(within(deadline, node.watched()).await?),
+                None => None,
+            };
+            if let Some(given) = self.take_given(watched.is_some()) {
                 self.done = true;
                 return Some(match given {
-                    Given::Hold(handoff) if handoff.node.is_held() => Turn::Hold(handoff),
-                    // Lost since it was passed on: nobody may hold on it; queue anew instead.
+                    Given::Hold(handoff) if watched == Some(true) && may_pass(&handoff.node) => Turn::Hold(handoff),
+                    // Lost, unwatchable or asked back since it was passed on: nobody may hold on
+                    // it; queue anew instead.
                     Given::Hold(handoff) => {
                         self.cohort.lock().held = None;
                         handoff.node.release_in_background();
@@ -215,9 +232,21 @@ impl LocalWait {
         QueueTurn { cohort: Arc::clone(&self.cohort), holding: false }
     }
 
-    fn take_given(&self) -> Option<Given> {
+    /// The node passed on to this waiter, if one was.
+    fn node_given(&self) -> Option<Arc<HeldNode>> {
+        match &self.cohort.lock().given {
+            Some((id, Given::Hold(handoff))) if *id == self.id => Some(Arc::clone(&handoff.node)),
+            _ => None,
+        }
+    }
+
+    /// Takes what was given to this waiter; a hold only once its node's watch was looked at
+    /// (`hold_looked_at`): one given after the look stays for the next round, whose wake-up is
+    /// already due.
+    fn take_given(&self, hold_looked_at: bool) -> Option<Given> {
         let mut line = self.cohort.lock();
         match line.given {
+            Some((id, Given::Hold(_))) if id == self.id && !hold_looked_at => None,
             Some((id, _)) if id == self.id => line.given.take().map(|(_, given)| given),
             _ => None,
         }

@@ -220,20 +220,24 @@ impl LockState {
         let _ = write.sibling.set(Arc::downgrade(read));
     }
 
-    /// The node `owner` holds on the other side of this read-write lock, if any.
+    /// The node `owner` holds on the other side of this read-write lock, if any. Asked by the
+    /// read side, it is a downgrade: the write node is marked so before the owner's release can
+    /// pass it on (both under the hold table's lock), and a writer of ours never holds it
+    /// beside the reader (see `Cohort`).
     pub(crate) fn sibling_node_held_by(&self, owner: Owner) -> Option<Arc<HeldNode>> {
-        self.sibling.get().and_then(Weak::upgrade).and_then(|sibling| sibling.node_held_by(owner))
+        let sibling = self.sibling.get().and_then(Weak::upgrade)?;
+        let slot = sibling.holds.get(&owner);
+        let Some(Slot::Held(hold, _)) = slot.as_deref() else {
+            return None;
+        };
+        if self.role == Role::Read {
+            hold.node.mark_downgraded();
+        }
+        Some(Arc::clone(&hold.node))
     }
 
     pub(crate) fn is_held_by(&self, owner: Owner) -> bool {
         self.holds.get(&owner).is_some_and(|slot| matches!(*slot, Slot::Held(..)))
-    }
-
-    fn node_held_by(&self, owner: Owner) -> Option<Arc<HeldNode>> {
-        match self.holds.get(&owner).as_deref() {
-            Some(Slot::Held(hold, _)) => Some(Arc::clone(&hold.node)),
-            _ => None,
-        }
     }
 
     pub(crate) fn is_held_by_anyone(&self) -> bool {

@@ -1,4 +1,4 @@
-//! The getData watch a waiter sets on its own node beside its predecessor's (the handoff's
+//! The getData watch a waiter sets on its own node once its predecessor is gone (the handoff's
 //! proof that our node still exists), which the hold then keeps as its node watch.
 
 use std::future::Future;
@@ -7,7 +7,7 @@ use std::task::{Context, Poll, Waker};
 
 use zookeeper_client::{OneshotWatcher, WatchedEvent};
 
-/// A getData watch set on our own node while it waited, with the data read when it was set.
+/// A getData watch set on our own node at the end of its wait, with the data read when it was set.
 /// A hold that begins on a handoff keeps it (in its `HoldSignal`) as its node watch, set already:
 /// the loss watch starts from it when wanted, and otherwise it fires on our own delete, which
 /// costs nothing (dropping it unfired would cost a RemoveWatches request).
@@ -30,20 +30,9 @@ impl OwnNodeWatch {
         OwnNodeWatch { data, event: Box::pin(watcher.changed()) }
     }
 
-    /// Resolves once the watch fires. Not to be polled again after it resolved.
-    pub(crate) fn fired(&mut self) -> impl Future<Output = WatchedEvent> + Send + '_ {
-        &mut self.event
-    }
-
     /// The data read when the watch was set, and the watch's firing.
     pub(crate) fn into_parts(self) -> (Vec<u8>, Fired) {
         (self.data, self.event)
-    }
-
-    /// The event the watch fired with, if it did by now (every event that reached this session
-    /// before the reply or event being handled has been delivered).
-    pub(crate) fn fired_by_now(&mut self) -> Option<WatchedEvent> {
-        ready_now(self.event.as_mut())
     }
 }
 

@@ -206,77 +206,34 @@ async fn room_changes<G: Future<Output = Error>>(
 /// exists after its deletion. `None`: list again (the predecessor changed without going, or the
 /// proof is missing).
 ///
-/// Why our node's watch proves it: its getData is sent before the predecessor's, and the server
-/// runs a session's requests in order and sends a session's watch events and replies in the
-/// order of the changes. So if our node was deleted before the predecessor's reply or deletion
-/// event was sent, our watch fired (or our getData found nothing) first, on the same connection,
-/// and the client hands events and replies on in the order they arrive. Across a reconnection
-/// that order is lost (the watches set again fire in any order), so any change of the
-/// connection's state since the two were sent voids the proof. A data change on our node fires
-/// our watch too (a revocation request): no proof either; the listing decides.
+/// Why our node is read only once the predecessor is gone, and why that proves it: one
+/// transaction (`multi`, as `zkCli deleteall` sends) may delete the predecessor and our node
+/// together, and its watch events reach us one frame apart; no event seen yet for our node
+/// proves nothing. The server applies a transaction, queueing every watch event it fires, before
+/// it runs a request that arrives after it, and it answers a session in order: so the reply to a
+/// getData sent once the predecessor's deletion is known finds our node only if no transaction
+/// up to that deletion, its own included, deleted it. Across a reconnection the server answering
+/// may be another one, behind the one that told us of the deletion, so any change of the
+/// connection's state since the predecessor was watched voids the proof: the listing decides.
+/// The read sets the watch the hold keeps as its node watch, and reads our node's data (a
+/// revocation request written while we waited is seen).
 ///
 /// # Errors
 /// [`Error::LockNodeDeleted`] when our node is gone (the queue then takes a new one); a
 /// session's end; what the watch requests return that is not transient.
 async fn handoff(client: &Client, node: &LockNode, predecessor: &str) -> Result<Option<OwnNodeWatch>> {
     let mut connection = client.state_watcher();
-    // Both sent now, ours first; awaited in turn.
-    let own = client.get_and_watch_data(&node.path);
-    let ahead = client.get_and_watch_data(predecessor);
-    let own = match own.await {
-        Ok((data, _stat, watcher)) => Some(OwnNodeWatch::new(data, watcher)),
+    if !predecessor_goes(client, predecessor).await? {
+        return Ok(None);
+    }
+    let own = match client.get_and_watch_data(&node.path).await {
+        Ok((data, _stat, watcher)) => OwnNodeWatch::new(data, watcher),
         Err(ZkError::NoNode) => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
-        Err(err) if is_transient(&err) => None,
+        Err(err) if is_transient(&err) => return Ok(None),
         Err(err) => return Err(Error::zookeeper("watch", &node.path, err)),
     };
-    let ahead = match ahead.await {
-        Ok((_data, _stat, watcher)) => Some(watcher),
-        Err(ZkError::NoNode) => None,
-        // Sent again on a later connection: no proof; list once it changes.
-        Err(err) if is_transient(&err) => {
-            predecessor_goes(client, predecessor).await?;
-            return Ok(None);
-        }
-        Err(err) => return Err(Error::zookeeper("watch", predecessor, err)),
-    };
-    let Some(mut own) = own else {
-        if let Some(watcher) = ahead {
-            changed(watcher).await?;
-        }
-        return Ok(None);
-    };
-    let gone = match ahead {
-        None => true,
-        Some(watcher) => {
-            let mut ahead_changed = std::pin::pin!(changed(watcher));
-            tokio::select! {
-                biased;
-                fired = own.fired() => {
-                    // Our node's data changed (or it is gone): no proof; list once the
-                    // predecessor changes.
-                    still_there(&fired, node)?;
-                    ahead_changed.await?;
-                    return Ok(None);
-                }
-                gone = &mut ahead_changed => gone?,
-            }
-        }
-    };
-    if let Some(fired) = own.fired_by_now() {
-        still_there(&fired, node)?;
-        return Ok(None);
-    }
     let same_connection = ready_now(connection.changed()).is_none();
-    Ok((gone && same_connection).then_some(own))
-}
-
-/// Turns our node's watch firing into the error that ends the wait, if it is one: our node
-/// deleted, or the session's end. A data change is none.
-fn still_there(fired: &WatchedEvent, node: &LockNode) -> Result<()> {
-    match deleted(fired)? {
-        true => Err(Error::LockNodeDeleted { path: node.path.clone() }),
-        false => Ok(()),
-    }
+    Ok(same_connection.then_some(own))
 }
 
 /// Waits for a change to `predecessor`; `true` when it is gone.

@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use super::recipe::{Mode, Recipe, Resource, HANDOFF_TIME, MAX_LEASES};
+use super::operator::Deletion;
+use super::recipe::{Mode, Recipe, Resource, MAX_LEASES};
+use crate::common::NOTIFICATION_WINDOW;
 
 /// One critical section on one resource, as its holder saw it.
 #[derive(Clone, Debug)]
@@ -39,31 +41,38 @@ pub struct Checked {
     /// The most sections seen at once on each resource: proof that sharing (readers, leases)
     /// really happened, so their rule was put to the test.
     pub peaks: BTreeMap<Resource, usize>,
+    /// Holds passed on within a client less than the notification window after their node's
+    /// deletion: left out, and counted so that the run says how often it forgave.
+    pub passes_forgiven: usize,
 }
 
 /// Checks every resource's sections against its rule: exclusive sections overlap nothing,
 /// readers overlap readers only, and at most `MAX_LEASES` leases overlap. A section's `end` is
-/// when its holder stopped relying on the lock, or when the operator deleted its node (`deleted`
-/// says when it did, if it did): nobody can know of that in time, and fencing is what protects
-/// there. So every overlap left is a violation; and so is a section on a node the operator had
-/// deleted before it began: a holder whose node was gone while it waited (a ghost). Except a
-/// hold passed on within its client (local handoff) in the handoff's time: that is the client's
-/// hold going on, which nobody can stop in time either (the client makes no request to pass it),
-/// and fencing protects the same way (the next node's tokens are all higher); it is left out.
-pub fn check(sections: &[Section], deleted: impl Fn(&str) -> Option<Instant>) -> Checked {
+/// when its holder stopped relying on the lock, or when the operator sent the delete of its node
+/// (`deleted` says when, if it did; only deletes known to have run): nobody can know of that in
+/// time, and fencing is what protects there. So every overlap left is a violation; and so is a
+/// section on a node the operator's delete had already removed when it began (`done`): a holder
+/// whose node was gone while it waited (a ghost). Except a
+/// hold passed on within its client (local handoff) less than [`NOTIFICATION_WINDOW`] after the
+/// deletion: the deletion's event may still be on its way, and the client makes no request to
+/// pass a hold on; that is the client's hold going on, as any holder's does until it is told,
+/// fenced the same way (the next node's tokens are all higher), and it is left out. A pass any
+/// later is a violation.
+pub fn check(sections: &[Section], deleted: impl Fn(&str) -> Option<Deletion>) -> Checked {
     let mut checked = Checked::default();
     let mut cut = Vec::with_capacity(sections.len());
     for section in sections {
         let mut section = section.clone();
         match deleted(&section.node) {
             Some(deleted)
-                if deleted <= section.start
+                if deleted.done <= section.start
                     && section.recipe.passed_on(section.token)
-                    && section.start < deleted + HANDOFF_TIME =>
+                    && section.start < deleted.sent + NOTIFICATION_WINDOW =>
             {
-                continue
+                checked.passes_forgiven += 1;
+                continue;
             }
-            Some(deleted) if deleted <= section.start => checked.conflicts.push(Conflict {
+            Some(deleted) if deleted.done <= section.start => checked.conflicts.push(Conflict {
                 recipe: section.recipe,
                 resource: section.resource,
                 token: section.token,
@@ -76,7 +85,7 @@ pub fn check(sections: &[Section], deleted: impl Fn(&str) -> Option<Instant>) ->
                     section.node
                 ),
             }),
-            Some(deleted) => section.end = section.end.min(deleted),
+            Some(deleted) => section.end = section.end.min(deleted.sent),
             None => {}
         }
         cut.push(section);
@@ -200,17 +209,17 @@ fn check_ends_a_section_when_the_operator_deleted_its_node_and_flags_a_ghost() {
     };
     // The holder of a deleted node is not told in time: its successor overlaps it, forgiven.
     let deleted_holder = [section(0, "a", 0, 50), section(1, "b", 20, 30)];
-    let deleted = |node: &str| (node == "a").then(|| at(10));
+    let deleted = |node: &str| (node == "a").then(|| Deletion { sent: at(10), done: at(10) });
     assert!(check(&deleted_holder, deleted).conflicts.is_empty());
     assert_eq!(check(&deleted_holder, |_| None).conflicts.len(), 1, "not deleted: two holders");
     // A waiter whose node was deleted and that holds anyway is a ghost, and overlaps the holder.
     let ghost = [section(0, "a", 0, 50), section(1, "b", 20, 30)];
-    let deleted = |node: &str| (node == "b").then(|| at(10));
+    let deleted = |node: &str| (node == "b").then(|| Deletion { sent: at(10), done: at(10) });
     assert_eq!(check(&ghost, deleted).conflicts.len(), 2, "{:?}", check(&ghost, deleted));
 }
 
 #[test]
-fn check_leaves_out_a_hold_passed_on_just_after_its_node_was_deleted_and_no_later() {
+fn check_leaves_out_a_hold_passed_on_within_a_notification_of_its_deletion_and_no_later() {
     use std::time::Duration;
     let base = Instant::now();
     let at = |ms| base + Duration::from_millis(ms);
@@ -227,10 +236,10 @@ fn check_leaves_out_a_hold_passed_on_just_after_its_node_was_deleted_and_no_late
     // Node "a" (czxid 1) is deleted at 10 ms and "b" (czxid 2) held from 20 ms: "a"'s first
     // holder is cut at the deletion, its second (passed on at 30 ms) left out.
     let passed_on = [section(0, "a", 0, 30, 256), section(0, "a", 30, 60, 257), section(1, "b", 20, 70, 512)];
-    let deleted = |node: &str| (node == "a").then(|| at(10));
+    let deleted = |node: &str| (node == "a").then(|| Deletion { sent: at(10), done: at(10) });
     assert!(check(&passed_on, deleted).conflicts.is_empty(), "{:?}", check(&passed_on, deleted));
-    // Passed on past the handoff's time after the deletion: the client went on unheeding.
-    let late = HANDOFF_TIME.as_millis() as u64 + 20;
+    // Passed on past a notification's delay after the deletion: the client went on unheeding.
+    let late = NOTIFICATION_WINDOW.as_millis() as u64 + 20;
     let passed_on_late = [section(0, "a", 0, late, 256), section(0, "a", late, late + 30, 257)];
     assert_eq!(check(&passed_on_late, deleted).conflicts.len(), 1);
     // A node's first holder is no handoff: after the deletion, a ghost.

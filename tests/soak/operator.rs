@@ -1,8 +1,10 @@
 //! The operator: deletes queue nodes of every recipe, a holder's and a waiter's in turn, the way
 //! people "unstick" a lock. A holder's node is taken from the holds under way (registered once
-//! the hold began); a waiter's is deleted in one transaction with a check that a node it waits
-//! for still exists, so the server itself proves that the node was waiting when it went.
-//! What the operator deleted is the only deletion the run forgives.
+//! the hold began); a waiter's is deleted in one transaction that proves it was waiting: with a
+//! check that a node it waits for still exists, with that node deleted first (what one `multi`
+//! of `zkCli deleteall` does), or with the whole queue, as `deleteall` deletes a directory.
+//! What the operator deleted is the only deletion the run forgives, and only once it is known
+//! to have run: a delete whose reply was lost is settled by a mark written in its transaction.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,23 +28,34 @@ const EXTRA_TRIES: usize = 5;
 /// The longest any request of the operator may take (the nemesis kills and pauses servers).
 const REQUEST_BOUND: Duration = Duration::from_secs(5);
 
-/// The nodes the operator deleted, with when it sent each delete.
+/// When a node went: after `sent` (its delete was sent) and by `done` (the server had run it).
+#[derive(Clone, Copy, Debug)]
+pub struct Deletion {
+    pub sent: Instant,
+    pub done: Instant,
+}
+
+/// The nodes the operator deleted, with when.
 #[derive(Default)]
 pub struct Deletions {
-    /// Node -> when its delete was sent, and whether the server confirmed it (a delete whose
-    /// reply was lost may have run: forgiven, not counted).
-    deleted: Mutex<HashMap<String, (Instant, bool)>>,
+    /// Node -> when it went, and whether the operator counts it (a session killed from outside
+    /// is forgiven the same way, not counted).
+    deleted: Mutex<HashMap<String, (Deletion, bool)>>,
     pub holders: AtomicU64,
     pub waiters: AtomicU64,
+    /// Transactions that deleted a waiter right after the node it waited for.
+    pub with_blocker: AtomicU64,
+    /// Transactions that deleted a whole queue, as `deleteall` does.
+    pub whole_queues: AtomicU64,
 }
 
 impl Deletions {
-    /// When the operator deleted `node` (or may have), if it did.
-    pub fn of(&self, node: &str) -> Option<Instant> {
-        self.deleted.lock().unwrap().get(node).map(|(sent, _)| *sent)
+    /// When `node` was deleted by the operator (or with a session killed from outside), if it was.
+    pub fn of(&self, node: &str) -> Option<Deletion> {
+        self.deleted.lock().unwrap().get(node).map(|(deletion, _)| *deletion)
     }
 
-    /// Deletions the server confirmed.
+    /// Deletions the operator made.
     pub fn count(&self) -> u64 {
         get(&self.holders) + get(&self.waiters)
     }
@@ -50,12 +63,13 @@ impl Deletions {
     /// `node` went at `at` with a session killed from outside, before its holder could know:
     /// forgiven as the operator's deletions are, and not counted among them.
     pub fn forgive(&self, node: &str, at: Instant) {
-        self.deleted.lock().unwrap().insert(node.to_owned(), (at, false));
+        self.deleted.lock().unwrap().insert(node.to_owned(), (Deletion { sent: at, done: at }, false));
     }
 
-    fn record(&self, node: &str, sent: Instant, confirmed: bool, count: &AtomicU64) {
-        self.deleted.lock().unwrap().insert(node.to_owned(), (sent, confirmed));
-        if confirmed {
+    fn record(&self, nodes: &[String], deletion: Deletion, count: &AtomicU64) {
+        let mut deleted = self.deleted.lock().unwrap();
+        for node in nodes {
+            deleted.insert(node.clone(), (deletion, true));
             bump(count);
         }
     }
@@ -125,9 +139,11 @@ pub async fn run(connect_string: String, run: &Run, rounds: usize, rng: &mut Rng
         }
     };
     let waiters = async {
-        for recipe in (0..rounds).flat_map(|_| Recipe::all()) {
+        for (round, recipe) in (0..rounds).flat_map(|round| Recipe::all().map(move |recipe| (round, recipe))) {
             tokio::time::sleep(Duration::from_millis(waiters_rng.u64(100..600))).await;
-            delete_a_waiter(&client, run, recipe, &mut waiters_rng).await;
+            // Each way in turn, whatever the seed: every recipe meets each within three rounds.
+            let how = WaiterDeletion::ALL[(round + recipe.index()) % WaiterDeletion::ALL.len()];
+            delete_a_waiter(&client, run, recipe, how, &mut waiters_rng).await;
         }
     };
     tokio::join!(holders, waiters);
@@ -135,9 +151,10 @@ pub async fn run(connect_string: String, run: &Run, rounds: usize, rng: &mut Rng
 
 /// Deletes `node`, a holder's, as the operator: recorded as its other deletions are.
 pub async fn delete_held(client: &Client, run: &Run, node: &str) {
-    let sent = Instant::now();
-    let confirmed = matches!(tokio::time::timeout(REQUEST_BOUND, client.delete(node, None)).await, Ok(Ok(())));
-    run.deletions.record(node, sent, confirmed, &run.deletions.holders);
+    let nodes = [node.to_owned()];
+    if let Outcome::Ran(deletion) = commit_marked(client, None, &nodes, None).await {
+        run.deletions.record(&nodes, deletion, &run.deletions.holders);
+    }
 }
 
 /// Deletes the node of a holder of `recipe`; whether it found one.
@@ -145,12 +162,12 @@ async fn delete_a_holder(client: &Client, run: &Run, recipe: Recipe, rng: &mut R
     let give_up = Instant::now() + PATIENCE;
     while Instant::now() < give_up {
         if let Some(node) = run.holders.pick(recipe, rng) {
-            let sent = Instant::now();
-            match tokio::time::timeout(REQUEST_BOUND, client.delete(&node, None)).await {
-                Ok(Ok(())) => run.deletions.record(&node, sent, true, &run.deletions.holders),
-                Ok(Err(zookeeper_client::Error::NoNode)) => continue,
-                // The outcome is unknown: it may have run.
-                _ => run.deletions.record(&node, sent, false, &run.deletions.holders),
+            let nodes = [node];
+            match commit_marked(client, None, &nodes, None).await {
+                Outcome::Ran(deletion) => run.deletions.record(&nodes, deletion, &run.deletions.holders),
+                // Released meanwhile: look again.
+                Outcome::Refused => continue,
+                Outcome::DidNotRun => {}
             }
             return true;
         }
@@ -159,7 +176,25 @@ async fn delete_a_holder(client: &Client, run: &Run, recipe: Recipe, rng: &mut R
     false
 }
 
-async fn delete_a_waiter(client: &Client, run: &Run, recipe: Recipe, rng: &mut Rng) {
+/// How the operator deletes a waiter's node, in one transaction each.
+#[derive(Clone, Copy, Debug)]
+enum WaiterDeletion {
+    /// With a check that the node it waits for still exists.
+    Checked,
+    /// Right after the node it waits for, in the same transaction (one batch of `deleteall`):
+    /// the waiter hears of its predecessor's deletion one frame before its own.
+    WithItsBlocker,
+    /// With every node of its queue and the queue's directory, as `zkCli deleteall` does (the
+    /// listing's nodes in reverse, then the directory).
+    WholeQueue,
+}
+
+impl WaiterDeletion {
+    const ALL: [WaiterDeletion; 3] =
+        [WaiterDeletion::Checked, WaiterDeletion::WithItsBlocker, WaiterDeletion::WholeQueue];
+}
+
+async fn delete_a_waiter(client: &Client, run: &Run, recipe: Recipe, how: WaiterDeletion, rng: &mut Rng) {
     let give_up = Instant::now() + PATIENCE;
     while Instant::now() < give_up {
         let dirs = queues(&run.paths, recipe);
@@ -168,25 +203,85 @@ async fn delete_a_waiter(client: &Client, run: &Run, recipe: Recipe, rng: &mut R
             tokio::time::sleep(Duration::from_millis(20)).await;
             continue;
         };
-        let waiters = waiting(children, recipe);
+        let waiters = waiting(children.clone(), recipe);
         if waiters.is_empty() {
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         }
         let (waiter, blocker) = &waiters[rng.usize(..waiters.len())];
         let (waiter, blocker) = (format!("{dir}/{waiter}"), format!("{dir}/{blocker}"));
-        let mut delete = client.new_multi_writer();
-        delete.add_check_version(&blocker, -1).unwrap();
-        delete.add_delete(&waiter, None).unwrap();
-        let sent = Instant::now();
-        match tokio::time::timeout(REQUEST_BOUND, delete.commit()).await {
-            Ok(Ok(_)) => return run.deletions.record(&waiter, sent, true, &run.deletions.waiters),
-            // Refused, nothing ran (the blocker or the waiter went first): look again.
-            Ok(Err(MultiWriteError::OperationFailed { .. })) => {}
-            // The outcome is unknown: it may have run.
-            _ => return run.deletions.record(&waiter, sent, false, &run.deletions.waiters),
+        let (nodes, checked) = match how {
+            WaiterDeletion::Checked => (vec![waiter], Some(blocker)),
+            WaiterDeletion::WithItsBlocker => (vec![blocker, waiter], None),
+            WaiterDeletion::WholeQueue => (children.iter().rev().map(|child| format!("{dir}/{child}")).collect(), None),
+        };
+        let then_dir = matches!(how, WaiterDeletion::WholeQueue).then_some(dir.as_str());
+        let outcome = commit_marked(client, checked.as_deref(), &nodes, then_dir).await;
+        match outcome {
+            Outcome::Ran(deletion) => {
+                match how {
+                    WaiterDeletion::Checked => {}
+                    WaiterDeletion::WithItsBlocker => bump(&run.deletions.with_blocker),
+                    WaiterDeletion::WholeQueue => bump(&run.deletions.whole_queues),
+                }
+                return run.deletions.record(&nodes, deletion, &run.deletions.waiters);
+            }
+            // Refused, nothing ran (a node went or came first): look again.
+            Outcome::Refused => {}
+            Outcome::DidNotRun => return,
         }
     }
+}
+
+/// What became of a transaction of the operator's.
+enum Outcome {
+    Ran(Deletion),
+    /// The server refused it: nothing ran.
+    Refused,
+    /// Its reply was lost, and its mark says it did not run.
+    DidNotRun,
+}
+
+/// A new name for the mark of one transaction of the operator's.
+fn mark_path() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("/zklock-soak-operator-mark-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Sends one transaction: a check that `checked` exists (if given), the deletes of `nodes` in
+/// order, the delete of `then_dir` (if given), and the creation of a mark. A reply lost (a lost
+/// connection, a paused server) leaves the outcome unknown: the mark, looked for on the
+/// operator's session (after the transaction on its connection, or on a later one), says
+/// whether it ran. So a deletion is forgiven only once it is known to have run, from when it was
+/// sent.
+async fn commit_marked(client: &Client, checked: Option<&str>, nodes: &[String], then_dir: Option<&str>) -> Outcome {
+    let mark = mark_path();
+    let mut transaction = client.new_multi_writer();
+    if let Some(checked) = checked {
+        transaction.add_check_version(checked, -1).unwrap();
+    }
+    for node in nodes.iter().map(String::as_str).chain(then_dir) {
+        transaction.add_delete(node, None).unwrap();
+    }
+    let mode = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    transaction.add_create(&mark, b"", &mode).unwrap();
+    let sent = Instant::now();
+    match tokio::time::timeout(REQUEST_BOUND, transaction.commit()).await {
+        Ok(Ok(_)) => return Outcome::Ran(Deletion { sent, done: Instant::now() }),
+        Ok(Err(MultiWriteError::OperationFailed { .. })) => return Outcome::Refused,
+        _ => {}
+    }
+    let settle_by = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < settle_by {
+        if let Ok(Ok(stat)) = tokio::time::timeout(REQUEST_BOUND, client.check_stat(&mark)).await {
+            return match stat {
+                Some(_) => Outcome::Ran(Deletion { sent, done: Instant::now() }),
+                None => Outcome::DidNotRun,
+            };
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the operator could not learn whether its transaction ran");
 }
 
 /// The queues a waiter of `recipe` waits in: the lock path, or a semaphore's gate mutex
@@ -246,6 +341,6 @@ pub struct Claim {
 
 impl Claim {
     pub fn forgiven(&self, deletions: &Deletions) -> bool {
-        self.nodes.iter().any(|node| deletions.of(node).is_some_and(|deleted| deleted <= self.at))
+        self.nodes.iter().any(|node| deletions.of(node).is_some_and(|deleted| deleted.sent <= self.at))
     }
 }
