@@ -362,3 +362,26 @@ async fn every_lock_waiting_on_an_expired_session_fails_and_then_holds_on_the_ne
         common::eventually(&format!("{path} empty"), || async { children(&observer, path).await.is_empty() }).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_from_an_already_expired_client_connects_a_new_one() {
+    let proxy = Proxy::start(server().address()).unwrap();
+    let client = common::connect_through(&proxy, Duration::from_secs(20)).await;
+    expire_session(&client, &proxy).await.unwrap();
+    let connect_string = proxy.connect_string();
+    let session = Session::from_client(client.clone(), move || {
+        let connect_string = connect_string.clone();
+        async move { Client::connector().with_session_timeout(Duration::from_secs(20)).connect(&connect_string).await }
+    })
+    .unwrap();
+    // It starts where the client stands: lost, not connected on a session that is gone.
+    assert_ne!(*session.state().borrow(), ConnectionState::Connected { session_id: client.session_id().0 });
+    let mutex = InterProcessMutex::new(&session, &unique_path("session-from-expired-client")).unwrap();
+    let guard = tokio::time::timeout(Duration::from_secs(20), mutex.acquire())
+        .await
+        .expect("no new session was connected: the acquire waited for ever")
+        .unwrap();
+    assert_ne!(session.session_id(), client.session_id().0);
+    assert_eq!(owner_of(&connect().await, guard.node_path()).await, session.session_id());
+    guard.release().await.unwrap();
+}

@@ -142,9 +142,11 @@ impl Session {
         Session::start(client, connect)
     }
 
-    /// A session that starts from `client`, already connected, and connects every later
-    /// session with `connect` (a program that connected its client its own way, and wants its
-    /// recipes to outlive the session). Sends nothing.
+    /// A session that starts from `client` and connects every later session with `connect` (a
+    /// program that connected its client its own way, and wants its recipes to outlive the
+    /// session). Sends nothing. It starts where `client` stands: a client whose session has
+    /// already expired is [`Lost`](ConnectionState::Lost) from the start, and the next session
+    /// is connected at once.
     ///
     /// # Errors
     /// [`Error::InvalidOptions`] when called outside a tokio runtime (the session is followed by
@@ -163,12 +165,18 @@ impl Session {
             return Err(Error::InvalidOptions("a Session needs a tokio runtime"));
         };
         let session_id = client.session_id().0;
+        // Where the client stands now: one that expired before it was handed over is lost, and
+        // `follow` connects the next session at once.
+        let state = match SessionEnd::of_state(client.state()) {
+            Some(SessionEnd::Expired) => ConnectionState::Lost,
+            _ => ConnectionState::Connected { session_id },
+        };
         let states = client.state_watcher();
         let stop = Arc::new(Notify::new());
         let shared = Arc::new(Shared {
             connect,
             current: watch::Sender::new(client),
-            state: watch::Sender::new(ConnectionState::Connected { session_id }),
+            state: watch::Sender::new(state),
             stop: Arc::clone(&stop),
         });
         runtime.spawn(follow(Arc::downgrade(&shared), states, stop));
@@ -235,35 +243,42 @@ impl fmt::Debug for Session {
 }
 
 /// Follows the current client's state into [`ConnectionState`], and connects a new client after
-/// each expiry, until the last `Session` is dropped (or its client is closed).
+/// each expiry, until the last `Session` is dropped (or its client is closed). It starts from
+/// the state the client is in, not its next change: a client handed over already expired (or
+/// disconnected) would otherwise never be followed out of it.
 async fn follow(shared: Weak<Shared>, mut states: zookeeper_client::StateWatcher, stop: Arc<Notify>) {
     let mut suspended = false;
+    let mut state = states.state();
     loop {
-        let state = tokio::select! {
+        {
+            let Some(session) = shared.upgrade() else { return };
+            match (SessionEnd::of_state(state), state) {
+                (Some(SessionEnd::Closed), _) => return,
+                (Some(SessionEnd::Expired), _) => {
+                    session.state.send_replace(ConnectionState::Lost);
+                    drop(session);
+                    let Some(next) = reconnect(&shared, &stop).await else { return };
+                    states = next;
+                    suspended = false;
+                    state = states.state();
+                    continue;
+                }
+                (None, SessionState::Disconnected) => {
+                    suspended = true;
+                    session.state.send_replace(ConnectionState::Suspended);
+                }
+                (None, _) if suspended => {
+                    suspended = false;
+                    let session_id = session.current.borrow().session_id().0;
+                    session.state.send_replace(ConnectionState::Reconnected { session_id });
+                }
+                (None, _) => {}
+            }
+        }
+        state = tokio::select! {
             state = states.changed() => state,
             () = stop.notified() => return,
         };
-        let Some(session) = shared.upgrade() else { return };
-        match (SessionEnd::of_state(state), state) {
-            (Some(SessionEnd::Closed), _) => return,
-            (Some(SessionEnd::Expired), _) => {
-                session.state.send_replace(ConnectionState::Lost);
-                drop(session);
-                let Some(next) = reconnect(&shared, &stop).await else { return };
-                states = next;
-                suspended = false;
-            }
-            (None, SessionState::Disconnected) => {
-                suspended = true;
-                session.state.send_replace(ConnectionState::Suspended);
-            }
-            (None, _) if suspended => {
-                suspended = false;
-                let session_id = session.current.borrow().session_id().0;
-                session.state.send_replace(ConnectionState::Reconnected { session_id });
-            }
-            (None, _) => {}
-        }
     }
 }
 
