@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use zookeeper_client::{Client, SessionState};
 
+use super::deadline::{within, Patience};
 use super::session_end::{ended_session, SessionEnd};
 use crate::{Error, Result};
 
@@ -74,10 +75,16 @@ pub enum ConnectionState {
 /// connects or the `Session` is dropped. [`state`](Self::state) tells where it stands.
 ///
 /// Every recipe can be built on a `Session` instead of a `Client` (`&session` wherever a builder
-/// takes `&client`). Such a recipe object survives expiry: holds on the old session are lost and
-/// say so, acquires waiting on it fail with [`Error::SessionExpired`], and every later acquire
-/// uses the new session, with no code of the caller's. Leader elections built on a `Session`
-/// join again after an expiry.
+/// takes `&client`). Such a recipe object survives expiry, with no code of the caller's: holds
+/// on the old session are lost and say so; an acquire waiting on it (or about to send its first
+/// request) rides over the expiry: it queues again on the new session once it is connected,
+/// within its patience (its deadline unchanged; the old session's nodes are the server's to
+/// delete), so it never fails with [`Error::SessionExpired`]; every later acquire uses the new
+/// session. A try ([`try_acquire`](crate::InterProcessMutex::try_acquire),
+/// `acquire_timeout(Duration::ZERO)`) never waits for a new session: while there is none it
+/// answers `Ok(None)` at once, as it does when another participant holds the lock (on a
+/// `Client`, an expired session is [`Error::SessionExpired`] at once). Leader elections built
+/// on a `Session` join again after an expiry.
 ///
 /// Clones share the session. Dropping the last one closes the current client.
 ///
@@ -334,12 +341,24 @@ impl Connection {
     }
 
     /// The client an acquire starting now uses: on a session, the new one once an expiry's
-    /// reconnection is through.
-    pub(crate) async fn usable_client(&self) -> Client {
+    /// reconnection is through, waited for within `patience`; `None` when it runs out first. A
+    /// try (`NoWait`) never waits for a reconnection: `None` at once while there is none.
+    pub(crate) async fn usable_client(&self, patience: Patience) -> Option<Client> {
         match &self.0 {
-            Source::Client(client) => client.clone(),
-            Source::Session(session) => session.usable_client().await,
+            Source::Client(client) => Some(client.clone()),
+            Source::Session(session) if patience == Patience::NoWait => {
+                let client = session.client();
+                (!matches!(ended_session(&client), Some(Error::SessionExpired))).then_some(client)
+            }
+            Source::Session(session) => within(patience.deadline(), session.usable_client()).await,
         }
+    }
+
+    /// Whether an acquire attempt that ended with `outcome` queues again: on a session, an
+    /// expiry that landed while it was under way is ridden over, on the next session (Curator
+    /// retries its `NoNode` there); on a client, it is the acquire's error.
+    pub(crate) fn rides_over<T>(&self, outcome: &Result<T>) -> bool {
+        matches!((outcome, &self.0), (Err(Error::SessionExpired), Source::Session(_)))
     }
 
     /// The session, when built on one.
