@@ -136,7 +136,7 @@ async fn a_session_tells_its_states_in_order() {
             while states.changed().await.is_ok() {
                 let state = *states.borrow_and_update();
                 seen.push(state);
-                if matches!(state, ConnectionState::Reconnected { session_id } if session_id != first) {
+                if matches!(state, ConnectionState::Reconnected { session_id, .. } if session_id != first) {
                     return seen;
                 }
             }
@@ -147,7 +147,10 @@ async fn a_session_tells_its_states_in_order() {
     let seen = seen.await.unwrap();
     // A disconnection may come first (the harness cuts the client off to expire it).
     let without_suspensions: Vec<_> = seen.into_iter().filter(|state| *state != ConnectionState::Suspended).collect();
-    assert_eq!(without_suspensions, [ConnectionState::Lost, ConnectionState::Reconnected { session_id: second }]);
+    assert_eq!(
+        without_suspensions,
+        [ConnectionState::Lost, ConnectionState::Reconnected { session_id: second, expiries: 1 }]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -234,4 +237,37 @@ async fn a_session_from_an_already_expired_client_connects_a_new_one() {
     assert_ne!(session.session_id(), client.session_id().0);
     assert_eq!(owner_of(&connect().await, guard.node_path()).await, session.session_id());
     guard.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_that_looks_only_after_the_new_sessions_are_up_still_knows_they_were_lost() {
+    let (proxy, session, mut states, _observer) = expirable().await;
+    let first = session.session_id();
+    let late = session.state();
+    expire(&session, &proxy, &mut states).await;
+    let second = expire(&session, &proxy, &mut states).await;
+    // The late reader never saw `Lost`: the latest state alone must tell it.
+    assert_eq!(*late.borrow(), ConnectionState::Reconnected { session_id: second, expiries: 2 });
+    assert_ne!(second, first);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_connection_is_suspended_then_reconnected_on_the_same_session() {
+    let proxy = Proxy::start(server().address()).unwrap();
+    let session = session_through(&proxy).await;
+    let id = session.session_id();
+    let mut states = session.state();
+    proxy.cut();
+    let suspended =
+        tokio::time::timeout(Duration::from_secs(10), states.wait_for(|s| *s == ConnectionState::Suspended));
+    suspended.await.expect("a cut connection was never told as Suspended").unwrap();
+    proxy.heal();
+    let reconnected = tokio::time::timeout(
+        Duration::from_secs(15),
+        states.wait_for(|s| matches!(s, ConnectionState::Reconnected { .. })),
+    );
+    let reconnected = *reconnected.await.expect("never reconnected").unwrap();
+    // The session lived through the cut (20 s session timeout): same id, nothing lost.
+    assert_eq!(reconnected, ConnectionState::Reconnected { session_id: id, expiries: 0 });
+    assert_eq!(session.session_id(), id);
 }

@@ -47,6 +47,14 @@ impl fmt::Debug for Connect {
 const MAX_RECONNECT_PAUSE: Duration = Duration::from_secs(5);
 
 /// Where a [`Session`] stands, as Curator's `ConnectionState` says it.
+///
+/// [`Session::state`] is a `watch` channel: it keeps only the latest state, so a reader that
+/// looks late may miss [`Lost`](Self::Lost) and see only the `Reconnected` after it, as after a
+/// plain [`Suspended`](Self::Suspended). `Reconnected` therefore carries `expiries`, the number
+/// of sessions lost so far (0 in `Connected`): a reader that remembers the count it last saw
+/// knows from any later `Reconnected` whether its holds were lost in between, without having
+/// to see every transition (a count cannot be missed, a channel of every transition could lag
+/// or fill up).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConnectionState {
@@ -66,6 +74,9 @@ pub enum ConnectionState {
     Reconnected {
         /// The session's id (a new one after an expiry).
         session_id: i64,
+        /// How many sessions have expired since the `Session` was made: higher than the count
+        /// a reader last saw when a session was lost in between, whether or not it saw `Lost`.
+        expiries: u64,
     },
 }
 
@@ -201,7 +212,8 @@ impl Session {
     }
 
     /// The session's state from now on: each change is sent as it happens (a receiver that
-    /// reads late sees the latest).
+    /// reads late sees the latest; compare [`Reconnected`](ConnectionState::Reconnected)'s
+    /// `expiries` with the count last seen to know whether a session was lost in between).
     pub fn state(&self) -> watch::Receiver<ConnectionState> {
         self.shared.state.subscribe()
     }
@@ -255,6 +267,7 @@ impl fmt::Debug for Session {
 /// disconnected) would otherwise never be followed out of it.
 async fn follow(shared: Weak<Shared>, mut states: zookeeper_client::StateWatcher, stop: Arc<Notify>) {
     let mut suspended = false;
+    let mut expiries = 0;
     let mut state = states.state();
     loop {
         {
@@ -262,9 +275,10 @@ async fn follow(shared: Weak<Shared>, mut states: zookeeper_client::StateWatcher
             match (SessionEnd::of_state(state), state) {
                 (Some(SessionEnd::Closed), _) => return,
                 (Some(SessionEnd::Expired), _) => {
+                    expiries += 1;
                     session.state.send_replace(ConnectionState::Lost);
                     drop(session);
-                    let Some(next) = reconnect(&shared, &stop).await else { return };
+                    let Some(next) = reconnect(&shared, &stop, expiries).await else { return };
                     states = next;
                     suspended = false;
                     state = states.state();
@@ -277,7 +291,7 @@ async fn follow(shared: Weak<Shared>, mut states: zookeeper_client::StateWatcher
                 (None, _) if suspended => {
                     suspended = false;
                     let session_id = session.current.borrow().session_id().0;
-                    session.state.send_replace(ConnectionState::Reconnected { session_id });
+                    session.state.send_replace(ConnectionState::Reconnected { session_id, expiries });
                 }
                 (None, _) => {}
             }
@@ -291,7 +305,7 @@ async fn follow(shared: Weak<Shared>, mut states: zookeeper_client::StateWatcher
 
 /// Connects a new client after an expiry, backing off with full jitter (so that the services one
 /// outage expired do not reconnect in step); `None` once the session is dropped.
-async fn reconnect(shared: &Weak<Shared>, stop: &Notify) -> Option<zookeeper_client::StateWatcher> {
+async fn reconnect(shared: &Weak<Shared>, stop: &Notify, expiries: u64) -> Option<zookeeper_client::StateWatcher> {
     let mut pause = Duration::from_millis(100);
     loop {
         let connect = shared.upgrade()?.connect.clone();
@@ -305,7 +319,7 @@ async fn reconnect(shared: &Weak<Shared>, stop: &Notify) -> Option<zookeeper_cli
                 let session_id = client.session_id().0;
                 let states = client.state_watcher();
                 session.current.send_replace(client);
-                session.state.send_replace(ConnectionState::Reconnected { session_id });
+                session.state.send_replace(ConnectionState::Reconnected { session_id, expiries });
                 return Some(states);
             }
             Err(err) => {

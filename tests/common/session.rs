@@ -28,7 +28,7 @@ pub async fn expire(session: &Session, proxy: &Proxy, states: &mut watch::Receiv
     expire_session(&session.client(), proxy).await.unwrap();
     let reconnected = tokio::time::timeout(Duration::from_secs(20), async {
         loop {
-            if let ConnectionState::Reconnected { session_id } = *states.borrow_and_update() {
+            if let ConnectionState::Reconnected { session_id, .. } = *states.borrow_and_update() {
                 if session_id != old {
                     return session_id;
                 }
