@@ -37,7 +37,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let state = *states.borrow_and_update();
             match state {
                 ConnectionState::Lost => println!("  [session] expired: every hold on it is lost"),
-                ConnectionState::Reconnected { session_id } => println!("  [session] on session {session_id:#x}"),
+                ConnectionState::Reconnected { session_id, .. } => println!("  [session] on session {session_id:#x}"),
                 other => println!("  [session] {other:?}"),
             }
         }

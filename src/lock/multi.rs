@@ -128,18 +128,29 @@ impl InterProcessMultiLock {
     }
 
     async fn take_all(&self, patience: Patience) -> Result<Option<MultiLockGuard>> {
-        let mut guards = Vec::with_capacity(self.locks.len());
-        for lock in &self.locks {
-            match lock.acquire_within(patience).await {
-                Ok(Some(guard)) => guards.push(guard),
-                other => {
-                    // Already logged; the acquire's own outcome is what the caller needs.
-                    let _ = release_all(guards).await;
-                    return other.map(|_| None);
+        loop {
+            let mut guards = Vec::with_capacity(self.locks.len());
+            for lock in &self.locks {
+                match lock.acquire_within(patience).await {
+                    Ok(Some(guard)) => guards.push(guard),
+                    other => {
+                        // Already logged; the acquire's own outcome is what the caller needs.
+                        let _ = release_all(guards).await;
+                        return other.map(|_| None);
+                    }
                 }
             }
+            // Each lock on a `Session` rides over an expiry by itself, so a later one may hold on
+            // the next session while an earlier one was lost with the expired one: all or none,
+            // start over (on a client, the next attempt fails with the expiry).
+            if !guards.iter().any(|guard| guard.held_node().session_expired()) {
+                return Ok(Some(MultiLockGuard { guards }));
+            }
+            let _ = release_all(guards).await;
+            if patience == Patience::NoWait {
+                return Ok(None);
+            }
         }
-        Ok(Some(MultiLockGuard { guards }))
     }
 
     /// Acquires every lock only if each is free now: `Ok(None)` otherwise, with nothing held.

@@ -85,7 +85,8 @@ impl InterProcessMutex {
     ///
     /// # Errors
     /// - [`Error::SessionExpired`] / [`Error::SessionClosed`]: the session ended (before or while
-    ///   waiting); returned promptly;
+    ///   waiting); returned promptly. Built on a [`Session`](crate::Session), an expiry is no
+    ///   error: the acquire queues again on the new session, within its patience;
     /// - [`Error::LockLost`]: a reentrant acquire by an owner whose hold is lost (drop its guards
     ///   first);
     /// - [`Error::ZooKeeper`]: ZooKeeper refused an operation (for example `NoAuth`).
@@ -127,7 +128,9 @@ impl InterProcessMutex {
 
     /// Acquires the mutex only if it is free: `Ok(None)` when another participant holds it or
     /// queues ahead of us. Never waits for another holder; it does wait for ZooKeeper to answer
-    /// (one round trip, two when our node must be deleted again).
+    /// (one round trip, two when our node must be deleted again). Built on a
+    /// [`Session`](crate::Session) whose session has expired, it does not wait for the new
+    /// one: `Ok(None)` until it is connected.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
@@ -190,23 +193,44 @@ impl InterProcessMutex {
 
     async fn acquire_with(&self, patience: Patience, place: Option<&PlaceReport>) -> Result<Option<LockGuard>> {
         let started = Instant::now();
-        self.state.label.acquiring(started, self.acquire_once(patience, place, started)).await
+        self.state.label.acquiring(started, self.acquire_on_live_sessions(patience, place, started)).await
     }
 
-    async fn acquire_once(
+    /// Acquires on the session now (on a `Session`, the next one once an expiry's reconnection
+    /// is through), and on a `Session` again on the next one when an expiry lands while an
+    /// attempt is under way, all within the one `patience` (a try has none left for it).
+    async fn acquire_on_live_sessions(
         &self,
         patience: Patience,
         place: Option<&PlaceReport>,
         started: Instant,
     ) -> Result<Option<LockGuard>> {
-        // A hold counted here is worth nothing once the session is gone; fail before re-entering.
-        // On a session, the client of the session now (once an expiry's reconnection is through).
-        let Some(client) = within(patience.deadline(), self.state.connection.usable_client()).await else {
-            return Ok(None);
-        };
-        if let Some(ended) = ended_session(&client) {
-            return Err(ended);
+        let connection = &self.state.connection;
+        loop {
+            let Some(client) = connection.usable_client(patience).await else { return Ok(None) };
+            // A hold counted here is worth nothing once the session is gone; fail before
+            // re-entering. (A `Session` hands out no expired client, so an attempt that starts
+            // is never ridden over on the session it started on.)
+            if let Some(ended) = ended_session(&client) {
+                return Err(ended);
+            }
+            let outcome = self.acquire_once(&client, patience, place, started).await;
+            if !connection.rides_over(&outcome) {
+                return outcome;
+            }
+            if patience == Patience::NoWait {
+                return Ok(None);
+            }
         }
+    }
+
+    async fn acquire_once(
+        &self,
+        client: &Client,
+        patience: Patience,
+        place: Option<&PlaceReport>,
+        started: Instant,
+    ) -> Result<Option<LockGuard>> {
         let owner = self.state.owner_now();
         let claim = match self.admit(owner, patience).await? {
             Arrival::Queue(claim) => claim,
@@ -219,7 +243,7 @@ impl InterProcessMutex {
             .map_err(Error::WouldDeadlock)?;
         let turn = match &state.cohort {
             None => None,
-            Some(cohort) => match cohort.take_turn(&client, patience).await? {
+            Some(cohort) => match cohort.take_turn(client, patience).await? {
                 None => return Ok(None),
                 Some(Turn::Hold(handoff)) => {
                     state.label.handed_over(handoff.node.path(), handoff.fencing_token, started);
@@ -233,17 +257,17 @@ impl InterProcessMutex {
             opening: opening::usable(state.take_opening(), entry.rule, may_wait),
             level_with: entry.level_with,
             place,
-            ..QueueSpec::new(&client, &state.path, state.schema, entry.rule, &state.data, &state.acls)
+            ..QueueSpec::new(client, &state.path, state.schema, entry.rule, &state.data, &state.acls)
         };
         let Some((node, next_opening)) = take_place(&spec, patience).await? else {
             return Ok(None);
         };
         let Some(fencing_token) = state.first_token(node.czxid) else {
-            delete_in_background(&client, node.path.into(), node.watch);
+            delete_in_background(client, node.path.into(), node.watch);
             return Err(Error::InvalidOptions("local handoff: the lock node's czxid is past 2^55"));
         };
         let events = state.label.acquired(&node.path, fencing_token, started);
-        let hold = claim.grant(&client, node, next_opening, fencing_token, events);
+        let hold = claim.grant(client, node, next_opening, fencing_token, events);
         if let Some(turn) = turn {
             turn.hold(&hold.node);
         }

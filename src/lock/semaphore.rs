@@ -268,14 +268,20 @@ impl InterProcessSemaphoreV2 {
     }
 
     /// Takes the leases, starting over from the semaphore's mutex while an operator's deletion
-    /// of one of our nodes ends an attempt (as Curator's `RETRY_DUE_TO_MISSING_NODE`).
+    /// of one of our nodes ends an attempt (as Curator's `RETRY_DUE_TO_MISSING_NODE`), or, on a
+    /// `Session`, an expiry does (within the same patience; a try has none left for it).
     async fn take_leases(&self, quantity: u32, patience: Patience, started: Instant) -> Result<Option<Vec<Lease>>> {
         if quantity == 0 || quantity > self.inner.max_leases {
             return Err(Error::InvalidOptions("the quantity of leases must be between 1 and max_leases"));
         }
+        let connection = &self.inner.connection;
         loop {
             let outcome = self.take_leases_once(quantity, patience, started).await;
-            if !queues_again(&outcome, &self.inner.connection.client()) {
+            if connection.rides_over(&outcome) {
+                if patience == Patience::NoWait {
+                    return Ok(None);
+                }
+            } else if !queues_again(&outcome, &connection.client()) {
                 return outcome;
             }
         }

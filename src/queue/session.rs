@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use zookeeper_client::{Client, SessionState};
 
+use super::deadline::{within, Patience};
 use super::session_end::{ended_session, SessionEnd};
 use crate::{Error, Result};
 
@@ -46,6 +47,14 @@ impl fmt::Debug for Connect {
 const MAX_RECONNECT_PAUSE: Duration = Duration::from_secs(5);
 
 /// Where a [`Session`] stands, as Curator's `ConnectionState` says it.
+///
+/// [`Session::state`] is a `watch` channel: it keeps only the latest state, so a reader that
+/// looks late may miss [`Lost`](Self::Lost) and see only the `Reconnected` after it, as after a
+/// plain [`Suspended`](Self::Suspended). `Reconnected` therefore carries `expiries`, the number
+/// of sessions lost so far (0 in `Connected`): a reader that remembers the count it last saw
+/// knows from any later `Reconnected` whether its holds were lost in between, without having
+/// to see every transition (a count cannot be missed, a channel of every transition could lag
+/// or fill up).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConnectionState {
@@ -65,6 +74,9 @@ pub enum ConnectionState {
     Reconnected {
         /// The session's id (a new one after an expiry).
         session_id: i64,
+        /// How many sessions have expired since the `Session` was made: higher than the count
+        /// a reader last saw when a session was lost in between, whether or not it saw `Lost`.
+        expiries: u64,
     },
 }
 
@@ -74,10 +86,16 @@ pub enum ConnectionState {
 /// connects or the `Session` is dropped. [`state`](Self::state) tells where it stands.
 ///
 /// Every recipe can be built on a `Session` instead of a `Client` (`&session` wherever a builder
-/// takes `&client`). Such a recipe object survives expiry: holds on the old session are lost and
-/// say so, acquires waiting on it fail with [`Error::SessionExpired`], and every later acquire
-/// uses the new session, with no code of the caller's. Leader elections built on a `Session`
-/// join again after an expiry.
+/// takes `&client`). Such a recipe object survives expiry, with no code of the caller's: holds
+/// on the old session are lost and say so; an acquire waiting on it (or about to send its first
+/// request) rides over the expiry: it queues again on the new session once it is connected,
+/// within its patience (its deadline unchanged; the old session's nodes are the server's to
+/// delete), so it never fails with [`Error::SessionExpired`]; every later acquire uses the new
+/// session. A try ([`try_acquire`](crate::InterProcessMutex::try_acquire),
+/// `acquire_timeout(Duration::ZERO)`) never waits for a new session: while there is none it
+/// answers `Ok(None)` at once, as it does when another participant holds the lock (on a
+/// `Client`, an expired session is [`Error::SessionExpired`] at once). Leader elections built
+/// on a `Session` join again after an expiry.
 ///
 /// Clones share the session. Dropping the last one closes the current client.
 ///
@@ -142,9 +160,11 @@ impl Session {
         Session::start(client, connect)
     }
 
-    /// A session that starts from `client`, already connected, and connects every later
-    /// session with `connect` (a program that connected its client its own way, and wants its
-    /// recipes to outlive the session). Sends nothing.
+    /// A session that starts from `client` and connects every later session with `connect` (a
+    /// program that connected its client its own way, and wants its recipes to outlive the
+    /// session). Sends nothing. It starts where `client` stands: a client whose session has
+    /// already expired is [`Lost`](ConnectionState::Lost) from the start, and the next session
+    /// is connected at once.
     ///
     /// # Errors
     /// [`Error::InvalidOptions`] when called outside a tokio runtime (the session is followed by
@@ -163,12 +183,18 @@ impl Session {
             return Err(Error::InvalidOptions("a Session needs a tokio runtime"));
         };
         let session_id = client.session_id().0;
+        // Where the client stands now: one that expired before it was handed over is lost, and
+        // `follow` connects the next session at once.
+        let state = match SessionEnd::of_state(client.state()) {
+            Some(SessionEnd::Expired) => ConnectionState::Lost,
+            _ => ConnectionState::Connected { session_id },
+        };
         let states = client.state_watcher();
         let stop = Arc::new(Notify::new());
         let shared = Arc::new(Shared {
             connect,
             current: watch::Sender::new(client),
-            state: watch::Sender::new(ConnectionState::Connected { session_id }),
+            state: watch::Sender::new(state),
             stop: Arc::clone(&stop),
         });
         runtime.spawn(follow(Arc::downgrade(&shared), states, stop));
@@ -186,7 +212,8 @@ impl Session {
     }
 
     /// The session's state from now on: each change is sent as it happens (a receiver that
-    /// reads late sees the latest).
+    /// reads late sees the latest; compare [`Reconnected`](ConnectionState::Reconnected)'s
+    /// `expiries` with the count last seen to know whether a session was lost in between).
     pub fn state(&self) -> watch::Receiver<ConnectionState> {
         self.shared.state.subscribe()
     }
@@ -235,41 +262,50 @@ impl fmt::Debug for Session {
 }
 
 /// Follows the current client's state into [`ConnectionState`], and connects a new client after
-/// each expiry, until the last `Session` is dropped (or its client is closed).
+/// each expiry, until the last `Session` is dropped (or its client is closed). It starts from
+/// the state the client is in, not its next change: a client handed over already expired (or
+/// disconnected) would otherwise never be followed out of it.
 async fn follow(shared: Weak<Shared>, mut states: zookeeper_client::StateWatcher, stop: Arc<Notify>) {
     let mut suspended = false;
+    let mut expiries = 0;
+    let mut state = states.state();
     loop {
-        let state = tokio::select! {
+        {
+            let Some(session) = shared.upgrade() else { return };
+            match (SessionEnd::of_state(state), state) {
+                (Some(SessionEnd::Closed), _) => return,
+                (Some(SessionEnd::Expired), _) => {
+                    expiries += 1;
+                    session.state.send_replace(ConnectionState::Lost);
+                    drop(session);
+                    let Some(next) = reconnect(&shared, &stop, expiries).await else { return };
+                    states = next;
+                    suspended = false;
+                    state = states.state();
+                    continue;
+                }
+                (None, SessionState::Disconnected) => {
+                    suspended = true;
+                    session.state.send_replace(ConnectionState::Suspended);
+                }
+                (None, _) if suspended => {
+                    suspended = false;
+                    let session_id = session.current.borrow().session_id().0;
+                    session.state.send_replace(ConnectionState::Reconnected { session_id, expiries });
+                }
+                (None, _) => {}
+            }
+        }
+        state = tokio::select! {
             state = states.changed() => state,
             () = stop.notified() => return,
         };
-        let Some(session) = shared.upgrade() else { return };
-        match (SessionEnd::of_state(state), state) {
-            (Some(SessionEnd::Closed), _) => return,
-            (Some(SessionEnd::Expired), _) => {
-                session.state.send_replace(ConnectionState::Lost);
-                drop(session);
-                let Some(next) = reconnect(&shared, &stop).await else { return };
-                states = next;
-                suspended = false;
-            }
-            (None, SessionState::Disconnected) => {
-                suspended = true;
-                session.state.send_replace(ConnectionState::Suspended);
-            }
-            (None, _) if suspended => {
-                suspended = false;
-                let session_id = session.current.borrow().session_id().0;
-                session.state.send_replace(ConnectionState::Reconnected { session_id });
-            }
-            (None, _) => {}
-        }
     }
 }
 
 /// Connects a new client after an expiry, backing off with full jitter (so that the services one
 /// outage expired do not reconnect in step); `None` once the session is dropped.
-async fn reconnect(shared: &Weak<Shared>, stop: &Notify) -> Option<zookeeper_client::StateWatcher> {
+async fn reconnect(shared: &Weak<Shared>, stop: &Notify, expiries: u64) -> Option<zookeeper_client::StateWatcher> {
     let mut pause = Duration::from_millis(100);
     loop {
         let connect = shared.upgrade()?.connect.clone();
@@ -283,7 +319,7 @@ async fn reconnect(shared: &Weak<Shared>, stop: &Notify) -> Option<zookeeper_cli
                 let session_id = client.session_id().0;
                 let states = client.state_watcher();
                 session.current.send_replace(client);
-                session.state.send_replace(ConnectionState::Reconnected { session_id });
+                session.state.send_replace(ConnectionState::Reconnected { session_id, expiries });
                 return Some(states);
             }
             Err(err) => {
@@ -319,12 +355,24 @@ impl Connection {
     }
 
     /// The client an acquire starting now uses: on a session, the new one once an expiry's
-    /// reconnection is through.
-    pub(crate) async fn usable_client(&self) -> Client {
+    /// reconnection is through, waited for within `patience`; `None` when it runs out first. A
+    /// try (`NoWait`) never waits for a reconnection: `None` at once while there is none.
+    pub(crate) async fn usable_client(&self, patience: Patience) -> Option<Client> {
         match &self.0 {
-            Source::Client(client) => client.clone(),
-            Source::Session(session) => session.usable_client().await,
+            Source::Client(client) => Some(client.clone()),
+            Source::Session(session) if patience == Patience::NoWait => {
+                let client = session.client();
+                (!matches!(ended_session(&client), Some(Error::SessionExpired))).then_some(client)
+            }
+            Source::Session(session) => within(patience.deadline(), session.usable_client()).await,
         }
+    }
+
+    /// Whether an acquire attempt that ended with `outcome` queues again: on a session, an
+    /// expiry that landed while it was under way is ridden over, on the next session (Curator
+    /// retries its `NoNode` there); on a client, it is the acquire's error.
+    pub(crate) fn rides_over<T>(&self, outcome: &Result<T>) -> bool {
+        matches!((outcome, &self.0), (Err(Error::SessionExpired), Source::Session(_)))
     }
 
     /// The session, when built on one.

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 pub mod interop;
+pub mod session;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
