@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::acl::parse_acl;
 use crate::duration::parse_duration;
 
 const AFTER_HELP: &str = "\
@@ -193,6 +194,13 @@ pub struct Connection {
     pub verbose: bool,
 }
 
+impl Connection {
+    /// Whether the session authenticates (`--auth`, `--auth-file`).
+    pub fn authenticates(&self) -> bool {
+        !self.auth.is_empty() || self.auth_file.is_some()
+    }
+}
+
 /// Which lock, and how to take and hold it.
 #[derive(Debug, Args)]
 pub struct LockArgs {
@@ -254,6 +262,14 @@ pub struct HoldOptions {
         global = true
     )]
     pub loss_policy: LossPolicyArg,
+
+    /// The ACL of the nodes zklock creates (the lock path, if new, and the lock nodes), as
+    /// zkCli writes one: SCHEME:ID:PERMS, comma-separated or repeated, e.g. auth::cdrwa (the
+    /// authenticated creator) and world:anyone:r. Default: the ACL of the lock path, or of its
+    /// nearest parent that exists. With --auth, a lock anyone may change (world:anyone with more
+    /// than r) is refused (exit 64).
+    #[arg(long, value_name = "ACL", value_delimiter = ',', value_parser = parse_acl, env = "ZKLOCK_ACL", global = true)]
+    pub acl: Vec<zookeeper_client::Acl>,
 
     /// After SIGTERM on a lost lock or leadership, wait at most this long before SIGKILL. Never
     /// later than the moment the server could first expire the session.

@@ -6,9 +6,10 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use tracing::info;
-use zklock::LeaderLatch;
+use zklock::{AclProvider, LeaderLatch};
 use zookeeper_client::Client;
 
+use crate::acl;
 use crate::acquire::not_in_time;
 use crate::campaign;
 use crate::cli::{Connection, LockArgs, OnRevoke};
@@ -40,8 +41,9 @@ pub async fn elect(
 ) -> Result<ExitCode, Failure> {
     // Leadership cannot be revoked: only its loss, or a signal, ends it.
     let revocation = Revocation { policy: OnRevoke::Ignore, own_data: String::new() };
+    let acls = acl::for_path(client, campaign.path, &campaign.args.hold.acl, connection.authenticates()).await?;
     if !command.is_empty() {
-        let leadership = lead(client.into(), campaign);
+        let leadership = lead(client.into(), campaign, &acls);
         return run_command(client, campaign.path, Kind::Latch, leadership, command, &revocation, &campaign.args.hold)
             .await;
     }
@@ -49,7 +51,7 @@ pub async fn elect(
     // its expiry, and after a loss while the session lives.
     let mut signals = Signals::install()?;
     let session = campaign::session(client, connection)?;
-    let leadership = lead((&session).into(), campaign);
+    let leadership = lead((&session).into(), campaign, &acls);
     let mut held = match take_alone(client, campaign.path, Kind::Latch, leadership, &mut signals).await? {
         Ok(held) => held,
         Err(signal) => return Ok(ExitCode::from(128 + signal as u8)),
@@ -77,12 +79,14 @@ pub async fn elect(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Joins the election and waits to lead, until `--timeout`. Leaves the election when it gives up.
-async fn lead(on: zklock::Connection, campaign: &Campaign<'_>) -> Result<Held, Failure> {
+/// Joins the election and waits to lead, until `--timeout`, creating nodes with `acls`. Leaves
+/// the election when it gives up.
+async fn lead(on: zklock::Connection, campaign: &Campaign<'_>, acls: &AclProvider) -> Result<Held, Failure> {
     let path = campaign.path;
     let id = campaign.id.map(str::to_owned).unwrap_or_else(|| format!("{}:{}", hostname(), std::process::id()));
     let latch = LeaderLatch::builder(on, path, &id)
         .loss_policy(campaign.args.hold.loss_policy.into())
+        .acl_provider(acls.clone())
         .build()
         .map_err(Failure::from_lock_error)?;
     latch.start().await.map_err(Failure::from_lock_error)?;

@@ -10,6 +10,7 @@ use tracing::info;
 use zklock::LossReason;
 use zookeeper_client::Client;
 
+use crate::acl;
 use crate::acquire::{acquire, kind, own_data};
 use crate::campaign;
 use crate::cli::{Connection, LockArgs, OnRevoke};
@@ -32,9 +33,10 @@ pub async fn hold(
     let kind = kind(args);
     let session = campaign::session(client, connection)?;
     let revocation = Revocation { policy: args.on_revoke, own_data: own_data(args) };
+    let acls = acl::for_path(client, lock_path, &args.hold.acl, connection.authenticates()).await?;
     loop {
         let client = session.usable_client().await;
-        let take = acquire((&session).into(), lock_path, kind, args);
+        let take = acquire((&session).into(), lock_path, kind, args, &acls);
         let held = match take_alone(&client, lock_path, kind, take, &mut signals).await {
             Ok(Ok(held)) => held,
             Ok(Err(signal)) => return Ok(ExitCode::from(128 + signal as u8)),

@@ -1,6 +1,7 @@
 //! `zklock`: run a command while holding a ZooKeeper lock or semaphore, or while leading an
 //! election. `zklock --help` says how.
 
+mod acl;
 mod acquire;
 mod campaign;
 mod cli;
@@ -123,7 +124,10 @@ async fn dispatch(client: &Client, cli: Cli) -> Result<ExitCode, Failure> {
             elect::elect(client, &cli.connection, &campaign, &command).await
         }
         Some(Command::Completions { .. } | Command::Manpage) => Ok(ExitCode::SUCCESS),
-        None => run::run(client, cli.lock_path.as_deref().unwrap_or_default(), &cli.lock, &command).await,
+        None => {
+            let path = cli.lock_path.as_deref().unwrap_or_default();
+            run::run(client, &cli.connection, path, &cli.lock, &command).await
+        }
     }
 }
 

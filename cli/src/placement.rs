@@ -31,6 +31,7 @@ const SCOPES: &[(&str, &[Mode])] = &[
     ("timeout", &[Run, Hold, Elect]),
     ("conflict_exit_code", &[Run, Hold, Elect]),
     ("loss_policy", &[Run, Hold, Elect]),
+    ("acl", &[Run, Hold, Elect]),
     ("kill_after", &[Run, Elect]),
     ("write", &[Run, Hold]),
     ("read", &[Run, Hold]),

@@ -11,8 +11,9 @@ use tracing::info;
 use zklock::LossReason;
 use zookeeper_client::Client;
 
+use crate::acl;
 use crate::acquire::{acquire, kind, own_data};
-use crate::cli::{HoldOptions, LockArgs, OnRevoke};
+use crate::cli::{Connection, HoldOptions, LockArgs, OnRevoke};
 use crate::exit::{Failure, Outcome};
 use crate::group::{become_subreaper, exit_code, Group};
 use crate::held::Held;
@@ -22,9 +23,16 @@ use crate::output;
 use crate::signals::Signals;
 
 /// Runs `command` while holding the lock.
-pub async fn run(client: &Client, lock_path: &str, args: &LockArgs, command: &[OsString]) -> Result<ExitCode, Failure> {
+pub async fn run(
+    client: &Client,
+    connection: &Connection,
+    lock_path: &str,
+    args: &LockArgs,
+    command: &[OsString],
+) -> Result<ExitCode, Failure> {
     let kind = kind(args);
-    let acquire = acquire(client.into(), lock_path, kind, args);
+    let acls = acl::for_path(client, lock_path, &args.hold.acl, connection.authenticates()).await?;
+    let acquire = acquire(client.into(), lock_path, kind, args, &acls);
     let revocation = Revocation { policy: args.on_revoke, own_data: own_data(args) };
     run_command(client, lock_path, kind, acquire, command, &revocation, &args.hold).await
 }
