@@ -7,7 +7,7 @@ use zklock::{AclProvider, InterProcessMutex, InterProcessSemaphoreV2, NodeSchema
 use crate::cli::LockArgs;
 use crate::exit::{Failure, Outcome};
 use crate::held::Held;
-use crate::layout::Kind;
+use crate::layout::{Kind, Layout};
 use crate::node_data::NodeData;
 
 /// The kind of lock the options ask for.
@@ -21,6 +21,11 @@ pub fn kind(args: &LockArgs) -> Kind {
     } else {
         Kind::ReadWrite
     }
+}
+
+/// What the options put on the path.
+pub fn layout(args: &LockArgs) -> Layout {
+    Layout { kind: kind(args), leases: args.semaphore }
 }
 
 /// How long to wait: not at all with -n (or `--timeout 0`), else `--timeout`, else for ever.

@@ -73,7 +73,13 @@ _c_{uuid}-latch-{seq}, data = --id, by default HOSTNAME:PID), waits to lead, and
 only while leading, with ZKLOCK_FENCING_TOKEN set to the leadership's epoch. Losing leadership
 stops the command as losing a lock does (exit 76); when the command ends, zklock leaves the
 election, the next participant leads, and zklock exits with the command's status. Without a command,
-`zklock elect PATH` prints its node and epoch once it leads, and leads until signalled.
+`zklock elect PATH` prints its node and epoch once it leads, and leads until signalled or the
+leadership is lost (76; --retake leads again after a loss to the session).
+
+`zklock hold` means held without a gap: any loss ends it with 76 (--retake takes the lock
+again after a loss to the session, printing a new line). While holding, a lock of another kind
+or a semaphore of another N arriving on the path is a loss too, said in one line: the two would
+not exclude each other. With a command, that stops the command as a loss does.
 
 A path holds one kind of lock or an election: a mode that cannot share it with the nodes already
 there (a semaphore on a lock, a kazoo lock on a Curator one, an election on a lock) is refused
@@ -232,6 +238,12 @@ pub struct LockArgs {
     #[arg(long, env = "ZKLOCK_KAZOO", value_parser = BoolishValueParser::new(), global = true)]
     pub kazoo: bool,
 
+    /// hold, elect without a command: after losing the lock or leadership to the session
+    /// (expired, cut off), take it again and print the new line, instead of exiting 76 (as
+    /// `etcdctl lock` without a command keeps going). The hold then has a gap.
+    #[arg(long, env = "ZKLOCK_RETAKE", value_parser = BoolishValueParser::new(), global = true)]
+    pub retake: bool,
+
     /// What to do when someone asks the holder to let go (`zklock revoke`): send the command
     /// SIGTERM (hold mode: release and exit 0), or carry on.
     #[arg(long, value_enum, value_name = "WHAT", default_value = "term", env = "ZKLOCK_ON_REVOKE", global = true)]
@@ -308,7 +320,8 @@ impl From<LossPolicyArg> for zklock::LossPolicy {
 pub enum Command {
     /// Take the lock, print its node and fencing token, and hold it until signalled, asked to
     /// let go, or the reader of that line goes away (like `etcdctl lock NAME` without a command).
-    /// Lost to the session (expired, cut off), it is taken again and the new line printed.
+    /// Any loss ends it with 76 (--retake takes it again after a loss to the session); so does
+    /// another kind of lock, or a semaphore of another N, arriving on the path.
     Hold {
         /// The lock path.
         #[arg(value_name = "LOCK_PATH")]
@@ -317,7 +330,8 @@ pub enum Command {
     /// Run a command only while this process leads an election (Curator's LeaderLatch): wait
     /// for leadership, run the command, stop it if leadership is lost, and leave the election
     /// when it ends. Without a command: print the node and epoch once leading, and lead until
-    /// signalled (leading again after a loss to the session, with a new line).
+    /// signalled or the leadership is lost (76; --retake leads again after a loss to the
+    /// session, with a new line).
     Elect {
         /// The election path, e.g. /elections/report-writer.
         #[arg(value_name = "ELECTION_PATH")]

@@ -14,6 +14,7 @@ mod generated;
 mod group;
 mod held;
 mod hold;
+mod intruders;
 mod layout;
 mod leader;
 mod list;

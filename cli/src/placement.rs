@@ -39,6 +39,7 @@ const SCOPES: &[(&str, &[Mode])] = &[
     ("mutex", &[Run, Hold]),
     ("kazoo", &[Run, Hold]),
     ("on_revoke", &[Run, Hold]),
+    ("retake", &[Hold, Elect]),
     ("shell_command", &[Run, Elect]),
     ("id", &[Elect]),
     ("json", &[Hold, Elect, Leader, List]),
