@@ -35,14 +35,21 @@ pub async fn hold(
     let layout = layout(args);
     let session = campaign::session(client, connection)?;
     let revocation = Revocation { policy: args.on_revoke, own_data: own_data(args) };
-    let acls = acl::for_path(client, lock_path, &args.hold.acl, connection.authenticates()).await?;
+    let signalled = |signal: libc::c_int| Ok(ExitCode::from(128 + signal as u8));
+    let acls = match signals.until(acl::for_path(client, lock_path, &args.hold.acl, connection.authenticates())).await {
+        Ok(acls) => acls?,
+        Err(signal) => return signalled(signal),
+    };
     let watch = Watch { path: lock_path, layout };
     loop {
-        let client = session.usable_client().await;
+        let client = match signals.until(session.usable_client()).await {
+            Ok(client) => client,
+            Err(signal) => return signalled(signal),
+        };
         let take = acquire((&session).into(), lock_path, layout.kind, args, &acls);
         let held = match take_alone(&client, lock_path, layout, take, &mut signals).await {
             Ok(Ok(held)) => held,
-            Ok(Err(signal)) => return Ok(ExitCode::from(128 + signal as u8)),
+            Ok(Err(signal)) => return signalled(signal),
             // The session expired while we queued (nothing was held yet): queue again on the
             // next one.
             Err(failure) if client.state() == zookeeper_client::SessionState::Expired => {
@@ -55,9 +62,12 @@ pub async fn hold(
         if let Kept::Lost(reason) = kept {
             if args.retake && campaign::takes_again(reason) {
                 campaign::say_again(held.what(), &reason.to_string());
-                campaign::settled(&client).await;
+                let settled = signals.until(campaign::settled(&client)).await;
                 held.release(&client).await;
-                continue;
+                match settled {
+                    Ok(()) => continue,
+                    Err(signal) => return signalled(signal),
+                }
             }
         }
         let outcome = kept.outcome(&held);

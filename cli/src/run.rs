@@ -95,19 +95,30 @@ pub async fn take_alone(
     take: impl Future<Output = Result<Held, Failure>>,
     signals: &mut Signals,
 ) -> Result<Result<Held, libc::c_int>, Failure> {
-    ensure_alone(client, path, layout).await?;
-    if tracing::enabled!(tracing::Level::INFO) {
-        say_who_holds(client, path, layout.kind).await;
-    }
-    let held = tokio::select! {
-        held = take => held?,
-        signal = signals.next() => return Ok(Err(signal)),
+    let before = async {
+        ensure_alone(client, path, layout).await?;
+        if tracing::enabled!(tracing::Level::INFO) {
+            say_who_holds(client, path, layout.kind).await;
+        }
+        take.await
+    };
+    let held = match signals.until(before).await {
+        Ok(held) => held?,
+        Err(signal) => return Ok(Err(signal)),
     };
     // Two modes of different kinds that looked at an empty path at once both got here; each
     // looks again now that its own node is there, so at least one of them sees the other.
-    if let Err(failure) = ensure_alone(client, path, layout).await {
-        held.release(client).await;
-        return Err(failure);
+    let alone = signals.until(ensure_alone(client, path, layout)).await;
+    match alone {
+        Ok(Ok(())) => {}
+        Ok(Err(failure)) => {
+            held.release(client).await;
+            return Err(failure);
+        }
+        Err(signal) => {
+            held.release(client).await;
+            return Ok(Err(signal));
+        }
     }
     info!("acquired {}, fencing token {}", held.hold().node_path(), held.hold().fencing_token());
     Ok(Ok(held))

@@ -41,4 +41,14 @@ impl Signals {
         })
         .await
     }
+
+    /// Waits for `wait`, unless a caught signal comes first: `Err(signal)` then, and `wait` is
+    /// dropped. Every wait of zklock's goes through here or selects on [`next`](Self::next), so a
+    /// supervisor's signal is answered at once even while ZooKeeper is out of reach.
+    pub async fn until<T>(&mut self, wait: impl std::future::Future<Output = T>) -> Result<T, libc::c_int> {
+        tokio::select! {
+            done = wait => Ok(done),
+            signal = self.next() => Err(signal),
+        }
+    }
 }
