@@ -56,7 +56,8 @@ which grows from holder to holder: pass it to what you write, and refuse older o
 The command runs in a process group of its own, led by a watchdog process: if zklock dies, of
 any signal including SIGKILL, the kernel tells the watchdog, which kills the whole group at once,
 before the session can expire and anyone else can hold the lock. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
-SIGUSR2 sent to zklock are passed on to that whole group, once; the lock is released when the
+SIGUSR2 sent to zklock are passed on to that whole group, once (one ignored when zklock started,
+as nohup ignores SIGHUP, stays ignored by zklock and the command); the lock is released when the
 last process of the group has exited. If the lock is lost while the command runs (session
 expired, disconnected too long, node deleted), the group gets SIGTERM at once and SIGKILL at the
 latest when the server could first expire the session (sooner with --kill-after); zklock exits 76

@@ -47,6 +47,7 @@ use crate::exit::{Failure, Outcome};
 use crate::placement::Mode;
 
 fn main() -> ExitCode {
+    signals::ignored_at_start();
     let matches = match Cli::command().try_get_matches() {
         Ok(matches) => matches,
         Err(err) => return clap_failure(err),
