@@ -9,7 +9,7 @@ use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::acl::parse_acl;
-use crate::duration::parse_duration;
+use crate::duration::{parse_duration, parse_session_timeout};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -167,7 +167,7 @@ pub struct Connection {
     pub zk: Option<String>,
 
     /// ZooKeeper session timeout: a holder that dies releases the lock after about this long.
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, env = "ZKLOCK_SESSION_TIMEOUT", global = true)]
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_session_timeout, env = "ZKLOCK_SESSION_TIMEOUT", global = true)]
     pub session_timeout: Duration,
 
     /// How long to try to reach ZooKeeper before giving up (exit 69).
@@ -285,7 +285,9 @@ pub struct HoldOptions {
     pub acl: Vec<zookeeper_client::Acl>,
 
     /// After SIGTERM on a lost lock or leadership, wait at most this long before SIGKILL. Never
-    /// later than the moment the server could first expire the session.
+    /// later than the moment the server could first expire the session; so a loss after which
+    /// another may already hold (session expired, node deleted) gets SIGKILL at once, without
+    /// this grace.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, env = "ZKLOCK_KILL_AFTER", global = true)]
     pub kill_after: Duration,
 }

@@ -169,6 +169,8 @@ fn clap_failure(err: clap::Error) -> ExitCode {
     }
     match err.print() {
         Ok(()) => ExitCode::SUCCESS,
+        // `zklock --help | head -1`: the reader has what it wanted, as for any other output.
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(Outcome::ReaderGone.code()),
         Err(_) => ExitCode::from(Outcome::CannotWrite.code()),
     }
 }
