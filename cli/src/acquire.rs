@@ -2,12 +2,12 @@
 
 use std::time::Duration;
 
-use zklock::{InterProcessMutex, InterProcessSemaphoreV2, NodeSchema};
+use zklock::{AclProvider, InterProcessMutex, InterProcessSemaphoreV2, NodeSchema};
 
 use crate::cli::LockArgs;
 use crate::exit::{Failure, Outcome};
 use crate::held::Held;
-use crate::layout::Kind;
+use crate::layout::{Kind, Layout};
 use crate::node_data::NodeData;
 
 /// The kind of lock the options ask for.
@@ -21,6 +21,11 @@ pub fn kind(args: &LockArgs) -> Kind {
     } else {
         Kind::ReadWrite
     }
+}
+
+/// What the options put on the path.
+pub fn layout(args: &LockArgs) -> Layout {
+    Layout { kind: kind(args), leases: args.semaphore }
 }
 
 /// How long to wait: not at all with -n (or `--timeout 0`), else `--timeout`, else for ever.
@@ -49,13 +54,20 @@ pub fn own_data(args: &LockArgs) -> String {
 }
 
 /// Takes the lock (or a lease) at `lock_path` on `on`, a client or a session, within the
-/// patience the options give.
-pub async fn acquire(on: zklock::Connection, lock_path: &str, kind: Kind, args: &LockArgs) -> Result<Held, Failure> {
+/// patience the options give, creating nodes with `acls` (`acl.rs`).
+pub async fn acquire(
+    on: zklock::Connection,
+    lock_path: &str,
+    kind: Kind,
+    args: &LockArgs,
+    acls: &AclProvider,
+) -> Result<Held, Failure> {
     let timeout = patience(args);
     let node_data = own_data(args);
     let held = if let Some(leases) = args.semaphore {
         let semaphore = InterProcessSemaphoreV2::builder(on, lock_path, leases)
             .node_data(node_data)
+            .acl_provider(acls.clone())
             .loss_policy(args.hold.loss_policy.into())
             .build()
             .map_err(Failure::from_lock_error)?;
@@ -64,8 +76,10 @@ pub async fn acquire(on: zklock::Connection, lock_path: &str, kind: Kind, args: 
             Some(timeout) => semaphore.acquire_timeout(timeout).await.transpose().map(|lease| lease.map(Held::Lease)),
         }
     } else {
-        let builder =
-            InterProcessMutex::builder(on, lock_path).node_data(node_data).loss_policy(args.hold.loss_policy.into());
+        let builder = InterProcessMutex::builder(on, lock_path)
+            .node_data(node_data)
+            .acl_provider(acls.clone())
+            .loss_policy(args.hold.loss_policy.into());
         let rw;
         let mutex;
         let side = match kind {

@@ -1,8 +1,8 @@
-//! `zklock hold` and `zklock elect` without a command campaign for as long as they run: a hold
-//! lost to the session (it expired, or the client was cut off past the loss policy's grace) is
-//! taken again, on a new session if the old one expired, and its new node and token printed.
-//! A node deleted by someone else still ends them (an operator's way to make a holder let go),
-//! and so does every loss in the command mode, which stops its command.
+//! `zklock hold --retake` and `zklock elect --retake` without a command campaign for as long as
+//! they run: a hold lost to the session (it expired, or the client was cut off past the loss
+//! policy's grace) is taken again, on a new session if the old one expired, and its new node and
+//! token printed. A node deleted by someone else still ends them (an operator's way to make a
+//! holder let go), and so does every loss without `--retake` or in the command mode.
 
 use std::time::Duration;
 

@@ -8,7 +8,8 @@ use std::time::Duration;
 use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::duration::parse_duration;
+use crate::acl::parse_acl;
+use crate::duration::{parse_duration, parse_session_timeout};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -55,7 +56,8 @@ which grows from holder to holder: pass it to what you write, and refuse older o
 The command runs in a process group of its own, led by a watchdog process: if zklock dies, of
 any signal including SIGKILL, the kernel tells the watchdog, which kills the whole group at once,
 before the session can expire and anyone else can hold the lock. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
-SIGUSR2 sent to zklock are passed on to that whole group, once; the lock is released when the
+SIGUSR2 sent to zklock are passed on to that whole group, once (one ignored when zklock started,
+as nohup ignores SIGHUP, stays ignored by zklock and the command); the lock is released when the
 last process of the group has exited. If the lock is lost while the command runs (session
 expired, disconnected too long, node deleted), the group gets SIGTERM at once and SIGKILL at the
 latest when the server could first expire the session (sooner with --kill-after); zklock exits 76
@@ -72,7 +74,13 @@ _c_{uuid}-latch-{seq}, data = --id, by default HOSTNAME:PID), waits to lead, and
 only while leading, with ZKLOCK_FENCING_TOKEN set to the leadership's epoch. Losing leadership
 stops the command as losing a lock does (exit 76); when the command ends, zklock leaves the
 election, the next participant leads, and zklock exits with the command's status. Without a command,
-`zklock elect PATH` prints its node and epoch once it leads, and leads until signalled.
+`zklock elect PATH` prints its node and epoch once it leads, and leads until signalled or the
+leadership is lost (76; --retake leads again after a loss to the session).
+
+`zklock hold` means held without a gap: any loss ends it with 76 (--retake takes the lock
+again after a loss to the session, printing a new line). While holding, a lock of another kind
+or a semaphore of another N arriving on the path is a loss too, said in one line: the two would
+not exclude each other. With a command, that stops the command as a loss does.
 
 A path holds one kind of lock or an election: a mode that cannot share it with the nodes already
 there (a semaphore on a lock, a kazoo lock on a Curator one, an election on a lock) is refused
@@ -159,7 +167,7 @@ pub struct Connection {
     pub zk: Option<String>,
 
     /// ZooKeeper session timeout: a holder that dies releases the lock after about this long.
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, env = "ZKLOCK_SESSION_TIMEOUT", global = true)]
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_session_timeout, env = "ZKLOCK_SESSION_TIMEOUT", global = true)]
     pub session_timeout: Duration,
 
     /// How long to try to reach ZooKeeper before giving up (exit 69).
@@ -193,6 +201,13 @@ pub struct Connection {
     pub verbose: bool,
 }
 
+impl Connection {
+    /// Whether the session authenticates (`--auth`, `--auth-file`).
+    pub fn authenticates(&self) -> bool {
+        !self.auth.is_empty() || self.auth_file.is_some()
+    }
+}
+
 /// Which lock, and how to take and hold it.
 #[derive(Debug, Args)]
 pub struct LockArgs {
@@ -223,6 +238,12 @@ pub struct LockArgs {
     /// kazoo's Lock layout (to share the path with Python services that use it).
     #[arg(long, env = "ZKLOCK_KAZOO", value_parser = BoolishValueParser::new(), global = true)]
     pub kazoo: bool,
+
+    /// hold, elect without a command: after losing the lock or leadership to the session
+    /// (expired, cut off), take it again and print the new line, instead of exiting 76 (as
+    /// `etcdctl lock` without a command keeps going). The hold then has a gap.
+    #[arg(long, env = "ZKLOCK_RETAKE", value_parser = BoolishValueParser::new(), global = true)]
+    pub retake: bool,
 
     /// What to do when someone asks the holder to let go (`zklock revoke`): send the command
     /// SIGTERM (hold mode: release and exit 0), or carry on.
@@ -255,8 +276,18 @@ pub struct HoldOptions {
     )]
     pub loss_policy: LossPolicyArg,
 
+    /// The ACL of the nodes zklock creates (the lock path, if new, and the lock nodes), as
+    /// zkCli writes one: SCHEME:ID:PERMS, comma-separated or repeated, e.g. auth::cdrwa (the
+    /// authenticated creator) and world:anyone:r. Default: the ACL of the lock path, or of its
+    /// nearest parent that exists. With --auth, a lock anyone may change (world:anyone with more
+    /// than r) is refused (exit 64).
+    #[arg(long, value_name = "ACL", value_delimiter = ',', value_parser = parse_acl, env = "ZKLOCK_ACL", global = true)]
+    pub acl: Vec<zookeeper_client::Acl>,
+
     /// After SIGTERM on a lost lock or leadership, wait at most this long before SIGKILL. Never
-    /// later than the moment the server could first expire the session.
+    /// later than the moment the server could first expire the session; so a loss after which
+    /// another may already hold (session expired, node deleted) gets SIGKILL at once, without
+    /// this grace.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, env = "ZKLOCK_KILL_AFTER", global = true)]
     pub kill_after: Duration,
 }
@@ -292,7 +323,8 @@ impl From<LossPolicyArg> for zklock::LossPolicy {
 pub enum Command {
     /// Take the lock, print its node and fencing token, and hold it until signalled, asked to
     /// let go, or the reader of that line goes away (like `etcdctl lock NAME` without a command).
-    /// Lost to the session (expired, cut off), it is taken again and the new line printed.
+    /// Any loss ends it with 76 (--retake takes it again after a loss to the session); so does
+    /// another kind of lock, or a semaphore of another N, arriving on the path.
     Hold {
         /// The lock path.
         #[arg(value_name = "LOCK_PATH")]
@@ -301,7 +333,8 @@ pub enum Command {
     /// Run a command only while this process leads an election (Curator's LeaderLatch): wait
     /// for leadership, run the command, stop it if leadership is lost, and leave the election
     /// when it ends. Without a command: print the node and epoch once leading, and lead until
-    /// signalled (leading again after a loss to the session, with a new line).
+    /// signalled or the leadership is lost (76; --retake leads again after a loss to the
+    /// session, with a new line).
     Elect {
         /// The election path, e.g. /elections/report-writer.
         #[arg(value_name = "ELECTION_PATH")]

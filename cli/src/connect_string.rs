@@ -53,6 +53,9 @@ fn server(text: &str) -> Result<(String, u16), String> {
             None => (address, None),
         },
     };
+    if text.contains(';') {
+        return Err(bad("servers are separated by commas, not semicolons"));
+    }
     if host.is_empty() || host.contains(char::is_whitespace) {
         return Err(bad("no host"));
     }

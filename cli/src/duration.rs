@@ -18,6 +18,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(seconds).map_err(|_| format!("{text:?} is out of range"))
 }
 
+/// A session timeout: a duration ZooKeeper can take (whole milliseconds in an i32, not zero).
+pub fn parse_session_timeout(text: &str) -> Result<Duration, String> {
+    let timeout = parse_duration(text)?;
+    let millis = timeout.as_millis();
+    if millis == 0 || millis > i32::MAX as u128 {
+        return Err(format!("a session timeout of {text:?} is not one ZooKeeper takes (1ms to 24 days)"));
+    }
+    Ok(timeout)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -40,5 +50,8 @@ mod tests {
         assert!(parse_duration("10 parsecs").is_err());
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("1e400").is_err());
+        assert!(parse_session_timeout("0").is_err());
+        assert!(parse_session_timeout("3000000").is_err());
+        assert_eq!(parse_session_timeout("10s"), Ok(Duration::from_secs(10)));
     }
 }

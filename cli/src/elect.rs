@@ -6,19 +6,23 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use tracing::info;
-use zklock::LeaderLatch;
+use zklock::{AclProvider, LeaderLatch};
 use zookeeper_client::Client;
 
+use crate::acl;
 use crate::acquire::not_in_time;
 use crate::campaign;
 use crate::cli::{Connection, LockArgs, OnRevoke};
-use crate::exit::Failure;
+use crate::exit::{Failure, Outcome};
 use crate::held::Held;
 use crate::hold::{keep, Kept};
-use crate::layout::Kind;
+use crate::layout::{Kind, Layout};
 use crate::node_data::hostname;
-use crate::run::{run_command, take_alone, Revocation};
+use crate::run::{run_command, take_alone, Revocation, Watch};
 use crate::signals::Signals;
+
+/// What an election puts on its path.
+const LATCH: Layout = Layout { kind: Kind::Latch, leases: None };
 
 /// Who takes part, and how: the options `zklock elect` takes.
 #[derive(Debug)]
@@ -40,25 +44,31 @@ pub async fn elect(
 ) -> Result<ExitCode, Failure> {
     // Leadership cannot be revoked: only its loss, or a signal, ends it.
     let revocation = Revocation { policy: OnRevoke::Ignore, own_data: String::new() };
+    let acls = acl::for_path(client, campaign.path, &campaign.args.hold.acl, connection.authenticates()).await?;
     if !command.is_empty() {
-        let leadership = lead(client.into(), campaign);
-        return run_command(client, campaign.path, Kind::Latch, leadership, command, &revocation, &campaign.args.hold)
-            .await;
+        if campaign.args.retake {
+            return Err(Failure::new(Outcome::Usage, "--retake goes with `zklock elect` without a command"));
+        }
+        let leadership = lead(client.into(), campaign, &acls);
+        return run_command(client, campaign.path, LATCH, leadership, command, &revocation, &campaign.args.hold).await;
     }
-    // Without a command, lead for as long as we run: a latch on a session joins again after
-    // its expiry, and after a loss while the session lives.
+    // Without a command, lead until signalled or the leadership is lost (76); with --retake, a
+    // latch on a session joins again after its expiry, and after a loss while the session lives.
     let mut signals = Signals::install()?;
     let session = campaign::session(client, connection)?;
-    let leadership = lead((&session).into(), campaign);
-    let mut held = match take_alone(client, campaign.path, Kind::Latch, leadership, &mut signals).await? {
+    let leadership = lead((&session).into(), campaign, &acls);
+    let mut held = match take_alone(client, campaign.path, LATCH, leadership, &mut signals).await? {
         Ok(held) => held,
         Err(signal) => return Ok(ExitCode::from(128 + signal as u8)),
     };
     loop {
         let client = session.client();
-        let kept = keep(&client, campaign.path, &held, &mut signals, &revocation, campaign.as_json).await;
+        let watch = Watch { path: campaign.path, layout: LATCH };
+        let kept = keep(&client, watch, &held, &mut signals, &revocation, campaign.as_json).await;
         match (kept, &mut held) {
-            (Kept::Lost(reason), Held::Leader { latch, leadership }) if campaign::takes_again(reason) => {
+            (Kept::Lost(reason), Held::Leader { latch, leadership })
+                if campaign.args.retake && campaign::takes_again(reason) =>
+            {
                 campaign::say_again("leadership", &reason.to_string());
                 *leadership = tokio::select! {
                     next = latch.await_leadership() => next.map_err(Failure::from_lock_error)?,
@@ -77,12 +87,14 @@ pub async fn elect(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Joins the election and waits to lead, until `--timeout`. Leaves the election when it gives up.
-async fn lead(on: zklock::Connection, campaign: &Campaign<'_>) -> Result<Held, Failure> {
+/// Joins the election and waits to lead, until `--timeout`, creating nodes with `acls`. Leaves
+/// the election when it gives up.
+async fn lead(on: zklock::Connection, campaign: &Campaign<'_>, acls: &AclProvider) -> Result<Held, Failure> {
     let path = campaign.path;
     let id = campaign.id.map(str::to_owned).unwrap_or_else(|| format!("{}:{}", hostname(), std::process::id()));
     let latch = LeaderLatch::builder(on, path, &id)
         .loss_policy(campaign.args.hold.loss_policy.into())
+        .acl_provider(acls.clone())
         .build()
         .map_err(Failure::from_lock_error)?;
     latch.start().await.map_err(Failure::from_lock_error)?;

@@ -1,7 +1,8 @@
 //! `zklock hold LOCK_PATH` (and `zklock elect PATH` without a command): take the lock or
 //! leadership, print its node and fencing token, and keep it until a signal, a revocation
-//! request (unless ignored), the reader of that line going away, or its loss to someone deleting
-//! our node. A loss to the session is no end: the hold is taken again (`campaign.rs`).
+//! request (unless ignored), the reader of that line going away, or its loss (76): "held" means
+//! held without a gap. With `--retake`, a loss to the session is taken again (`campaign.rs`), and
+//! a new line printed. A participant that cannot share the path arriving is a loss too.
 
 use std::process::ExitCode;
 
@@ -10,17 +11,19 @@ use tracing::info;
 use zklock::LossReason;
 use zookeeper_client::Client;
 
-use crate::acquire::{acquire, kind, own_data};
+use crate::acl;
+use crate::acquire::{acquire, layout, own_data};
 use crate::campaign;
 use crate::cli::{Connection, LockArgs, OnRevoke};
 use crate::exit::{Failure, Outcome};
 use crate::held::Held;
+use crate::intruders;
 use crate::output;
-use crate::run::{take_alone, Revocation};
+use crate::run::{take_alone, Revocation, Watch};
 use crate::signals::Signals;
 
-/// Holds the lock until told to stop, taking it again after a loss to the session; prints the
-/// node and fencing token of each hold.
+/// Holds the lock until told to stop or it is lost (76); with `--retake`, takes it again after a
+/// loss to the session. Prints the node and fencing token of each hold.
 pub async fn hold(
     client: &Client,
     connection: &Connection,
@@ -29,29 +32,42 @@ pub async fn hold(
     as_json: bool,
 ) -> Result<ExitCode, Failure> {
     let mut signals = Signals::install()?;
-    let kind = kind(args);
+    let layout = layout(args);
     let session = campaign::session(client, connection)?;
     let revocation = Revocation { policy: args.on_revoke, own_data: own_data(args) };
+    let signalled = |signal: libc::c_int| Ok(ExitCode::from(128 + signal as u8));
+    let acls = match signals.until(acl::for_path(client, lock_path, &args.hold.acl, connection.authenticates())).await {
+        Ok(acls) => acls?,
+        Err(signal) => return signalled(signal),
+    };
+    let watch = Watch { path: lock_path, layout };
     loop {
-        let client = session.usable_client().await;
-        let take = acquire((&session).into(), lock_path, kind, args);
-        let held = match take_alone(&client, lock_path, kind, take, &mut signals).await {
+        let client = match signals.until(session.usable_client()).await {
+            Ok(client) => client,
+            Err(signal) => return signalled(signal),
+        };
+        let take = acquire((&session).into(), lock_path, layout.kind, args, &acls);
+        let held = match take_alone(&client, lock_path, layout, take, &mut signals).await {
             Ok(Ok(held)) => held,
-            Ok(Err(signal)) => return Ok(ExitCode::from(128 + signal as u8)),
-            // The session expired while we queued: queue again on the next one.
+            Ok(Err(signal)) => return signalled(signal),
+            // The session expired while we queued (nothing was held yet): queue again on the
+            // next one.
             Err(failure) if client.state() == zookeeper_client::SessionState::Expired => {
                 campaign::say_again("lock", &failure.message);
                 continue;
             }
             Err(failure) => return Err(failure),
         };
-        let kept = keep(&client, lock_path, &held, &mut signals, &revocation, as_json).await;
+        let kept = keep(&client, watch, &held, &mut signals, &revocation, as_json).await;
         if let Kept::Lost(reason) = kept {
-            if campaign::takes_again(reason) {
+            if args.retake && campaign::takes_again(reason) {
                 campaign::say_again(held.what(), &reason.to_string());
-                campaign::settled(&client).await;
+                let settled = signals.until(campaign::settled(&client)).await;
                 held.release(&client).await;
-                continue;
+                match settled {
+                    Ok(()) => continue,
+                    Err(signal) => return signalled(signal),
+                }
             }
         }
         let outcome = kept.outcome(&held);
@@ -66,6 +82,8 @@ pub enum Kept {
     Ended(Result<ExitCode, Failure>),
     /// The hold was lost.
     Lost(LossReason),
+    /// A participant that cannot share the path arrived: we are no longer alone.
+    Intruded(Failure),
 }
 
 impl Kept {
@@ -74,6 +92,7 @@ impl Kept {
         match self {
             Kept::Ended(outcome) => outcome,
             Kept::Lost(reason) => Err(Failure::new(Outcome::Lost, format!("{} lost ({reason})", held.what()))),
+            Kept::Intruded(failure) => Err(failure),
         }
     }
 }
@@ -81,7 +100,7 @@ impl Kept {
 /// Prints what is held and keeps it until told to stop or it is lost; the caller lets go of it.
 pub async fn keep(
     client: &Client,
-    path: &str,
+    watch: Watch<'_>,
     held: &Held,
     signals: &mut Signals,
     revocation: &Revocation,
@@ -89,7 +108,7 @@ pub async fn keep(
 ) -> Kept {
     let (node, token) = (held.hold().node_path(), held.hold().fencing_token());
     let line = match as_json {
-        true => json!({ "path": path, "node": node, "token": token }).to_string(),
+        true => json!({ "path": watch.path, "node": node, "token": token }).to_string(),
         false => format!("{node} {token}"),
     };
     if let Err(failure) = output::line(&line) {
@@ -99,10 +118,13 @@ pub async fn keep(
     // everyone else out until someone kills us.
     let reader_gone = output::reader_gone();
     tokio::pin!(reader_gone);
+    let intruder = intruders::arrived(client, watch.path, watch.layout);
+    tokio::pin!(intruder);
     let mut revocation_seen = false;
     loop {
         tokio::select! {
             reason = held.hold().lost() => return Kept::Lost(reason),
+            failure = &mut intruder => return Kept::Intruded(failure),
             _ = held.hold().revocation_requested(), if !revocation_seen => {
                 revocation_seen = true;
                 held.restore_data(client, &revocation.own_data).await;

@@ -7,6 +7,7 @@ use std::fmt;
 use zookeeper_client::{Client, Error as ZkError};
 
 use crate::exit::{Failure, Outcome};
+use crate::node_data::NodeData;
 
 /// A kind of lock, as its nodes show it. Two kinds never see each other's nodes, so two modes
 /// of different kinds on one path would not exclude each other.
@@ -22,6 +23,14 @@ pub enum Kind {
     Semaphore,
     /// An election of Curator's `LeaderLatch` (`zklock elect`): `_c_{uuid}-latch-{seq}`.
     Latch,
+}
+
+/// What a mode puts on a path: its kind of lock and, for a semaphore, its number of leases
+/// (participants that count differently do not exclude each other as either expects).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub kind: Kind,
+    pub leases: Option<u32>,
 }
 
 /// The semaphore's two folders under the lock path.
@@ -116,9 +125,27 @@ pub fn check(path: &str, ours: Kind, present: &BTreeSet<Kind>) -> Result<(), Fai
     }
 }
 
-/// Refuses `ours` on a path where another kind of lock has nodes now.
-pub async fn ensure_alone(client: &Client, path: &str, ours: Kind) -> Result<(), Failure> {
-    check(path, ours, &kinds_present(client, path).await?)
+/// Refuses `ours` on a path where another kind of lock has nodes now, or, for a semaphore, a
+/// zklock lease that counts another number of leases.
+pub async fn ensure_alone(client: &Client, path: &str, ours: Layout) -> Result<(), Failure> {
+    check(path, ours.kind, &kinds_present(client, path).await?)?;
+    let Some(leases) = ours.leases else { return Ok(()) };
+    let folder = format!("{path}/leases");
+    for lease in list(client, &folder).await? {
+        let data = match client.get_data(&format!("{folder}/{lease}")).await {
+            Ok((data, _)) => data,
+            Err(ZkError::NoNode) => continue,
+            Err(err) => return Err(Failure::zookeeper("get", &folder, err)),
+        };
+        let theirs = NodeData::parse(&String::from_utf8_lossy(&data)).and_then(|data| data.leases);
+        if let Some(theirs) = theirs.filter(|theirs| *theirs != leases) {
+            return Err(Failure::new(
+                Outcome::Usage,
+                format!("{path} is in use as a semaphore of {theirs} leases; one of {leases} cannot share it"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -6,14 +6,17 @@ use serde_json::json;
 use zookeeper_client::Client;
 
 use crate::exit::Failure;
-use crate::layout::{kinds_present, Kind};
+use crate::layout::{check, kinds_present, Kind};
 use crate::list::{add_tokens, queue};
 use crate::output;
 
 /// Prints the leader's id, node and epoch; exit 1 when nobody leads.
 pub async fn leader(client: &Client, path: &str, as_json: bool) -> Result<ExitCode, Failure> {
     let mut participants = Vec::new();
-    if kinds_present(client, path).await?.contains(&Kind::Latch) {
+    let kinds = kinds_present(client, path).await?;
+    // A lock's path has no leader: "nobody leads" would hide that the path is the wrong one.
+    check(path, Kind::Latch, &kinds)?;
+    if kinds.contains(&Kind::Latch) {
         participants = queue(client, path, Kind::Latch).await?;
         add_tokens(client, &mut participants).await;
     }

@@ -1,6 +1,7 @@
 //! `zklock`: run a command while holding a ZooKeeper lock or semaphore, or while leading an
 //! election. `zklock --help` says how.
 
+mod acl;
 mod acquire;
 mod campaign;
 mod cli;
@@ -13,6 +14,7 @@ mod generated;
 mod group;
 mod held;
 mod hold;
+mod intruders;
 mod layout;
 mod leader;
 mod list;
@@ -45,6 +47,7 @@ use crate::exit::{Failure, Outcome};
 use crate::placement::Mode;
 
 fn main() -> ExitCode {
+    signals::ignored_at_start();
     let matches = match Cli::command().try_get_matches() {
         Ok(matches) => matches,
         Err(err) => return clap_failure(err),
@@ -123,7 +126,10 @@ async fn dispatch(client: &Client, cli: Cli) -> Result<ExitCode, Failure> {
             elect::elect(client, &cli.connection, &campaign, &command).await
         }
         Some(Command::Completions { .. } | Command::Manpage) => Ok(ExitCode::SUCCESS),
-        None => run::run(client, cli.lock_path.as_deref().unwrap_or_default(), &cli.lock, &command).await,
+        None => {
+            let path = cli.lock_path.as_deref().unwrap_or_default();
+            run::run(client, &cli.connection, path, &cli.lock, &command).await
+        }
     }
 }
 
@@ -163,6 +169,8 @@ fn clap_failure(err: clap::Error) -> ExitCode {
     }
     match err.print() {
         Ok(()) => ExitCode::SUCCESS,
+        // `zklock --help | head -1`: the reader has what it wanted, as for any other output.
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(Outcome::ReaderGone.code()),
         Err(_) => ExitCode::from(Outcome::CannotWrite.code()),
     }
 }

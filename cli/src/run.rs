@@ -11,22 +11,31 @@ use tracing::info;
 use zklock::LossReason;
 use zookeeper_client::Client;
 
-use crate::acquire::{acquire, kind, own_data};
-use crate::cli::{HoldOptions, LockArgs, OnRevoke};
+use crate::acl;
+use crate::acquire::{acquire, layout, own_data};
+use crate::cli::{Connection, HoldOptions, LockArgs, OnRevoke};
 use crate::exit::{Failure, Outcome};
 use crate::group::{become_subreaper, exit_code, Group};
 use crate::held::Held;
-use crate::layout::{ensure_alone, Kind};
+use crate::intruders;
+use crate::layout::{ensure_alone, Kind, Layout};
 use crate::list::queue;
 use crate::output;
 use crate::signals::Signals;
 
 /// Runs `command` while holding the lock.
-pub async fn run(client: &Client, lock_path: &str, args: &LockArgs, command: &[OsString]) -> Result<ExitCode, Failure> {
-    let kind = kind(args);
-    let acquire = acquire(client.into(), lock_path, kind, args);
+pub async fn run(
+    client: &Client,
+    connection: &Connection,
+    lock_path: &str,
+    args: &LockArgs,
+    command: &[OsString],
+) -> Result<ExitCode, Failure> {
+    let layout = layout(args);
+    let acls = acl::for_path(client, lock_path, &args.hold.acl, connection.authenticates()).await?;
+    let acquire = acquire(client.into(), lock_path, layout.kind, args, &acls);
     let revocation = Revocation { policy: args.on_revoke, own_data: own_data(args) };
-    run_command(client, lock_path, kind, acquire, command, &revocation, &args.hold).await
+    run_command(client, lock_path, layout, acquire, command, &revocation, &args.hold).await
 }
 
 /// How a holder answers a request to let go (`zklock revoke`).
@@ -43,7 +52,7 @@ pub struct Revocation {
 pub async fn run_command(
     client: &Client,
     path: &str,
-    kind: Kind,
+    layout: Layout,
     take: impl Future<Output = Result<Held, Failure>>,
     command: &[OsString],
     revocation: &Revocation,
@@ -54,7 +63,7 @@ pub async fn run_command(
     };
     become_subreaper();
     let mut signals = Signals::install()?;
-    let held = match take_alone(client, path, kind, take, &mut signals).await? {
+    let held = match take_alone(client, path, layout, take, &mut signals).await? {
         Ok(held) => held,
         Err(signal) => return Ok(ExitCode::from(128 + signal as u8)),
     };
@@ -70,33 +79,46 @@ pub async fn run_command(
             return Err(failure);
         }
     };
-    let outcome = supervise(client, &mut group, &held, &mut signals, revocation, options).await;
+    let watch = Watch { path, layout };
+    let outcome = supervise(client, &mut group, &held, &mut signals, revocation, options, watch).await;
     held.release(client).await;
     outcome
 }
 
-/// Takes the lock (or leadership) with `take`, refusing a path used by another kind of lock.
-/// `Ok(Err(signal))` when a signal came first (`take` is dropped, which leaves no node behind).
+/// Takes the lock (or leadership) with `take`, refusing a path used by another kind of lock
+/// (or a semaphore of another size). `Ok(Err(signal))` when a signal came first (`take` is
+/// dropped, which leaves no node behind).
 pub async fn take_alone(
     client: &Client,
     path: &str,
-    kind: Kind,
+    layout: Layout,
     take: impl Future<Output = Result<Held, Failure>>,
     signals: &mut Signals,
 ) -> Result<Result<Held, libc::c_int>, Failure> {
-    ensure_alone(client, path, kind).await?;
-    if tracing::enabled!(tracing::Level::INFO) {
-        say_who_holds(client, path, kind).await;
-    }
-    let held = tokio::select! {
-        held = take => held?,
-        signal = signals.next() => return Ok(Err(signal)),
+    let before = async {
+        ensure_alone(client, path, layout).await?;
+        if tracing::enabled!(tracing::Level::INFO) {
+            say_who_holds(client, path, layout.kind).await;
+        }
+        take.await
+    };
+    let held = match signals.until(before).await {
+        Ok(held) => held?,
+        Err(signal) => return Ok(Err(signal)),
     };
     // Two modes of different kinds that looked at an empty path at once both got here; each
     // looks again now that its own node is there, so at least one of them sees the other.
-    if let Err(failure) = ensure_alone(client, path, kind).await {
-        held.release(client).await;
-        return Err(failure);
+    let alone = signals.until(ensure_alone(client, path, layout)).await;
+    match alone {
+        Ok(Ok(())) => {}
+        Ok(Err(failure)) => {
+            held.release(client).await;
+            return Err(failure);
+        }
+        Err(signal) => {
+            held.release(client).await;
+            return Ok(Err(signal));
+        }
     }
     info!("acquired {}, fencing token {}", held.hold().node_path(), held.hold().fencing_token());
     Ok(Ok(held))
@@ -110,7 +132,15 @@ async fn say_who_holds(client: &Client, lock_path: &str, kind: Kind) {
     }
 }
 
-/// Waits for the command's whole process group while watching the lock and the signals.
+/// The path a hold is on, watched for participants that cannot share it (`intruders.rs`).
+#[derive(Clone, Copy, Debug)]
+pub struct Watch<'a> {
+    pub path: &'a str,
+    pub layout: Layout,
+}
+
+/// Waits for the command's whole process group while watching the lock, the path and the
+/// signals.
 async fn supervise(
     client: &Client,
     group: &mut Group,
@@ -118,9 +148,12 @@ async fn supervise(
     signals: &mut Signals,
     revocation: &Revocation,
     options: &HoldOptions,
+    watch: Watch<'_>,
 ) -> Result<ExitCode, Failure> {
     let mut revocation_seen = false;
     let what = held.what();
+    let intruder = intruders::arrived(client, watch.path, watch.layout);
+    tokio::pin!(intruder);
     loop {
         tokio::select! {
             status = group.wait() => return Ok(ExitCode::from(exit_code(status?))),
@@ -145,6 +178,17 @@ async fn supervise(
                 } else {
                     info!("revocation requested: carrying on (--on-revoke ignore)");
                 }
+            }
+            failure = &mut intruder => {
+                // Not a loss to the session: nobody else is about to be granted our lock, so
+                // the command gets --kill-after's grace.
+                output::warn(&format!("{}; stopping the command", failure.message));
+                group.signal(libc::SIGTERM);
+                if tokio::time::timeout(options.kill_after, group.wait()).await.is_err() {
+                    group.signal(libc::SIGKILL);
+                    group.wait().await?;
+                }
+                return Err(Failure::quiet(Outcome::Lost));
             }
             signal = signals.next() => group.signal(signal),
         }

@@ -107,7 +107,13 @@ async fn a_tls_port_is_reached_with_its_ca_and_not_without() {
 
 #[test]
 fn malformed_connect_strings_are_usage_errors_that_say_why() {
-    for (zk, says) in [("127.0.0.1:abc", "port"), ("", "empty"), ("zk1:2181,", "no host"), ("127.0.0.1:0", "port")] {
+    for (zk, says) in [
+        ("127.0.0.1:abc", "port"),
+        ("", "empty"),
+        ("zk1:2181,", "no host"),
+        ("127.0.0.1:0", "port"),
+        ("zk1:2181;zk2:2181", "commas"),
+    ] {
         let output = bare_zklock().args(["--zk", zk, "list", "/x"]).output().unwrap();
         assert_eq!(output.status.code(), Some(USAGE), "{zk:?}: {output:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);

@@ -66,17 +66,41 @@ fn next_node(lines: &std::sync::mpsc::Receiver<String>, what: &str) -> String {
     line.split_whitespace().next().unwrap_or_else(|| panic!("{what} printed {line:?}")).to_owned()
 }
 
-/// `hold` and `elect` without a command campaign for as long as they run: cut off past their
-/// session's expiry, they take the lock (lead) again on a new session and print the new node;
-/// the old node went with the old session, and a signal still lets go of the new one.
+/// Cut off past their session's expiry: "held" means held without a gap, so `hold` and `elect`
+/// without a command exit 76 by default; with `--retake` they take the lock (lead) again on a new
+/// session and print the new node; the old node went with the old session, and a signal still
+/// lets go of the new one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hold_and_elect_take_it_again_after_their_session_expired() {
+async fn hold_and_elect_end_with_the_loss_code_when_their_session_expired() {
+    for mode in ["hold", "elect"] {
+        let path = unique_path(&format!("cli-held-{mode}"));
+        let proxy = Proxy::start(server().address()).unwrap();
+        let mut holder = Group::spawn(
+            zklock(&proxy.connect_string()).args([mode, &path]).stdout(Stdio::piped()).stderr(Stdio::piped()),
+        );
+        let lines = lines_of(&mut holder);
+        next_node(&lines, mode);
+        proxy.blackhole();
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        proxy.heal();
+        assert_eq!(holder.wait(Duration::from_secs(30)).code(), Some(support::LOST), "{mode}");
+        assert!(lines.try_recv().is_err(), "{mode}: took it again");
+        let stderr = holder.stderr();
+        assert!(stderr.contains("lost") && !stderr.contains("taking it again"), "{mode}: {stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retake_takes_it_again_after_their_session_expired() {
     let client = connect().await;
     for mode in ["hold", "elect"] {
         let path = unique_path(&format!("cli-campaign-{mode}"));
         let proxy = Proxy::start(server().address()).unwrap();
         let mut holder = Group::spawn(
-            zklock(&proxy.connect_string()).args([mode, &path]).stdout(Stdio::piped()).stderr(Stdio::piped()),
+            zklock(&proxy.connect_string())
+                .args([mode, "--retake", &path])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
         );
         let lines = lines_of(&mut holder);
         let first = next_node(&lines, mode);
@@ -108,4 +132,36 @@ async fn hold_whose_node_an_operator_deleted_ends_with_the_loss_code() {
     let (mut holder, node) = hold(&zk, &[], &path);
     client.delete(&node, None).await.unwrap();
     assert_eq!(holder.wait(Duration::from_secs(20)).code(), Some(support::LOST));
+}
+
+/// Another kind of lock, or a semaphore of another N, arriving on the path while `hold` or a
+/// command holds it would run beside it unseen: the holder ends with 76 and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_layout_arriving_while_holding_ends_the_hold_loudly() {
+    let zk = server().connect_string();
+    let client = connect().await;
+    let mutex_node = "_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-lock-";
+    let lease_node = "leases/_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-lease-";
+    let cases: [(&str, &[&str], &str, &str); 3] = [
+        ("hold", &["hold"], mutex_node, ""),
+        ("semaphore", &["hold", "--semaphore", "2"], lease_node, "zklock pid 1 on elsewhere of 3 leases"),
+        ("command", &["--"], mutex_node, ""),
+    ];
+    for (case, mode, intruder, data) in cases {
+        let path = unique_path(&format!("cli-intruder-{case}"));
+        let mut command = zklock(&zk);
+        match mode[0] {
+            "--" => command.args([&path, "--", "sh", "-c", "echo held; exec sleep 60"]),
+            _ => command.args(mode).arg(&path),
+        };
+        let mut holder = Group::spawn(command.stdout(Stdio::piped()).stderr(Stdio::piped()));
+        // Held (and checked alone) before the intruder comes.
+        next_node(&lines_of(&mut holder), case);
+        let node = format!("{path}/{intruder}");
+        let create = zookeeper_client::CreateMode::EphemeralSequential.with_acls(zookeeper_client::Acls::anyone_all());
+        client.create(&node, data.as_bytes(), &create).await.unwrap();
+        assert_eq!(holder.wait(Duration::from_secs(20)).code(), Some(support::LOST), "{case}");
+        let stderr = holder.stderr();
+        assert!(stderr.contains("no longer alone"), "{case}: {stderr}");
+    }
 }
