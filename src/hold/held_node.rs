@@ -52,9 +52,6 @@ impl HeldNode {
             downgraded: AtomicBool::new(false),
             _session_watch: Arc::clone(session_watch),
         };
-        if let Some(armed) = node.watch {
-            held.signal.arm(armed);
-        }
         session_watch.register(&held.signal, &held.path);
         held
     }
@@ -159,12 +156,12 @@ impl HeldNode {
             self.delete_in_background();
             return Err(Error::LockLost(reason));
         }
-        delete_released(&self.client, &self.path, self.signal.take_armed()).await
+        delete_released(&self.client, &self.path).await
     }
 
     /// Deletes the node of a released hold in the background (a guard's `Drop`).
     pub(crate) fn delete_in_background(&self) {
-        delete_in_background(&self.client, Arc::clone(&self.path), self.signal.take_armed());
+        delete_in_background(&self.client, Arc::clone(&self.path));
     }
 
     /// Releases the hold and deletes its node in the background: for a hold that nobody will

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use crate::observe::HoldEvents;
-use crate::queue::own_node_watch::OwnNodeWatch;
 use crate::LossReason;
 
 /// The loss state of one hold, shared by its guards and the tasks that watch it.
@@ -21,9 +20,6 @@ pub(crate) struct HoldSignal {
     /// Whether the node watch is set on the server, on a node that was there when it was set:
     /// `None` not yet known, `Some(false)` it could not be set.
     watched: watch::Sender<Option<bool>>,
-    /// The watch on our node that its wait left set (a hold that began on a handoff): the node
-    /// watch, when one is wanted, starts from it instead of sending a getData.
-    armed: std::sync::Mutex<Option<OwnNodeWatch>>,
     /// Tells the operator (tracing, metrics) which lock was released, lost or asked for.
     events: Arc<HoldEvents>,
 }
@@ -36,7 +32,6 @@ impl HoldSignal {
             released: AtomicBool::new(false),
             node_watch_started: AtomicBool::new(false),
             watched: watch::Sender::new(None),
-            armed: std::sync::Mutex::new(None),
             events,
         })
     }
@@ -85,16 +80,6 @@ impl HoldSignal {
         if !self.revoke.send_replace(true) {
             self.events.revocation_requested();
         }
-    }
-
-    /// Keeps `watch`, set on our node while it waited, for the node watch.
-    pub(crate) fn arm(&self, watch: OwnNodeWatch) {
-        *self.armed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(watch);
-    }
-
-    /// The watch kept by [`arm`](Self::arm), if it is still here.
-    pub(crate) fn take_armed(&self) -> Option<OwnNodeWatch> {
-        self.armed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
     }
 
     /// Whether the node watch is to be set now: true once per hold, and never after release.

@@ -1,15 +1,12 @@
 //! The watch on our own node that turns its deletion by someone else into a loss and a
-//! revocation request into a flag: one getData watch, watched lazily (a short hold pays
-//! nothing), set for the purpose or carried over from the wait of a hold that began on a
-//! handoff (see [`OwnNodeWatch`]); left to fire on our own delete (dropping it unfired would
-//! cost a RemoveWatches request).
+//! revocation request into a flag: one getData watch, set lazily (a short hold pays nothing)
+//! and left to fire on our own delete (dropping it unfired would cost a RemoveWatches request).
 
 use std::sync::Arc;
 
 use zookeeper_client::{Client, Error as ZkError, EventType};
 
 use super::hold_signal::HoldSignal;
-use crate::queue::own_node_watch::Fired;
 use crate::queue::retry::retry_transient;
 use crate::queue::session_end::SessionEnd;
 use crate::LossReason;
@@ -18,9 +15,8 @@ use crate::LossReason;
 pub(crate) const REVOKE_MARKER: &[u8] = b"__REVOKE__";
 
 /// Sets a getData watch on our node (once per hold) in a spawned task, and turns its firing into
-/// a loss unless our own release deleted the node; starts from the watch the node's wait left,
-/// if the signal keeps one. The watch is never removed: it fires on our delete, which costs
-/// nothing, where dropping it unfired would cost a RemoveWatches request.
+/// a loss unless our own release deleted the node. The watch is never removed: it fires on our
+/// delete, where dropping it unfired would cost a RemoveWatches request.
 pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<HoldSignal>) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
@@ -28,22 +24,18 @@ pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<Hol
     if !signal.starts_node_watch() {
         return;
     }
-    let mut armed = signal.take_armed();
     let (client, node_path, signal) = (client.clone(), Arc::clone(node_path), Arc::clone(signal));
     runtime.spawn(async move {
         loop {
-            let (data, mut watch) = match armed.take() {
-                Some(own) => own.into_parts(),
-                None => match retry_transient(|| client.get_and_watch_data(&node_path)).await {
-                    Ok((data, _stat, watcher)) => (data, Box::pin(watcher.changed()) as Fired),
-                    Err(ZkError::NoNode) => return signal.mark_lost(LossReason::NodeDeleted),
-                    Err(err) => match SessionEnd::of_error(&err) {
-                        Some(end) => return signal.mark_lost(end.loss()),
-                        None => {
-                            signal.mark_watched(false);
-                            return tracing::warn!(node = %node_path, error = %err, "cannot watch the lock node");
-                        }
-                    },
+            let (data, watcher) = match retry_transient(|| client.get_and_watch_data(&node_path)).await {
+                Ok((data, _stat, watcher)) => (data, watcher),
+                Err(ZkError::NoNode) => return signal.mark_lost(LossReason::NodeDeleted),
+                Err(err) => match SessionEnd::of_error(&err) {
+                    Some(end) => return signal.mark_lost(end.loss()),
+                    None => {
+                        signal.mark_watched(false);
+                        return tracing::warn!(node = %node_path, error = %err, "cannot watch the lock node");
+                    }
                 },
             };
             if data == REVOKE_MARKER {
@@ -51,7 +43,7 @@ pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<Hol
             }
             // After the revocation flag: whoever waits for the watch then sees both.
             signal.mark_watched(true);
-            let event = watch.as_mut().await;
+            let event = watcher.changed().await;
             if event.event_type == EventType::NodeDeleted {
                 return signal.mark_lost(LossReason::NodeDeleted);
             }

@@ -263,7 +263,7 @@ impl InterProcessMutex {
             return Ok(None);
         };
         let Some(fencing_token) = state.first_token(node.czxid) else {
-            delete_in_background(client, node.path.into(), node.watch);
+            delete_in_background(client, node.path.into());
             return Err(Error::InvalidOptions("local handoff: the lock node's czxid is past 2^55"));
         };
         let events = state.label.acquired(&node.path, fencing_token, started);

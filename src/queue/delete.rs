@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use zookeeper_client::{Client, Error as ZkError};
 
-use super::own_node_watch::OwnNodeWatch;
 use super::retry::{back_off, is_connection_loss, is_transient};
 use crate::{Error, Result};
 
@@ -46,8 +45,8 @@ pub(crate) async fn delete_node(client: &Client, path: &str) -> Result<Deleted> 
 /// The delete is sent at once, in call order, and awaited here; if the caller's future is
 /// dropped first, the rest (waiting, retrying through connection loss) goes on in a spawned task,
 /// so the node is never left behind.
-pub(crate) async fn delete_released(client: &Client, node: &Arc<str>, watch: Option<OwnNodeWatch>) -> Result<()> {
-    match PendingDelete::send(client, node, watch).finish().await {
+pub(crate) async fn delete_released(client: &Client, node: &Arc<str>) -> Result<()> {
+    match PendingDelete::send(client, node).finish().await {
         Ok(Deleted::ByUs) => Ok(()),
         Ok(Deleted::AlreadyGone) => Err(Error::LockNodeDeleted { path: node.to_string() }),
         Err(err) => Err(err),
@@ -56,13 +55,13 @@ pub(crate) async fn delete_released(client: &Client, node: &Arc<str>, watch: Opt
 
 /// Deletes a released node, sending the delete at once and seeing it through in a spawned task;
 /// failures are logged: a guard's `Drop`.
-pub(crate) fn delete_in_background(client: &Client, node: Arc<str>, watch: Option<OwnNodeWatch>) {
+pub(crate) fn delete_in_background(client: &Client, node: Arc<str>) {
     if tokio::runtime::Handle::try_current().is_err() {
         tracing::warn!(node = %node, "released outside a tokio runtime; the node goes when the session ends");
         return;
     }
     // Dropped unfinished, it goes on in the background.
-    drop(PendingDelete::send(client, &node, watch));
+    drop(PendingDelete::send(client, &node));
 }
 
 type Finishing = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Deleted>> + Send>>;
@@ -75,16 +74,11 @@ struct PendingDelete {
 }
 
 impl PendingDelete {
-    /// Sends the delete of `node`; `watch`, a watch of ours on it, is kept until the delete is
-    /// done, when it has fired (dropped unfired, it would cost a RemoveWatches request).
-    fn send(client: &Client, node: &Arc<str>, watch: Option<OwnNodeWatch>) -> Self {
+    /// Sends the delete of `node`.
+    fn send(client: &Client, node: &Arc<str>) -> Self {
         let first = client.delete(node, None);
         let (client, task_node) = (client.clone(), Arc::clone(node));
-        let rest: Finishing = Box::pin(async move {
-            let deleted = finish_delete(first, &client, &task_node).await;
-            drop(watch);
-            deleted
-        });
+        let rest: Finishing = Box::pin(async move { finish_delete(first, &client, &task_node).await });
         PendingDelete { node: Arc::clone(node), rest: Some(rest) }
     }
 

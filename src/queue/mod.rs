@@ -11,7 +11,6 @@ pub(crate) mod deadline;
 pub(crate) mod delete;
 pub(crate) mod listing;
 pub(crate) mod node;
-pub(crate) mod own_node_watch;
 pub(crate) mod participant_node;
 pub(crate) mod retry;
 pub(crate) mod session;

@@ -12,7 +12,6 @@ use std::time::Instant;
 
 use super::deadline::{within, CLEANUP_AFTER_DEADLINE};
 use super::delete::delete_node;
-use super::own_node_watch::OwnNodeWatch;
 use super::retry::{back_off, is_connection_loss, is_transient, retry_transient};
 use crate::rules::decide::Rule;
 use crate::rules::naming::{sequential_name, Schema};
@@ -101,14 +100,11 @@ pub(crate) struct LockNode {
     /// Its sequence number, when the create's reply gave it (not for a node that sorts level
     /// with another, nor one found again after a lost reply).
     pub(crate) sequence: Option<i64>,
-    /// The watch on this node that its wait set, when a handoff proved it still there (see
-    /// `queue::handoff`): the hold's loss watch, already armed.
-    pub(crate) watch: Option<OwnNodeWatch>,
 }
 
 impl LockNode {
     fn new(lock_path: &str, name: &str, czxid: i64, sequence: Option<i64>) -> Self {
-        LockNode { path: format!("{lock_path}/{name}"), name_at: lock_path.len() + 1, czxid, sequence, watch: None }
+        LockNode { path: format!("{lock_path}/{name}"), name_at: lock_path.len() + 1, czxid, sequence }
     }
 
     /// What the opening's decisions need of it.

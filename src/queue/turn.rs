@@ -4,12 +4,12 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
 use zookeeper_client::{Client, Error as ZkError, EventType, OneshotWatcher, WatchedEvent};
 
 use super::deadline::{within, Patience};
 use super::node::{create_node, list_children, FirstLook, LockNode, NodeCleanup, Place, QueueSpec};
-use super::own_node_watch::{ready_now, OwnNodeWatch};
 use super::retry::{is_transient, retry_transient};
 use super::session_end::{ended_session, SessionEnd};
 use crate::rules::decide::{decide, Decision};
@@ -111,8 +111,8 @@ enum Turn {
 /// on a handoff, our own). `first` is what came back with the create.
 ///
 /// The invariant: we hold only on a node of ours that exists when the hold begins. A listing
-/// that shows our node first proves it; a handoff without a listing proves it by our own node's
-/// watch (see [`handoff`]), which the hold then keeps as its loss watch (`node.watch`).
+/// that shows our node first proves it; a handoff without a listing proves it by a read of our
+/// own node sent once the predecessor is gone (see [`handoff`]).
 async fn wait_turn<G: Future<Output = Error>>(
     spec: &QueueSpec<'_>,
     node: &mut LockNode,
@@ -166,9 +166,8 @@ async fn wait_turn<G: Future<Output = Error>>(
             predecessor_goes(spec.client, &predecessor).await?;
             continue;
         }
-        if let Some(watch) = handoff(spec.client, node, &predecessor).await? {
+        if handoff(spec.client, node, &predecessor).await? {
             // Held without a listing: nothing known of who is behind.
-            node.watch = Some(watch);
             return Ok(Turn::Hold(Opening::Unknown));
         }
     }
@@ -201,39 +200,45 @@ async fn room_changes<G: Future<Output = Error>>(
     list_children(spec.client, spec.lock_path).await
 }
 
-/// Waits for `predecessor`, the last node ahead of ours that keeps us out, to go, and returns
-/// our node's watch when that was a handoff: the predecessor is gone and our node provably still
-/// exists after its deletion. `None`: list again (the predecessor changed without going, or the
-/// proof is missing).
+/// Waits for `predecessor`, the last node ahead of ours that keeps us out, to go; `true` when
+/// that was a handoff: the predecessor is gone and our node provably still exists after its
+/// deletion. `false`: list again (the predecessor changed without going, or the proof is
+/// missing).
 ///
 /// Why our node is read only once the predecessor is gone, and why that proves it: one
 /// transaction (`multi`, as `zkCli deleteall` sends) may delete the predecessor and our node
 /// together, and its watch events reach us one frame apart; no event seen yet for our node
 /// proves nothing. The server applies a transaction, queueing every watch event it fires, before
 /// it runs a request that arrives after it, and it answers a session in order: so the reply to a
-/// getData sent once the predecessor's deletion is known finds our node only if no transaction
-/// up to that deletion, its own included, deleted it. Across a reconnection the server answering
+/// read sent once the predecessor's deletion is known finds our node only if no transaction up
+/// to that deletion, its own included, deleted it. Across a reconnection the server answering
 /// may be another one, behind the one that told us of the deletion, so any change of the
 /// connection's state since the predecessor was watched voids the proof: the listing decides.
-/// The read sets the watch the hold keeps as its node watch, and reads our node's data (a
-/// revocation request written while we waited is seen).
+/// The read sets no watch: one would fire on our own delete, an event for every hold, where a
+/// hold that wants its node watched (after a second, or `lost()`) sets it then.
 ///
 /// # Errors
 /// [`Error::LockNodeDeleted`] when our node is gone (the queue then takes a new one); a
-/// session's end; what the watch requests return that is not transient.
-async fn handoff(client: &Client, node: &LockNode, predecessor: &str) -> Result<Option<OwnNodeWatch>> {
+/// session's end; what the requests return that is not transient.
+async fn handoff(client: &Client, node: &LockNode, predecessor: &str) -> Result<bool> {
     let mut connection = client.state_watcher();
     if !predecessor_goes(client, predecessor).await? {
-        return Ok(None);
+        return Ok(false);
     }
-    let own = match client.get_and_watch_data(&node.path).await {
-        Ok((data, _stat, watcher)) => OwnNodeWatch::new(data, watcher),
-        Err(ZkError::NoNode) => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
-        Err(err) if is_transient(&err) => return Ok(None),
-        Err(err) => return Err(Error::zookeeper("watch", &node.path, err)),
-    };
-    let same_connection = ready_now(connection.changed()).is_none();
-    Ok(same_connection.then_some(own))
+    match client.check_stat(&node.path).await {
+        Ok(Some(_)) => Ok(ready_now(connection.changed()).is_none()),
+        Ok(None) => Err(Error::LockNodeDeleted { path: node.path.clone() }),
+        Err(err) if is_transient(&err) => Ok(false),
+        Err(err) => Err(Error::zookeeper("read", &node.path, err)),
+    }
+}
+
+/// What `future` resolves to if it is ready at its first poll.
+fn ready_now<F: Future>(future: F) -> Option<F::Output> {
+    match std::pin::pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => Some(output),
+        Poll::Pending => None,
+    }
 }
 
 /// Waits for a change to `predecessor`; `true` when it is gone.
