@@ -4,8 +4,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::{children, connect, unique_path, wait_for_children};
-use zklock::{Error, InterProcessReadWriteLock};
+use common::{children, connect, eventually, unique_path, wait_for_children};
+use zklock::{Error, InterProcessReadWriteLock, LossReason};
 
 #[tokio::test]
 async fn readers_share_and_a_writer_is_alone() {
@@ -141,4 +141,34 @@ async fn a_writer_arriving_after_a_downgrade_waits_for_the_read() {
     let write = other.write_lock().try_acquire().await.unwrap().expect("free once the read is released");
     write.release().await.unwrap();
     assert!(children(&a, &path).await.is_empty());
+}
+
+/// Found by the explorer (`tests/explore.rs`): a write holder whose node an operator deleted
+/// (before the holder could know: no watch yet) downgraded, and its read node, level with the
+/// deleted write node, held at once, beside the writer that was then first. A downgrade now
+/// proves its write node still exists once the read node is there (a read sent right behind the
+/// create): it fails with `LockLost(NodeDeleted)`, the write hold says it is lost, and no read
+/// node is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_downgrade_after_the_write_node_was_deleted_never_reads_beside_the_next_writer() {
+    let path = unique_path("rw-downgrade-deleted");
+    let (client, other_client) = (connect().await, connect().await);
+    let lock = InterProcessReadWriteLock::new(&client, &path).unwrap();
+    let writing = lock.write_lock().acquire().await.unwrap();
+    let other = InterProcessReadWriteLock::new(&other_client, &path).unwrap();
+    let next_writer = tokio::spawn(async move { other.write_lock().acquire().await.unwrap() });
+    eventually("the next writer queued", || async { children(&client, &path).await.len() == 2 }).await;
+    other_client.delete(writing.node_path(), None).await.unwrap();
+    let next_writer = tokio::time::timeout(Duration::from_secs(10), next_writer).await.expect("never held").unwrap();
+    assert!(writing.is_held(), "nothing watches the write node yet: its holder cannot know");
+
+    let downgraded = lock.read_lock().try_acquire().await;
+    assert!(
+        matches!(downgraded, Err(Error::LockLost(LossReason::NodeDeleted))),
+        "a downgrade beside a deleted write node: {downgraded:?}"
+    );
+    assert!(!writing.is_held(), "the write hold is known lost");
+    assert_eq!(children(&client, &path).await.len(), 1, "only the next writer's node is left");
+    next_writer.release().await.unwrap();
+    drop(writing);
 }

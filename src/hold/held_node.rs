@@ -118,6 +118,11 @@ impl HeldNode {
         self.signal.is_revocation_requested()
     }
 
+    /// The node is known gone (or the hold otherwise lost) by a request of ours.
+    pub(crate) fn mark_lost(&self, reason: LossReason) {
+        self.signal.mark_lost(reason);
+    }
+
     /// A read hold of this write node's owner is being taken level with it (a downgrade).
     pub(crate) fn mark_downgraded(&self) {
         self.downgraded.store(true, Ordering::SeqCst);

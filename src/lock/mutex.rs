@@ -259,7 +259,12 @@ impl InterProcessMutex {
             place,
             ..QueueSpec::new(client, &state.path, state.schema, entry.rule, &state.data, &state.acls)
         };
-        let Some((node, next_opening)) = take_place(&spec, patience).await? else {
+        let placed = take_place(&spec, patience).await;
+        if let (Err(Error::LockLost(reason)), Some(write)) = (&placed, &other_side) {
+            // A downgrade found its write node gone: the owner's write hold is lost too.
+            write.mark_lost(*reason);
+        }
+        let Some((node, next_opening)) = placed? else {
             return Ok(None);
         };
         let Some(fencing_token) = state.first_token(node.czxid) else {

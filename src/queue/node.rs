@@ -14,9 +14,10 @@ use super::deadline::{within, CLEANUP_AFTER_DEADLINE};
 use super::delete::delete_node;
 use super::retry::{back_off, is_connection_loss, is_transient, retry_transient};
 use crate::rules::decide::Rule;
+use crate::rules::entry::Level;
 use crate::rules::naming::{sequential_name, Schema};
 use crate::rules::opening::{alone_proof, Opening, Ours, Proof};
-use crate::{AclProvider, Error, Result};
+use crate::{AclProvider, Error, LossReason, Result};
 
 /// Which queue, and how our node in it looks.
 #[derive(Debug)]
@@ -34,9 +35,9 @@ pub(crate) struct QueueSpec<'a> {
     pub(crate) parent_acls: &'a [Acl],
     /// What goes out with the create.
     pub(crate) opening: Opening,
-    /// The sort key our node takes instead of a sequence number (a downgrade's read node; see
-    /// [`Entry::level_with`](crate::rules::entry::Entry)).
-    pub(crate) level_with: Option<&'a str>,
+    /// Where our node stands instead of at a sequence number: level with a node that must still
+    /// exist once ours is there (a downgrade's read node; see [`Level`]).
+    pub(crate) level_with: Option<Level<'a>>,
     /// Told our place in the queue as it takes it (a leader election's `start` returns once our
     /// node is there, and its `close` removes what may exist of it).
     pub(crate) place: Option<&'a PlaceReport>,
@@ -150,7 +151,7 @@ pub(crate) async fn create_node(
     cleanup: &mut NodeCleanup,
 ) -> Result<(LockNode, FirstLook, Proof)> {
     let (create_path, mode) = match spec.level_with {
-        Some(key) => (format!("{}/{prefix}{key}", spec.lock_path), CreateMode::Ephemeral),
+        Some(level) => (format!("{}/{prefix}{}", spec.lock_path, level.key), CreateMode::Ephemeral),
         None => (format!("{}/{prefix}", spec.lock_path), CreateMode::EphemeralSequential),
     };
     let acls = Acls::new(spec.acls);
@@ -189,6 +190,9 @@ pub(crate) async fn create_node(
             }
         };
         cleanup.remains = Remains::Created(node.path.clone());
+        if let Some(level) = spec.level_with {
+            stands_beside(spec.client, level, replies.beside).await?;
+        }
         let proof = alone_proof(&spec.opening, node.sequence, node.czxid);
         let look = match proof {
             Proof::Held => FirstLook::Listing(vec![node.name().to_owned()]),
@@ -208,6 +212,31 @@ struct CreateReplies {
     created: std::result::Result<(Stat, CreateSequence), ZkError>,
     listed: Option<Listed>,
     watched: Option<Watched>,
+    /// Whether the node ours stands level with was still there after our create.
+    beside: Option<std::result::Result<Option<Stat>, ZkError>>,
+}
+
+/// Proves that the node a level node stands beside (a downgrade's write node) still existed
+/// after our node was created: `beside`, the read sent right behind our create (answered after
+/// it), or, when that reply was lost, a read sent now. Without it, a write holder whose node an
+/// operator had deleted (and who cannot know yet) would read beside the writer now first.
+///
+/// # Errors
+/// [`Error::LockLost`] (`NodeDeleted`) when it is gone: the owner's write hold is lost, and our
+/// node is deleted by the acquire's cleanup.
+async fn stands_beside(
+    client: &Client,
+    level: Level<'_>,
+    beside: Option<std::result::Result<Option<Stat>, ZkError>>,
+) -> Result<()> {
+    let found = match beside {
+        Some(Ok(found)) => found,
+        _ => retry_transient(|| client.check_stat(level.node)).await.map_err(Error::on("read", level.node))?,
+    };
+    match found {
+        Some(_) => Ok(()),
+        None => Err(Error::LockLost(LossReason::NodeDeleted)),
+    }
 }
 
 /// Sends the create and, right behind it, what the opening asks for; waits for every reply.
@@ -218,6 +247,7 @@ async fn send_create(spec: &QueueSpec<'_>, path: &str, options: &CreateOptions<'
         Opening::QueuedBehind(name) => Some(spec.client.get_and_watch_data(&format!("{}/{name}", spec.lock_path))),
         _ => None,
     };
+    let beside = spec.level_with.map(|level| spec.client.check_stat(level.node));
     let created = create.await;
     let listed = match list {
         Some(list) => Some(list.await),
@@ -227,7 +257,11 @@ async fn send_create(spec: &QueueSpec<'_>, path: &str, options: &CreateOptions<'
         Some(watch) => Some(watch.await),
         None => None,
     };
-    CreateReplies { created, listed, watched }
+    let beside = match beside {
+        Some(beside) => Some(beside.await),
+        None => None,
+    };
+    CreateReplies { created, listed, watched, beside }
 }
 
 /// What the replies sent with our create tell of the queue.

@@ -22,7 +22,18 @@ pub(crate) struct Entry<'a> {
     /// its owner's write node's key (Curator 5.5's layout, CURATOR-621), so that it sorts level
     /// with the write node, ahead of every writer queued behind it, and keeps them out once the
     /// write lock is released.
-    pub(crate) level_with: Option<&'a str>,
+    pub(crate) level_with: Option<Level<'a>>,
+}
+
+/// Where a downgrade's read node stands: level with its owner's write node, which must still
+/// exist once the read node is there (the read hold stands on the write hold's place in the
+/// queue: an operator may have deleted the write node before its owner could know).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Level<'a> {
+    /// The sort key the read node takes: the write node's.
+    pub(crate) key: &'a str,
+    /// The write node.
+    pub(crate) node: &'a str,
 }
 
 /// How an owner's acquire of `role` enters the queue, given the node it holds on the other side
@@ -38,9 +49,10 @@ pub(crate) fn entry<'a>(role: Role, schema: Schema, other_side: Option<&'a str>)
         (Role::Write, Some(_)) => Err("a read lock holder cannot take the write lock (no upgrades)"),
         (Role::Write, None) => queue(Rule::Writer { writer_name: WRITE_NAME }),
         // The write holder may read: a downgrade, never a wait.
-        (Role::Read, Some(write_node)) => {
-            Ok(Entry { rule: Rule::Always, level_with: Some(schema.sort_key(write_node)) })
-        }
+        (Role::Read, Some(write_node)) => Ok(Entry {
+            rule: Rule::Always,
+            level_with: Some(Level { key: schema.sort_key(write_node), node: write_node }),
+        }),
         (Role::Read, None) => queue(Rule::Reader { writer_name: WRITE_NAME }),
     }
 }
@@ -64,7 +76,8 @@ mod tests {
     fn the_write_holders_read_node_sorts_level_with_its_write_node() {
         let write_node = "/app/rw/_c_0b5e3c1e-58a4-4c4f-9b1a-8d1f00000000-__WRIT__0000000042";
         let downgrade = entry(Role::Read, READ, Some(write_node)).unwrap();
-        assert_eq!(downgrade, Entry { rule: Rule::Always, level_with: Some("0000000042") });
+        let level = Level { key: "0000000042", node: write_node };
+        assert_eq!(downgrade, Entry { rule: Rule::Always, level_with: Some(level) });
     }
 
     #[test]

@@ -1,0 +1,182 @@
+//! The invariants, checked against the server after every settled step:
+//! - nobody believes it holds a node that is gone, unless it began before the node went and
+//!   cannot know yet (not watching it; a watched node is told within a second, an expired
+//!   session's holds once the client saw the expiry);
+//! - nobody's hold began on a node the operator had deleted (a ghost), or on a node that had
+//!   been asked back (a revocation passed on);
+//! - among holds believed and standing on the server: one holder per exclusive lock, a writer
+//!   alone but for its own downgrade, at most `MAX_LEASES` leases;
+//! - fencing tokens strictly rise from holder to holder on every exclusive lock;
+//! - no acquire runs past its patience (and what the tasks saw themselves).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use super::world::MAX_LEASES;
+use super::World;
+use crate::common::NOTIFICATION_WINDOW;
+
+/// How long a holder whose node is watched may go on believing in a node that was deleted, or
+/// in a session that expired: far above a notification's delay (`tests/handoff_window.rs`).
+const TOLD_BOUND: Duration = Duration::from_secs(1);
+
+/// One node of one hold standing now, as its holder sees it.
+struct Seen {
+    who: (usize, usize),
+    began: Instant,
+    watched: Option<Instant>,
+    node: String,
+    believed: bool,
+}
+
+/// The directory a node is in: the resource it stands for.
+fn dir(node: &str) -> &str {
+    node.rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
+/// What earlier checks saw that later ones compare with.
+#[derive(Default)]
+pub struct Memory {
+    /// Exclusive resource -> (began, token) of each hold begun there.
+    tokens: BTreeMap<String, Vec<(Instant, i64)>>,
+    /// Passes within the notification window of their node's deletion, forgiven.
+    pub passes_forgiven: u64,
+}
+
+impl World {
+    pub async fn check(&self, memory: &mut Memory) -> Vec<String> {
+        let mut violations = std::mem::take(&mut self.record.lock().unwrap().violations);
+        self.check_begun(memory, &mut violations);
+        let seen = self.seen(&mut violations);
+        let mut exists = HashMap::new();
+        for part in &seen {
+            if !exists.contains_key(&part.node) {
+                let found = self.observer.check_stat(&part.node).await.ok().flatten().is_some();
+                exists.insert(part.node.clone(), found);
+            }
+        }
+        let now = Instant::now();
+        let record = self.record.lock().unwrap();
+        for part in seen.iter().filter(|part| part.believed && !exists[&part.node]) {
+            let who = format!("actor {} task {}", part.who.0, part.who.1);
+            let deleted = record.deleted.get(&part.node).copied();
+            let expired = record.expired.get(&part.who.0).filter(|at| **at >= part.began);
+            let told_by = match (deleted, expired) {
+                (Some((_, done)), _) => part.watched.map(|watched| done.max(watched)),
+                (None, Some(at)) => Some(*at),
+                (None, None) if record.cut.values().any(|cut| *cut) => None,
+                (None, None) => {
+                    violations.push(format!("{who} holds {}, which went with no deletion or expiry", part.node));
+                    None
+                }
+            };
+            if told_by.is_some_and(|since| now > since + TOLD_BOUND) {
+                violations.push(format!("{who} still believes it holds {}, gone for over {TOLD_BOUND:?}", part.node));
+            }
+        }
+        drop(record);
+        let standing: Vec<&Seen> = seen.iter().filter(|part| part.believed && exists[&part.node]).collect();
+        violations.extend(exclusion(&standing));
+        violations
+    }
+
+    /// The holds begun since the last check: none on a node deleted or asked back before it
+    /// (a pass within a notification of the deletion excepted), tokens rising.
+    fn check_begun(&self, memory: &mut Memory, violations: &mut Vec<String>) {
+        let mut record = self.record.lock().unwrap();
+        for part in std::mem::take(&mut record.started).into_iter().filter(|part| !part.reentry) {
+            let who = format!("actor {} task {}", part.who.0, part.who.1);
+            if let Some((sent, _)) = record.deleted.get(&part.node).filter(|(sent, _)| part.began >= *sent) {
+                let after = part.began.duration_since(*sent);
+                if part.passed_on && after < NOTIFICATION_WINDOW {
+                    memory.passes_forgiven += 1;
+                } else {
+                    violations.push(format!(
+                        "{who} began to hold {} {after:?} after its delete was sent (a ghost)",
+                        part.node
+                    ));
+                }
+            }
+            if let Some(asked) = record.revoked.get(&part.node).filter(|asked| part.began > **asked) {
+                let after = part.began.duration_since(*asked);
+                violations.push(format!("{who} took {} {after:?} after it was asked back", part.node));
+            }
+            let exclusive = !dir(&part.node).ends_with("/leases") || dir(&part.node).contains("semaphore-mutex");
+            if !exclusive || part.node.contains("__READ__") {
+                continue;
+            }
+            let earlier = memory.tokens.entry(dir(&part.node).to_owned()).or_default();
+            if let Some(highest) =
+                earlier.iter().filter(|(began, _)| *began < part.began).map(|(_, token)| *token).max()
+            {
+                if part.token <= highest {
+                    violations.push(format!(
+                        "{who} holds {} with token {}, not above an earlier {highest}",
+                        part.node, part.token
+                    ));
+                }
+            }
+            earlier.push((part.began, part.token));
+        }
+    }
+
+    /// Every node of every hold, and acquires past their patience.
+    fn seen(&self, violations: &mut Vec<String>) -> Vec<Seen> {
+        let mut seen = Vec::new();
+        for actor in &self.actors {
+            for (index, slot) in actor.slots.iter().enumerate() {
+                let state = slot.state.lock().unwrap();
+                if let Some(busy) = &state.busy {
+                    let late = busy.bound.is_some_and(|bound| busy.since.elapsed() > bound);
+                    if late && !state.cut_seen {
+                        violations.push(format!(
+                            "actor {} task {index}: {} has not answered within its patience",
+                            actor.index, busy.what
+                        ));
+                    }
+                }
+                for hold in &state.holds {
+                    for part in hold.held.parts() {
+                        seen.push(Seen {
+                            who: (actor.index, index),
+                            began: hold.began,
+                            watched: hold.watched,
+                            node: part.node,
+                            believed: part.believed,
+                        });
+                    }
+                }
+            }
+        }
+        seen
+    }
+}
+
+/// The rules among holds that stand: by directory, one node (a mutex, the multi-lock's paths, a
+/// semaphore mutex's lease), a writer alone but for its own task's readers, or `MAX_LEASES`.
+fn exclusion(standing: &[&Seen]) -> Vec<String> {
+    let mut by_dir: BTreeMap<&str, Vec<&Seen>> = BTreeMap::new();
+    for part in standing {
+        by_dir.entry(dir(&part.node)).or_default().push(part);
+    }
+    let mut violations = Vec::new();
+    for (dir, parts) in by_dir {
+        let nodes: HashSet<&str> = parts.iter().map(|part| part.node.as_str()).collect();
+        let writers: Vec<&&Seen> = parts.iter().filter(|part| part.node.contains("__WRIT__")).collect();
+        let readers: Vec<&&Seen> = parts.iter().filter(|part| part.node.contains("__READ__")).collect();
+        let broken = if !writers.is_empty() || !readers.is_empty() {
+            let writer_nodes: HashSet<&str> = writers.iter().map(|part| part.node.as_str()).collect();
+            writer_nodes.len() > 1 || writers.iter().any(|writer| readers.iter().any(|reader| reader.who != writer.who))
+        } else if dir.ends_with("/leases") && !dir.contains("semaphore-mutex") {
+            nodes.len() > MAX_LEASES
+        } else {
+            nodes.len() > 1
+        };
+        if broken {
+            let holders: Vec<String> =
+                parts.iter().map(|part| format!("actor {} task {} on {}", part.who.0, part.who.1, part.node)).collect();
+            violations.push(format!("{dir}: held at once by {}", holders.join(", ")));
+        }
+    }
+    violations
+}

@@ -1,0 +1,192 @@
+//! The parts of the explorer (`tests/explore.rs`), one concept per file: the operations and
+//! their generator (`ops.rs`), the world they act on (`world.rs`), an actor's task
+//! (`slot.rs`), the operator and the faults (`operator.rs`), the invariants (`check.rs`); here,
+//! one case run from its steps, and the shrinking of a failing one.
+
+pub mod check;
+pub mod operator;
+pub mod ops;
+pub mod slot;
+pub mod world;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use zookeeper_client::Client;
+
+use crate::common::{children, connect};
+use check::Memory;
+use ops::{Op, Step, ACTORS};
+use world::{Actor, Paths, Record, Shared};
+
+/// How long a settled step lets things happen before the checks.
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// How long the end of a case may take to see every node gone.
+const DRAINED_WITHIN: Duration = Duration::from_secs(15);
+
+/// One case's world.
+pub struct World {
+    pub paths: Arc<Paths>,
+    /// A session of its own straight to the server: the operator, and the checks' eyes.
+    pub observer: Client,
+    pub actors: Vec<Actor>,
+    pub record: Shared,
+}
+
+/// What a case did, for the summary.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub steps: u64,
+    pub holds: u64,
+    pub passes: u64,
+    pub passes_forgiven: u64,
+    pub deletions: u64,
+    pub expiries: u64,
+}
+
+/// A case that broke an invariant: at which step, and how.
+#[derive(Debug)]
+pub struct Failure {
+    pub step: usize,
+    pub violations: Vec<String>,
+}
+
+impl World {
+    async fn start() -> World {
+        let paths = Arc::new(Paths::unique());
+        let record: Shared = Arc::new(Mutex::new(Record::default()));
+        let mut actors = Vec::with_capacity(ACTORS);
+        for index in 0..ACTORS {
+            actors.push(Actor::start(index, index == ACTORS - 1, &paths, &record).await);
+        }
+        World { paths, observer: connect().await, actors, record }
+    }
+
+    async fn run(&self, op: Op) {
+        match op {
+            Op::Acquire { actor, slot, .. }
+            | Op::Release { actor, slot, .. }
+            | Op::Reenter { actor, slot }
+            | Op::Downgrade { actor, slot }
+            | Op::WatchLoss { actor, slot } => {
+                let actor = &self.actors[actor];
+                let cut = self.record.lock().unwrap().cut.get(&actor.index).copied().unwrap_or(false);
+                if !actor.slots[slot].is_busy() && !cut {
+                    actor.renew_if_ended(&self.paths).await;
+                }
+                actor.slots[slot].give(op, cut);
+            }
+            Op::Delete { lock, how, pick } => self.delete(lock, how, pick).await,
+            Op::Revoke { lock, pick } => self.revoke(lock, pick).await,
+            Op::Expire { actor, stay_cut } => self.expire(&self.actors[actor], stay_cut).await,
+            Op::Cut { actor } => self.cut(&self.actors[actor]),
+            Op::Heal { actor } => self.heal(&self.actors[actor]),
+        }
+    }
+
+    /// Heals every proxy, drops every acquire under way and releases every hold; then every node
+    /// must be gone.
+    async fn finish(&self) -> Vec<String> {
+        for actor in &self.actors {
+            self.heal(actor);
+        }
+        let mut holds = Vec::new();
+        for slot in self.actors.iter().flat_map(|actor| &actor.slots) {
+            slot.stop();
+            holds.extend(std::mem::take(&mut slot.state.lock().unwrap().holds));
+        }
+        for hold in holds {
+            let _ = world::Held::release_shared(hold.held).await;
+        }
+        let give_up = Instant::now() + DRAINED_WITHIN;
+        loop {
+            let mut left = Vec::new();
+            for dir in self.paths.all_dirs() {
+                left.extend(children(&self.observer, &dir).await.into_iter().map(|child| format!("{dir}/{child}")));
+            }
+            if left.is_empty() {
+                return Vec::new();
+            }
+            if Instant::now() > give_up {
+                return vec![format!("nodes left once everything was dropped: {left:?}")];
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// Runs `steps` in a new world, checking the invariants after every settled step and at the end.
+pub async fn run_case(steps: &[Step]) -> Result<Tally, Failure> {
+    let world = World::start().await;
+    let mut memory = Memory::default();
+    let mut outcome = Ok(());
+    for (index, step) in steps.iter().enumerate() {
+        world.run(step.op).await;
+        if !step.settle && index + 1 < steps.len() {
+            continue;
+        }
+        tokio::time::sleep(SETTLE).await;
+        let violations = world.check(&mut memory).await;
+        if !violations.is_empty() {
+            outcome = Err(Failure { step: index, violations });
+            break;
+        }
+    }
+    let left = world.finish().await;
+    let record = world.record.lock().unwrap();
+    let tally = Tally {
+        steps: steps.len() as u64,
+        holds: record.holds,
+        passes: record.passes,
+        passes_forgiven: memory.passes_forgiven,
+        deletions: record.deletions,
+        expiries: record.expiries,
+    };
+    drop(record);
+    outcome?;
+    if !left.is_empty() {
+        return Err(Failure { step: steps.len(), violations: left });
+    }
+    Ok(tally)
+}
+
+/// Makes a failing sequence shorter: drops runs of steps (halves, then quarters, down to single
+/// steps) while the rest still fails, within `budget` reruns. Timing varies, so each candidate
+/// is tried twice before it counts as passing.
+pub async fn shrink(mut steps: Vec<Step>, mut budget: usize) -> (Vec<Step>, Failure) {
+    let mut failure = match run_case(&steps).await {
+        Err(failure) => failure,
+        Ok(_) => return (steps, Failure { step: 0, violations: vec!["did not fail again on replay".into()] }),
+    };
+    steps.truncate(failure.step + 1);
+    let mut chunk = steps.len().div_ceil(2);
+    while chunk >= 1 && budget > 0 {
+        let mut at = 0;
+        while at < steps.len() && budget > 0 {
+            let mut candidate = steps.clone();
+            candidate.drain(at..(at + chunk).min(candidate.len()));
+            let mut failed = None;
+            for _ in 0..2 {
+                budget = budget.saturating_sub(1);
+                if let Err(found) = run_case(&candidate).await {
+                    failed = Some(found);
+                    break;
+                }
+            }
+            match failed {
+                Some(found) => {
+                    candidate.truncate(found.step + 1);
+                    steps = candidate;
+                    failure = found;
+                }
+                None => at += chunk,
+            }
+        }
+        if chunk == 1 {
+            break;
+        }
+        chunk = chunk.div_ceil(2);
+    }
+    (steps, failure)
+}

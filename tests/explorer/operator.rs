@@ -1,0 +1,171 @@
+//! The operations that are not a task's: the operator deleting queue nodes (one, a waiter with
+//! the node it waits for in one transaction, a whole queue as `deleteall` does), revocation
+//! requests answered by their holders, and the faults (expiry, cut, heal).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zklock_testcontainers::expire_session;
+
+use super::ops::{Deletion, Lock};
+use super::world::{Actor, Held};
+use super::World;
+use crate::common::children;
+
+/// How long a holder asked to let go may take to hear it.
+const REVOCATION_HEARD: Duration = Duration::from_secs(2);
+
+impl World {
+    /// The nodes of `lock`'s holds under way (not re-entries), with who holds each.
+    fn holder_nodes(&self, lock: Lock) -> Vec<(usize, usize, u64, String)> {
+        let mut nodes = Vec::new();
+        for actor in &self.actors {
+            for (slot_index, slot) in actor.slots.iter().enumerate() {
+                for hold in slot.state.lock().unwrap().holds.iter().filter(|hold| hold.lock == lock && !hold.reentry) {
+                    for part in hold.held.parts() {
+                        nodes.push((actor.index, slot_index, hold.id, part.node));
+                    }
+                }
+            }
+        }
+        nodes
+    }
+
+    pub async fn delete(&self, lock: Lock, how: Deletion, pick: usize) {
+        let nodes = match how {
+            Deletion::Holder => {
+                let holders = self.holder_nodes(lock);
+                if holders.is_empty() {
+                    return;
+                }
+                vec![holders[pick % holders.len()].3.clone()]
+            }
+            _ => match self.waiter_nodes(lock, how, pick).await {
+                Some(nodes) => nodes,
+                None => return,
+            },
+        };
+        let mut transaction = self.observer.new_multi_writer();
+        for node in &nodes {
+            transaction.add_delete(node, None).unwrap();
+        }
+        let sent = Instant::now();
+        if transaction.commit().await.is_ok() {
+            let done = Instant::now();
+            let mut record = self.record.lock().unwrap();
+            record.deletions += 1;
+            for node in nodes.into_iter().filter(|node| !node.ends_with("/locks") && !node.ends_with("/leases")) {
+                record.deleted.insert(node, (sent, done));
+            }
+        }
+    }
+
+    /// A waiter of `lock`'s queue with the node it waits for, as `how` deletes them.
+    async fn waiter_nodes(&self, lock: Lock, how: Deletion, pick: usize) -> Option<Vec<String>> {
+        let dirs = self.paths.queues(lock);
+        let dir = &dirs[pick % dirs.len()];
+        let listed = children(&self.observer, dir).await;
+        let waiters = waiting(&listed);
+        if waiters.is_empty() {
+            return None;
+        }
+        let (waiter, blocker) = &waiters[pick % waiters.len()];
+        let (waiter, blocker) = (format!("{dir}/{waiter}"), format!("{dir}/{blocker}"));
+        Some(match how {
+            Deletion::Waiter => vec![waiter],
+            Deletion::WaiterWithPredecessor => vec![blocker, waiter],
+            _ => listed.iter().rev().map(|child| format!("{dir}/{child}")).chain([dir.clone()]).collect(),
+        })
+    }
+
+    /// Asks a holder of `lock` to let go; the holder releases once it hears it, as a
+    /// cooperative holder does.
+    pub async fn revoke(&self, lock: Lock, pick: usize) {
+        let holders = self.holder_nodes(lock);
+        if lock == Lock::Multi || holders.is_empty() {
+            return;
+        }
+        let (actor, slot, id, node) = holders[pick % holders.len()].clone();
+        if zklock::revoke(&self.observer, &node).await.is_err() {
+            return;
+        }
+        self.record.lock().unwrap().revoked.insert(node.clone(), Instant::now());
+        let state = Arc::clone(&self.actors[actor].slots[slot].state);
+        let record = Arc::clone(&self.record);
+        tokio::spawn(async move {
+            let found =
+                state.lock().unwrap().holds.iter().find(|hold| hold.id == id).map(|hold| Arc::clone(&hold.held));
+            let Some(held) = found else { return };
+            let heard = tokio::time::timeout(REVOCATION_HEARD, held.revocation_requested()).await.is_ok();
+            let believed = held.parts().iter().all(|part| part.believed);
+            let cut_now = record.lock().unwrap().cut.get(&actor).copied().unwrap_or(false);
+            let cut = cut_now || state.lock().unwrap().cut_seen;
+            if !heard && believed && !cut {
+                let what = format!("actor {actor} task {slot}: the revocation of {node} was not heard");
+                record.lock().unwrap().violations.push(what);
+            }
+            // Let go of it as its holder: out of the task's holds, released by whoever owns it last.
+            let taken = {
+                let mut state = state.lock().unwrap();
+                let at = state.holds.iter().position(|hold| hold.id == id);
+                at.map(|at| state.holds.remove(at))
+            };
+            drop(taken);
+            let _ = Held::release_shared(held).await;
+        });
+    }
+
+    pub async fn expire(&self, actor: &Actor, stay_cut: bool) {
+        let client = actor.client();
+        self.saw_cut(actor);
+        if expire_session(&client, &actor.proxy).await.is_ok() {
+            let mut record = self.record.lock().unwrap();
+            record.expiries += 1;
+            record.expired.insert(actor.index, Instant::now());
+        }
+        if stay_cut {
+            actor.proxy.cut();
+        }
+        self.record.lock().unwrap().cut.insert(actor.index, stay_cut);
+    }
+
+    pub fn cut(&self, actor: &Actor) {
+        actor.proxy.cut();
+        self.saw_cut(actor);
+        self.record.lock().unwrap().cut.insert(actor.index, true);
+    }
+
+    pub fn heal(&self, actor: &Actor) {
+        actor.proxy.heal();
+        self.record.lock().unwrap().cut.insert(actor.index, false);
+    }
+
+    /// Every task of `actor` met a cut connection during what it does now.
+    fn saw_cut(&self, actor: &Actor) {
+        for slot in &actor.slots {
+            slot.state.lock().unwrap().cut_seen = true;
+        }
+    }
+}
+
+/// The nodes of a queue that wait, each with the node ahead of it that keeps it waiting: the
+/// one just ahead, or for a reader the nearest writer ahead (a downgrade's read node, level with
+/// its write node, waits for nothing).
+fn waiting(listed: &[String]) -> Vec<(String, String)> {
+    let key = |child: &String| child[child.len().saturating_sub(10)..].to_owned();
+    let mut queue: Vec<&String> = listed.iter().filter(|child| child.len() >= 10).collect();
+    queue.sort_by_key(|child| key(child));
+    let writer = |child: &&&String| child.contains("__WRIT__");
+    let mut waiting = Vec::new();
+    for (index, child) in queue.iter().enumerate().skip(1) {
+        if queue.iter().filter(|other| key(other) == key(child)).count() > 1 {
+            continue;
+        }
+        let blocker =
+            if child.contains("__READ__") { queue[..index].iter().rev().find(writer) } else { Some(&queue[index - 1]) };
+        if let Some(blocker) = blocker {
+            waiting.push(((*child).clone(), (*blocker).clone()));
+        }
+    }
+    waiting
+}

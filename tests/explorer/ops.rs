@@ -1,0 +1,181 @@
+//! What the explorer does: the operations over every lock feature and fault, and the seeded
+//! generator of their sequences. An operation names who acts and on what, never a node: the node
+//! it meets is picked when it runs, so that a sequence with steps removed (shrinking) still
+//! means something, and an operation whose moment has not come (nothing held to release, a
+//! busy task) does nothing.
+
+use fastrand::Rng;
+
+/// Actors (sessions, each behind its own proxy): the first two on a plain `Client`, the last on a
+/// `zklock::Session`.
+pub const ACTORS: usize = 3;
+
+/// Tasks per actor, sharing its lock objects (so that local handoff has a line to pass along).
+pub const SLOTS: usize = 3;
+
+/// The locks every actor has, one object each, shared by its tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Lock {
+    Mutex,
+    /// A mutex with local handoff.
+    HandoffMutex,
+    /// The write side of a read-write lock with local handoff.
+    Write,
+    /// The read side of the same lock.
+    Read,
+    /// A semaphore of two leases.
+    Semaphore,
+    SemaphoreMutex,
+    /// A multi-lock over two paths of its own.
+    Multi,
+}
+
+impl Lock {
+    pub const ALL: [Lock; 7] =
+        [Lock::Mutex, Lock::HandoffMutex, Lock::Write, Lock::Read, Lock::Semaphore, Lock::SemaphoreMutex, Lock::Multi];
+
+    /// Whether the same task acquiring it again re-enters its hold.
+    pub fn reentrant(self) -> bool {
+        matches!(self, Lock::Mutex | Lock::HandoffMutex | Lock::Write | Lock::Read)
+    }
+}
+
+/// How long an acquire may wait.
+#[derive(Clone, Copy, Debug)]
+pub enum Wait {
+    /// `try_acquire()`.
+    Try,
+    /// `acquire_timeout(ms)`.
+    Timeout(u64),
+    /// `acquire()`, until it holds (its task is busy meanwhile).
+    Forever,
+    /// `acquire()` dropped after `ms`, wherever it is then.
+    CancelAfter(u64),
+}
+
+/// How the operator deletes nodes of a lock's queue.
+#[derive(Clone, Copy, Debug)]
+pub enum Deletion {
+    /// A holder's node.
+    Holder,
+    /// A waiter's node, in one transaction with a check that the node it waits for exists.
+    Waiter,
+    /// The node a waiter waits for, then the waiter's, in one transaction (a `deleteall` batch).
+    WaiterWithPredecessor,
+    /// Every node of the queue and the queue's directory, as `zkCli deleteall` does.
+    WholeQueue,
+}
+
+/// One operation.
+#[derive(Clone, Copy, Debug)]
+pub enum Op {
+    Acquire {
+        actor: usize,
+        slot: usize,
+        lock: Lock,
+        wait: Wait,
+    },
+    /// Releases one of the task's holds (`pick` modulo how many it has).
+    Release {
+        actor: usize,
+        slot: usize,
+        pick: usize,
+    },
+    /// The task takes the lock of its last hold again, with `try_acquire`.
+    Reenter {
+        actor: usize,
+        slot: usize,
+    },
+    /// The task holding the write lock takes the read lock (a downgrade).
+    Downgrade {
+        actor: usize,
+        slot: usize,
+    },
+    /// The task asks its last hold's `lost()`, in the background (which watches the node).
+    WatchLoss {
+        actor: usize,
+        slot: usize,
+    },
+    Delete {
+        lock: Lock,
+        how: Deletion,
+        pick: usize,
+    },
+    /// Asks a holder of the lock to let go (Curator's `Revoker`); holders release on request.
+    Revoke {
+        lock: Lock,
+        pick: usize,
+    },
+    /// Expires the actor's session; with `stay_cut`, its proxy stays cut afterwards (a
+    /// `Session` then cannot connect its next session until a `Heal`).
+    Expire {
+        actor: usize,
+        stay_cut: bool,
+    },
+    Cut {
+        actor: usize,
+    },
+    Heal {
+        actor: usize,
+    },
+}
+
+/// An operation and whether the explorer waits for things to settle before the next (else the
+/// next runs at once, racing this one).
+#[derive(Clone, Copy, Debug)]
+pub struct Step {
+    pub op: Op,
+    pub settle: bool,
+}
+
+/// A sequence of `len` steps from `rng`. Each case is about two locks (most operations name
+/// one of them; one is a lock with local handoff every other case) and one actor (half the
+/// tasks' operations are its tasks'), so that its tasks really contend, queue in the process
+/// and in ZooKeeper, and pass holds on.
+pub fn generate(rng: &mut Rng, len: usize) -> Vec<Step> {
+    let any = |rng: &mut Rng| Lock::ALL[rng.usize(..Lock::ALL.len())];
+    let first = if rng.bool() { [Lock::HandoffMutex, Lock::Write][rng.usize(..2)] } else { any(rng) };
+    let focus = Focus { locks: [first, any(rng)], actor: rng.usize(..ACTORS) };
+    (0..len).map(|_| Step { op: op(rng, &focus), settle: rng.u8(..4) != 0 }).collect()
+}
+
+/// What a case is about.
+struct Focus {
+    locks: [Lock; 2],
+    actor: usize,
+}
+
+fn op(rng: &mut Rng, focus: &Focus) -> Op {
+    let actor = if rng.bool() { focus.actor } else { rng.usize(..ACTORS) };
+    let slot = rng.usize(..SLOTS);
+    let focus = focus.locks;
+    let lock = match rng.u8(..10) {
+        0 => Lock::ALL[rng.usize(..Lock::ALL.len())],
+        _ => focus[rng.usize(..2)],
+    };
+    match rng.u8(..100) {
+        0..=39 => Op::Acquire { actor, slot, lock, wait: wait(rng) },
+        40..=57 => Op::Release { actor, slot, pick: rng.usize(..4) },
+        58..=61 => Op::Reenter { actor, slot },
+        62..=66 => Op::Downgrade { actor, slot },
+        67..=70 => Op::WatchLoss { actor, slot },
+        71..=87 => {
+            let how = [Deletion::Holder, Deletion::Waiter, Deletion::WaiterWithPredecessor, Deletion::WholeQueue]
+                [rng.usize(..4)];
+            Op::Delete { lock, how, pick: rng.usize(..8) }
+        }
+        88..=91 => Op::Revoke { lock, pick: rng.usize(..8) },
+        92..=93 => Op::Expire { actor, stay_cut: rng.bool() },
+        94..=95 => Op::Cut { actor },
+        _ => Op::Heal { actor },
+    }
+}
+
+fn wait(rng: &mut Rng) -> Wait {
+    match rng.u8(..10) {
+        0..=1 => Wait::Try,
+        2..=3 => Wait::Timeout(rng.u64(20..400)),
+        4..=7 => Wait::Forever,
+        _ => Wait::CancelAfter(rng.u64(0..60)),
+    }
+}

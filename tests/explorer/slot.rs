@@ -1,0 +1,252 @@
+//! One task of an actor: it runs the operations given to it one at a time (reentrancy is per
+//! task), keeps its holds where the checks can read them, and judges what only it can see: an
+//! acquire that answered past its patience, an error no documented case explains, a reentry or
+//! a downgrade refused.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use zklock::Error;
+
+use super::ops::{Lock, Op, Wait};
+use super::world::{Held, Hold, Locks, Shared, Started};
+
+/// Slack past an acquire's patience before it counts as "past its patience": a timed-out acquire
+/// may spend half a second deleting its node, and this machine is small and shared.
+const PATIENCE_SLACK: Duration = Duration::from_millis(2_000);
+
+static NEXT_HOLD: AtomicU64 = AtomicU64::new(1);
+
+/// An acquire under way, for the checks.
+pub struct Busy {
+    pub since: Instant,
+    pub bound: Option<Duration>,
+    pub what: String,
+}
+
+#[derive(Default)]
+pub struct SlotState {
+    pub busy: Option<Busy>,
+    pub holds: Vec<Hold>,
+    /// The actor's proxy was cut at some time since the current operation began.
+    pub cut_seen: bool,
+}
+
+pub struct Slot {
+    commands: mpsc::UnboundedSender<Op>,
+    pub state: Arc<Mutex<SlotState>>,
+    task: JoinHandle<()>,
+}
+
+impl Slot {
+    pub fn start(actor: usize, slot: usize, on_session: bool, locks: &Arc<Mutex<Arc<Locks>>>, record: &Shared) -> Slot {
+        let (commands, mut received) = mpsc::unbounded_channel::<Op>();
+        let state = Arc::new(Mutex::new(SlotState::default()));
+        let me = Task {
+            who: (actor, slot),
+            on_session,
+            locks: Arc::clone(locks),
+            state: Arc::clone(&state),
+            record: Arc::clone(record),
+        };
+        let task = tokio::spawn(async move {
+            while let Some(op) = received.recv().await {
+                me.run(op).await;
+            }
+        });
+        Slot { commands, state, task }
+    }
+
+    /// Gives `op` to the task, unless it is busy with an acquire (then the op does nothing);
+    /// `cut` says whether the actor's proxy is cut as it begins.
+    pub fn give(&self, op: Op, cut: bool) -> bool {
+        let mut state = self.state.lock().unwrap();
+        if state.busy.is_some() {
+            return false;
+        }
+        // Marked busy here, so that a second op in the same instant finds it busy.
+        state.busy = Some(Busy { since: Instant::now(), bound: None, what: format!("{op:?}") });
+        state.cut_seen = cut;
+        drop(state);
+        self.commands.send(op).is_ok()
+    }
+
+    pub fn is_busy(&self) -> bool {
+        self.state.lock().unwrap().busy.is_some()
+    }
+
+    /// Ends the task, dropping an acquire under way (which must leave nothing behind).
+    pub fn stop(&self) {
+        self.task.abort();
+    }
+}
+
+struct Task {
+    who: (usize, usize),
+    on_session: bool,
+    locks: Arc<Mutex<Arc<Locks>>>,
+    state: Arc<Mutex<SlotState>>,
+    record: Shared,
+}
+
+impl Task {
+    async fn run(&self, op: Op) {
+        match op {
+            Op::Acquire { lock, wait, .. } => self.acquire(lock, wait).await,
+            Op::Release { pick, .. } => self.release(pick).await,
+            Op::Reenter { .. } => self.reenter().await,
+            Op::Downgrade { .. } => self.downgrade().await,
+            Op::WatchLoss { .. } => self.watch_loss().await,
+            other => unreachable!("{other:?} is not a task's"),
+        }
+        self.state.lock().unwrap().busy = None;
+    }
+
+    fn violation(&self, what: String) {
+        let (actor, slot) = self.who;
+        self.record.lock().unwrap().violations.push(format!("actor {actor} task {slot}: {what}"));
+    }
+
+    async fn acquire(&self, lock: Lock, wait: Wait) {
+        let locks = Arc::clone(&self.locks.lock().unwrap());
+        let (timeout, bound) = match wait {
+            Wait::Try => (Some(Duration::ZERO), Some(PATIENCE_SLACK)),
+            Wait::Timeout(ms) => (Some(Duration::from_millis(ms)), Some(Duration::from_millis(ms) + PATIENCE_SLACK)),
+            Wait::Forever | Wait::CancelAfter(_) => (None, None),
+        };
+        let started = Instant::now();
+        if let Some(busy) = self.state.lock().unwrap().busy.as_mut() {
+            busy.bound = bound;
+        }
+        let outcome = match wait {
+            Wait::CancelAfter(ms) => {
+                match tokio::time::timeout(Duration::from_millis(ms), locks.acquire(lock, None)).await {
+                    Ok(outcome) => outcome,
+                    Err(_) => return,
+                }
+            }
+            _ => locks.acquire(lock, timeout).await,
+        };
+        let took = started.elapsed();
+        let cut_seen = self.state.lock().unwrap().cut_seen;
+        // A wait for the network is no wait for other holders: a cut connection excuses time,
+        // except on a `Session` with no live session, where no-wait must not wait at all.
+        if let Some(bound) = bound {
+            let excused = cut_seen && !(self.on_session && matches!(wait, Wait::Try));
+            if took > bound && !excused {
+                self.violation(format!("{lock:?} {wait:?} answered after {took:?}, past its patience"));
+            }
+        }
+        match outcome {
+            Ok(Some(held)) => self.hold(lock, held, false),
+            Ok(None) => {}
+            Err(Error::SessionExpired | Error::SessionClosed) if self.on_session => {
+                self.violation(format!("{lock:?} {wait:?} on a Session failed with its session's end"))
+            }
+            Err(Error::SessionExpired | Error::SessionClosed | Error::LockLost(_) | Error::WouldDeadlock(_)) => {}
+            Err(Error::ZooKeeper { .. }) if cut_seen => {}
+            Err(err) => self.violation(format!("{lock:?} {wait:?} failed: {}", err.with_causes())),
+        }
+    }
+
+    fn hold(&self, lock: Lock, held: Held, reentry: bool) {
+        let began = Instant::now();
+        // Any acquire of a reentrant lock the task holds re-enters it (its node, its token).
+        let nodes: Vec<String> = held.parts().into_iter().map(|part| part.node).collect();
+        let reentry = reentry
+            || self
+                .state
+                .lock()
+                .unwrap()
+                .holds
+                .iter()
+                .any(|hold| hold.held.parts().iter().any(|part| nodes.contains(&part.node)));
+        let handoff = matches!(lock, Lock::HandoffMutex | Lock::Write) && !reentry;
+        let started: Vec<Started> = held
+            .parts()
+            .into_iter()
+            .map(|part| Started {
+                who: self.who,
+                began,
+                passed_on: handoff && part.token & 0xff != 0,
+                node: part.node,
+                token: part.token,
+                reentry,
+            })
+            .collect();
+        let id = NEXT_HOLD.fetch_add(1, Ordering::Relaxed);
+        let hold = Hold { id, lock, held: Arc::new(held), began, reentry, watched: None };
+        self.state.lock().unwrap().holds.push(hold);
+        let mut record = self.record.lock().unwrap();
+        record.holds += u64::from(!reentry);
+        record.passes += started.iter().filter(|part| part.passed_on).count() as u64;
+        record.started.extend(started);
+    }
+
+    async fn release(&self, pick: usize) {
+        let hold = {
+            let mut state = self.state.lock().unwrap();
+            if state.holds.is_empty() {
+                return;
+            }
+            let at = pick % state.holds.len();
+            state.holds.remove(at)
+        };
+        let cut_seen = || self.state.lock().unwrap().cut_seen;
+        match Held::release_shared(hold.held).await.unwrap_or(Ok(())) {
+            Ok(()) => {}
+            Err(Error::LockLost(_) | Error::LockNodeDeleted { .. } | Error::SessionExpired | Error::SessionClosed) => {}
+            Err(Error::ZooKeeper { .. }) if cut_seen() => {}
+            Err(err) => self.violation(format!("release of {:?} failed: {}", hold.lock, err.with_causes())),
+        }
+    }
+
+    /// The last hold's lock again, by the same task: held at once while the hold stands.
+    async fn reenter(&self) {
+        let Some((lock, token, believed)) = self.last(|hold| hold.lock.reentrant()) else { return };
+        let locks = Arc::clone(&self.locks.lock().unwrap());
+        match locks.acquire(lock, Some(Duration::ZERO)).await {
+            Ok(Some(held)) => {
+                let again = held.parts().first().map(|part| part.token);
+                if believed && again != Some(token) {
+                    self.violation(format!("{lock:?} re-entered with token {again:?}, not its hold's {token}"));
+                }
+                self.hold(lock, held, true);
+            }
+            Ok(None) if believed => self.violation(format!("{lock:?}: a reentry of a standing hold was refused")),
+            _ => {}
+        }
+    }
+
+    /// The write holder takes the read lock: at once, beside its write hold.
+    async fn downgrade(&self) {
+        let Some((_, _, believed)) = self.last(|hold| hold.lock == Lock::Write) else { return };
+        let locks = Arc::clone(&self.locks.lock().unwrap());
+        match locks.acquire(Lock::Read, Some(Duration::ZERO)).await {
+            Ok(Some(held)) => self.hold(Lock::Read, held, false),
+            Ok(None) if believed => self.violation("a downgrade of a standing write hold was refused".to_owned()),
+            _ => {}
+        }
+    }
+
+    async fn watch_loss(&self) {
+        let held = {
+            let mut state = self.state.lock().unwrap();
+            let Some(hold) = state.holds.last_mut() else { return };
+            hold.watched = Some(Instant::now());
+            Arc::clone(&hold.held)
+        };
+        held.watch_loss().await;
+    }
+
+    /// The lock, token and standing of the task's last hold that `which` accepts.
+    fn last(&self, which: impl Fn(&Hold) -> bool) -> Option<(Lock, i64, bool)> {
+        let state = self.state.lock().unwrap();
+        let hold = state.holds.iter().rev().find(|hold| which(hold))?;
+        let parts = hold.held.parts();
+        Some((hold.lock, parts.first()?.token, parts.iter().all(|part| part.believed)))
+    }
+}

@@ -1,0 +1,304 @@
+//! The world the explorer acts on: its lock paths, the actors (each a session behind a proxy,
+//! with one object per lock shared by its tasks), the holds they have, and the record of what
+//! the operator and the faults did, which the checks read.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use zklock::{
+    Connection, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    InterProcessSemaphoreV2, Lease, LocalHandoff, LockGuard, MultiLockGuard, Result, Session,
+};
+use zklock_testcontainers::Proxy;
+use zookeeper_client::Client;
+
+use super::ops::Lock;
+use super::slot::Slot;
+use crate::common::{server, unique_path};
+
+/// The actors' session timeout: short, so that a server-side expiry fits in a case.
+pub const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
+
+/// The semaphore's leases.
+pub const MAX_LEASES: usize = 2;
+
+/// The local handoff of the handoff mutex and the read-write lock's write side: a time bound
+/// longer than a case's steps take, so that holds are passed on between settled steps.
+const HANDOFF: LocalHandoff = LocalHandoff::new(3, Duration::from_secs(5));
+
+/// One case's lock paths.
+pub struct Paths {
+    mutex: String,
+    handoff: String,
+    read_write: String,
+    semaphore: String,
+    semaphore_mutex: String,
+    multi: [String; 2],
+}
+
+impl Paths {
+    pub fn unique() -> Paths {
+        Paths {
+            mutex: unique_path("explore-mutex"),
+            handoff: unique_path("explore-handoff"),
+            read_write: unique_path("explore-rw"),
+            semaphore: unique_path("explore-semaphore"),
+            semaphore_mutex: unique_path("explore-semaphore-mutex"),
+            multi: [unique_path("explore-multi-a"), unique_path("explore-multi-b")],
+        }
+    }
+
+    /// The directories holding the nodes a lock's participants queue (for the operator).
+    pub fn queues(&self, lock: Lock) -> Vec<String> {
+        match lock {
+            Lock::Mutex => vec![self.mutex.clone()],
+            Lock::HandoffMutex => vec![self.handoff.clone()],
+            Lock::Write | Lock::Read => vec![self.read_write.clone()],
+            Lock::Semaphore => vec![format!("{}/locks", self.semaphore)],
+            Lock::SemaphoreMutex => vec![format!("{}/locks", self.semaphore_mutex)],
+            Lock::Multi => self.multi.to_vec(),
+        }
+    }
+
+    /// Every directory any lock puts nodes in: what must be empty once everything is dropped.
+    pub fn all_dirs(&self) -> Vec<String> {
+        let mut dirs = vec![self.mutex.clone(), self.handoff.clone(), self.read_write.clone()];
+        for semaphore in [&self.semaphore, &self.semaphore_mutex] {
+            dirs.push(format!("{semaphore}/locks"));
+            dirs.push(format!("{semaphore}/leases"));
+        }
+        dirs.extend(self.multi.iter().cloned());
+        dirs
+    }
+}
+
+/// One object per lock, for one session; shared by the actor's tasks.
+pub struct Locks {
+    mutex: InterProcessMutex,
+    handoff: InterProcessMutex,
+    read_write: InterProcessReadWriteLock,
+    semaphore: InterProcessSemaphoreV2,
+    semaphore_mutex: InterProcessSemaphoreMutex,
+    multi: InterProcessMultiLock,
+}
+
+impl Locks {
+    pub fn new(on: impl Into<Connection>, paths: &Paths) -> Locks {
+        let on = on.into();
+        let multi: Vec<&str> = paths.multi.iter().map(String::as_str).collect();
+        Locks {
+            mutex: InterProcessMutex::new(on.clone(), &paths.mutex).unwrap(),
+            handoff: InterProcessMutex::builder(on.clone(), &paths.handoff).local_handoff(HANDOFF).build().unwrap(),
+            read_write: InterProcessMutex::builder(on.clone(), &paths.read_write)
+                .local_handoff(HANDOFF)
+                .build_read_write()
+                .unwrap(),
+            semaphore: InterProcessSemaphoreV2::new(on.clone(), &paths.semaphore, MAX_LEASES as u32).unwrap(),
+            semaphore_mutex: InterProcessSemaphoreMutex::new(on.clone(), &paths.semaphore_mutex).unwrap(),
+            multi: InterProcessMultiLock::from_paths(on, &multi).unwrap(),
+        }
+    }
+
+    /// Acquires `lock`: `None` for zero patience means a try, else at most `timeout`.
+    pub async fn acquire(&self, lock: Lock, timeout: Option<Duration>) -> Result<Option<Held>> {
+        macro_rules! take {
+            ($recipe:expr, $wrap:expr) => {
+                match timeout {
+                    Some(timeout) => $recipe.acquire_timeout(timeout).await?.map($wrap),
+                    None => Some($wrap($recipe.acquire().await?)),
+                }
+            };
+        }
+        Ok(match lock {
+            Lock::Mutex => take!(self.mutex, Held::Guard),
+            Lock::HandoffMutex => take!(self.handoff, Held::Guard),
+            Lock::Write => take!(self.read_write.write_lock(), Held::Guard),
+            Lock::Read => take!(self.read_write.read_lock(), Held::Guard),
+            Lock::Semaphore => take!(self.semaphore, Held::Lease),
+            Lock::SemaphoreMutex => take!(self.semaphore_mutex, Held::Lease),
+            Lock::Multi => take!(self.multi, Held::Multi),
+        })
+    }
+}
+
+/// A hold of any lock.
+pub enum Held {
+    Guard(LockGuard),
+    Lease(Lease),
+    Multi(MultiLockGuard),
+}
+
+/// One node of a hold, as its holder sees it now.
+pub struct Part {
+    pub node: String,
+    pub token: i64,
+    pub believed: bool,
+}
+
+impl Held {
+    pub fn parts(&self) -> Vec<Part> {
+        let guard = |guard: &LockGuard| Part {
+            node: guard.node_path().to_owned(),
+            token: guard.fencing_token(),
+            believed: guard.is_held(),
+        };
+        match self {
+            Held::Guard(held) => vec![guard(held)],
+            Held::Lease(lease) => {
+                vec![Part {
+                    node: lease.node_path().to_owned(),
+                    token: lease.fencing_token(),
+                    believed: lease.is_held(),
+                }]
+            }
+            Held::Multi(multi) => multi.guards().iter().map(guard).collect(),
+        }
+    }
+
+    /// Releases `held` if this is its last owner (else the other owner does): `None` then.
+    pub async fn release_shared(held: Arc<Held>) -> Option<Result<()>> {
+        Some(Arc::try_unwrap(held).ok()?.release().await)
+    }
+
+    pub async fn release(self) -> Result<()> {
+        match self {
+            Held::Guard(held) => held.release().await,
+            Held::Lease(lease) => lease.release().await,
+            Held::Multi(multi) => multi.release().await,
+        }
+    }
+
+    /// Asks for the loss once (which sets the node watch) and lets the future go.
+    pub async fn watch_loss(&self) {
+        let brief = Duration::from_millis(1);
+        match self {
+            Held::Guard(held) => drop(tokio::time::timeout(brief, held.lost()).await),
+            Held::Lease(lease) => drop(tokio::time::timeout(brief, lease.lost()).await),
+            Held::Multi(multi) => drop(tokio::time::timeout(brief, multi.lost()).await),
+        }
+    }
+
+    /// Resolves once someone asked for the lock back (never, for a multi-lock).
+    pub async fn revocation_requested(&self) {
+        match self {
+            Held::Guard(held) => held.revocation_requested().await,
+            Held::Lease(lease) => lease.revocation_requested().await,
+            Held::Multi(_) => std::future::pending().await,
+        }
+    }
+}
+
+/// A hold one task has.
+pub struct Hold {
+    pub id: u64,
+    pub lock: Lock,
+    /// Shared with a holder answering a revocation request, which releases it.
+    pub held: Arc<Held>,
+    pub began: Instant,
+    /// Taken again by the task that held it (shares its node and token).
+    pub reentry: bool,
+    /// Since when its node is watched (its `lost()` was asked).
+    pub watched: Option<Instant>,
+}
+
+/// A node a hold began on, as the task saw it then.
+pub struct Started {
+    pub who: (usize, usize),
+    pub began: Instant,
+    pub node: String,
+    pub token: i64,
+    pub reentry: bool,
+    /// Passed on by a task of the same actor (local handoff).
+    pub passed_on: bool,
+}
+
+/// What the operator and the faults did, by node and by actor, and the holds begun since the
+/// last check.
+#[derive(Default)]
+pub struct Record {
+    pub started: Vec<Started>,
+    /// Node -> when its delete was sent, and when it was known done.
+    pub deleted: HashMap<String, (Instant, Instant)>,
+    /// Node -> when someone asked for it back.
+    pub revoked: HashMap<String, Instant>,
+    /// Actor -> when its session was last known expired (the expiry's end).
+    pub expired: HashMap<usize, Instant>,
+    /// Actor -> whether its proxy is cut now, and whether it was at any time since each task's
+    /// acquire began (cleared by that task).
+    pub cut: HashMap<usize, bool>,
+    /// Violations found by the tasks themselves (an acquire past its patience, a wrong error).
+    pub violations: Vec<String>,
+    /// Counts for the summary.
+    pub holds: u64,
+    pub passes: u64,
+    pub deletions: u64,
+    pub expiries: u64,
+}
+
+pub type Shared = Arc<Mutex<Record>>;
+
+/// What an actor runs on.
+pub enum On {
+    Client(Mutex<Client>),
+    Session(Session),
+}
+
+/// A session behind a proxy, its lock objects, and its tasks.
+pub struct Actor {
+    pub index: usize,
+    pub proxy: Proxy,
+    pub on: On,
+    pub locks: Arc<Mutex<Arc<Locks>>>,
+    pub slots: Vec<Slot>,
+}
+
+impl Actor {
+    pub async fn start(index: usize, on_session: bool, paths: &Arc<Paths>, record: &Shared) -> Actor {
+        let proxy = Proxy::start(server().address()).unwrap();
+        let through = proxy.connect_string();
+        let on = if on_session {
+            let session = Session::connect(move || {
+                let through = through.clone();
+                async move { Client::connector().with_session_timeout(SESSION_TIMEOUT).connect(&through).await }
+            });
+            On::Session(session.await.expect("the session connects"))
+        } else {
+            On::Client(Mutex::new(connect_through(&through).await.expect("the client connects")))
+        };
+        let locks = Arc::new(Mutex::new(Arc::new(match &on {
+            On::Client(client) => Locks::new(&*client.lock().unwrap(), paths),
+            On::Session(session) => Locks::new(session, paths),
+        })));
+        let slots = (0..super::ops::SLOTS).map(|slot| Slot::start(index, slot, on_session, &locks, record)).collect();
+        Actor { index, proxy, on, locks, slots }
+    }
+
+    /// The client now.
+    pub fn client(&self) -> Client {
+        match &self.on {
+            On::Client(client) => client.lock().unwrap().clone(),
+            On::Session(session) => session.client(),
+        }
+    }
+
+    /// A plain client whose session ended is replaced (with new lock objects), as a service
+    /// would; a `Session` does it itself. Nothing while the proxy is cut.
+    pub async fn renew_if_ended(&self, paths: &Paths) {
+        let On::Client(client) = &self.on else { return };
+        let current = client.lock().unwrap().clone();
+        if !matches!(current.state(), zookeeper_client::SessionState::Expired | zookeeper_client::SessionState::Closed)
+        {
+            return;
+        }
+        let through = self.proxy.connect_string();
+        if let Ok(Ok(fresh)) = tokio::time::timeout(Duration::from_secs(2), connect_through(&through)).await {
+            *self.locks.lock().unwrap() = Arc::new(Locks::new(&fresh, paths));
+            *client.lock().unwrap() = fresh;
+        }
+    }
+}
+
+async fn connect_through(connect_string: &str) -> std::result::Result<Client, zookeeper_client::Error> {
+    Client::connector().with_session_timeout(SESSION_TIMEOUT).connect(connect_string).await
+}
