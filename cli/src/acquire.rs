@@ -42,7 +42,7 @@ pub fn patience(args: &LockArgs) -> Option<Duration> {
 pub fn not_in_time(path: &str, busy: &str, args: &LockArgs) -> Failure {
     let message = match patience(args) {
         Some(Duration::ZERO) | None => format!("{path} is {busy}"),
-        Some(timeout) => format!("{path} was still {busy} after {timeout:?}"),
+        Some(timeout) => format!("{path} was still {busy} after {}", crate::duration::human(timeout)),
     };
     Failure::new(Outcome::Busy(args.hold.conflict_exit_code), message)
 }

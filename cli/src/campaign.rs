@@ -37,9 +37,9 @@ pub fn takes_again(reason: LossReason) -> bool {
     matches!(reason, LossReason::SessionExpired | LossReason::Disconnected { .. })
 }
 
-/// Says that the `what` lost for `reason` is being taken again.
-pub fn say_again(what: &str, reason: &str) {
-    output::warn(&format!("{what} lost ({reason}); taking it again"));
+/// Says that what was lost (`lost`, "lock lost (why)") is being taken again.
+pub fn say_again(lost: &str) {
+    output::warn(&format!("{lost}; taking it again"));
 }
 
 /// Waits until `client` is connected again or its session is over: a hold given up while cut off

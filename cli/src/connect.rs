@@ -11,6 +11,7 @@ use tokio::task::JoinSet;
 
 use crate::cli::Connection;
 use crate::connect_string;
+use crate::duration::human;
 use crate::exit::{Failure, Outcome};
 use crate::output;
 
@@ -49,7 +50,7 @@ pub async fn connect(connection: &Connection) -> Result<Client, Failure> {
             let within = connection.connect_timeout;
             return Err(Failure::new(
                 Outcome::Unavailable,
-                format!("no ZooKeeper session at {hosts} within {within:?}"),
+                format!("no ZooKeeper session at {hosts} within {}", human(within)),
             ));
         }
     };
@@ -63,7 +64,11 @@ pub async fn connect(connection: &Connection) -> Result<Client, Failure> {
     let granted = client.session_timeout();
     if granted != connection.session_timeout {
         let asked = connection.session_timeout;
-        output::warn(&format!("the server granted a session timeout of {granted:?}, not the {asked:?} asked for"));
+        output::warn(&format!(
+            "the server granted a session timeout of {}, not the {} asked for",
+            human(granted),
+            human(asked)
+        ));
     }
     Ok(client)
 }

@@ -69,7 +69,7 @@ pub async fn elect(
             (Kept::Lost(reason), Held::Leader { latch, leadership })
                 if campaign.args.retake && campaign::takes_again(reason) =>
             {
-                campaign::say_again("leadership", &reason.to_string());
+                campaign::say_again(&crate::held::lost("leadership", reason));
                 *leadership = tokio::select! {
                     next = latch.await_leadership() => next.map_err(Failure::from_lock_error)?,
                     _ = signals.next() => break,

@@ -53,7 +53,7 @@ pub async fn hold(
             // The session expired while we queued (nothing was held yet): queue again on the
             // next one.
             Err(failure) if client.state() == zookeeper_client::SessionState::Expired => {
-                campaign::say_again("lock", &failure.message);
+                campaign::say_again(&format!("lock lost ({})", failure.message));
                 continue;
             }
             Err(failure) => return Err(failure),
@@ -61,7 +61,7 @@ pub async fn hold(
         let kept = keep(&client, watch, &held, &mut signals, &revocation, as_json).await;
         if let Kept::Lost(reason) = kept {
             if args.retake && campaign::takes_again(reason) {
-                campaign::say_again(held.what(), &reason.to_string());
+                campaign::say_again(&held.lost(reason));
                 let settled = signals.until(campaign::settled(&client)).await;
                 held.release(&client).await;
                 match settled {
@@ -91,7 +91,7 @@ impl Kept {
     pub fn outcome(self, held: &Held) -> Result<ExitCode, Failure> {
         match self {
             Kept::Ended(outcome) => outcome,
-            Kept::Lost(reason) => Err(Failure::new(Outcome::Lost, format!("{} lost ({reason})", held.what()))),
+            Kept::Lost(reason) => Err(Failure::new(Outcome::Lost, held.lost(reason))),
             Kept::Intruded(failure) => Err(failure),
         }
     }

@@ -1,0 +1,38 @@
+//! What cron would mail: zklock says on stderr only what a person needs to read, in a form a
+//! person reads (durations rounded, no colour when NO_COLOR asks), and can say nothing at all.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{server, unique_path};
+use support::{zklock, Group};
+use zklock_testcontainers::Proxy;
+
+/// Whether `text` has a number with more than three decimals, as `3.333333333s`.
+fn has_long_fraction(text: &str) -> bool {
+    text.split('.').skip(1).any(|after| after.bytes().take_while(u8::is_ascii_digit).count() > 3)
+}
+
+/// A hold cut off from ZooKeeper says how long it was disconnected as a person reads it (`1.3s`
+/// of a 4 s session), not as `1.333333333s`.
+#[test]
+fn a_loss_says_how_long_in_rounded_units() {
+    let path = unique_path("quiet-rounded");
+    let proxy = Proxy::start(server().address()).unwrap();
+    let mut holder = Group::spawn(
+        zklock(&proxy.connect_string()).args(["hold", &path]).stdout(Stdio::piped()).stderr(Stdio::piped()),
+    );
+    let mut line = String::new();
+    BufReader::new(holder.0.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert!(!line.is_empty(), "held");
+    proxy.cut();
+    assert_eq!(holder.wait(Duration::from_secs(30)).code(), Some(support::LOST));
+    let stderr = holder.stderr();
+    assert!(stderr.to_lowercase().contains("disconnected from zookeeper for "), "{stderr}");
+    assert!(!has_long_fraction(&stderr), "{stderr}");
+}
