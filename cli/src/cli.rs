@@ -67,7 +67,8 @@ Every option may be written before or after a subcommand's name (`zklock -n hold
 `zklock hold -n P` are the same); an option that does not apply to the subcommand given on the
 command line is refused with exit 64 and names where it goes (one set in the environment is
 ignored where it does not apply). Boolean environment variables take 1/0, true/false, yes/no,
-on/off. `--timeout 0` is -n.
+on/off. `--timeout 0` is -n. For cron, -q leaves unsaid what the exit code tells (a busy lock)
+or needs no action; a busy lock with -E 0 is a silent success.
 
 `zklock elect PATH -- COMMAND` joins the election at PATH (Curator's LeaderLatch: node
 _c_{uuid}-latch-{seq}, data = --id, by default HOSTNAME:PID), waits to lead, and runs the command
@@ -199,6 +200,12 @@ pub struct Connection {
     /// selects more (e.g. RUST_LOG=zklock=debug).
     #[arg(long, short = 'v', env = "ZKLOCK_VERBOSE", value_parser = BoolishValueParser::new(), global = true)]
     pub verbose: bool,
+
+    /// Say nothing on stderr that the exit code already tells or that needs no action, as cron
+    /// would mail it: a busy lock (-n, --timeout; silent with -E 0 too) and a session timeout
+    /// the server changed. Errors are still said.
+    #[arg(long, short = 'q', env = "ZKLOCK_QUIET", value_parser = BoolishValueParser::new(), global = true)]
+    pub quiet: bool,
 }
 
 impl Connection {

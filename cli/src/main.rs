@@ -41,7 +41,7 @@ use tracing_subscriber::{EnvFilter, Layer as _};
 use zookeeper_client::Client;
 
 use crate::cli::{Cli, Command};
-use crate::connect::{close_session, connect};
+use crate::connect::{close_session, connect, say_granted};
 use crate::elect::Campaign;
 use crate::exit::{Failure, Outcome};
 use crate::placement::Mode;
@@ -71,6 +71,9 @@ fn main() -> ExitCode {
         Some(Command::Manpage) => return generated::manpage(),
         _ => {}
     }
+    if cli.connection.quiet {
+        output::quiet();
+    }
     init_logs(cli.connection.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(runtime) => runtime,
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
     };
     let outcome = runtime.block_on(async move {
         let client = connect(&cli.connection).await?;
+        say_granted(&client, &cli.connection);
         let states = client.state_watcher();
         let outcome = dispatch(&client, cli).await;
         close_session(client, states).await;

@@ -36,3 +36,32 @@ fn a_loss_says_how_long_in_rounded_units() {
     assert!(stderr.to_lowercase().contains("disconnected from zookeeper for "), "{stderr}");
     assert!(!has_long_fraction(&stderr), "{stderr}");
 }
+
+/// What cron would mail on every run of `zklock -n` whose lock is busy, and of a session timeout
+/// the server changed: nothing with --quiet, nothing when -E 0 makes busy a success; the exit
+/// code still tells. Without them, each is said.
+#[test]
+fn quiet_and_a_successful_busy_code_say_nothing_the_exit_code_tells() {
+    let zk = server().connect_string();
+    let path = unique_path("quiet-busy");
+    let (_holder, _) = support::hold(&zk, &[], &path);
+    let busy = |options: &[&str]| zklock(&zk).args(options).args(["-n", &path, "--", "true"]).output().unwrap();
+    let said = busy(&[]);
+    assert_eq!(said.status.code(), Some(support::TIMED_OUT), "{said:?}");
+    assert!(!said.stderr.is_empty(), "busy is said by default");
+    for (options, code) in [(&["--quiet"][..], support::TIMED_OUT), (&["-q"], support::TIMED_OUT), (&["-E", "0"], 0)] {
+        let output = busy(options);
+        assert_eq!(output.status.code(), Some(code), "{options:?}: {output:?}");
+        assert_eq!(String::from_utf8_lossy(&output.stderr), "", "{options:?}");
+    }
+    // The test server grants at most 60 s.
+    let listing = |quiet: &[&str]| {
+        let mut command = support::bare_zklock();
+        command.args(["--zk", &zk, "--session-timeout", "90s", "list"]).args(quiet).arg(&path).output().unwrap()
+    };
+    let said = listing(&[]);
+    assert!(String::from_utf8_lossy(&said.stderr).contains("granted a session timeout of 1m"), "{said:?}");
+    let quiet = listing(&["-q"]);
+    assert!(quiet.status.success(), "{quiet:?}");
+    assert_eq!(String::from_utf8_lossy(&quiet.stderr), "", "--quiet");
+}
