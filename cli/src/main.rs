@@ -100,7 +100,8 @@ fn init_logs(verbose: bool) {
     let said_by_the_command = chosen.is_none();
     let default = if verbose { "zklock=info" } else { "zklock=warn" };
     let filter = chosen.unwrap_or_else(|| EnvFilter::new(default));
-    let not_a_loss = filter_fn(move |event| !(said_by_the_command && is_loss_event(event)));
+    let not_a_loss =
+        filter_fn(move |event| !(said_by_the_command && (is_loss_event(event) || is_reconnect_event(event))));
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
@@ -113,6 +114,13 @@ fn init_logs(verbose: bool) {
 /// The library's event of a lost hold (a warning with the hold's duration).
 fn is_loss_event(event: &tracing::Metadata<'_>) -> bool {
     *event.level() == tracing::Level::WARN && event.fields().field("held_ms").is_some()
+}
+
+/// The library's warning that a new session could not be connected, which calls every end of a
+/// session an expiry, even one the client declared itself out of reach: `campaign::session`
+/// says it as what is known.
+fn is_reconnect_event(event: &tracing::Metadata<'_>) -> bool {
+    *event.level() == tracing::Level::WARN && event.module_path() == Some("zklock::queue::session")
 }
 
 /// Does what the command line asks, once connected.

@@ -65,3 +65,30 @@ fn quiet_and_a_successful_busy_code_say_nothing_the_exit_code_tells() {
     assert!(quiet.status.success(), "{quiet:?}");
     assert_eq!(String::from_utf8_lossy(&quiet.stderr), "", "--quiet");
 }
+
+/// Out of reach past the session timeout, `hold --retake` cannot connect a new session until
+/// ZooKeeper is back: it says so once, with the reason, and calls it no expiry, which it cannot
+/// know happened (the client gives up on its own); then it holds again.
+#[test]
+fn an_outage_is_said_as_what_happened_once() {
+    let path = unique_path("quiet-outage");
+    let proxy = Proxy::start(server().address()).unwrap();
+    let mut holder = Group::spawn(
+        zklock(&proxy.connect_string()).args(["hold", "--retake", &path]).stdout(Stdio::piped()).stderr(Stdio::piped()),
+    );
+    let mut stdout = BufReader::new(holder.0.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    proxy.cut();
+    // Past the 4 s session and the client's own give-up, with new sessions refused meanwhile.
+    std::thread::sleep(Duration::from_secs(10));
+    proxy.heal();
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    assert!(!line.is_empty(), "held again");
+    holder.signal_job(libc::SIGTERM);
+    holder.wait(Duration::from_secs(20));
+    let stderr = holder.stderr();
+    assert!(!stderr.contains("expiry"), "{stderr}");
+    assert_eq!(stderr.matches("no new one can be had yet").count(), 1, "{stderr}");
+}
