@@ -104,11 +104,18 @@ fn init_logs(verbose: bool) {
         filter_fn(move |event| !(said_by_the_command && (is_loss_event(event) || is_reconnect_event(event))));
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(colours())
         .with_target(false)
         .with_filter(filter)
         .with_filter(not_a_loss);
     tracing_subscriber::registry().with(logs).init();
+}
+
+/// Colours only on a terminal, and not when NO_COLOR is set to anything (no-color.org); clap's
+/// help follows the same rule by itself.
+fn colours() -> bool {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
+    std::io::stderr().is_terminal() && !no_color
 }
 
 /// The library's event of a lost hold (a warning with the hold's duration).

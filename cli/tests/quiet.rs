@@ -92,3 +92,34 @@ fn an_outage_is_said_as_what_happened_once() {
     assert!(!stderr.contains("expiry"), "{stderr}");
     assert_eq!(stderr.matches("no new one can be had yet").count(), 1, "{stderr}");
 }
+
+/// On a terminal, zklock's log lines (-v) are coloured, unless NO_COLOR is set (no-color.org);
+/// so is --help's text.
+#[test]
+fn no_color_leaves_a_terminal_uncoloured() {
+    let zk = server().connect_string();
+    let path = unique_path("quiet-no-color");
+    let on_a_terminal = |no_color: bool, args: &[&str]| {
+        let pty = support::Pty::open();
+        let mut command = zklock(&zk);
+        command.args(args).stdin(Stdio::null()).stdout(pty.stdio()).stderr(pty.stdio());
+        if no_color {
+            command.env("NO_COLOR", "1");
+        } else {
+            command.env_remove("NO_COLOR");
+        }
+        let status = command.status().unwrap();
+        drop(command); // its copies of the slave
+        let said = pty.output();
+        assert!(status.success(), "{args:?}: {said}");
+        said
+    };
+    let verbose = ["-v", &path, "--", "true"];
+    let coloured = on_a_terminal(false, &verbose);
+    assert!(coloured.contains("acquired") && coloured.contains('\x1b'), "coloured by default: {coloured:?}");
+    for args in [&verbose[..], &["--help"]] {
+        let plain = on_a_terminal(true, args);
+        assert!(plain.contains("zklock") || plain.contains("acquired"), "{args:?}: {plain:?}");
+        assert!(!plain.contains('\x1b'), "{args:?} with NO_COLOR: {plain:?}");
+    }
+}
