@@ -33,7 +33,7 @@ use std::process::ExitCode;
 use std::ffi::OsString;
 
 use clap::parser::ValueSource;
-use clap::{CommandFactory as _, FromArgMatches as _};
+use clap::FromArgMatches as _;
 use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
@@ -48,7 +48,7 @@ use crate::placement::Mode;
 
 fn main() -> ExitCode {
     signals::ignored_at_start();
-    let matches = match Cli::command().try_get_matches() {
+    let matches = match placement::command().try_get_matches() {
         Ok(matches) => matches,
         Err(err) => return clap_failure(err),
     };
