@@ -25,11 +25,10 @@ pub fn completions(shell: clap_complete::Shell) -> ExitCode {
 }
 
 pub fn manpage() -> ExitCode {
-    let mut page = Vec::new();
-    if let Err(err) = clap_mangen::Man::new(command()).render(&mut page) {
-        return Failure::new(Outcome::Failed, format!("cannot render the manual page: {err}")).report();
+    match crate::manual::page(command()) {
+        Ok(page) => print(&page),
+        Err(err) => Failure::new(Outcome::Failed, format!("cannot render the manual page: {err}")).report(),
     }
-    print(&page)
 }
 
 fn print(bytes: &[u8]) -> ExitCode {

@@ -19,6 +19,7 @@ mod layout;
 mod leader;
 mod list;
 mod list_output;
+mod manual;
 mod node_data;
 mod output;
 mod placement;

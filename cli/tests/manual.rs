@@ -59,3 +59,28 @@ fn completing_completions_offers_the_shells() {
     assert!(offer.is_some_and(|line| line.contains(shells)), "fish: {fish}");
     assert!(stdout_of(&["completions", "zsh"]).contains(&format!("({shells})")), "zsh");
 }
+
+/// The manual page has the sections a man page has (not clap's "EXTRA"), names no page that
+/// is not generated, lists every variable --help names, and renders without a groff warning.
+#[test]
+fn the_manual_page_has_exit_status_environment_and_examples() {
+    let page = stdout_of(&["manpage"]);
+    let sections: Vec<&str> = page.lines().filter_map(|line| line.strip_prefix(".SH ")).collect();
+    for section in ["\"EXIT STATUS\"", "ENVIRONMENT", "EXAMPLES", "OPTIONS", "SUBCOMMANDS"] {
+        assert!(sections.contains(&section), "{section} in {sections:?}");
+    }
+    assert!(!sections.contains(&"EXTRA"), "{sections:?}");
+    assert!(!page.contains("(1)"), "a reference to another page: {page}");
+    let help = stdout_of(&["--help"]);
+    let environment = &page[page.find(".SH ENVIRONMENT").unwrap()..page.find(".SH EXAMPLES").unwrap()];
+    let named = help.split("[env: ").skip(1).map(|rest| rest.split(['=', ']']).next().unwrap().to_owned());
+    for name in named.chain(["ZK_CONNECT", "NO_COLOR", "ZKLOCK_FENCING_TOKEN"].map(str::to_owned)) {
+        assert!(environment.contains(&format!("\\fB{}\\fR", name.replace('-', "\\-"))), "{name} in {environment}");
+    }
+    let path = std::env::temp_dir().join(format!("zklock-{}.1", std::process::id()));
+    std::fs::write(&path, &page).unwrap();
+    let groff = std::process::Command::new("groff").args(["-man", "-Tutf8", "-ww", "-z"]).arg(&path).output();
+    std::fs::remove_file(&path).unwrap();
+    let groff = groff.expect("groff, to check the page");
+    assert!(groff.status.success() && groff.stderr.is_empty(), "{}", String::from_utf8_lossy(&groff.stderr));
+}
