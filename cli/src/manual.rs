@@ -100,7 +100,7 @@ const EXIT_STATUS: &[(&str, &str)] = &[
          ended before the lock or leadership was held",
     ),
     ("70", "other errors"),
-    ("74", "stdout cannot be written"),
+    ("74", "stdout cannot be written (not `revoke`, whose request is sent: 0, and stderr says so)"),
     ("75", "lock busy or leadership not ours in time (-n, --timeout; see -E)"),
     ("76", "lock or leadership lost while the command ran"),
     ("77", "not allowed (ACL, authentication)"),
