@@ -238,8 +238,9 @@ impl From<LossPolicyArg> for zklock::LossPolicy {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Take the lock, print its node and fencing token, and hold it until signalled, asked to
-    /// let go, or the reader of that line goes away (like `etcdctl lock NAME` without a command).
+    /// Take the lock, print its node and fencing token, and hold it until signalled (128+N),
+    /// asked to let go (0), or the reader of that line goes away (141) (like `etcdctl lock NAME`
+    /// without a command).
     /// Any loss ends it with 76 (--retake takes it again after a loss to the session); so does
     /// another kind of lock, or a semaphore of another N, arriving on the path.
     Hold {

@@ -1,6 +1,7 @@
 //! `zklock hold LOCK_PATH` (and `zklock elect PATH` without a command): take the lock or
-//! leadership, print its node and fencing token, and keep it until a signal, a revocation
-//! request (unless ignored), the reader of that line going away, or its loss (76): "held" means
+//! leadership, print its node and fencing token, and keep it until a signal (128+N, also while
+//! waiting), a revocation request (0, unless ignored), the reader of that line going away (141),
+//! or its loss (76): "held" means
 //! held without a gap. With `--retake`, a loss to the session is taken again (`campaign.rs`), and
 //! a new line printed. A participant that cannot share the path arriving is a loss too.
 
@@ -135,7 +136,8 @@ pub async fn keep(
                 info!("revocation requested: holding on (--on-revoke ignore)");
             }
             () = &mut reader_gone => return Kept::Ended(Err(Failure::quiet(Outcome::ReaderGone))),
-            _ = signals.next() => return Kept::Ended(Ok(ExitCode::SUCCESS)),
+            // 128+N, as when a signal comes while waiting: one code for "ended by the signal".
+            signal = signals.next() => return Kept::Ended(Ok(ExitCode::from(128 + signal as u8))),
         }
     }
 }

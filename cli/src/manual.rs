@@ -78,7 +78,9 @@ leadership is lost (76; --retake leads again after a loss to the session).
 `zklock hold` means held without a gap: any loss ends it with 76 (--retake takes the lock
 again after a loss to the session, printing a new line). While holding, a lock of another kind
 or a semaphore of another N arriving on the path is a loss too, said in one line: the two would
-not exclude each other. With a command, that stops the command as a loss does.
+not exclude each other. With a command, that stops the command as a loss does. A signal
+(SIGTERM, SIGINT, ...) ends `hold`, and `elect` without a command, with 128+N, waiting or
+holding, as it ends any job; a revocation obeyed ends `hold` with 0.
 
 A path holds one kind of lock or an election: a mode that cannot share it with the nodes already
 there (a semaphore on a lock, a kazoo lock on a Curator one, an election on a lock) is refused
@@ -92,6 +94,7 @@ data back. `zklock hold` lets go at once when the reader of its stdout goes away
 /// The exit codes, each with what it means.
 const EXIT_STATUS: &[(&str, &str)] = &[
     ("N", "the command's own status (128+N if it died of signal N)"),
+    ("128+N", "`hold`, `elect` without a command: ended by signal N (SIGTERM: 143), waiting or holding"),
     ("1", "`list`: nobody holds; `revoke`: no such node"),
     ("64", "bad usage (an option, a path, a connect string) or a mode the path cannot take"),
     (

@@ -15,6 +15,8 @@ pub const LOST: i32 = 76;
 pub const UNAVAILABLE: i32 = 69;
 pub const USAGE: i32 = 64;
 pub const NOT_ALLOWED: i32 = 77;
+/// How `hold` and `elect` without a command end on SIGTERM, waiting or holding.
+pub const TERMINATED: i32 = 128 + libc::SIGTERM;
 
 /// `zklock` with no option set and none inherited from the test's environment.
 pub fn bare_zklock() -> Command {
