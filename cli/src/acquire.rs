@@ -38,13 +38,18 @@ pub fn patience(args: &LockArgs) -> Option<Duration> {
 }
 
 /// Busy (-n, `--timeout 0`) or not ours within `--timeout`: `-E`'s exit code, with one line
-/// that says which.
+/// that says which; none with `--quiet`, nor when -E makes it a success (`-E 0`: nothing to
+/// mail from cron).
 pub fn not_in_time(path: &str, busy: &str, args: &LockArgs) -> Failure {
+    let outcome = Outcome::Busy(args.hold.conflict_exit_code);
+    if args.hold.conflict_exit_code == 0 {
+        return Failure::quiet(outcome);
+    }
     let message = match patience(args) {
         Some(Duration::ZERO) | None => format!("{path} is {busy}"),
-        Some(timeout) => format!("{path} was still {busy} after {timeout:?}"),
+        Some(timeout) => format!("{path} was still {busy} after {}", crate::duration::human(timeout)),
     };
-    Failure::new(Outcome::Busy(args.hold.conflict_exit_code), message)
+    Failure::notice(outcome, message)
 }
 
 /// What our lock node or lease says about us (and what we write back after a revocation

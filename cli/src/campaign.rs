@@ -4,6 +4,8 @@
 //! token printed. A node deleted by someone else still ends them (an operator's way to make a
 //! holder let go), and so does every loss without `--retake` or in the command mode.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tracing::info;
@@ -17,15 +19,29 @@ use crate::output;
 
 /// A session that starts from the command's client and connects every later one as the command
 /// line says (auth, TLS, chroot, timeouts).
+///
+/// A new session is needed once the old one is over, which the client also decides by itself
+/// when no server answered within the session timeout: whether the server expired it is then
+/// unknown. So a new session that cannot be had is said as what is known, once per outage, with
+/// the reason (`main.rs` leaves out the library's line, which calls every end an expiry).
 pub fn session(client: &Client, connection: &Connection) -> Result<Session, Failure> {
     let connection = connection.clone();
+    let outage_said = Arc::new(AtomicBool::new(false));
     let reconnect = move || {
-        let connection = connection.clone();
+        let (connection, outage_said) = (connection.clone(), outage_said.clone());
         async move {
-            connect(&connection).await.map_err(|failure| {
-                info!("connecting a new session: {}", failure.message);
-                zookeeper_client::Error::ConnectionLoss
-            })
+            let connected = connect(&connection).await;
+            match &connected {
+                Ok(_) => outage_said.store(false, Ordering::Relaxed),
+                Err(failure) if outage_said.swap(true, Ordering::Relaxed) => {
+                    info!("connecting a new session: {}", failure.message)
+                }
+                Err(failure) => output::warn(&format!(
+                    "the session is over and no new one can be had yet ({}); still trying",
+                    failure.message
+                )),
+            }
+            connected.map_err(|_| zookeeper_client::Error::ConnectionLoss)
         }
     };
     Session::from_client(client.clone(), reconnect).map_err(Failure::from_lock_error)
@@ -37,9 +53,9 @@ pub fn takes_again(reason: LossReason) -> bool {
     matches!(reason, LossReason::SessionExpired | LossReason::Disconnected { .. })
 }
 
-/// Says that the `what` lost for `reason` is being taken again.
-pub fn say_again(what: &str, reason: &str) {
-    output::warn(&format!("{what} lost ({reason}); taking it again"));
+/// Says that what was lost (`lost`, "lock lost (why)") is being taken again.
+pub fn say_again(lost: &str) {
+    output::warn(&format!("{lost}; taking it again"));
 }
 
 /// Waits until `client` is connected again or its session is over: a hold given up while cut off

@@ -11,95 +11,6 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::acl::parse_acl;
 use crate::duration::{parse_duration, parse_session_timeout};
 
-const AFTER_HELP: &str = "\
-Examples:
-  # Run the nightly job on one machine of the cluster at a time
-  zklock -z zk1:2181,zk2:2181 /locks/nightly ./nightly-job.sh --full
-
-  # A shell command, as flock -c takes it (`--` before a command also works)
-  zklock /locks/report -c 'make report && upload report.pdf'
-
-  # Skip the run if another machine holds the lock (exit 75, or -E's code)
-  zklock -n -E 0 /locks/deploy -- ./deploy.sh
-
-  # At most three backups at once, cluster-wide
-  zklock --semaphore 3 /semaphores/backup -- ./backup.sh
-
-  # Readers share, writers are alone (like flock -s / -x; the default is the write side)
-  zklock --read /locks/catalog -- ./export-catalog.sh
-  zklock /locks/catalog -- ./rebuild-catalog.sh
-
-  # Run the scheduler on the elected leader only; another machine takes over when it goes
-  zklock elect --id web-3 /elections/scheduler -- ./scheduler
-
-  # Hold the lock from a shell script until told to stop (or until the reader of its line goes)
-  zklock hold /locks/maintenance & ...; kill %1
-
-  # Campaign without a command, and see who leads
-  zklock elect --id web-3 /elections/scheduler &
-  zklock leader --json /elections/scheduler
-
-  # Shell completions and the manual page, generated from these definitions
-  zklock completions bash > /etc/bash_completion.d/zklock
-  zklock manpage > /usr/local/share/man/man1/zklock.1
-
-  # Who holds the lock, who waits; ask the holder to let go
-  zklock list --json /locks/nightly
-  zklock revoke /locks/nightly/_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-__WRIT__0000000007
-
-  # A secured ensemble
-  ZKLOCK_AUTH=digest:deployer:secret zklock --tls-ca ca.pem --zk zk1:2281 /locks/deploy -- ./deploy.sh
-
-The command sees ZKLOCK_PATH, ZKLOCK_NODE and ZKLOCK_FENCING_TOKEN (the lock node's czxid,
-which grows from holder to holder: pass it to what you write, and refuse older ones).
-
-The command runs in a process group of its own, led by a watchdog process: if zklock dies, of
-any signal including SIGKILL, the kernel tells the watchdog, which kills the whole group at once,
-before the session can expire and anyone else can hold the lock. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
-SIGUSR2 sent to zklock are passed on to that whole group, once (one ignored when zklock started,
-as nohup ignores SIGHUP, stays ignored by zklock and the command); the lock is released when the
-last process of the group has exited. If the lock is lost while the command runs (session
-expired, disconnected too long, node deleted), the group gets SIGTERM at once and SIGKILL at the
-latest when the server could first expire the session (sooner with --kill-after); zklock exits 76
-once the group is gone, before anyone else can hold the lock.
-
-Every option may be written before or after a subcommand's name (`zklock -n hold P` and
-`zklock hold -n P` are the same); an option that does not apply to the subcommand given on the
-command line is refused with exit 64 and names where it goes (one set in the environment is
-ignored where it does not apply). Boolean environment variables take 1/0, true/false, yes/no,
-on/off. `--timeout 0` is -n.
-
-`zklock elect PATH -- COMMAND` joins the election at PATH (Curator's LeaderLatch: node
-_c_{uuid}-latch-{seq}, data = --id, by default HOSTNAME:PID), waits to lead, and runs the command
-only while leading, with ZKLOCK_FENCING_TOKEN set to the leadership's epoch. Losing leadership
-stops the command as losing a lock does (exit 76); when the command ends, zklock leaves the
-election, the next participant leads, and zklock exits with the command's status. Without a command,
-`zklock elect PATH` prints its node and epoch once it leads, and leads until signalled or the
-leadership is lost (76; --retake leads again after a loss to the session).
-
-`zklock hold` means held without a gap: any loss ends it with 76 (--retake takes the lock
-again after a loss to the session, printing a new line). While holding, a lock of another kind
-or a semaphore of another N arriving on the path is a loss too, said in one line: the two would
-not exclude each other. With a command, that stops the command as a loss does.
-
-A path holds one kind of lock or an election: a mode that cannot share it with the nodes already
-there (a semaphore on a lock, a kazoo lock on a Curator one, an election on a lock) is refused
-with exit 64.
-
-`zklock revoke NODE` writes only into a lock participant's node (ephemeral, sequential, named
-as a zklock, Curator or kazoo lock node or semaphore lease); anything else, an election's node
-included, is refused with exit 64. A holder that carries on (--on-revoke ignore) writes its own
-data back. `zklock hold` lets go at once when the reader of its stdout goes away.
-
-Exit codes: the command's own status (128+N if it died of signal N); 1 `list`: nobody holds,
-`revoke`: no such node; 64 bad usage (an option, a path, a connect string) or a mode the path
-cannot take; 69 ZooKeeper unreachable (refused, not resolved, no session in time, chroot
-missing) or session ended before the lock or leadership was held; 70 other errors; 74 stdout
-cannot be written; 75 lock busy or leadership not ours in time (-n, --timeout; see -E); 76 lock
-or leadership lost while the command ran; 77 not allowed (ACL, authentication); 126/127
-command not executable / not found; 141 the reader of stdout went away (as if killed by
-SIGPIPE).";
-
 const USAGE: &str = "\
 zklock [OPTIONS] LOCK_PATH [--] COMMAND [ARGS]...
        zklock [OPTIONS] LOCK_PATH -c SHELL_COMMAND
@@ -113,7 +24,7 @@ zklock [OPTIONS] LOCK_PATH [--] COMMAND [ARGS]...
     name = "zklock",
     version,
     about = "Run a command while holding a ZooKeeper lock or semaphore, cluster-wide (like flock, consul lock, etcdctl lock), or while leading an election.",
-    after_help = AFTER_HELP,
+    after_help = crate::manual::after_help(),
     override_usage = USAGE,
     subcommand_negates_reqs = true
 )]
@@ -199,6 +110,12 @@ pub struct Connection {
     /// selects more (e.g. RUST_LOG=zklock=debug).
     #[arg(long, short = 'v', env = "ZKLOCK_VERBOSE", value_parser = BoolishValueParser::new(), global = true)]
     pub verbose: bool,
+
+    /// Say nothing on stderr that the exit code already tells or that needs no action, as cron
+    /// would mail it: a busy lock (-n, --timeout; silent with -E 0 too) and a session timeout
+    /// the server changed. Errors are still said.
+    #[arg(long, short = 'q', env = "ZKLOCK_QUIET", value_parser = BoolishValueParser::new(), global = true)]
+    pub quiet: bool,
 }
 
 impl Connection {
@@ -321,8 +238,9 @@ impl From<LossPolicyArg> for zklock::LossPolicy {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Take the lock, print its node and fencing token, and hold it until signalled, asked to
-    /// let go, or the reader of that line goes away (like `etcdctl lock NAME` without a command).
+    /// Take the lock, print its node and fencing token, and hold it until signalled (128+N),
+    /// asked to let go (0), or the reader of that line goes away (141) (like `etcdctl lock NAME`
+    /// without a command).
     /// Any loss ends it with 76 (--retake takes it again after a loss to the session); so does
     /// another kind of lock, or a semaphore of another N, arriving on the path.
     Hold {

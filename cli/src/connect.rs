@@ -11,6 +11,7 @@ use tokio::task::JoinSet;
 
 use crate::cli::Connection;
 use crate::connect_string;
+use crate::duration::human;
 use crate::exit::{Failure, Outcome};
 use crate::output;
 
@@ -49,7 +50,7 @@ pub async fn connect(connection: &Connection) -> Result<Client, Failure> {
             let within = connection.connect_timeout;
             return Err(Failure::new(
                 Outcome::Unavailable,
-                format!("no ZooKeeper session at {hosts} within {within:?}"),
+                format!("no ZooKeeper session at {hosts} within {}", human(within)),
             ));
         }
     };
@@ -60,12 +61,17 @@ pub async fn connect(connection: &Connection) -> Result<Client, Failure> {
             return Err(Failure::new(Outcome::Unavailable, message));
         }
     }
-    let granted = client.session_timeout();
-    if granted != connection.session_timeout {
-        let asked = connection.session_timeout;
-        output::warn(&format!("the server granted a session timeout of {granted:?}, not the {asked:?} asked for"));
-    }
     Ok(client)
+}
+
+/// Says when the server granted another session timeout than asked for (a notice: once, for
+/// the first session, and not with `--quiet`).
+pub fn say_granted(client: &Client, connection: &Connection) {
+    let (granted, asked) = (client.session_timeout(), connection.session_timeout);
+    if granted != asked {
+        let (granted, asked) = (human(granted), human(asked));
+        output::notice(&format!("the server granted a session timeout of {granted}, not the {asked} asked for"));
+    }
 }
 
 /// Resolves the servers and opens a TCP connection to each address, all at once: a name

@@ -1,4 +1,5 @@
-//! Durations on the command line: `500ms`, `10s`, `2m`, `1h`, or plain seconds (`1.5`).
+//! Durations on the command line: `500ms`, `10s`, `2m`, `1h`, or plain seconds (`1.5`); and
+//! durations in messages, rounded to what a person reads (`3.3s`, not `3.333333333s`).
 
 use std::time::Duration;
 
@@ -28,6 +29,29 @@ pub fn parse_session_timeout(text: &str) -> Result<Duration, String> {
     Ok(timeout)
 }
 
+/// `duration` as a person reads it, in the units the options take: whole milliseconds below a
+/// second, tenths of a second below ten, then whole seconds, minutes and hours (`250ms`, `3.3s`,
+/// `10s`, `1m30s`, `2h`).
+pub fn human(duration: Duration) -> String {
+    let millis = duration.as_millis();
+    if millis < 1000 {
+        return format!("{millis}ms");
+    }
+    if millis < 10_000 {
+        let tenths = (millis + 50) / 100;
+        return match tenths % 10 {
+            0 => format!("{}s", tenths / 10),
+            tenth => format!("{}.{tenth}s", tenths / 10),
+        };
+    }
+    let seconds = (millis + 500) / 1000;
+    let (hours, minutes, seconds) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    let parts = [(hours, "h"), (minutes, "m"), (seconds, "s")];
+    let first = parts.iter().position(|(value, _)| *value > 0).unwrap_or(2);
+    let last = parts.iter().rposition(|(value, _)| *value > 0).unwrap_or(2);
+    parts[first..=last].iter().map(|(value, unit)| format!("{value}{unit}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,5 +77,28 @@ mod tests {
         assert!(parse_session_timeout("0").is_err());
         assert!(parse_session_timeout("3000000").is_err());
         assert_eq!(parse_session_timeout("10s"), Ok(Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn human_durations_are_rounded_to_what_a_person_reads() {
+        let cases = [
+            (Duration::from_nanos(3_333_333_333), "3.3s"),
+            (Duration::from_nanos(1_333_333_333), "1.3s"),
+            (Duration::from_millis(250), "250ms"),
+            (Duration::from_micros(333_333), "333ms"),
+            (Duration::ZERO, "0ms"),
+            (Duration::from_millis(999), "999ms"),
+            (Duration::from_millis(1000), "1s"),
+            (Duration::from_millis(9_960), "10s"),
+            (Duration::from_secs(10), "10s"),
+            (Duration::from_millis(33_333), "33s"),
+            (Duration::from_secs(60), "1m"),
+            (Duration::from_secs(90), "1m30s"),
+            (Duration::from_secs(7200), "2h"),
+            (Duration::from_secs(3605), "1h0m5s"),
+        ];
+        for (duration, said) in cases {
+            assert_eq!(human(duration), said, "{duration:?}");
+        }
     }
 }

@@ -61,7 +61,7 @@ pub async fn elect(
         Ok(held) => held,
         Err(signal) => return Ok(ExitCode::from(128 + signal as u8)),
     };
-    loop {
+    let signal = loop {
         let client = session.client();
         let watch = Watch { path: campaign.path, layout: LATCH };
         let kept = keep(&client, watch, &held, &mut signals, &revocation, campaign.as_json).await;
@@ -69,10 +69,10 @@ pub async fn elect(
             (Kept::Lost(reason), Held::Leader { latch, leadership })
                 if campaign.args.retake && campaign::takes_again(reason) =>
             {
-                campaign::say_again("leadership", &reason.to_string());
+                campaign::say_again(&crate::held::lost("leadership", reason));
                 *leadership = tokio::select! {
                     next = latch.await_leadership() => next.map_err(Failure::from_lock_error)?,
-                    _ = signals.next() => break,
+                    signal = signals.next() => break signal,
                 };
                 info!("leading {} again", campaign.path);
             }
@@ -82,9 +82,9 @@ pub async fn elect(
                 return outcome;
             }
         }
-    }
+    };
     held.release(&session.client()).await;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(128 + signal as u8))
 }
 
 /// Joins the election and waits to lead, until `--timeout`, creating nodes with `acls`. Leaves

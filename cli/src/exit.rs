@@ -49,11 +49,18 @@ impl Outcome {
 pub struct Failure {
     pub outcome: Outcome,
     pub message: String,
+    /// Whether the message is only a notice, which `--quiet` leaves unsaid.
+    notice: bool,
 }
 
 impl Failure {
     pub fn new(outcome: Outcome, message: impl Into<String>) -> Self {
-        Failure { outcome, message: message.into() }
+        Failure { outcome, message: message.into(), notice: false }
+    }
+
+    /// A failure whose message the exit code already tells: unsaid with `--quiet`.
+    pub fn notice(outcome: Outcome, message: impl Into<String>) -> Self {
+        Failure { notice: true, ..Failure::new(outcome, message) }
     }
 
     /// A failure that prints nothing.
@@ -84,7 +91,9 @@ impl Failure {
     }
 
     pub fn report(self) -> ExitCode {
-        if !self.message.is_empty() {
+        if self.notice {
+            crate::output::notice(&self.message);
+        } else if !self.message.is_empty() {
             crate::output::warn(&self.message);
         }
         ExitCode::from(self.outcome.code())

@@ -3,7 +3,7 @@
 //! the election).
 
 use tracing::info;
-use zklock::{Hold, LeaderLatch, Leadership, Lease, LockGuard};
+use zklock::{Hold, LeaderLatch, Leadership, Lease, LockGuard, LossReason};
 use zookeeper_client::{Client, SessionState};
 
 pub enum Held {
@@ -23,6 +23,11 @@ impl Held {
             Held::Lock(_) | Held::Lease(_) => "lock",
             Held::Leader { .. } => "leadership",
         }
+    }
+
+    /// "lock lost (why)", for messages: a disconnection's length as a person reads it.
+    pub fn lost(&self, reason: LossReason) -> String {
+        lost(self.what(), reason)
     }
 
     /// The hold itself: what every kind of hold tells (its node, token, loss, revocation) is
@@ -68,5 +73,15 @@ impl Held {
             Err(zklock::Error::LockLost(_)) => {}
             Err(err) => crate::output::warn(&format!("releasing the {what}: {}", err.with_causes())),
         }
+    }
+}
+
+/// "`what` lost (why)", for messages: a disconnection's length as a person reads it.
+pub fn lost(what: &str, reason: LossReason) -> String {
+    match reason {
+        LossReason::Disconnected { after } => {
+            format!("{what} lost (disconnected from ZooKeeper for {})", crate::duration::human(after))
+        }
+        reason => format!("{what} lost ({reason})"),
     }
 }

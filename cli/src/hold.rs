@@ -1,6 +1,7 @@
 //! `zklock hold LOCK_PATH` (and `zklock elect PATH` without a command): take the lock or
-//! leadership, print its node and fencing token, and keep it until a signal, a revocation
-//! request (unless ignored), the reader of that line going away, or its loss (76): "held" means
+//! leadership, print its node and fencing token, and keep it until a signal (128+N, also while
+//! waiting), a revocation request (0, unless ignored), the reader of that line going away (141),
+//! or its loss (76): "held" means
 //! held without a gap. With `--retake`, a loss to the session is taken again (`campaign.rs`), and
 //! a new line printed. A participant that cannot share the path arriving is a loss too.
 
@@ -53,7 +54,7 @@ pub async fn hold(
             // The session expired while we queued (nothing was held yet): queue again on the
             // next one.
             Err(failure) if client.state() == zookeeper_client::SessionState::Expired => {
-                campaign::say_again("lock", &failure.message);
+                campaign::say_again(&format!("lock lost ({})", failure.message));
                 continue;
             }
             Err(failure) => return Err(failure),
@@ -61,7 +62,7 @@ pub async fn hold(
         let kept = keep(&client, watch, &held, &mut signals, &revocation, as_json).await;
         if let Kept::Lost(reason) = kept {
             if args.retake && campaign::takes_again(reason) {
-                campaign::say_again(held.what(), &reason.to_string());
+                campaign::say_again(&held.lost(reason));
                 let settled = signals.until(campaign::settled(&client)).await;
                 held.release(&client).await;
                 match settled {
@@ -91,7 +92,7 @@ impl Kept {
     pub fn outcome(self, held: &Held) -> Result<ExitCode, Failure> {
         match self {
             Kept::Ended(outcome) => outcome,
-            Kept::Lost(reason) => Err(Failure::new(Outcome::Lost, format!("{} lost ({reason})", held.what()))),
+            Kept::Lost(reason) => Err(Failure::new(Outcome::Lost, held.lost(reason))),
             Kept::Intruded(failure) => Err(failure),
         }
     }
@@ -135,7 +136,8 @@ pub async fn keep(
                 info!("revocation requested: holding on (--on-revoke ignore)");
             }
             () = &mut reader_gone => return Kept::Ended(Err(Failure::quiet(Outcome::ReaderGone))),
-            _ = signals.next() => return Kept::Ended(Ok(ExitCode::SUCCESS)),
+            // 128+N, as when a signal comes while waiting: one code for "ended by the signal".
+            signal = signals.next() => return Kept::Ended(Ok(ExitCode::from(128 + signal as u8))),
         }
     }
 }

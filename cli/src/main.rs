@@ -19,6 +19,7 @@ mod layout;
 mod leader;
 mod list;
 mod list_output;
+mod manual;
 mod node_data;
 mod output;
 mod placement;
@@ -33,7 +34,7 @@ use std::process::ExitCode;
 use std::ffi::OsString;
 
 use clap::parser::ValueSource;
-use clap::{CommandFactory as _, FromArgMatches as _};
+use clap::FromArgMatches as _;
 use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
@@ -41,14 +42,14 @@ use tracing_subscriber::{EnvFilter, Layer as _};
 use zookeeper_client::Client;
 
 use crate::cli::{Cli, Command};
-use crate::connect::{close_session, connect};
+use crate::connect::{close_session, connect, say_granted};
 use crate::elect::Campaign;
 use crate::exit::{Failure, Outcome};
 use crate::placement::Mode;
 
 fn main() -> ExitCode {
     signals::ignored_at_start();
-    let matches = match Cli::command().try_get_matches() {
+    let matches = match placement::command().try_get_matches() {
         Ok(matches) => matches,
         Err(err) => return clap_failure(err),
     };
@@ -71,6 +72,9 @@ fn main() -> ExitCode {
         Some(Command::Manpage) => return generated::manpage(),
         _ => {}
     }
+    if cli.connection.quiet {
+        output::quiet();
+    }
     init_logs(cli.connection.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(runtime) => runtime,
@@ -78,6 +82,7 @@ fn main() -> ExitCode {
     };
     let outcome = runtime.block_on(async move {
         let client = connect(&cli.connection).await?;
+        say_granted(&client, &cli.connection);
         let states = client.state_watcher();
         let outcome = dispatch(&client, cli).await;
         close_session(client, states).await;
@@ -96,19 +101,34 @@ fn init_logs(verbose: bool) {
     let said_by_the_command = chosen.is_none();
     let default = if verbose { "zklock=info" } else { "zklock=warn" };
     let filter = chosen.unwrap_or_else(|| EnvFilter::new(default));
-    let not_a_loss = filter_fn(move |event| !(said_by_the_command && is_loss_event(event)));
+    let not_a_loss =
+        filter_fn(move |event| !(said_by_the_command && (is_loss_event(event) || is_reconnect_event(event))));
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(colours())
         .with_target(false)
         .with_filter(filter)
         .with_filter(not_a_loss);
     tracing_subscriber::registry().with(logs).init();
 }
 
+/// Colours only on a terminal, and not when NO_COLOR is set to anything (no-color.org); clap's
+/// help follows the same rule by itself.
+fn colours() -> bool {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
+    std::io::stderr().is_terminal() && !no_color
+}
+
 /// The library's event of a lost hold (a warning with the hold's duration).
 fn is_loss_event(event: &tracing::Metadata<'_>) -> bool {
     *event.level() == tracing::Level::WARN && event.fields().field("held_ms").is_some()
+}
+
+/// The library's warning that a new session could not be connected, which calls every end of a
+/// session an expiry, even one the client declared itself out of reach: `campaign::session`
+/// says it as what is known.
+fn is_reconnect_event(event: &tracing::Metadata<'_>) -> bool {
+    *event.level() == tracing::Level::WARN && event.module_path() == Some("zklock::queue::session")
 }
 
 /// Does what the command line asks, once connected.

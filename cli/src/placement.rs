@@ -73,6 +73,63 @@ impl Mode {
     }
 }
 
+/// Whether `mode` takes the option `id`: a scoped one where [`SCOPES`] says so, a connection
+/// option wherever zklock connects.
+fn takes(mode: Mode, id: &str) -> bool {
+    match SCOPES.iter().find(|(scoped, _)| *scoped == id) {
+        Some((_, modes)) => modes.contains(&mode),
+        None => !matches!(mode, Completions | Manpage),
+    }
+}
+
+/// The command line as clap parses it, with each subcommand's help showing only the options it
+/// takes (`zklock revoke -h` lists revoke's). The others are still accepted there (hidden), so
+/// that [`check`] can refuse one with where it goes, and one set in the environment is ignored.
+pub fn command() -> clap::Command {
+    let globals = globals();
+    each_subcommand(Cli::command(), |mode, subcommand| {
+        // A global defined in the subcommand itself is not propagated there again.
+        let hidden = globals.iter().filter(|arg| !takes(mode, arg.get_id().as_str()));
+        hidden.fold(subcommand, |subcommand, arg| subcommand.arg(arg.clone().hide(true)))
+    })
+}
+
+/// The command line as completion scripts offer it: each subcommand with the options it takes
+/// and no other (the generators offer hidden options too), so `zklock completions <TAB>` offers
+/// the shells. Never parsed.
+pub fn offered() -> clap::Command {
+    let globals = globals();
+    let command = Cli::command().mut_args(|arg| arg.global(false));
+    each_subcommand(command, |mode, subcommand| {
+        let taken = globals.iter().filter(|arg| takes(mode, arg.get_id().as_str()));
+        taken.fold(subcommand, |subcommand, arg| subcommand.arg(arg.clone().global(false)))
+    })
+}
+
+fn globals() -> Vec<clap::Arg> {
+    Cli::command().get_arguments().filter(|arg| arg.is_global_set()).cloned().collect()
+}
+
+/// `command` with `change` applied to each subcommand, told its mode.
+fn each_subcommand(
+    mut command: clap::Command,
+    mut change: impl FnMut(Mode, clap::Command) -> clap::Command,
+) -> clap::Command {
+    let subcommands = [
+        ("hold", Hold),
+        ("elect", Elect),
+        ("leader", Leader),
+        ("list", List),
+        ("revoke", Revoke),
+        ("completions", Completions),
+        ("manpage", Manpage),
+    ];
+    for (name, mode) in subcommands {
+        command = command.mut_subcommand(name, |subcommand| change(mode, subcommand));
+    }
+    command
+}
+
 /// Refuses an option written on the command line for a mode that does not take it.
 pub fn check(matches: &ArgMatches, mode: Mode) -> Result<(), Failure> {
     for (id, modes) in SCOPES {
@@ -181,6 +238,8 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent_in_every_subcommand() {
         Cli::command().debug_assert();
+        command().debug_assert();
+        offered().debug_assert();
     }
 
     #[test]

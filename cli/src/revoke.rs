@@ -24,7 +24,14 @@ pub async fn revoke(client: &Client, node: &str) -> Result<ExitCode, Failure> {
         return Err(Failure::new(Outcome::Usage, format!("{node} {why}; not revoked")));
     }
     zklock::revoke(client, node).await.map_err(Failure::from_lock_error)?;
-    crate::output::line(&format!("asked the holder of {node} to let go"))?;
+    // The request is written, which is what a script acts on: exit 0 even when the line that
+    // says so cannot be printed, and say that on stderr (nothing for a reader that left).
+    let said = format!("asked the holder of {node} to let go");
+    if let Err(failure) = crate::output::line(&said) {
+        if failure.outcome == Outcome::CannotWrite {
+            crate::output::warn(&format!("{said}; {}", failure.message));
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

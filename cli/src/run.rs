@@ -151,7 +151,6 @@ async fn supervise(
     watch: Watch<'_>,
 ) -> Result<ExitCode, Failure> {
     let mut revocation_seen = false;
-    let what = held.what();
     let intruder = intruders::arrived(client, watch.path, watch.layout);
     tokio::pin!(intruder);
     loop {
@@ -160,7 +159,7 @@ async fn supervise(
             reason = held.hold().lost() => {
                 // Said now, as the command may take until --kill-after to stop; the exit code
                 // says the rest.
-                output::warn(&format!("{what} lost ({reason}); stopping the command"));
+                output::warn(&format!("{}; stopping the command", held.lost(reason)));
                 group.signal(libc::SIGTERM);
                 let kill_by = kill_deadline(reason, client.session_timeout(), options.kill_after);
                 if tokio::time::timeout(kill_by, group.wait()).await.is_err() {

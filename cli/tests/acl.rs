@@ -51,7 +51,7 @@ async fn under_a_digest_only_parent_an_anonymous_client_can_neither_take_nor_bre
         assert_eq!(taken.status.code(), Some(NOT_ALLOWED), "{options:?}: {taken:?}");
         assert!(owner.check_stat(&node).await.unwrap().is_some(), "{options:?}: the holder's node is there");
         holder.signal_job(libc::SIGTERM);
-        assert!(holder.wait(Duration::from_secs(20)).success(), "{options:?}");
+        assert_eq!(holder.wait(Duration::from_secs(20)).code(), Some(support::TERMINATED), "{options:?}");
     }
 }
 
@@ -73,7 +73,7 @@ async fn with_auth_a_lock_open_to_anyone_is_refused_and_acl_closes_it() {
     let (acls, _) = anonymous.get_acl(&lock).await.unwrap();
     assert!(acls.iter().any(|acl| acl.scheme() == "digest"), "{acls:?}");
     holder.signal_job(libc::SIGTERM);
-    assert!(holder.wait(Duration::from_secs(20)).success());
+    assert_eq!(holder.wait(Duration::from_secs(20)).code(), Some(support::TERMINATED));
     let open = zklock(&zk).args(["--auth", AUTH, "--acl", "world:anyone:cdrwa", &lock, "--", "true"]).output();
     assert_eq!(open.unwrap().status.code(), Some(USAGE), "an open --acl is refused too");
 }

@@ -160,5 +160,5 @@ fn a_session_timeout_the_server_shortens_is_said_in_one_line() {
     let output = bare_zklock().args(asked).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("granted a session timeout of 60s"), "{stderr}");
+    assert!(stderr.contains("granted a session timeout of 1m"), "{stderr}");
 }

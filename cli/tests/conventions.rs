@@ -76,7 +76,7 @@ async fn elect_without_a_command_leads_until_signalled_and_leader_names_it() {
     assert_eq!(json["leader"]["id"], "web-3", "{json}");
     assert_eq!(json["leader"]["epoch"].to_string(), epoch, "{json}");
     campaign.signal_job(libc::SIGTERM);
-    assert!(campaign.wait(Duration::from_secs(20)).success());
+    assert_eq!(campaign.wait(Duration::from_secs(20)).code(), Some(support::TERMINATED));
     wait_for_children(&client, &path, 0).await;
 }
 
@@ -92,7 +92,7 @@ async fn hold_json_prints_one_object_with_the_node_and_token() {
     assert!(json["node"].as_str().unwrap().starts_with(&format!("{path}/_c_")), "{json}");
     assert!(json["token"].as_i64().unwrap() > 0, "{json}");
     holder.signal_job(libc::SIGTERM);
-    assert!(holder.wait(Duration::from_secs(20)).success());
+    assert_eq!(holder.wait(Duration::from_secs(20)).code(), Some(support::TERMINATED));
 }
 
 #[test]

@@ -26,7 +26,7 @@ async fn hold_prints_the_node_and_token_and_releases_on_a_signal() {
     assert!(fields[1].parse::<i64>().unwrap() > 0, "{line:?}");
     assert_eq!(common::children(&client, &path).await.len(), 1);
     holder.signal_job(libc::SIGTERM);
-    assert!(holder.wait(Duration::from_secs(20)).success());
+    assert_eq!(holder.wait(Duration::from_secs(20)).code(), Some(support::TERMINATED));
     assert!(common::children(&client, &path).await.is_empty());
 }
 
@@ -114,7 +114,7 @@ async fn retake_takes_it_again_after_their_session_expired() {
         let owner = client.check_stat(&second).await.unwrap().expect("the new node exists").ephemeral_owner;
         assert_eq!(common::children(&client, &path).await.len(), 1, "{mode}: one node");
         holder.signal_job(libc::SIGTERM);
-        assert!(holder.wait(Duration::from_secs(20)).success(), "{mode}");
+        assert_eq!(holder.wait(Duration::from_secs(20)).code(), Some(support::TERMINATED), "{mode}");
         assert!(common::children(&client, &path).await.is_empty(), "{mode}: released");
         assert_ne!(owner, 0);
         let stderr = holder.stderr();

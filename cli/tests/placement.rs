@@ -89,7 +89,7 @@ async fn elect_options_apply_wherever_they_are_written() {
             assert_eq!(json["queues"][0]["nodes"][0]["data"], "web-3", "--json {place} list");
         }
         leader.signal_job(libc::SIGTERM);
-        assert!(leader.wait(Duration::from_secs(20)).success());
+        assert_eq!(leader.wait(Duration::from_secs(20)).code(), Some(support::TERMINATED));
     }
 }
 

@@ -34,6 +34,20 @@ async fn revoke_stops_a_zklock_holder_unless_it_ignores_revocation() {
     assert!(holder.wait(Duration::from_secs(20)).success(), "hold lets go on revocation");
 }
 
+/// The revocation is the outcome a script acts on: once the request is written, `revoke` exits 0
+/// even if its line cannot be printed (a full disk, a reader that left), and says so on stderr.
+#[test]
+fn revoke_that_cannot_print_its_line_still_says_it_revoked() {
+    let zk = server().connect_string();
+    let (mut holder, node) = hold(&zk, &[], &unique_path("cli-revoke-full"));
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let revoked = zklock(&zk).args(["revoke", &node]).stdout(full).output().unwrap();
+    assert!(revoked.status.success(), "{revoked:?}");
+    let stderr = String::from_utf8_lossy(&revoked.stderr);
+    assert!(stderr.contains("asked the holder") && stderr.contains("cannot write"), "{stderr}");
+    assert_eq!(holder.wait(Duration::from_secs(20)).code(), Some(0), "the holder was asked and let go");
+}
+
 fn revoke(zk: &str, node: &str) -> Output {
     zklock(zk).args(["revoke", node]).output().unwrap()
 }

@@ -55,3 +55,25 @@ async fn hold_answers_sigterm_while_zookeeper_is_out_of_reach() {
     assert_eq!(holder.wait(Duration::from_secs(30)).code(), Some(128 + libc::SIGTERM), "ended while cut off");
     drop(proxy);
 }
+
+/// A signal ends `hold` (and `elect` without a command) with 128+N whether it waited or held:
+/// a script's `kill; wait` learns "ended by the signal" in one code, as from any job, and tells
+/// it from a loss (76) or a revocation obeyed (0).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_ends_hold_and_elect_with_128_plus_n_waiting_or_holding() {
+    let zk = server().connect_string();
+    let client = common::connect().await;
+    for mode in ["hold", "elect"] {
+        let path = unique_path(&format!("signals-one-code-{mode}"));
+        let mut holding = Group::spawn(zklock(&zk).args([mode, &path]).stdout(Stdio::piped()).stderr(Stdio::null()));
+        let held = lines(holding.0.stdout.take().unwrap());
+        held.recv_timeout(Duration::from_secs(30)).expect("held");
+        let mut waiting = Group::spawn(zklock(&zk).args([mode, &path]).stdout(Stdio::null()).stderr(Stdio::null()));
+        common::wait_for_children(&client, &path, 2).await;
+        for (state, group) in [("waiting", &mut waiting), ("holding", &mut holding)] {
+            group.signal_job(libc::SIGTERM);
+            assert_eq!(group.wait(Duration::from_secs(20)).code(), Some(128 + libc::SIGTERM), "{mode} {state}");
+        }
+        common::wait_for_children(&client, &path, 0).await;
+    }
+}

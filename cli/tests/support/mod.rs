@@ -15,6 +15,8 @@ pub const LOST: i32 = 76;
 pub const UNAVAILABLE: i32 = 69;
 pub const USAGE: i32 = 64;
 pub const NOT_ALLOWED: i32 = 77;
+/// How `hold` and `elect` without a command end on SIGTERM, waiting or holding.
+pub const TERMINATED: i32 = 128 + libc::SIGTERM;
 
 /// `zklock` with no option set and none inherited from the test's environment.
 pub fn bare_zklock() -> Command {
@@ -103,4 +105,44 @@ pub async fn log_has(log: &Path, what: &str) {
 
 pub fn read(log: &Path) -> String {
     std::fs::read_to_string(log).unwrap_or_default()
+}
+
+/// A pseudo-terminal: `master` for the test, `slave` for a child's stdin, stdout or stderr.
+pub struct Pty {
+    pub master: std::fs::File,
+    pub slave: std::fs::File,
+}
+
+impl Pty {
+    pub fn open() -> Pty {
+        use std::os::fd::FromRawFd;
+        // SAFETY: posix_openpt, grantpt, unlockpt and ptsname_r on a descriptor we own; the
+        // slave's name is read into a local buffer, and each descriptor is owned once.
+        unsafe {
+            let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+            assert!(master >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
+            assert_eq!(libc::grantpt(master), 0);
+            assert_eq!(libc::unlockpt(master), 0);
+            let mut name = [0 as libc::c_char; 128];
+            assert_eq!(libc::ptsname_r(master, name.as_mut_ptr(), name.len()), 0);
+            let slave = libc::open(name.as_ptr(), libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+            assert!(slave >= 0, "open the pty's slave: {}", std::io::Error::last_os_error());
+            Pty { master: std::fs::File::from_raw_fd(master), slave: std::fs::File::from_raw_fd(slave) }
+        }
+    }
+
+    /// The slave, for a child's standard stream.
+    pub fn stdio(&self) -> Stdio {
+        Stdio::from(self.slave.try_clone().unwrap())
+    }
+
+    /// Everything written to the terminal, once every child holding the slave has exited.
+    pub fn output(self) -> String {
+        drop(self.slave);
+        let mut master = self.master;
+        let mut bytes = Vec::new();
+        // Linux says EIO on the master once the last slave is closed, after the last byte.
+        let _ = std::io::Read::read_to_end(&mut master, &mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
 }

@@ -1,0 +1,86 @@
+//! The manual: each subcommand's help, the completion scripts and the manual page say what
+//! zklock takes, and only that.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+mod support;
+
+use std::process::Stdio;
+
+use support::{bare_zklock, USAGE};
+
+fn stdout_of(args: &[&str]) -> String {
+    let output = bare_zklock().args(args).stderr(Stdio::null()).output().unwrap();
+    assert!(output.status.success(), "{args:?}: {output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// `zklock revoke -h` lists revoke's options (how to connect), not a lock's or an election's;
+/// such an option is still refused there with where it goes.
+#[test]
+fn a_subcommands_help_lists_only_its_own_options() {
+    let cases: [(&str, &[&str], &[&str]); 4] = [
+        ("revoke", &["--zk", "--auth", "--quiet"], &["--semaphore", "--json", "--kill-after", "--id", "--retake"]),
+        ("list", &["--zk", "--json"], &["--semaphore", "--nonblock", "--on-revoke"]),
+        ("hold", &["--semaphore", "--nonblock", "--retake", "--json"], &["--id", "--kill-after", "--command"]),
+        ("completions", &["--help"], &["--zk", "--auth", "--json"]),
+    ];
+    for (subcommand, listed, not_listed) in cases {
+        let help = stdout_of(&[subcommand, "-h"]);
+        for option in listed {
+            assert!(help.contains(option), "{subcommand} -h lacks {option}: {help}");
+        }
+        for option in not_listed {
+            assert!(!help.contains(option), "{subcommand} -h lists {option}: {help}");
+        }
+    }
+    let refused = bare_zklock().args(["revoke", "--semaphore", "2", "/l/n"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(USAGE), "{refused:?}");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("goes with"), "{refused:?}");
+}
+
+/// `zklock completions <TAB>` offers the shells, not forty options that do not apply there.
+#[test]
+fn completing_completions_offers_the_shells() {
+    let shells = "bash elvish fish powershell zsh";
+    let script = std::env::temp_dir().join(format!("zklock-completion-{}.bash", std::process::id()));
+    std::fs::write(&script, stdout_of(&["completions", "bash"])).unwrap();
+    let complete = format!(
+        "source {}; COMP_WORDS=(zklock completions ''); COMP_CWORD=2; _zklock zklock '' completions; \
+         echo \"${{COMPREPLY[@]}}\"",
+        script.display()
+    );
+    let offered = std::process::Command::new("bash").args(["-c", &complete]).output().unwrap();
+    std::fs::remove_file(&script).unwrap();
+    let offered = String::from_utf8(offered.stdout).unwrap();
+    assert_eq!(offered.trim(), format!("-h --help {shells}"), "bash");
+    let fish = stdout_of(&["completions", "fish"]);
+    let offer = fish.lines().find(|line| line.contains("using_subcommand completions") && line.contains(" -a "));
+    assert!(offer.is_some_and(|line| line.contains(shells)), "fish: {fish}");
+    assert!(stdout_of(&["completions", "zsh"]).contains(&format!("({shells})")), "zsh");
+}
+
+/// The manual page has the sections a man page has (not clap's "EXTRA"), names no page that
+/// is not generated, lists every variable --help names, and renders without a groff warning.
+#[test]
+fn the_manual_page_has_exit_status_environment_and_examples() {
+    let page = stdout_of(&["manpage"]);
+    let sections: Vec<&str> = page.lines().filter_map(|line| line.strip_prefix(".SH ")).collect();
+    for section in ["\"EXIT STATUS\"", "ENVIRONMENT", "EXAMPLES", "OPTIONS", "SUBCOMMANDS"] {
+        assert!(sections.contains(&section), "{section} in {sections:?}");
+    }
+    assert!(!sections.contains(&"EXTRA"), "{sections:?}");
+    assert!(!page.contains("(1)"), "a reference to another page: {page}");
+    let help = stdout_of(&["--help"]);
+    let environment = &page[page.find(".SH ENVIRONMENT").unwrap()..page.find(".SH EXAMPLES").unwrap()];
+    let named = help.split("[env: ").skip(1).map(|rest| rest.split(['=', ']']).next().unwrap().to_owned());
+    for name in named.chain(["ZK_CONNECT", "NO_COLOR", "ZKLOCK_FENCING_TOKEN"].map(str::to_owned)) {
+        assert!(environment.contains(&format!("\\fB{}\\fR", name.replace('-', "\\-"))), "{name} in {environment}");
+    }
+    let path = std::env::temp_dir().join(format!("zklock-{}.1", std::process::id()));
+    std::fs::write(&path, &page).unwrap();
+    let groff = std::process::Command::new("groff").args(["-man", "-Tutf8", "-ww", "-z"]).arg(&path).output();
+    std::fs::remove_file(&path).unwrap();
+    let groff = groff.expect("groff, to check the page");
+    assert!(groff.status.success() && groff.stderr.is_empty(), "{}", String::from_utf8_lossy(&groff.stderr));
+}
