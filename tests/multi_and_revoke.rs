@@ -112,3 +112,31 @@ async fn multi_locks_given_in_opposite_orders_both_make_progress() {
     let client = connect().await;
     assert!(children(&client, &one).await.is_empty() && children(&client, &two).await.is_empty());
 }
+
+/// Found by the explorer (`tests/explore.rs`): a multi-lock that took its first lock and waited
+/// for the second returned both, though an operator had deleted its first lock's node meanwhile
+/// and another participant held that lock. The locks taken are watched while a later one is
+/// waited for, and a lock lost by then is taken again with the others (all or none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_lock_whose_first_node_was_deleted_while_it_waited_takes_it_again() {
+    let base = unique_path("multi-deleted");
+    let (a, b) = (format!("{base}/a"), format!("{base}/b"));
+    let (client, other_client, observer) = (connect().await, connect().await, connect().await);
+    let b_holder = InterProcessMutex::new(&other_client, &b).unwrap().acquire().await.unwrap();
+    let multi = InterProcessMultiLock::from_paths(&client, &[&a, &b]).unwrap();
+    let taking = tokio::spawn(async move { multi.acquire().await.unwrap() });
+    // It holds a and waits behind the holder of b.
+    common::wait_for_children(&observer, &b, 2).await;
+    let a_node = format!("{a}/{}", children(&observer, &a).await[0]);
+    let a_rival = InterProcessMutex::new(&observer, &a).unwrap();
+    observer.delete(&a_node, None).await.unwrap();
+    let a_held = a_rival.try_acquire().await.unwrap().expect("a is free once the node went");
+    b_holder.release().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!taking.is_finished(), "the multi-lock holds a beside its rival (its a node was deleted)");
+    a_held.release().await.unwrap();
+    let guard = tokio::time::timeout(Duration::from_secs(10), taking).await.expect("never took both").unwrap();
+    assert!(guard.is_held());
+    assert_ne!(guard.guards()[0].node_path(), a_node, "held on the deleted node");
+    guard.release().await.unwrap();
+}

@@ -76,11 +76,6 @@ impl HeldNode {
         self.signal.reason().is_none() && !self.signal.is_released() && ended_session(&self.client).is_none()
     }
 
-    /// Whether the session this node was created on has expired (the node went with it).
-    pub(crate) fn session_expired(&self) -> bool {
-        matches!(ended_session(&self.client), Some(crate::Error::SessionExpired))
-    }
-
     /// Why the hold was lost, if it was.
     pub(crate) fn loss(&self) -> Option<LossReason> {
         self.signal.reason()

@@ -129,8 +129,14 @@ impl InterProcessMultiLock {
 
     async fn take_all(&self, patience: Patience) -> Result<Option<MultiLockGuard>> {
         loop {
-            let mut guards = Vec::with_capacity(self.locks.len());
+            let mut guards: Vec<LockGuard> = Vec::with_capacity(self.locks.len());
             for lock in &self.locks {
+                // The locks taken so far must still be held when the last one is: while the
+                // next may wait, their nodes are watched (one getData each, answered while we
+                // wait), so that one an operator deletes meanwhile is known lost.
+                if let Some(taken) = guards.last() {
+                    taken.held_node().watch_for_deletion();
+                }
                 match lock.acquire_within(patience).await {
                     Ok(Some(guard)) => guards.push(guard),
                     other => {
@@ -140,10 +146,14 @@ impl InterProcessMultiLock {
                     }
                 }
             }
-            // Each lock on a `Session` rides over an expiry by itself, so a later one may hold on
-            // the next session while an earlier one was lost with the expired one: all or none,
-            // start over (on a client, the next attempt fails with the expiry).
-            if !guards.iter().any(|guard| guard.held_node().session_expired()) {
+            for taken in &guards[..guards.len() - 1] {
+                taken.held_node().watched().await;
+            }
+            // All or none: a lock lost while a later one was taken (its node deleted, its
+            // session expired; each lock on a `Session` rides over an expiry by itself, so a
+            // later one may hold on the next session) is taken again, with the others: start
+            // over (on a client, the next attempt fails with the expiry).
+            if guards.iter().all(LockGuard::is_held) {
                 return Ok(Some(MultiLockGuard { guards }));
             }
             let _ = release_all(guards).await;

@@ -71,6 +71,19 @@ impl World {
             | Op::Downgrade { actor, slot }
             | Op::WatchLoss { actor, slot } => {
                 let actor = &self.actors[actor];
+                // What a task does to its holds goes, when it has none, to the next task of the
+                // actor that has some (an operation is never wasted on an empty task).
+                let slot = match op {
+                    Op::Acquire { .. } => slot,
+                    _ => (0..actor.slots.len())
+                        .map(|offset| (slot + offset) % actor.slots.len())
+                        .find(|at| !actor.slots[*at].state.lock().unwrap().holds.is_empty())
+                        .unwrap_or(slot),
+                };
+                if let Op::Release { pick, .. } = op {
+                    actor.slots[slot].release(pick, (actor.index, slot), &self.record);
+                    return;
+                }
                 let cut = self.record.lock().unwrap().cut.get(&actor.index).copied().unwrap_or(false);
                 if !actor.slots[slot].is_busy() && !cut {
                     actor.renew_if_ended(&self.paths).await;
@@ -79,8 +92,8 @@ impl World {
             }
             Op::Delete { lock, how, pick } => self.delete(lock, how, pick).await,
             Op::Revoke { lock, pick } => self.revoke(lock, pick).await,
-            Op::Expire { actor, stay_cut } => self.expire(&self.actors[actor], stay_cut).await,
-            Op::Cut { actor } => self.cut(&self.actors[actor]),
+            Op::Expire { actor, cut_ms } => self.expire(&self.actors[actor], cut_ms).await,
+            Op::Cut { actor, ms } => self.cut(&self.actors[actor], ms),
             Op::Heal { actor } => self.heal(&self.actors[actor]),
         }
     }

@@ -115,7 +115,7 @@ impl World {
         });
     }
 
-    pub async fn expire(&self, actor: &Actor, stay_cut: bool) {
+    pub async fn expire(&self, actor: &Actor, cut_ms: u64) {
         let client = actor.client();
         self.saw_cut(actor);
         if expire_session(&client, &actor.proxy).await.is_ok() {
@@ -123,21 +123,37 @@ impl World {
             record.expiries += 1;
             record.expired.insert(actor.index, Instant::now());
         }
-        if stay_cut {
-            actor.proxy.cut();
+        if cut_ms > 0 {
+            self.cut(actor, cut_ms);
         }
-        self.record.lock().unwrap().cut.insert(actor.index, stay_cut);
     }
 
-    pub fn cut(&self, actor: &Actor) {
+    /// Cuts `actor`'s proxy, and heals it after `ms` unless a later cut or heal came first.
+    pub fn cut(&self, actor: &Actor, ms: u64) {
         actor.proxy.cut();
         self.saw_cut(actor);
-        self.record.lock().unwrap().cut.insert(actor.index, true);
+        let epoch = {
+            let mut record = self.record.lock().unwrap();
+            record.cut.insert(actor.index, true);
+            record.cut_epoch += 1;
+            record.cut_epoch
+        };
+        let (record, proxy, index) = (Arc::clone(&self.record), Arc::clone(&actor.proxy), actor.index);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            let mut record = record.lock().unwrap();
+            if record.cut_epoch == epoch {
+                proxy.heal();
+                record.cut.insert(index, false);
+            }
+        });
     }
 
     pub fn heal(&self, actor: &Actor) {
         actor.proxy.heal();
-        self.record.lock().unwrap().cut.insert(actor.index, false);
+        let mut record = self.record.lock().unwrap();
+        record.cut.insert(actor.index, false);
+        record.cut_epoch += 1;
     }
 
     /// Every task of `actor` met a cut connection during what it does now.

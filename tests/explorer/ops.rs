@@ -106,14 +106,16 @@ pub enum Op {
         lock: Lock,
         pick: usize,
     },
-    /// Expires the actor's session; with `stay_cut`, its proxy stays cut afterwards (a
-    /// `Session` then cannot connect its next session until a `Heal`).
+    /// Expires the actor's session; then its proxy stays cut for `cut_ms` (a `Session` cannot
+    /// connect its next session meanwhile).
     Expire {
         actor: usize,
-        stay_cut: bool,
+        cut_ms: u64,
     },
+    /// Cuts the actor's proxy for `ms` (or until a `Heal`).
     Cut {
         actor: usize,
+        ms: u64,
     },
     Heal {
         actor: usize,
@@ -129,9 +131,9 @@ pub struct Step {
 }
 
 /// A sequence of `len` steps from `rng`. Each case is about two locks (most operations name
-/// one of them; one is a lock with local handoff every other case) and one actor (half the
-/// tasks' operations are its tasks'), so that its tasks really contend, queue in the process
-/// and in ZooKeeper, and pass holds on.
+/// one of them; one is a lock with local handoff every other case) and one actor (seven in ten
+/// of the tasks' operations are its tasks'), so that its tasks really contend, queue in the
+/// process and in ZooKeeper, and pass holds on.
 pub fn generate(rng: &mut Rng, len: usize) -> Vec<Step> {
     let any = |rng: &mut Rng| Lock::ALL[rng.usize(..Lock::ALL.len())];
     let first = if rng.bool() { [Lock::HandoffMutex, Lock::Write][rng.usize(..2)] } else { any(rng) };
@@ -146,10 +148,10 @@ struct Focus {
 }
 
 fn op(rng: &mut Rng, focus: &Focus) -> Op {
-    let actor = if rng.bool() { focus.actor } else { rng.usize(..ACTORS) };
+    let actor = if rng.u8(..10) < 7 { focus.actor } else { rng.usize(..ACTORS) };
     let slot = rng.usize(..SLOTS);
     let focus = focus.locks;
-    let lock = match rng.u8(..10) {
+    let lock = match rng.u8(..20) {
         0 => Lock::ALL[rng.usize(..Lock::ALL.len())],
         _ => focus[rng.usize(..2)],
     };
@@ -165,17 +167,20 @@ fn op(rng: &mut Rng, focus: &Focus) -> Op {
             Op::Delete { lock, how, pick: rng.usize(..8) }
         }
         88..=91 => Op::Revoke { lock, pick: rng.usize(..8) },
-        92..=93 => Op::Expire { actor, stay_cut: rng.bool() },
-        94..=95 => Op::Cut { actor },
+        92..=93 => Op::Expire { actor, cut_ms: [0, rng.u64(300..3_000)][rng.usize(..2)] },
+        94..=95 => Op::Cut { actor, ms: rng.u64(300..3_000) },
         _ => Op::Heal { actor },
     }
 }
 
 fn wait(rng: &mut Rng) -> Wait {
     match rng.u8(..10) {
-        0..=1 => Wait::Try,
-        2..=3 => Wait::Timeout(rng.u64(20..400)),
-        4..=7 => Wait::Forever,
+        // Waits long enough to be served by the steps that follow, short enough that tasks
+        // waiting on each other (two locks taken in two orders) do not freeze the case.
+        0 => Wait::Try,
+        1..=2 => Wait::Timeout(rng.u64(20..400)),
+        3..=7 => Wait::Timeout(rng.u64(1_000..4_000)),
+        8 => Wait::Forever,
         _ => Wait::CancelAfter(rng.u64(0..60)),
     }
 }

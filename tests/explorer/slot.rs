@@ -78,6 +78,42 @@ impl Slot {
         self.state.lock().unwrap().busy.is_some()
     }
 
+    /// Releases one of the task's holds (`pick` modulo how many), from outside the task, as a
+    /// guard may be released anywhere: a task busy waiting for another lock still lets go.
+    /// `false` when it holds nothing.
+    pub fn release(&self, pick: usize, who: (usize, usize), record: &Shared) -> bool {
+        let hold = {
+            let mut state = self.state.lock().unwrap();
+            if state.holds.is_empty() {
+                return false;
+            }
+            let at = pick % state.holds.len();
+            state.holds.remove(at)
+        };
+        let (state, record) = (Arc::clone(&self.state), Arc::clone(record));
+        tokio::spawn(async move {
+            let cut = |record: &Shared| record.lock().unwrap().cut.get(&who.0).copied().unwrap_or(false);
+            match Held::release_shared(hold.held).await.unwrap_or(Ok(())) {
+                Ok(()) => {}
+                Err(
+                    Error::LockLost(_) | Error::LockNodeDeleted { .. } | Error::SessionExpired | Error::SessionClosed,
+                ) => {}
+                Err(Error::ZooKeeper { .. }) if cut(&record) || state.lock().unwrap().cut_seen => {}
+                Err(err) => {
+                    let what = format!(
+                        "actor {} task {}: release of {:?} failed: {}",
+                        who.0,
+                        who.1,
+                        hold.lock,
+                        err.with_causes()
+                    );
+                    record.lock().unwrap().violations.push(what);
+                }
+            }
+        });
+        true
+    }
+
     /// Ends the task, dropping an acquire under way (which must leave nothing behind).
     pub fn stop(&self) {
         self.task.abort();
@@ -96,7 +132,6 @@ impl Task {
     async fn run(&self, op: Op) {
         match op {
             Op::Acquire { lock, wait, .. } => self.acquire(lock, wait).await,
-            Op::Release { pick, .. } => self.release(pick).await,
             Op::Reenter { .. } => self.reenter().await,
             Op::Downgrade { .. } => self.downgrade().await,
             Op::WatchLoss { .. } => self.watch_loss().await,
@@ -184,24 +219,6 @@ impl Task {
         record.holds += u64::from(!reentry);
         record.passes += started.iter().filter(|part| part.passed_on).count() as u64;
         record.started.extend(started);
-    }
-
-    async fn release(&self, pick: usize) {
-        let hold = {
-            let mut state = self.state.lock().unwrap();
-            if state.holds.is_empty() {
-                return;
-            }
-            let at = pick % state.holds.len();
-            state.holds.remove(at)
-        };
-        let cut_seen = || self.state.lock().unwrap().cut_seen;
-        match Held::release_shared(hold.held).await.unwrap_or(Ok(())) {
-            Ok(()) => {}
-            Err(Error::LockLost(_) | Error::LockNodeDeleted { .. } | Error::SessionExpired | Error::SessionClosed) => {}
-            Err(Error::ZooKeeper { .. }) if cut_seen() => {}
-            Err(err) => self.violation(format!("release of {:?} failed: {}", hold.lock, err.with_causes())),
-        }
     }
 
     /// The last hold's lock again, by the same task: held at once while the hold stands.

@@ -227,6 +227,8 @@ pub struct Record {
     /// Actor -> whether its proxy is cut now, and whether it was at any time since each task's
     /// acquire began (cleared by that task).
     pub cut: HashMap<usize, bool>,
+    /// Counts cuts and heals, so that a timed heal knows whether a later one came first.
+    pub cut_epoch: u64,
     /// Violations found by the tasks themselves (an acquire past its patience, a wrong error).
     pub violations: Vec<String>,
     /// Counts for the summary.
@@ -247,7 +249,7 @@ pub enum On {
 /// A session behind a proxy, its lock objects, and its tasks.
 pub struct Actor {
     pub index: usize,
-    pub proxy: Proxy,
+    pub proxy: Arc<Proxy>,
     pub on: On,
     pub locks: Arc<Mutex<Arc<Locks>>>,
     pub slots: Vec<Slot>,
@@ -255,7 +257,7 @@ pub struct Actor {
 
 impl Actor {
     pub async fn start(index: usize, on_session: bool, paths: &Arc<Paths>, record: &Shared) -> Actor {
-        let proxy = Proxy::start(server().address()).unwrap();
+        let proxy = Arc::new(Proxy::start(server().address()).unwrap());
         let through = proxy.connect_string();
         let on = if on_session {
             let session = Session::connect(move || {
