@@ -52,7 +52,7 @@ pub use election::{
     Leadership, TermEnd,
 };
 pub use error::{Error, LossReason, Result};
-pub use hold::{Hold, HoldFuture, Lease};
+pub use hold::{FencedWrite, Hold, HoldFuture, Lease};
 pub use lock::{
     revoke, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2, LockGuard, MultiLockBuilder, MultiLockGuard, MutexBuilder, NodeSchema,
@@ -64,7 +64,7 @@ pub use queue::participant_node::ParticipantNode;
 pub use queue::session::{Connection, ConnectionState, Session};
 pub use rules::path::validate_lock_path;
 /// The client crate zklock is built on, re-exported so that a user's `Client`, `Acl` and
-/// `MultiWriter` are always the very types zklock takes and returns.
+/// `MultiWriteResult` are always the very types zklock takes and returns.
 pub use zookeeper_client;
 
 /// README.md's Rust examples, compiled as doctests so that they cannot rot.

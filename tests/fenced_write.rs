@@ -120,3 +120,23 @@ async fn a_lease_fences_writes_too() {
     assert!(matches!(outcome, Err(Error::LockLost(LossReason::NodeDeleted))), "{outcome:?}");
     assert_eq!(read(&client, &data).await, b"leased");
 }
+
+#[tokio::test]
+async fn a_fenced_write_is_checked_against_the_hold_that_made_it() {
+    let (client, data, made_it) = holding("fenced-own-hold").await;
+    let other = InterProcessMutex::new(&client, &unique_path("fenced-other-hold")).unwrap().acquire().await.unwrap();
+    let operator = connect().await;
+    operator.delete(made_it.node_path(), None).await.unwrap();
+
+    // Sent through another hold's `commit`, the write still checks the node of the hold that
+    // made it, and the loss it proves is that hold's.
+    let mut write = made_it.multi_writer();
+    write.add_set_data(&data, b"stale", None).unwrap();
+    let outcome = other.commit(write).await;
+
+    assert!(matches!(outcome, Err(Error::LockLost(LossReason::NodeDeleted))), "{outcome:?}");
+    assert_eq!(read(&operator, &data).await, b"before", "nothing was written");
+    assert!(!made_it.is_held(), "the hold that made the write lost its node");
+    assert!(other.is_held(), "the hold that sent it did not");
+    other.release().await.unwrap();
+}

@@ -1,6 +1,14 @@
 //! `zklock`: run a command while holding a ZooKeeper lock or semaphore, or while leading an
 //! election. `zklock --help` says how.
 
+// Linux only: the watchdog ties its helper to the command with the parent-death signal (prctl),
+// the supervisor adopts orphans as a subreaper and finds a group's processes in /proc.
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "zklock-cli runs on Linux only: its watchdog and process supervision use prctl \
+     (PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER) and /proc; the zklock library builds everywhere"
+);
+
 mod acl;
 mod acquire;
 mod campaign;

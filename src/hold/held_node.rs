@@ -6,9 +6,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use zookeeper_client::{Client, MultiWriteResult, MultiWriter};
+use zookeeper_client::{Client, MultiWriteResult};
 
-use crate::hold::fenced_write::{self, fenced_writer};
+use crate::hold::fenced_write::FencedWrite;
 use crate::hold::hold_signal::HoldSignal;
 use crate::hold::node_watch::watch_node;
 use crate::hold::session_watch::SessionWatch;
@@ -139,13 +139,13 @@ impl HeldNode {
     }
 
     /// A transaction whose first operation checks that our node still exists.
-    pub(crate) fn multi_writer(&self) -> MultiWriter<'_> {
-        fenced_writer(&self.client, &self.path)
+    pub(crate) fn multi_writer(&self) -> FencedWrite<'_> {
+        FencedWrite::new(&self.client, &self.path, &self.signal)
     }
 
-    /// Commits a transaction from [`Self::multi_writer`]; see `fenced_write`.
-    pub(crate) async fn commit(&self, writer: MultiWriter<'_>) -> Result<Vec<MultiWriteResult>> {
-        fenced_write::commit(writer, &self.path, &self.signal).await
+    /// Commits a transaction from a `multi_writer` (against the hold that made it).
+    pub(crate) async fn commit(&self, writer: FencedWrite<'_>) -> Result<Vec<MultiWriteResult>> {
+        writer.commit().await
     }
 
     /// Deletes the node of a released hold and reports how it went: `LockLost` for a hold that
@@ -179,7 +179,7 @@ macro_rules! fenced_writes {
     ($($node:ident).+) => {
         /// A transaction that commits only while this is held: its first operation checks that
         /// our node exists. See [`LockGuard::multi_writer`](crate::LockGuard::multi_writer).
-        pub fn multi_writer(&self) -> zookeeper_client::MultiWriter<'_> {
+        pub fn multi_writer(&self) -> crate::FencedWrite<'_> {
             self.$($node).+.multi_writer()
         }
 
@@ -193,7 +193,7 @@ macro_rules! fenced_writes {
         /// As [`LockGuard::commit`](crate::LockGuard::commit).
         pub async fn commit(
             &self,
-            writer: zookeeper_client::MultiWriter<'_>,
+            writer: crate::FencedWrite<'_>,
         ) -> crate::Result<Vec<zookeeper_client::MultiWriteResult>> {
             self.$($node).+.commit(writer).await
         }

@@ -5,10 +5,10 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
-use zookeeper_client::{MultiWriteResult, MultiWriter};
+use zookeeper_client::MultiWriteResult;
 
 use super::held_node::HeldNode;
-use crate::{LossReason, Result};
+use crate::{FencedWrite, LossReason, Result};
 
 /// A future a [`Hold`] returns: boxed, so that `dyn Hold` can be used (a program that runs
 /// something under any kind of hold keeps a `&dyn Hold`).
@@ -90,7 +90,7 @@ pub trait Hold: sealed::Sealed + fmt::Debug + Send + Sync {
 
     /// A transaction that commits only while this is held: its first operation checks that our
     /// node exists. See [`LockGuard::multi_writer`](crate::LockGuard::multi_writer).
-    fn multi_writer(&self) -> MultiWriter<'_> {
+    fn multi_writer(&self) -> FencedWrite<'_> {
         self.held_node().multi_writer()
     }
 
@@ -102,7 +102,7 @@ pub trait Hold: sealed::Sealed + fmt::Debug + Send + Sync {
     ///
     /// # Cancel safety
     /// As [`LockGuard::commit`](crate::LockGuard::commit).
-    fn commit<'a>(&'a self, writer: MultiWriter<'a>) -> HoldFuture<'a, Result<Vec<MultiWriteResult>>> {
+    fn commit<'a>(&'a self, writer: FencedWrite<'a>) -> HoldFuture<'a, Result<Vec<MultiWriteResult>>> {
         Box::pin(self.held_node().commit(writer))
     }
 }

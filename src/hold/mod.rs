@@ -17,5 +17,6 @@ pub(crate) mod lease;
 pub(crate) mod node_watch;
 pub(crate) mod session_watch;
 
+pub use fenced_write::FencedWrite;
 pub use hold_trait::{Hold, HoldFuture};
 pub use lease::Lease;

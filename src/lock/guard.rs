@@ -3,12 +3,12 @@
 use std::fmt;
 use std::sync::Arc;
 
-use zookeeper_client::{MultiWriteResult, MultiWriter};
+use zookeeper_client::MultiWriteResult;
 
 use crate::hold::held_node::HeldNode;
 use crate::lock::owner::Owner;
 use crate::lock::state::{LockState, OwnerHold};
-use crate::{Error, LossReason, Result};
+use crate::{Error, FencedWrite, LossReason, Result};
 
 /// Proof that the lock is held; releases it when dropped or [released](LockGuard::release).
 ///
@@ -150,9 +150,9 @@ impl LockGuard {
     /// expired) cannot commit. The transaction runs where the server orders every write, so no
     /// other holder can have held in between.
     ///
-    /// Committed with the writer's own `commit`, a lost lock shows as
-    /// `MultiWriteError::OperationFailed { index: 0, .. }` and the results start with the check's;
-    /// [`commit`](Self::commit) says it as [`Error::LockLost`].
+    /// It is a [`FencedWrite`], not the client's `MultiWriter`: only [`commit`](Self::commit)
+    /// sends it, which says a failed check as [`Error::LockLost`] and leaves the check's result
+    /// out, and a transaction without the check cannot be given to `commit`.
     ///
     /// # Examples
     ///
@@ -174,7 +174,7 @@ impl LockGuard {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn multi_writer(&self) -> MultiWriter<'_> {
+    pub fn multi_writer(&self) -> FencedWrite<'_> {
         self.hold.node.multi_writer()
     }
 
@@ -194,7 +194,7 @@ impl LockGuard {
     /// # Cancel safety
     /// The transaction is sent on the first poll; dropping the future after that may or may not
     /// have committed it.
-    pub async fn commit(&self, writer: MultiWriter<'_>) -> Result<Vec<MultiWriteResult>> {
+    pub async fn commit(&self, writer: FencedWrite<'_>) -> Result<Vec<MultiWriteResult>> {
         self.hold.node.commit(writer).await
     }
 

@@ -37,25 +37,41 @@
 //! expires a client's session at once and deterministically.
 #![deny(missing_docs, missing_debug_implementations)]
 
-mod classpath;
-mod cpu;
-mod ensemble;
-mod error;
-mod four_letter;
-mod process;
-mod proxy;
-mod server;
-mod session;
-mod spawn;
-mod tls;
-mod wire;
+// Linux only: every child is started with Linux's parent-death signal (`prctl`), and the
+// pause, CPU-time and thread-state helpers read `/proc`. Elsewhere the crate says so, once,
+// instead of a page of unresolved names.
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "zklock-testcontainers runs on Linux only: it ties every server to the test process with \
+     Linux's parent-death signal (prctl PR_SET_PDEATHSIG) and reads /proc"
+);
 
-pub use classpath::discover_classpath;
-pub use cpu::{cpu_time, own_cpu_time};
-pub use ensemble::Ensemble;
-pub use error::HarnessError;
-pub use four_letter::{four_letter_word, session_requests, watchers};
-pub use proxy::{Proxy, ThrottledOperation};
-pub use server::{shared_server, ServerOptions, ZooKeeperServer};
-pub use session::expire_session;
-pub use spawn::spawn_tied_to_process;
+/// Each item, on Linux only.
+macro_rules! linux_only {
+    ($($item:item)*) => { $( #[cfg(target_os = "linux")] $item )* };
+}
+
+linux_only! {
+    mod classpath;
+    mod cpu;
+    mod ensemble;
+    mod error;
+    mod four_letter;
+    mod process;
+    mod proxy;
+    mod server;
+    mod session;
+    mod spawn;
+    mod tls;
+    mod wire;
+
+    pub use classpath::discover_classpath;
+    pub use cpu::{cpu_time, own_cpu_time};
+    pub use ensemble::Ensemble;
+    pub use error::HarnessError;
+    pub use four_letter::{four_letter_word, session_requests, watchers};
+    pub use proxy::{Proxy, ThrottledOperation};
+    pub use server::{shared_server, ServerOptions, ZooKeeperServer};
+    pub use session::expire_session;
+    pub use spawn::spawn_tied_to_process;
+}
