@@ -104,12 +104,3 @@ async fn a_sequence_written_by_hand_passes_a_hold_on() {
     let tally = run_case(&steps).await.expect("no invariant breaks");
     assert_eq!((tally.holds, tally.passes), (2, 1), "{tally:?}");
 }
-
-#[test]
-#[ignore]
-fn print_a_sequence() {
-    let seed: u64 = env("ZKLOCK_EXPLORE_SEED").unwrap_or(1);
-    for step in generate(&mut Rng::with_seed(seed), 30) {
-        println!("{:?} {}", step.op, step.settle);
-    }
-}
