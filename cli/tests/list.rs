@@ -48,11 +48,14 @@ async fn list_shows_each_queue_apart() {
     let path = unique_path("cli-list-queues");
     let zk = server().connect_string();
     let client = connect().await;
-    // Two kinds on one path can only come from outside zklock (or from before this check):
-    // a Curator mutex node made by hand beside a zklock write lock.
-    let (_holder, _) = hold(&zk, &[], &path);
+    // Two kinds on one path can only come from outside zklock (a `zklock hold` ends as soon as
+    // another kind arrives): a Curator write lock node and a Curator mutex node made by hand.
+    let ephemeral = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+    client.mkdir(&path, &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
+    let writer = format!("{path}/_c_0b5e3c1e-58a4-4c4f-9b1a-8d1f00000000-__WRIT__");
+    client.create(&writer, b"curator", &ephemeral).await.unwrap();
     let foreign = format!("{path}/_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-lock-");
-    client.create(&foreign, b"curator", &CreateMode::EphemeralSequential.with_acls(Acls::anyone_all())).await.unwrap();
+    client.create(&foreign, b"curator", &ephemeral).await.unwrap();
     let listed = zklock(&zk).args(["list", "--json", &path]).output().unwrap();
     let json: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
     let kinds: Vec<&str> = json["queues"].as_array().unwrap().iter().map(|q| q["kind"].as_str().unwrap()).collect();
