@@ -12,7 +12,7 @@
 //! while), connections are cut and healed. A quarter of the steps race the next one. The
 //! invariants are in `tests/explorer/check.rs`; every case must also leave no node behind.
 //!
-//! Bounded: `ZKLOCK_EXPLORE_SECONDS` (default 120) of cases of `ZKLOCK_EXPLORE_STEPS` steps
+//! Bounded: `ZKLOCK_EXPLORE_SECONDS` (default 60, what CI runs) of cases of `ZKLOCK_EXPLORE_STEPS` steps
 //! (default 30). `ZKLOCK_EXPLORE_SEED` fixes the seed of the first case (each next case's seed
 //! comes from it); a failure prints the failing case's seed, and `ZKLOCK_EXPLORE_SEED=<it>
 //! ZKLOCK_EXPLORE_CASES=1` replays that case. The long mode is the same with more seconds.
@@ -32,12 +32,12 @@ fn env<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok().and_then(|value| value.parse().ok())
 }
 
-/// Reruns a failing case may take to shrink.
+/// Reruns a failing case may take to shrink (`ZKLOCK_EXPLORE_SHRINK` sets another).
 const SHRINK_BUDGET: usize = 24;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_feature_with_every_other_keeps_the_invariants() {
-    let budget = Duration::from_secs(env("ZKLOCK_EXPLORE_SECONDS").unwrap_or(120));
+    let budget = Duration::from_secs(env("ZKLOCK_EXPLORE_SECONDS").unwrap_or(60));
     let steps: usize = env("ZKLOCK_EXPLORE_STEPS").unwrap_or(30);
     let cases: usize = env("ZKLOCK_EXPLORE_CASES").unwrap_or(usize::MAX);
     let first_seed: u64 = env("ZKLOCK_EXPLORE_SEED").unwrap_or_else(|| fastrand::u64(..));
@@ -62,7 +62,7 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
                     "explore: case {ran} (seed {seed}) failed at step {}: {:#?}",
                     failure.step, failure.violations
                 );
-                let (shrunk, failure) = shrink(sequence, SHRINK_BUDGET).await;
+                let (shrunk, failure) = shrink(sequence, env("ZKLOCK_EXPLORE_SHRINK").unwrap_or(SHRINK_BUDGET)).await;
                 eprintln!(
                     "explore: shrunk to {} steps, failing at step {}: {:#?}",
                     shrunk.len(),
