@@ -41,6 +41,9 @@ pub struct Memory {
     tokens: BTreeMap<String, Vec<(Instant, i64)>>,
     /// Passes within the notification window of their node's deletion, forgiven.
     pub passes_forgiven: u64,
+    /// Nodes each task has held: one it holds again is a re-entry (its earlier guard may be on
+    /// its way out, released from outside the task, as the new one re-enters).
+    held_by: HashSet<((usize, usize), String)>,
 }
 
 impl World {
@@ -84,7 +87,11 @@ impl World {
     /// (a pass within a notification of the deletion excepted), tokens rising.
     fn check_begun(&self, memory: &mut Memory, violations: &mut Vec<String>) {
         let mut record = self.record.lock().unwrap();
-        for part in std::mem::take(&mut record.started).into_iter().filter(|part| !part.reentry) {
+        let started = std::mem::take(&mut record.started);
+        for part in started.into_iter().filter(|part| memory.held_by.insert((part.who, part.node.clone()))) {
+            if part.reentry {
+                continue;
+            }
             let who = format!("actor {} task {}", part.who.0, part.who.1);
             if let Some((sent, _)) = record.deleted.get(&part.node).filter(|(sent, _)| part.began >= *sent) {
                 let after = part.began.duration_since(*sent);

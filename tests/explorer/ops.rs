@@ -138,7 +138,89 @@ pub fn generate(rng: &mut Rng, len: usize) -> Vec<Step> {
     let any = |rng: &mut Rng| Lock::ALL[rng.usize(..Lock::ALL.len())];
     let first = if rng.bool() { [Lock::HandoffMutex, Lock::Write][rng.usize(..2)] } else { any(rng) };
     let focus = Focus { locks: [first, any(rng)], actor: rng.usize(..ACTORS) };
-    (0..len).map(|_| Step { op: op(rng, &focus), settle: rng.u8(..4) != 0 }).collect()
+    let mut steps = Vec::with_capacity(len);
+    while steps.len() < len {
+        if rng.u8(..3) == 0 {
+            steps.extend(motif(rng, focus.actor));
+        } else {
+            steps.push(Step { op: op(rng, &focus), settle: rng.u8(..4) != 0 });
+        }
+    }
+    steps.truncate(len);
+    steps
+}
+
+/// A few steps that set up a meeting of features (two tasks of one actor in a lock's line, a
+/// queue of three, a holder asked back...), then let the random steps around them do the rest.
+/// Ordinary steps all: a sequence shrinks through them as through any other.
+fn motif(rng: &mut Rng, home: usize) -> Vec<Step> {
+    let settled = |op| Step { op, settle: true };
+    let (first, second) = (rng.usize(..SLOTS), rng.usize(..SLOTS - 1));
+    let second = if second >= first { second + 1 } else { second };
+    let other = (home + 1 + rng.usize(..ACTORS - 1)) % ACTORS;
+    let long = Wait::Timeout(3_000);
+    let handoff = [Lock::HandoffMutex, Lock::Write][rng.usize(..2)];
+    let acquire = |actor, slot, lock| settled(Op::Acquire { actor, slot, lock, wait: long });
+    match rng.u8(..6) {
+        // Two tasks of one actor in the line of a lock with local handoff; the holder lets go.
+        0 => vec![
+            acquire(home, first, handoff),
+            acquire(home, second, handoff),
+            settled(Op::Release { actor: home, slot: first, pick: 0 }),
+        ],
+        // The same with a downgrade first: the write hold goes, the read stays.
+        1 => vec![
+            acquire(home, first, Lock::Write),
+            acquire(home, second, Lock::Write),
+            settled(Op::Downgrade { actor: home, slot: first }),
+            settled(Op::Release { actor: home, slot: first, pick: 0 }),
+        ],
+        // A queue of three across actors, and the operator deletes the next in line with the
+        // node it waits for, in one transaction.
+        2 => {
+            let lock = Lock::ALL[rng.usize(..Lock::ALL.len())];
+            let third = (other + 1) % ACTORS;
+            vec![
+                acquire(home, first, lock),
+                acquire(other, first, lock),
+                acquire(third, first, lock),
+                settled(Op::Delete { lock, how: Deletion::WaiterWithPredecessor, pick: 0 }),
+            ]
+        }
+        // A holder asked back while a task of its actor waits in its line and another actor
+        // waits in ZooKeeper.
+        3 => vec![
+            acquire(home, first, handoff),
+            acquire(home, second, handoff),
+            acquire(other, first, handoff),
+            settled(Op::Revoke { lock: handoff, pick: 0 }),
+        ],
+        // The held node deleted before any task of its actor waits; one joins the line and the
+        // holder lets go at once.
+        4 => vec![
+            acquire(home, first, handoff),
+            settled(Op::Delete { lock: handoff, how: Deletion::Holder, pick: 0 }),
+            Step { op: Op::Acquire { actor: home, slot: second, lock: handoff, wait: long }, settle: false },
+            settled(Op::Release { actor: home, slot: first, pick: 0 }),
+        ],
+        // The `Session` actor waits (or tries) while its session expires and cannot come back
+        // for a while.
+        _ => {
+            let session = ACTORS - 1;
+            let lock = Lock::ALL[rng.usize(..Lock::ALL.len())];
+            let holder = (session + 1) % ACTORS;
+            let wait = [Wait::Try, Wait::Timeout(4_000)][rng.usize(..2)];
+            vec![
+                acquire(holder, first, lock),
+                Step {
+                    op: Op::Acquire { actor: session, slot: first, lock, wait: Wait::Timeout(4_000) },
+                    settle: true,
+                },
+                settled(Op::Expire { actor: session, cut_ms: rng.u64(500..2_500) }),
+                settled(Op::Acquire { actor: session, slot: second, lock, wait }),
+            ]
+        }
+    }
 }
 
 /// What a case is about.
