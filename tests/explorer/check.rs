@@ -135,7 +135,7 @@ impl World {
                 let state = slot.state.lock().unwrap();
                 if let Some(busy) = &state.busy {
                     let late = busy.bound.is_some_and(|bound| busy.since.elapsed() > bound);
-                    if late && !state.cut_seen {
+                    if late && !(state.cut_seen && busy.excusable) {
                         violations.push(format!(
                             "actor {} task {index}: {} has not answered within its patience",
                             actor.index, busy.what

@@ -113,16 +113,19 @@ impl World {
             let _ = world::Held::release_shared(hold.held).await;
         }
         let give_up = Instant::now() + DRAINED_WITHIN;
+        // What the tasks found since the last check (an acquire that answered late, at last).
+        let mut found = std::mem::take(&mut self.record.lock().unwrap().violations);
         loop {
             let mut left = Vec::new();
             for dir in self.paths.all_dirs() {
                 left.extend(children(&self.observer, &dir).await.into_iter().map(|child| format!("{dir}/{child}")));
             }
             if left.is_empty() {
-                return Vec::new();
+                return found;
             }
             if Instant::now() > give_up {
-                return vec![format!("nodes left once everything was dropped: {left:?}")];
+                found.push(format!("nodes left once everything was dropped: {left:?}"));
+                return found;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

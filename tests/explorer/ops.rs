@@ -216,7 +216,7 @@ fn motif(rng: &mut Rng, home: usize) -> Vec<Step> {
                     op: Op::Acquire { actor: session, slot: first, lock, wait: Wait::Timeout(4_000) },
                     settle: true,
                 },
-                settled(Op::Expire { actor: session, cut_ms: rng.u64(500..2_500) }),
+                settled(Op::Expire { actor: session, cut_ms: rng.u64(1_500..3_000) }),
                 settled(Op::Acquire { actor: session, slot: second, lock, wait }),
             ]
         }

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use zklock::Error;
+use zklock::{Error, Session};
+use zookeeper_client::SessionState;
 
 use super::ops::{Lock, Op, Wait};
 use super::world::{Held, Hold, Locks, Shared, Started};
@@ -18,12 +19,17 @@ use super::world::{Held, Hold, Locks, Shared, Started};
 /// may spend half a second deleting its node, and this machine is small and shared.
 const PATIENCE_SLACK: Duration = Duration::from_millis(2_000);
 
+/// How soon a try on a `Session` with no live session answers: at once, whatever the network.
+const NO_SESSION_TRY: Duration = Duration::from_millis(500);
+
 static NEXT_HOLD: AtomicU64 = AtomicU64::new(1);
 
 /// An acquire under way, for the checks.
 pub struct Busy {
     pub since: Instant,
     pub bound: Option<Duration>,
+    /// Whether a cut connection excuses an answer past `bound`.
+    pub excusable: bool,
     pub what: String,
 }
 
@@ -42,12 +48,18 @@ pub struct Slot {
 }
 
 impl Slot {
-    pub fn start(actor: usize, slot: usize, on_session: bool, locks: &Arc<Mutex<Arc<Locks>>>, record: &Shared) -> Slot {
+    pub fn start(
+        actor: usize,
+        slot: usize,
+        session: Option<Session>,
+        locks: &Arc<Mutex<Arc<Locks>>>,
+        record: &Shared,
+    ) -> Slot {
         let (commands, mut received) = mpsc::unbounded_channel::<Op>();
         let state = Arc::new(Mutex::new(SlotState::default()));
         let me = Task {
             who: (actor, slot),
-            on_session,
+            session,
             locks: Arc::clone(locks),
             state: Arc::clone(&state),
             record: Arc::clone(record),
@@ -68,7 +80,7 @@ impl Slot {
             return false;
         }
         // Marked busy here, so that a second op in the same instant finds it busy.
-        state.busy = Some(Busy { since: Instant::now(), bound: None, what: format!("{op:?}") });
+        state.busy = Some(Busy { since: Instant::now(), bound: None, excusable: true, what: format!("{op:?}") });
         state.cut_seen = cut;
         drop(state);
         self.commands.send(op).is_ok()
@@ -122,7 +134,8 @@ impl Slot {
 
 struct Task {
     who: (usize, usize),
-    on_session: bool,
+    /// The actor's `Session`, when it is on one.
+    session: Option<Session>,
     locks: Arc<Mutex<Arc<Locks>>>,
     state: Arc<Mutex<SlotState>>,
     record: Shared,
@@ -147,7 +160,15 @@ impl Task {
 
     async fn acquire(&self, lock: Lock, wait: Wait) {
         let locks = Arc::clone(&self.locks.lock().unwrap());
+        // A try on a `Session` whose session expired (and is not back yet) must not wait for
+        // the next one: it answers at once, cut connection or not.
+        let no_session = self
+            .session
+            .as_ref()
+            .is_some_and(|session| matches!(session.client().state(), SessionState::Expired | SessionState::Closed));
+        let strict = no_session && matches!(wait, Wait::Try);
         let (timeout, bound) = match wait {
+            Wait::Try if strict => (Some(Duration::ZERO), Some(NO_SESSION_TRY)),
             Wait::Try => (Some(Duration::ZERO), Some(PATIENCE_SLACK)),
             Wait::Timeout(ms) => (Some(Duration::from_millis(ms)), Some(Duration::from_millis(ms) + PATIENCE_SLACK)),
             Wait::Forever | Wait::CancelAfter(_) => (None, None),
@@ -155,6 +176,7 @@ impl Task {
         let started = Instant::now();
         if let Some(busy) = self.state.lock().unwrap().busy.as_mut() {
             busy.bound = bound;
+            busy.excusable = !strict;
         }
         let outcome = match wait {
             Wait::CancelAfter(ms) => {
@@ -168,9 +190,9 @@ impl Task {
         let took = started.elapsed();
         let cut_seen = self.state.lock().unwrap().cut_seen;
         // A wait for the network is no wait for other holders: a cut connection excuses time,
-        // except on a `Session` with no live session, where no-wait must not wait at all.
+        // except for a try on a `Session` with no live session.
         if let Some(bound) = bound {
-            let excused = cut_seen && !(self.on_session && matches!(wait, Wait::Try));
+            let excused = cut_seen && !strict;
             if took > bound && !excused {
                 self.violation(format!("{lock:?} {wait:?} answered after {took:?}, past its patience"));
             }
@@ -178,7 +200,7 @@ impl Task {
         match outcome {
             Ok(Some(held)) => self.hold(lock, held, false),
             Ok(None) => {}
-            Err(Error::SessionExpired | Error::SessionClosed) if self.on_session => {
+            Err(Error::SessionExpired | Error::SessionClosed) if self.session.is_some() => {
                 self.violation(format!("{lock:?} {wait:?} on a Session failed with its session's end"))
             }
             Err(Error::SessionExpired | Error::SessionClosed | Error::LockLost(_) | Error::WouldDeadlock(_)) => {}

@@ -272,7 +272,12 @@ impl Actor {
             On::Client(client) => Locks::new(&*client.lock().unwrap(), paths),
             On::Session(session) => Locks::new(session, paths),
         })));
-        let slots = (0..super::ops::SLOTS).map(|slot| Slot::start(index, slot, on_session, &locks, record)).collect();
+        let session = match &on {
+            On::Session(session) => Some(session.clone()),
+            On::Client(_) => None,
+        };
+        let slots =
+            (0..super::ops::SLOTS).map(|slot| Slot::start(index, slot, session.clone(), &locks, record)).collect();
         Actor { index, proxy, on, locks, slots }
     }
 
