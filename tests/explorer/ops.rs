@@ -161,7 +161,7 @@ fn motif(rng: &mut Rng, home: usize) -> Vec<Step> {
     let long = Wait::Timeout(3_000);
     let handoff = [Lock::HandoffMutex, Lock::Write][rng.usize(..2)];
     let acquire = |actor, slot, lock| settled(Op::Acquire { actor, slot, lock, wait: long });
-    match rng.u8(..6) {
+    match rng.u8(..7) {
         // Two tasks of one actor in the line of a lock with local handoff; the holder lets go.
         0 => vec![
             acquire(home, first, handoff),
@@ -203,6 +203,20 @@ fn motif(rng: &mut Rng, home: usize) -> Vec<Step> {
             Step { op: Op::Acquire { actor: home, slot: second, lock: handoff, wait: long }, settle: false },
             settled(Op::Release { actor: home, slot: first, pick: 0 }),
         ],
+        // Three multi-lock takers in a row; the first's node on the first path goes, so the
+        // second takes that path and waits for the other; then that path's queue goes whole,
+        // and the first lets go of the other path.
+        5 => {
+            let third = (other + 1) % ACTORS;
+            vec![
+                acquire(home, first, Lock::Multi),
+                acquire(other, first, Lock::Multi),
+                acquire(third, first, Lock::Multi),
+                settled(Op::Delete { lock: Lock::Multi, how: Deletion::Holder, pick: 0 }),
+                settled(Op::Delete { lock: Lock::Multi, how: Deletion::WholeQueue, pick: 0 }),
+                settled(Op::Release { actor: home, slot: first, pick: 0 }),
+            ]
+        }
         // The `Session` actor waits (or tries) while its session expires and cannot come back
         // for a while.
         _ => {
