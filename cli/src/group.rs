@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::process::Child;
 
 use crate::exit::{Failure, Outcome};
+use crate::job::{stop_zklock, Terminal};
 use crate::watchdog::Watchdog;
 
 /// How often an emptied group is looked at again once the command itself has exited.
@@ -25,9 +26,9 @@ pub struct Group {
     watchdog: Watchdog,
     /// The command's own status, once it has exited (its descendants may still run).
     status: Option<ExitStatus>,
-    /// zklock's own group, when it handed the terminal to the command's and takes it back at
-    /// the end.
-    terminal_returns_to: Option<libc::pid_t>,
+    /// The terminal, when zklock was its foreground job: the command's group has it while it
+    /// runs, and zklock's again when the command stops or ends.
+    terminal: Option<Terminal>,
 }
 
 /// Makes this process the reaper of its orphaned descendants, so that a command's background
@@ -61,15 +62,35 @@ impl Group {
                 _ => Failure::new(Outcome::CannotRun(126), format!("{name}: cannot run: {err}")),
             }
         })?;
-        let terminal_returns_to = foreground_group().inspect(|_| {
-            set_foreground(pgid);
+        let terminal = Terminal::if_foreground().inspect(|terminal| {
+            terminal.give_to(pgid);
             // It may have stopped on reading the terminal before it was its own.
             // SAFETY: killpg(2) on the group we just created.
             unsafe {
                 libc::killpg(pgid, libc::SIGCONT);
             }
         });
-        Ok(Group { child, pgid, watchdog, status: None, terminal_returns_to })
+        Ok(Group { child, pgid, watchdog, status: None, terminal })
+    }
+
+    /// The command's process group.
+    pub fn pgid(&self) -> libc::pid_t {
+        self.pgid
+    }
+
+    /// Stops zklock, once the group has stopped, as a stopped shell job (`job.rs`); returns
+    /// once zklock is continued, the group still stopped.
+    pub fn stop_with_it(&self) {
+        stop_zklock(self.terminal.as_ref(), self.pgid);
+    }
+
+    /// Continues the group after zklock was continued, on the terminal if zklock's group has it
+    /// (`fg`), in the background otherwise (`bg`).
+    pub fn resume(&self) {
+        if let Some(terminal) = &self.terminal {
+            terminal.give_to(self.pgid);
+        }
+        self.signal(libc::SIGCONT);
     }
 
     /// Sends `signal` to every process of the group.
@@ -100,8 +121,8 @@ impl Group {
         while self.has_members() {
             tokio::time::sleep(GROUP_POLL).await;
         }
-        if let Some(ours) = self.terminal_returns_to.take() {
-            set_foreground(ours);
+        if let Some(terminal) = self.terminal.take() {
+            terminal.take_back_from(self.pgid);
         }
         Ok(status)
     }
@@ -139,34 +160,6 @@ fn process_group(pid: libc::pid_t) -> Option<libc::pid_t> {
     // the last ')'.
     let after_comm = &stat[stat.rfind(')')? + 1..];
     after_comm.split_whitespace().nth(2)?.parse().ok()
-}
-
-/// zklock's process group, when zklock is the foreground job of the terminal on its stdin. The
-/// command's group is then made the foreground job while it runs, as a shell does: it can read
-/// the terminal (a background group would stop on SIGTTIN), and the terminal's Ctrl-C reaches it
-/// once, directly, instead of through zklock.
-fn foreground_group() -> Option<libc::pid_t> {
-    // SAFETY: isatty, tcgetpgrp and getpgrp only read this process's state.
-    unsafe {
-        let ours = libc::getpgrp();
-        (libc::isatty(libc::STDIN_FILENO) == 1 && libc::tcgetpgrp(libc::STDIN_FILENO) == ours).then_some(ours)
-    }
-}
-
-/// Makes `pgid` the terminal's foreground group. SIGTTOU is blocked meanwhile, as a background
-/// process (zklock, once it gave the terminal away) may otherwise not take it back.
-fn set_foreground(pgid: libc::pid_t) {
-    // SAFETY: sigset operations on a local set, and pthread_sigmask/tcsetpgrp with valid
-    // arguments; the previous mask of this thread is restored.
-    unsafe {
-        let mut block: libc::sigset_t = std::mem::zeroed();
-        let mut previous: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut block);
-        libc::sigaddset(&mut block, libc::SIGTTOU);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut previous);
-        libc::tcsetpgrp(libc::STDIN_FILENO, pgid);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
-    }
 }
 
 /// The command's exit code, as a shell reports it (128 + N for death by signal N).

@@ -23,6 +23,7 @@ mod group;
 mod held;
 mod hold;
 mod intruders;
+mod job;
 mod layout;
 mod leader;
 mod list;

@@ -60,6 +60,12 @@ expired, disconnected too long, node deleted), the group gets SIGTERM at once an
 latest when the server could first expire the session (sooner with --kill-after); zklock exits 76
 once the group is gone, before anyone else can hold the lock.
 
+Ctrl-Z works as on any shell job: a terminal stop of the command (SIGTSTP, SIGTTIN, SIGTTOU), or
+SIGTSTP sent to zklock, stops the command and zklock together, and the shell prompts again; `fg`
+or `bg` continues both. A stopped zklock sends ZooKeeper no heartbeat, so a job stopped longer
+than the session timeout loses the lock: once continued, zklock asks ZooKeeper before the command
+runs again, and on a loss kills the command, still stopped, and exits 76.
+
 Every option may be written before or after a subcommand's name (`zklock -n hold P` and
 `zklock hold -n P` are the same); an option that does not apply to the subcommand given on the
 command line is refused with exit 64 and names where it goes (one set in the environment is

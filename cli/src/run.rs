@@ -18,6 +18,7 @@ use crate::exit::{Failure, Outcome};
 use crate::group::{become_subreaper, exit_code, Group};
 use crate::held::Held;
 use crate::intruders;
+use crate::job::Stops;
 use crate::layout::{ensure_alone, Kind, Layout};
 use crate::list::queue;
 use crate::output;
@@ -72,15 +73,17 @@ pub async fn run_command(
         ("ZKLOCK_NODE", held.hold().node_path().to_owned()),
         ("ZKLOCK_FENCING_TOKEN", held.hold().fencing_token().to_string()),
     ];
-    let mut group = match Group::spawn(program, program_args, &env) {
-        Ok(group) => group,
+    let started = Stops::watch().and_then(|stops| Ok((stops, Group::spawn(program, program_args, &env)?)));
+    let (mut stops, mut group) = match started {
+        Ok(started) => started,
         Err(failure) => {
             held.release(client).await;
             return Err(failure);
         }
     };
     let watch = Watch { path, layout };
-    let outcome = supervise(client, &mut group, &held, &mut signals, revocation, options, watch).await;
+    let watched = Watched { signals: &mut signals, stops: &mut stops };
+    let outcome = supervise(client, &mut group, &held, watched, revocation, options, watch).await;
     held.release(client).await;
     outcome
 }
@@ -139,17 +142,26 @@ pub struct Watch<'a> {
     pub layout: Layout,
 }
 
-/// Waits for the command's whole process group while watching the lock, the path and the
-/// signals.
+/// What zklock hears of while the command runs, besides the lock: the signals it passes on, and
+/// the command's group stopping.
+struct Watched<'a> {
+    signals: &'a mut Signals,
+    stops: &'a mut Stops,
+}
+
+/// Waits for the command's whole process group while watching the lock, the path, the signals
+/// and the group's stops.
 async fn supervise(
     client: &Client,
     group: &mut Group,
     held: &Held,
-    signals: &mut Signals,
+    watched: Watched<'_>,
     revocation: &Revocation,
     options: &HoldOptions,
     watch: Watch<'_>,
 ) -> Result<ExitCode, Failure> {
+    let Watched { signals, stops } = watched;
+    let pgid = group.pgid();
     let mut revocation_seen = false;
     let intruder = intruders::arrived(client, watch.path, watch.layout);
     tokio::pin!(intruder);
@@ -190,7 +202,37 @@ async fn supervise(
                 return Err(Failure::quiet(Outcome::Lost));
             }
             signal = signals.next() => group.signal(signal),
+            () = stops.next(pgid) => {
+                group.stop_with_it();
+                // Continued: the command stays stopped until the lock is known to be ours.
+                if let Err(why) = still_held(client, held).await {
+                    output::warn(&format!("{why}; stopping the command"));
+                    group.signal(libc::SIGKILL);
+                    group.wait().await?;
+                    return Err(Failure::quiet(Outcome::Lost));
+                }
+                group.resume();
+            }
         }
+    }
+}
+
+/// Whether the hold outlived a stop of zklock, in which no heartbeat went out: ZooKeeper
+/// answers our session (it never does again once it expired it) and our node is there. Waits
+/// at most the session timeout, after which the server may have expired the session.
+async fn still_held(client: &Client, held: &Held) -> Result<(), String> {
+    let node = held.hold().node_path();
+    let answered = tokio::time::timeout(client.session_timeout(), client.check_stat(node));
+    let what = held.what();
+    tokio::select! {
+        biased;
+        reason = held.hold().lost() => Err(held.lost(reason)),
+        answered = answered => match answered {
+            Ok(Ok(Some(_))) => Ok(()),
+            Ok(Ok(None)) => Err(format!("{what} lost while stopped ({node} deleted)")),
+            Ok(Err(err)) => Err(format!("{what} lost while stopped ({err})")),
+            Err(_) => Err(format!("{what} lost while stopped (ZooKeeper did not answer in time)")),
+        },
     }
 }
 

@@ -16,13 +16,15 @@ pub struct Signals {
     streams: Vec<(libc::c_int, Signal)>,
 }
 
-/// Which of [`CAUGHT`] were ignored when zklock started, read once, before any handler of ours.
+/// Which of [`CAUGHT`] and SIGTSTP (caught while the command runs, `job.rs`) were ignored when
+/// zklock started, read once, before any handler of ours.
 static IGNORED_AT_START: std::sync::OnceLock<Vec<libc::c_int>> = std::sync::OnceLock::new();
 
 /// Reads the signals ignored at start; `main` calls it first thing, before anything installs a
 /// handler (later calls return what the first read).
 pub fn ignored_at_start() -> &'static [libc::c_int] {
-    IGNORED_AT_START.get_or_init(|| CAUGHT.iter().copied().filter(|&number| ignored(number)).collect())
+    IGNORED_AT_START
+        .get_or_init(|| CAUGHT.iter().chain(&[libc::SIGTSTP]).copied().filter(|&number| ignored(number)).collect())
 }
 
 /// Whether `number`'s disposition is SIG_IGN now.

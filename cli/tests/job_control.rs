@@ -1,0 +1,226 @@
+//! zklock as a shell job: Ctrl-Z on a terminal (or SIGTSTP) stops it with its command and gives
+//! the shell its prompt back, `fg` (or SIGCONT) continues both while the lock is still held.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+mod support;
+
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{children, connect, server, unique_path};
+use support::{zklock, Group, Pty};
+
+/// How long any one thing the test waits for may take.
+const BOUND: Duration = Duration::from_secs(30);
+
+/// An interactive bash on a terminal of its own, as a user's: the session leader, with job
+/// control. Killed, with the zklock it ran, when dropped.
+struct Shell {
+    bash: Child,
+    master: std::fs::File,
+    screen: Arc<Mutex<String>>,
+    zklock: Option<libc::pid_t>,
+}
+
+impl Shell {
+    fn start() -> Shell {
+        let pty = Pty::open();
+        let mut command = Command::new("bash");
+        command.args(["--norc", "--noprofile", "-i"]).env("PS1", "prompt> ").env("HISTFILE", "/dev/null");
+        for (name, _) in std::env::vars() {
+            if name.starts_with("ZKLOCK_") || name == "ZK_CONNECT" || name == "RUST_LOG" {
+                command.env_remove(name);
+            }
+        }
+        command.stdin(pty.stdio()).stdout(pty.stdio()).stderr(pty.stdio());
+        // SAFETY: setsid and ioctl are async-signal-safe; the pty's slave is the child's stdin.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let bash = command.spawn().unwrap();
+        drop(command);
+        let Pty { master, slave } = pty;
+        drop(slave);
+        let screen = Arc::new(Mutex::new(String::new()));
+        let mut reader = master.try_clone().unwrap();
+        let written = screen.clone();
+        std::thread::spawn(move || {
+            let mut buffer = [0; 4096];
+            while let Ok(read @ 1..) = reader.read(&mut buffer) {
+                written.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..read]));
+            }
+        });
+        Shell { bash, master, screen, zklock: None }
+    }
+
+    /// Types `bytes` on the terminal's keyboard.
+    fn press(&mut self, bytes: &[u8]) {
+        self.master.write_all(bytes).unwrap();
+    }
+
+    fn type_line(&mut self, line: &str) {
+        self.press(format!("{line}\n").as_bytes());
+    }
+
+    /// Waits for `what` on the screen after byte `from`; the byte after it.
+    fn wait_for(&self, what: &str, from: usize) -> usize {
+        let started = Instant::now();
+        loop {
+            let screen = self.screen.lock().unwrap().clone();
+            if let Some(at) = screen.get(from..).and_then(|after| after.find(what)) {
+                return from + at + what.len();
+            }
+            assert!(started.elapsed() < BOUND, "no {what:?} after byte {from} on the terminal:\n{screen}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Shell {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on the zklock this shell ran (its watchdog then kills the command)
+        // and on our own child.
+        unsafe {
+            if let Some(zklock) = self.zklock {
+                libc::kill(zklock, libc::SIGKILL);
+            }
+            libc::kill(self.bash.id() as libc::pid_t, libc::SIGKILL);
+        }
+        let _ = self.bash.wait();
+    }
+}
+
+/// The state letter of `pid` in `/proc/PID/stat` ('T' when stopped by a signal).
+fn state(pid: libc::pid_t) -> char {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rfind(')').and_then(|end| stat[end + 1..].trim_start().chars().next()).unwrap_or('?')
+}
+
+/// A directory for the job of the test on `path`, with `job.sh`: a command that writes its pid
+/// and zklock's to `pids`, then prints `tick` (and adds a line to `ticks`) until `done` exists,
+/// and ends with 0 if it does (1 after a minute).
+fn job_dir(path: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("zklock-{}", path.replace('/', "_")));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = "echo \"$$ $PPID\" > \"$1/pids\"; i=0\n\
+        while [ ! -e \"$1/done\" ] && [ $i -lt 600 ]; do\n\
+          echo tick; echo . >> \"$1/ticks\"; sleep 0.1; i=$((i+1))\n\
+        done\n\
+        [ -e \"$1/done\" ]\n";
+    std::fs::write(dir.join("job.sh"), job).unwrap();
+    dir
+}
+
+/// The command's pid and zklock's, once the job wrote them.
+fn job_pids(pids: &std::path::Path) -> (libc::pid_t, libc::pid_t) {
+    until("the job's pids written", || std::fs::read_to_string(pids).is_ok_and(|text| text.ends_with('\n')));
+    let written = std::fs::read_to_string(pids).unwrap();
+    let [command, zklock] =
+        written.split_whitespace().map(|pid| pid.parse().unwrap()).collect::<Vec<_>>().try_into().unwrap();
+    (command, zklock)
+}
+
+/// Waits until `condition` holds.
+fn until(what: &str, condition: impl Fn() -> bool) {
+    let started = Instant::now();
+    while !condition() {
+        assert!(started.elapsed() < BOUND, "not {what} after {BOUND:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Ctrl-Z stops the command and zklock together, and the shell prompts again (before, zklock
+/// ran on, so the shell waited for it with the command stopped and the lock held); `fg`
+/// continues both, with the lock still held after a short stop, and the command ends with 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_z_stops_zklock_with_its_command_and_fg_continues_both() {
+    let zk = server().connect_string();
+    let path = unique_path("job-control-ctrl-z");
+    let dir = job_dir(&path);
+    let (pids, done, script) = (dir.join("pids"), dir.join("done"), dir.join("job.sh"));
+    let mut shell = Shell::start();
+    shell.wait_for("prompt> ", 0);
+    let zklock = env!("CARGO_BIN_EXE_zklock");
+    let (script, dir_arg) = (script.display(), dir.display());
+    shell.type_line(&format!("{zklock} --zk {zk} --session-timeout 20s {path} -- sh {script} {dir_arg}"));
+    shell.wait_for("tick", 0);
+    let (command, zklock) = job_pids(&pids);
+    shell.zklock = Some(zklock);
+
+    shell.press(b"\x1a");
+    until("the command stopped", || state(command) == 'T');
+    until("zklock stopped with its command", || state(zklock) == 'T');
+    shell.type_line("echo shell=$((6*7))");
+    let prompted = shell.wait_for("shell=42", 0);
+    let client = connect().await;
+    assert_eq!(children(&client, &path).await.len(), 1, "held while stopped");
+
+    shell.type_line("fg");
+    until("zklock continued", || state(zklock) != 'T');
+    until("the command continued", || state(command) != 'T');
+    shell.wait_for("tick", prompted);
+    assert_eq!(children(&client, &path).await.len(), 1, "held after a short stop");
+    std::fs::write(&done, "").unwrap();
+    until("zklock ended", || state(zklock) == '?');
+    shell.type_line("echo exited=$?");
+    shell.wait_for("exited=0", prompted);
+    assert!(children(&client, &path).await.is_empty(), "released");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// SIGTSTP sent to zklock itself (no terminal: `kill -TSTP` to the job) is passed on to the
+/// command, and zklock stops once the command has; SIGCONT to zklock continues both. Before,
+/// zklock stopped alone and the command ran on, unwatched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigtstp_to_zklock_stops_its_command_too_and_sigcont_continues_both() {
+    let zk = server().connect_string();
+    let path = unique_path("job-control-sigtstp");
+    let dir = job_dir(&path);
+    let script = dir.join("job.sh");
+    let mut job = Group::spawn(zklock(&zk).arg(&path).arg("--").arg("sh").arg(&script).arg(&dir).stdout(Stdio::null()));
+    let (command, zklock) = job_pids(&dir.join("pids"));
+    job.signal_job(libc::SIGTSTP);
+    until("the command stopped", || state(command) == 'T');
+    until("zklock stopped with its command", || state(zklock) == 'T');
+    job.signal_job(libc::SIGCONT);
+    until("zklock continued", || state(zklock) != 'T');
+    until("the command continued", || state(command) != 'T');
+    std::fs::write(dir.join("done"), "").unwrap();
+    assert_eq!(job.wait(BOUND).code(), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A job stopped longer than the session timeout has lost the lock: continued, zklock kills the
+/// command without letting it run again and exits 76, as on any loss.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_stopped_past_its_session_loses_the_lock_and_its_command_never_runs_again() {
+    let zk = server().connect_string();
+    let path = unique_path("job-control-long-stop");
+    let dir = job_dir(&path);
+    let script = dir.join("job.sh");
+    let mut job = Group::spawn(
+        zklock(&zk).arg(&path).arg("--").arg("sh").arg(&script).arg(&dir).stdout(Stdio::null()).stderr(Stdio::piped()),
+    );
+    let (command, zklock) = job_pids(&dir.join("pids"));
+    job.signal_job(libc::SIGTSTP);
+    until("zklock stopped with its command", || state(command) == 'T' && state(zklock) == 'T');
+    let ticks = std::fs::read_to_string(dir.join("ticks")).unwrap();
+    let client = connect().await;
+    common::wait_for_children(&client, &path, 0).await;
+    job.signal_job(libc::SIGCONT);
+    assert_eq!(job.wait(BOUND).code(), Some(support::LOST));
+    assert_eq!(state(command), '?', "the command is gone");
+    assert_eq!(std::fs::read_to_string(dir.join("ticks")).unwrap(), ticks, "the command never ran again");
+    let stderr = job.stderr();
+    assert!(stderr.contains("lost"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
