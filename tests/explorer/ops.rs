@@ -151,7 +151,8 @@ pub fn generate(rng: &mut Rng, len: usize) -> Vec<Step> {
 }
 
 /// A few steps that set up a meeting of features (two tasks of one actor in a lock's line, a
-/// queue of three, a holder asked back...), then let the random steps around them do the rest.
+/// queue of three, a holder asked back, a multi-lock whose first path goes under it...), then
+/// let the random steps around them do the rest.
 /// Ordinary steps all: a sequence shrinks through them as through any other.
 fn motif(rng: &mut Rng, home: usize) -> Vec<Step> {
     let settled = |op| Step { op, settle: true };
