@@ -80,7 +80,8 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
         ran += 1;
         seed = seeds.u64(..);
     }
-    println!(
+    // Written to stderr directly, past the test harness's capture, so CI logs always show it.
+    eprintln!(
         "explore: seed={first_seed} cases={ran} steps={} in {:.0}s | holds={} passed on={} (forgiven within the notification window={}) operator transactions={} expiries={} | violations=0",
         total.steps,
         started.elapsed().as_secs_f64(),

@@ -271,7 +271,15 @@ async fn every_recipe_keeps_its_rule_through_faults() {
             )
         })
         .collect();
-    let violations: u64 = Recipe::all().map(violations_of).sum();
+    // The same history, written to a file and checked by the checker users run on theirs.
+    let history_path = std::env::var_os("ZKLOCK_SOAK_HISTORY")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("zklock-soak-history-{seed}.jsonl")));
+    let history = soak::history::write_and_check(&checked.kept, &history_path).expect("the history is written");
+    for violation in &history.violations {
+        eprintln!("soak: zklock-history: {violation}");
+    }
+    let violations: u64 = Recipe::all().map(violations_of).sum::<u64>() + history.violations.len() as u64;
     let on_session_holds = run.slots[CLIENTS - 1].held_on.lock().unwrap().clone();
     let faults = &tally.faults;
     let peak = |resource| checked.peaks.get(&resource).copied().unwrap_or(0);
@@ -284,7 +292,8 @@ async fn every_recipe_keeps_its_rule_through_faults() {
          leader kills={} leader pauses={} partitions={} expiries={} lost replies={} | operator deletions={} (holders={} \
          waiters={}, of which with their predecessor={} whole queues={}; deletions forgiven={} passes forgiven={}) | losses signalled={} reconnects={} fenced after loss={stale_after_loss} | most \
          at once: readers={readers} leases={leases} | on a Session (client {}): acq={} on {} sessions | \
-         violations={violations} (conflicts={} unrecovered={} orphans={} unforgiven deletions={}) | recovery {:.1}s",
+         violations={violations} (conflicts={} unrecovered={} orphans={} unforgiven deletions={} by zklock-history={}) | \
+         history {} ({} holds) | recovery {:.1}s",
         faults_took.as_secs_f64(),
         SESSION_TIMEOUT.as_secs(),
         per_recipe.join(" | "),
@@ -309,6 +318,9 @@ async fn every_recipe_keeps_its_rule_through_faults() {
         unrecovered.len(),
         orphans.len(),
         unforgiven.len(),
+        history.violations.len(),
+        history_path.display(),
+        history.holds,
         recovery_took.as_secs_f64(),
     );
     assert_eq!(violations, 0, "see the soak line above");

@@ -46,6 +46,8 @@ compile_error!(
      Linux's parent-death signal (prctl PR_SET_PDEATHSIG) and reads /proc"
 );
 
+pub mod history;
+
 /// Each item, on Linux only.
 macro_rules! linux_only {
     ($($item:item)*) => { $( #[cfg(target_os = "linux")] $item )* };

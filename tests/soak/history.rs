@@ -44,6 +44,9 @@ pub struct Checked {
     /// Holds passed on within a client less than the notification window after their node's
     /// deletion: left out, and counted so that the run says how often it forgave.
     pub passes_forgiven: usize,
+    /// The sections the rules were checked on: each ended at its holder's end or its node's
+    /// deletion, the forgiven passes and the ghosts left out.
+    pub kept: Vec<Section>,
 }
 
 /// Checks every resource's sections against its rule: exclusive sections overlap nothing,
@@ -91,6 +94,7 @@ pub fn check(sections: &[Section], deleted: impl Fn(&str) -> Option<Deletion>) -
         cut.push(section);
     }
     let mut by_resource: BTreeMap<Resource, Vec<&Section>> = BTreeMap::new();
+    let cut: Vec<Section> = cut.into_iter().filter(|section| section.end > section.start).collect();
     for section in &cut {
         by_resource.entry(section.resource).or_default().push(section);
     }
@@ -125,8 +129,43 @@ pub fn check(sections: &[Section], deleted: impl Fn(&str) -> Option<Deletion>) -
             *peak = (*peak).max(active.len());
         }
     }
+    checked.kept = cut;
     checked
 }
+
+/// Writes `kept` to `path` as a lock history anyone can check (`zklock_testcontainers::history`:
+/// each hold's `ok` with its token, and its `release`, or `loss` when its holder was told),
+/// reads the file back and checks it with that checker, which must agree with the soak's own.
+pub fn write_and_check(kept: &[Section], path: &std::path::Path) -> std::io::Result<HistoryReport> {
+    use zklock_testcontainers::history::{Event, Kind, Mode as HistoryMode};
+    let Some(base) = kept.iter().map(|section| section.start).min() else { return Ok(HistoryReport::default()) };
+    let us = |at: Instant| at.duration_since(base).as_micros() as u64;
+    let mut lines = String::new();
+    for (index, section) in kept.iter().enumerate() {
+        // One name per hold: a client's acquires side by side (local handoff) hold apart.
+        let (client, resource) = (format!("client {} hold {index}", section.client), format!("{:?}", section.resource));
+        let mode = match section.recipe.mode() {
+            Mode::Exclusive => HistoryMode::Exclusive,
+            Mode::Shared => HistoryMode::Shared,
+            Mode::Lease => HistoryMode::Leases(MAX_LEASES),
+        };
+        let ended = if section.told_lost { Kind::Loss } else { Kind::Release };
+        for (at, kind) in [(section.start, Kind::Ok { mode, token: section.token }), (section.end, ended)] {
+            let event = Event { at_us: us(at), client: client.clone(), resource: resource.clone(), kind };
+            lines.push_str(&event.to_line());
+            lines.push('\n');
+        }
+    }
+    std::fs::write(path, lines)?;
+    let events: Vec<Event> = std::fs::read_to_string(path)?
+        .lines()
+        .map(|line| Event::from_line(line).expect("a line the soak wrote reads back"))
+        .collect();
+    Ok(zklock_testcontainers::history::check(&events))
+}
+
+/// What the history checker found.
+pub type HistoryReport = zklock_testcontainers::history::Report;
 
 /// Whether a section of `mode` may begin while `active` sections hold the same resource.
 fn admits(active: &[&Section], mode: Mode) -> bool {
