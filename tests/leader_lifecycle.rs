@@ -10,12 +10,11 @@ use std::pin::pin;
 use std::task::{Context, Waker};
 use std::time::Duration;
 
-use common::{children, connect, connect_through, eventually, server, unique_path, wait_for_children};
+use common::{children, connect, eventually, unique_path, wait_for_children};
 use election::*;
 use tokio::sync::watch;
 use tokio::sync::{mpsc, oneshot};
 use zklock::{ElectionState, Error, LeaderLatch, LeaderSelector, Leadership, LossReason, TermEnd};
-use zklock_testcontainers::Proxy;
 
 #[tokio::test]
 async fn closing_a_queued_latch_or_the_leader_leaves_no_node_and_hands_over() {
@@ -324,21 +323,13 @@ async fn a_cancelled_close_still_leaves_and_the_latch_reads_as_closed() {
 #[tokio::test]
 async fn closing_a_leader_cut_off_from_zookeeper_returns_ok_once_its_session_cannot_be_alive() {
     let path = unique_path("leader-close-partitioned");
-    let session_timeout = Duration::from_secs(4);
-    let proxy = Proxy::start(server().address()).unwrap();
-    let client = connect_through(&proxy, session_timeout).await;
-    let a = LeaderLatch::new(&client, &path, "a").unwrap();
-    a.start().await.unwrap();
-    let a_term = leads(&a).await;
-    let (observer, b) = started_latch(&path, "b").await;
-
-    proxy.cut();
-    let closed = tokio::time::timeout(3 * session_timeout, a.close()).await.expect("close() waited past the session");
-    assert!(closed.is_ok(), "{closed:?}");
+    let cut_off = leader_to_cut_off(&path).await;
+    cut_off.cut_off_and_close().await;
+    let LeaderToCutOff { proxy, a, a_term, observer, b, .. } = &cut_off;
     assert!(!a_term.is_held() && !a.has_leadership());
     proxy.heal();
-    let b_term = leads(&b).await;
-    assert_eq!(nodes(&observer, &path).await, [b_term.node_path()]);
+    let b_term = leads(b).await;
+    assert_eq!(nodes(observer, &path).await, [b_term.node_path()]);
     b.close().await.unwrap();
 }
 

@@ -7,10 +7,9 @@ mod election;
 
 use std::time::{Duration, Instant};
 
-use common::{children, connect_through, server, unique_path};
+use common::{children, unique_path};
 use election::*;
-use zklock::{LeaderLatch, Leadership, TermEnd};
-use zklock_testcontainers::Proxy;
+use zklock::{Leadership, TermEnd};
 
 /// Awaits `term.lost()` in a task of its own, as leader work does, and returns that task once
 /// it is waiting (the term still held).
@@ -56,27 +55,20 @@ async fn a_pending_lost_resolves_when_the_term_is_given_up() {
 #[tokio::test]
 async fn closing_a_cut_off_leader_returns_once_its_node_is_gone() {
     let path = unique_path("leader-close-bound");
-    let session_timeout = Duration::from_secs(4);
-    let proxy = Proxy::start(server().address()).unwrap();
-    let client = connect_through(&proxy, session_timeout).await;
-    let a = LeaderLatch::new(&client, &path, "a").unwrap();
-    a.start().await.unwrap();
-    let a_term = leads(&a).await;
-    let (observer, b) = started_latch(&path, "b").await;
-    let a_node = a_term.node_path().rsplit('/').next().unwrap().to_owned();
+    let cut_off = leader_to_cut_off(&path).await;
+    let a_node = cut_off.a_term.node_path().rsplit('/').next().unwrap().to_owned();
+    let LeaderToCutOff { proxy, observer, b, .. } = &cut_off;
 
-    proxy.cut();
-    let closed = tokio::time::timeout(3 * session_timeout, a.close()).await.expect("close() waited past the session");
-    assert!(closed.is_ok(), "{closed:?}");
+    cut_off.cut_off_and_close().await;
     // The server expires a session within a tick or two of its timeout: by then the node is
     // gone (a close that returned at once would leave it there for the whole session timeout).
     let returned = Instant::now();
-    while children(&observer, &path).await.contains(&a_node) {
+    while children(observer, &path).await.contains(&a_node) {
         assert!(returned.elapsed() < Duration::from_millis(1500), "close() returned while our node still stood");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     proxy.heal();
-    let b_term = leads(&b).await;
-    assert_eq!(nodes(&observer, &path).await, [b_term.node_path()]);
+    let b_term = leads(b).await;
+    assert_eq!(nodes(observer, &path).await, [b_term.node_path()]);
     b.close().await.unwrap();
 }

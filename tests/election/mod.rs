@@ -31,6 +31,40 @@ pub async fn expirable_session() -> (Proxy, Client) {
     (proxy, client)
 }
 
+/// A leader `a` on a session through a proxy of its own (a short session timeout, to be cut
+/// off), and `b` started behind it on a session of its own, watched by `observer`.
+pub struct LeaderToCutOff {
+    pub proxy: Proxy,
+    pub client: Client,
+    pub a: LeaderLatch,
+    pub a_term: Leadership,
+    pub observer: Client,
+    pub b: LeaderLatch,
+}
+
+/// `LeaderToCutOff`'s session timeout.
+pub const CUT_OFF_SESSION: Duration = Duration::from_secs(4);
+
+pub async fn leader_to_cut_off(path: &str) -> LeaderToCutOff {
+    let proxy = Proxy::start(server().address()).unwrap();
+    let client = connect_through(&proxy, CUT_OFF_SESSION).await;
+    let a = LeaderLatch::new(&client, path, "a").unwrap();
+    a.start().await.unwrap();
+    let a_term = leads(&a).await;
+    let (observer, b) = started_latch(path, "b").await;
+    LeaderToCutOff { proxy, client, a, a_term, observer, b }
+}
+
+impl LeaderToCutOff {
+    /// Cuts `a` off and closes it: `close()` must return Ok within a few session timeouts.
+    pub async fn cut_off_and_close(&self) {
+        self.proxy.cut();
+        let closed =
+            tokio::time::timeout(3 * CUT_OFF_SESSION, self.a.close()).await.expect("close() waited past the session");
+        assert!(closed.is_ok(), "{closed:?}");
+    }
+}
+
 pub async fn leads(latch: &LeaderLatch) -> Leadership {
     tokio::time::timeout(PROMPTLY, latch.await_leadership()).await.expect("no leadership").unwrap()
 }
