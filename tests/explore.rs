@@ -21,6 +21,7 @@
 mod common;
 mod explorer;
 
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use fastrand::Rng;
@@ -81,7 +82,8 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
         seed = seeds.u64(..);
     }
     // Written to stderr directly, past the test harness's capture, so CI logs always show it.
-    eprintln!(
+    let _ = writeln!(
+        std::io::stderr(),
         "explore: seed={first_seed} cases={ran} steps={} in {:.0}s | holds={} passed on={} (forgiven within the notification window={}) operator transactions={} expiries={} | violations=0",
         total.steps,
         started.elapsed().as_secs_f64(),
