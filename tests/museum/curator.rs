@@ -24,6 +24,22 @@ fn latch_belief(latch: &Arc<LeaderLatch>) -> Belief {
     Box::new(move || latch.has_leadership())
 }
 
+/// The end every latch scenario shares: `a` leaves, `b` leads next, never two leaders at once
+/// through the whole scenario, and once `b` leaves no node is left.
+async fn a_hands_over_to_b_and_both_leave(
+    a: &LeaderLatch,
+    b: &LeaderLatch,
+    believers: Believers,
+    observer: &Client,
+    path: &str,
+) {
+    a.close().await.unwrap();
+    promptly("b leads once a leaves", b.await_leadership()).await.unwrap();
+    assert_eq!(believers.most_at_once().await, 1, "two leaders at once");
+    b.close().await.unwrap();
+    assert!(children(observer, path).await.is_empty(), "no node left");
+}
+
 /// A latch through `proxy` that joins again through it after an expiry.
 fn rejoining_latch(proxy: &Proxy, client: &Client, path: &str, id: &str) -> Arc<LeaderLatch> {
     let connect_string = proxy.connect_string();
@@ -220,11 +236,7 @@ async fn a_waiter_whose_connection_flaps_keeps_one_node_and_the_leader_keeps_lea
     eventually("b is connected again", || async { b_client.state() == SessionState::SyncConnected }).await;
     assert_eq!(children(&observer, &path).await, queue, "the same two nodes, none reset");
     assert!(a.has_leadership() && !b.has_leadership());
-    a.close().await.unwrap();
-    promptly("b leads once a leaves", b.await_leadership()).await.unwrap();
-    assert_eq!(believers.most_at_once().await, 1, "two leaders at once");
-    b.close().await.unwrap();
-    assert!(children(&observer, &path).await.is_empty(), "no node left");
+    a_hands_over_to_b_and_both_leave(&a, &b, believers, &observer, &path).await;
 }
 
 /// [CURATOR-620](https://issues.apache.org/jira/browse/CURATOR-620): two RECONNECTED events in
@@ -253,11 +265,7 @@ async fn a_leader_reconnecting_twice_in_quick_succession_leads_only_on_its_own_n
     assert!(owner_of(&observer, term.node_path()).await.is_some(), "a leads on a deleted node");
     assert_eq!(leader_on_server(&b).await.as_deref(), Some("a"));
     assert_eq!(children(&observer, &path).await.len(), 2, "one node each");
-    a.close().await.unwrap();
-    promptly("b leads once a leaves", b.await_leadership()).await.unwrap();
-    assert_eq!(believers.most_at_once().await, 1, "two leaders at once");
-    b.close().await.unwrap();
-    assert!(children(&observer, &path).await.is_empty(), "no node left");
+    a_hands_over_to_b_and_both_leave(&a, &b, believers, &observer, &path).await;
 }
 
 /// [CURATOR-653](https://issues.apache.org/jira/browse/CURATOR-653) (also CURATOR-652): the
@@ -291,11 +299,7 @@ async fn participants_all_cut_off_at_once_and_back_never_lead_two_at_a_time() {
     }
     eventually("a leads again", || async { a.has_leadership() }).await;
     assert_eq!(children(&observer, &path).await, queue, "the same two nodes: nobody reset");
-    a.close().await.unwrap();
-    promptly("b leads once a leaves", b.await_leadership()).await.unwrap();
-    assert_eq!(believers.most_at_once().await, 1, "two leaders at once");
-    b.close().await.unwrap();
-    assert!(children(&observer, &path).await.is_empty(), "no node left");
+    a_hands_over_to_b_and_both_leave(&a, &b, believers, &observer, &path).await;
 }
 
 /// [CURATOR-696](https://issues.apache.org/jira/browse/CURATOR-696): ZooKeeper was away until
