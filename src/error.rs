@@ -52,7 +52,7 @@ pub enum Error {
     /// [`LockGuard::lost`](crate::LockGuard::lost). Drop every guard of the lost hold before the
     /// owner acquires again.
     #[error("lock lost: {0}")]
-    LockLost(crate::LossReason),
+    LockLost(crate::error::LossReason),
 
     /// The request would wait for ever on the caller itself (for example the holder of a read
     /// lock asking for the write lock of the same read-write lock).
@@ -124,11 +124,6 @@ impl Error {
             Error::ZooKeeper { .. } => "zookeeper",
         }
     }
-
-    /// A closure for `map_err` that wraps a client error with its context.
-    pub(crate) fn on<'a>(operation: &'static str, path: &'a str) -> impl FnOnce(zookeeper_client::Error) -> Self + 'a {
-        move |source| Error::zookeeper(operation, path, source)
-    }
 }
 
 /// An error with its causes, for a log line; see [`Error::with_causes`].
@@ -184,14 +179,8 @@ impl fmt::Display for LossReason {
 mod tests {
     use super::*;
 
-    #[test]
-    fn terminal_session_errors_get_their_own_variants() {
-        use zookeeper_client::Error as Zk;
-        assert!(matches!(Error::zookeeper("create", "/a", Zk::SessionExpired), Error::SessionExpired));
-        assert!(matches!(Error::zookeeper("create", "/a", Zk::ClientClosed), Error::SessionClosed));
-        let other = Error::zookeeper("create", "/a", Zk::NoAuth);
-        assert_eq!(other.to_string(), "zookeeper create /a failed");
-        assert!(std::error::Error::source(&other).is_some(), "the client error is kept as the source");
+    fn no_auth_on_create() -> Error {
+        Error::ZooKeeper { operation: "create", path: "/a".to_owned(), source: zookeeper_client::Error::NoAuth }
     }
 
     /// Each cause of `err` and of its sources, joined as error reporters join them.
@@ -207,7 +196,7 @@ mod tests {
 
     #[test]
     fn our_logs_print_the_error_with_its_causes() {
-        let err = Error::zookeeper("create", "/a", zookeeper_client::Error::NoAuth);
+        let err = no_auth_on_create();
         assert_eq!(err.with_causes().to_string(), chain(&err));
         assert_eq!(err.with_causes().to_string(), "zookeeper create /a failed: not authorized");
     }
@@ -218,7 +207,7 @@ mod tests {
         #[error("publishing the nightly report")]
         struct Job(#[source] Error);
 
-        let zookeeper = Job(Error::zookeeper("create", "/a", zookeeper_client::Error::NoAuth));
+        let zookeeper = Job(no_auth_on_create());
         assert_eq!(chain(&zookeeper), "publishing the nightly report: zookeeper create /a failed: not authorized");
         let write = Job(Error::WriteFailed { index: 1, source: zookeeper_client::Error::BadVersion });
         assert_eq!(

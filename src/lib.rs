@@ -38,6 +38,7 @@
 //! `tracing` (target `zklock`), metrics through the `metrics` facade with the `metrics` feature.
 #![deny(missing_docs, missing_debug_implementations)]
 
+mod client;
 mod election;
 mod error;
 mod hold;
@@ -47,22 +48,31 @@ mod options;
 mod queue;
 mod rules;
 
-pub use election::{
-    ElectionParticipant, ElectionState, LeaderLatch, LeaderLatchBuilder, LeaderSelector, LeaderSelectorBuilder,
-    Leadership, TermEnd,
-};
+// The public API, each item from its home (the folders re-export nothing).
+pub use client::session::{Connection, ConnectionState, Session};
+pub use election::latch::{LeaderLatch, LeaderLatchBuilder};
+pub use election::leadership::Leadership;
+pub use election::participant::ElectionParticipant;
+pub use election::selector::{LeaderSelector, LeaderSelectorBuilder};
+pub use election::state::ElectionState;
+pub use election::term_end::TermEnd;
 pub use error::{Error, LossReason, Result};
-pub use hold::{FencedWrite, Hold, HoldFuture, Lease};
-pub use lock::{
-    revoke, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
-    InterProcessSemaphoreV2, LockGuard, MultiLockBuilder, MultiLockGuard, MutexBuilder, NodeSchema,
-    ReadWriteLockBuilder, SemaphoreBuilder, SemaphoreMutexBuilder,
-};
+pub use hold::fenced_write::FencedWrite;
+pub use hold::hold_trait::{Hold, HoldFuture};
+pub use hold::lease::Lease;
+pub use lock::guard::LockGuard;
+pub use lock::multi::{InterProcessMultiLock, MultiLockBuilder, MultiLockGuard};
+pub use lock::mutex::InterProcessMutex;
+pub use lock::mutex_builder::{MutexBuilder, NodeSchema};
+pub use lock::revoke::revoke;
+pub use lock::rwlock::{InterProcessReadWriteLock, ReadWriteLockBuilder};
+pub use lock::semaphore::{InterProcessSemaphoreV2, SemaphoreBuilder};
+pub use lock::semaphore_mutex::{InterProcessSemaphoreMutex, SemaphoreMutexBuilder};
 pub use observe::metrics;
 pub use options::{AclProvider, LocalHandoff, LossPolicy};
 pub use queue::participant_node::ParticipantNode;
-pub use queue::session::{Connection, ConnectionState, Session};
 pub use rules::path::validate_lock_path;
+
 /// The client crate zklock is built on, re-exported so that a user's `Client`, `Acl` and
 /// `MultiWriteResult` are always the very types zklock takes and returns.
 pub use zookeeper_client;

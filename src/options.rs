@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use zookeeper_client::{Acl, Acls, AuthId, Permission};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Which ACLs zklock gives the nodes it creates, in the spirit of Curator's `ACLProvider`: one
 /// list for the lock nodes (each participant's queue node, a semaphore's lease nodes), one for the
@@ -240,7 +240,7 @@ macro_rules! recipe_options {
     ($($options:ident).+) => {
         /// When a disconnection counts as losing a held lock (or leadership). Defaults to
         /// [`LossPolicy::SessionTimeout`](crate::LossPolicy::SessionTimeout).
-        pub fn loss_policy(mut self, policy: crate::LossPolicy) -> Self {
+        pub fn loss_policy(mut self, policy: crate::options::LossPolicy) -> Self {
             self.$($options).+.loss_policy = policy;
             self
         }
@@ -250,13 +250,13 @@ macro_rules! recipe_options {
         /// [`Acls::anyone_all`](zookeeper_client::Acls::anyone_all), as Curator's default ACL
         /// provider.
         pub fn acls(mut self, acls: impl Into<Vec<zookeeper_client::Acl>>) -> Self {
-            self.$($options).+.acls = crate::AclProvider::uniform(acls);
+            self.$($options).+.acls = crate::options::AclProvider::uniform(acls);
             self
         }
 
         /// One ACL for the lock nodes and one for the parents zklock creates; see
         /// [`AclProvider`](crate::AclProvider). Defaults to anyone-all for both.
-        pub fn acl_provider(mut self, provider: crate::AclProvider) -> Self {
+        pub fn acl_provider(mut self, provider: crate::options::AclProvider) -> Self {
             self.$($options).+.acls = provider;
             self
         }

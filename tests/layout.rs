@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The layers, bottom first: a file may import from its own layer and those before it.
-const LAYERS: [&str; 5] = ["rules", "queue", "hold", "lock", "election"];
+const LAYERS: [&str; 6] = ["rules", "client", "queue", "hold", "lock", "election"];
 
 /// The vocabulary every layer uses, which uses no layer.
 const SHARED: [&str; 3] = ["error", "options", "observe"];
@@ -159,9 +159,7 @@ fn graph(sources: &[Source]) -> BTreeMap<String, BTreeSet<String>> {
 }
 
 fn src_graph() -> BTreeMap<String, BTreeSet<String>> {
-    let mut found = Vec::new();
-    sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &[], &mut found);
-    graph(&found)
+    graph(&src_sources())
 }
 
 /// A layer's rank, or `None` for the shared vocabulary.
@@ -231,6 +229,38 @@ fn no_file_imports_itself_through_others() {
     assert!(found.is_empty(), "import circles: {found:#?}");
 }
 
+/// Every `crate::` path outside lib.rs that does not start at a module: lib.rs is the users'
+/// door, and an import through it would hide which file depends on which.
+fn paths_through_lib_rs(sources: &[Source]) -> Vec<String> {
+    let tops: BTreeSet<&String> = sources.iter().filter_map(|source| source.module.first()).collect();
+    let mut found = Vec::new();
+    for source in sources.iter().filter(|source| !source.module.is_empty()) {
+        for (start, _) in source.code.match_indices("crate::") {
+            if start > 0 && source.code[..start].ends_with(|c: char| is_ident(c) || c == '$') {
+                continue;
+            }
+            let mut paths = Vec::new();
+            use_tree(&source.code[start + "crate::".len()..], &[], &mut paths);
+            for path in paths.into_iter().filter(|path| !tops.contains(&path[0])) {
+                found.push(format!("{}: crate::{}", source.module.join("::"), path.join("::")));
+            }
+        }
+    }
+    found
+}
+
+fn src_sources() -> Vec<Source> {
+    let mut found = Vec::new();
+    sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &[], &mut found);
+    found
+}
+
+#[test]
+fn every_import_names_its_home_not_lib_rs() {
+    let found = paths_through_lib_rs(&src_sources());
+    assert!(found.is_empty(), "imports through lib.rs (name the file that defines it): {found:#?}");
+}
+
 #[test]
 fn src_has_one_folder_per_layer_and_the_shared_vocabulary_only() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -281,4 +311,17 @@ fn the_check_sees_an_arrow_up_and_a_circle() {
     ]);
     assert_eq!(arrows_against_the_layers(&edges), ["error -> queue::node", "queue::take_lease -> lock::guard"]);
     assert_eq!(cycles(&edges), ["queue::node -> queue::take_lease -> queue::node"]);
+}
+
+#[test]
+fn the_check_sees_an_import_through_lib_rs() {
+    let sources: Vec<Source> =
+        [("queue::turn", "use crate::{error::Error, LockGuard};"), ("error", "pub enum Error {}")]
+            .iter()
+            .map(|(module, code)| Source {
+                module: module.split("::").map(str::to_owned).collect(),
+                code: code_of(code),
+            })
+            .collect();
+    assert_eq!(paths_through_lib_rs(&sources), ["queue::turn: crate::LockGuard"]);
 }

@@ -137,7 +137,7 @@ fn is_loss_event(event: &tracing::Metadata<'_>) -> bool {
 /// session an expiry, even one the client declared itself out of reach: `campaign::session`
 /// says it as what is known.
 fn is_reconnect_event(event: &tracing::Metadata<'_>) -> bool {
-    *event.level() == tracing::Level::WARN && event.module_path() == Some("zklock::queue::session")
+    *event.level() == tracing::Level::WARN && event.module_path() == Some("zklock::client::session")
 }
 
 /// Does what the command line asks, once connected.

@@ -8,15 +8,16 @@ macro_rules! rejoin_option {
     () => {
         /// After the session expires, connects a new client with `connect` and joins the election
         /// again with a new node, as Curator's participants do (Curator makes a new ZooKeeper
-        /// handle itself; a zookeeper-client `Client` cannot renew its session). A failed connect
-        /// is tried again, backing off up to 5 s, until it succeeds or the participant is closed.
-        /// The lost term's [`Leadership::lost`](crate::Leadership::lost) says
-        /// `SessionExpired`; the next term has a greater epoch.
+        /// handle itself; a zookeeper-client `Client` cannot renew its session): the client goes
+        /// into a [`Session`](crate::Session) with `connect`, so `build` needs a tokio runtime.
+        /// A failed connect is tried again, backing off up to 5 s, until it succeeds or the
+        /// participant is closed. The lost term's [`Leadership::lost`](crate::Leadership::lost)
+        /// says `SessionExpired`; the next term has a greater epoch.
         ///
         /// Built on a [`Session`](crate::Session), a participant does this by default, on the
-        /// session's next client. Built on a `Client` without it, the expiry ends the
-        /// participant: waiting for leadership and `close` return
-        /// [`Error::SessionExpired`](crate::Error::SessionExpired).
+        /// session's next client, and `connect` is not used (the session connects its own).
+        /// Built on a `Client` without it, the expiry ends the participant: waiting for
+        /// leadership and `close` return [`Error::SessionExpired`](crate::Error::SessionExpired).
         pub fn rejoin_after_expiry<F, Fut>(mut self, connect: F) -> Self
         where
             F: Fn() -> Fut + Send + Sync + 'static,
@@ -24,7 +25,7 @@ macro_rules! rejoin_option {
                 + Send
                 + 'static,
         {
-            self.rejoin = Some(crate::queue::session::Connect::new(connect));
+            self.rejoin = Some(crate::client::session::Connect::new(connect));
             self
         }
     };
@@ -44,7 +45,7 @@ macro_rules! election_handle {
             }
 
             /// The current term, if this participant leads. No request.
-            pub fn leadership(&self) -> Option<crate::Leadership> {
+            pub fn leadership(&self) -> Option<crate::election::leadership::Leadership> {
                 self.election.leadership()
             }
 
@@ -58,7 +59,9 @@ macro_rules! election_handle {
             ///
             /// # Cancel safety
             /// Cancel safe: it only reads.
-            pub async fn participants(&self) -> crate::Result<Vec<crate::ElectionParticipant>> {
+            pub async fn participants(
+                &self,
+            ) -> crate::error::Result<Vec<crate::election::participant::ElectionParticipant>> {
                 self.election.participants().await
             }
 
@@ -69,7 +72,9 @@ macro_rules! election_handle {
             ///
             /// # Cancel safety
             /// Cancel safe: it only reads.
-            pub async fn leader(&self) -> crate::Result<Option<crate::ElectionParticipant>> {
+            pub async fn leader(
+                &self,
+            ) -> crate::error::Result<Option<crate::election::participant::ElectionParticipant>> {
                 Ok(self.participants().await?.into_iter().next())
             }
 
@@ -98,7 +103,7 @@ macro_rules! election_handle {
             /// # Cancel safety
             /// The participant leaves in any case, from the first poll: dropping the future only
             /// stops waiting for our node to go.
-            pub async fn close(&self) -> crate::Result<()> {
+            pub async fn close(&self) -> crate::error::Result<()> {
                 self.election.close().await
             }
 
@@ -127,7 +132,7 @@ macro_rules! election_handle {
             /// Leaves the election in the background: the term ends at once
             /// ([`TermEnd::Dropped`](crate::TermEnd::Dropped)) and our node is deleted.
             fn drop(&mut self) {
-                self.election.stop(crate::TermEnd::Dropped);
+                self.election.stop(crate::election::term_end::TermEnd::Dropped);
             }
         }
     };

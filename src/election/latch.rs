@@ -3,13 +3,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::client::session::{Connect, Connection};
 use crate::election::engine::Election;
 use crate::election::handle::{election_handle, rejoin_option};
-use crate::observe::Recipe;
+use crate::election::leadership::Leadership;
+use crate::election::state::ElectionState;
+use crate::error::Result;
+use crate::lock::mutex::InterProcessMutex;
+use crate::lock::mutex_builder::MutexBuilder;
+use crate::observe::label::Recipe;
 use crate::options::recipe_options;
-use crate::queue::session::{Connect, Connection};
 use crate::rules::naming::LATCH;
-use crate::{ElectionState, InterProcessMutex, Leadership, MutexBuilder, Result};
 
 /// Elects one leader among every participant on a ZooKeeper path, in the style of Apache
 /// Curator's `LeaderLatch`, and wire-compatible with it.

@@ -4,9 +4,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::election::term_end::EndSignal;
+use crate::election::term_end::{EndSignal, TermEnd};
 use crate::hold::held_node::{fenced_writes, HeldNode};
-use crate::TermEnd;
 
 /// One term of leadership: held from the moment our node is first in the election's queue until
 /// it is lost or given up.

@@ -11,12 +11,6 @@ pub(crate) mod latch;
 pub(crate) mod leadership;
 pub(crate) mod participant;
 pub(crate) mod selector;
+pub(crate) mod stage;
 pub(crate) mod state;
 pub(crate) mod term_end;
-
-pub use latch::{LeaderLatch, LeaderLatchBuilder};
-pub use leadership::Leadership;
-pub use participant::ElectionParticipant;
-pub use selector::{LeaderSelector, LeaderSelectorBuilder};
-pub use state::ElectionState;
-pub use term_end::TermEnd;

@@ -1,6 +1,6 @@
 //! What a leader election's `participants()` returns.
 
-use crate::ParticipantNode;
+use crate::queue::participant_node::ParticipantNode;
 
 /// One participant of a leader election, as Curator's `Participant`: its id (the data of its
 /// node), whether it leads, and its node.

@@ -4,12 +4,16 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::client::session::{Connect, Connection};
 use crate::election::engine::Election;
 use crate::election::handle::{election_handle, rejoin_option};
-use crate::observe::Recipe;
+use crate::election::leadership::Leadership;
+use crate::election::state::ElectionState;
+use crate::error::Result;
+use crate::lock::mutex::InterProcessMutex;
+use crate::lock::mutex_builder::MutexBuilder;
+use crate::observe::label::Recipe;
 use crate::options::recipe_options;
-use crate::queue::session::{Connect, Connection};
-use crate::{ElectionState, InterProcessMutex, Leadership, MutexBuilder, Result};
 
 /// Runs the leader's work in one participant at a time, in the style of Apache Curator's
 /// `LeaderSelector`, and wire-compatible with it.

@@ -1,6 +1,6 @@
 //! Where a participant of a leader election stands, as its `subscribe()` tells it.
 
-use crate::Leadership;
+use crate::election::leadership::Leadership;
 
 /// Where a [`LeaderLatch`](crate::LeaderLatch) or a [`LeaderSelector`](crate::LeaderSelector)
 /// stands, as its `subscribe()` tells it: Curator's `LeaderLatchListener` (`isLeader`,

@@ -4,7 +4,7 @@ use std::fmt;
 
 use tokio::sync::watch;
 
-use crate::LossReason;
+use crate::error::LossReason;
 
 /// Why a term of leadership is over: lost through ZooKeeper, or given up by this process.
 ///

@@ -18,9 +18,9 @@ use std::fmt;
 
 use zookeeper_client::{Client, CreateOptions, MultiWriteError, MultiWriteResult, MultiWriter};
 
+use crate::client::session_end::SessionEnd;
+use crate::error::{Error, LossReason, Result};
 use crate::hold::hold_signal::HoldSignal;
-use crate::queue::session_end::SessionEnd;
-use crate::{Error, LossReason, Result};
 
 /// A ZooKeeper transaction that commits only while a hold lasts: made by `multi_writer()` of a
 /// [`LockGuard`](crate::LockGuard), [`Lease`](crate::Lease), [`Leadership`](crate::Leadership)

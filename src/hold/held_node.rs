@@ -8,15 +8,15 @@ use std::sync::Arc;
 
 use zookeeper_client::{Client, MultiWriteResult};
 
+use crate::client::session_end::check_session_ended;
+use crate::error::{Error, LossReason, Result};
 use crate::hold::fenced_write::FencedWrite;
 use crate::hold::hold_signal::HoldSignal;
 use crate::hold::node_watch::watch_node;
 use crate::hold::session_watch::SessionWatch;
-use crate::observe::HoldEvents;
+use crate::observe::events::HoldEvents;
 use crate::queue::delete::{delete_in_background, delete_released};
 use crate::queue::node::LockNode;
-use crate::queue::session_end::ended_session;
-use crate::{Error, LossReason, Result};
 
 /// A node we hold, and what is known of whether we still do. `pub` only so that the sealed
 /// [`Hold`](crate::Hold) trait may hand it out: its module is private, so no user can name it.
@@ -73,7 +73,7 @@ impl HeldNode {
     /// Whether the hold still stands as far as this process knows (neither lost nor released by
     /// us); no request.
     pub(crate) fn is_held(&self) -> bool {
-        self.signal.reason().is_none() && !self.signal.is_released() && ended_session(&self.client).is_none()
+        self.signal.reason().is_none() && !self.signal.is_released() && check_session_ended(&self.client).is_none()
     }
 
     /// Why the hold was lost, if it was.
@@ -179,7 +179,7 @@ macro_rules! fenced_writes {
     ($($node:ident).+) => {
         /// A transaction that commits only while this is held: its first operation checks that
         /// our node exists. See [`LockGuard::multi_writer`](crate::LockGuard::multi_writer).
-        pub fn multi_writer(&self) -> crate::FencedWrite<'_> {
+        pub fn multi_writer(&self) -> crate::hold::fenced_write::FencedWrite<'_> {
             self.$($node).+.multi_writer()
         }
 
@@ -193,8 +193,8 @@ macro_rules! fenced_writes {
         /// As [`LockGuard::commit`](crate::LockGuard::commit).
         pub async fn commit(
             &self,
-            writer: crate::FencedWrite<'_>,
-        ) -> crate::Result<Vec<zookeeper_client::MultiWriteResult>> {
+            writer: crate::hold::fenced_write::FencedWrite<'_>,
+        ) -> crate::error::Result<Vec<zookeeper_client::MultiWriteResult>> {
             self.$($node).+.commit(writer).await
         }
     };

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::observe::HoldEvents;
-use crate::LossReason;
+use crate::error::LossReason;
+use crate::observe::events::HoldEvents;
 
 /// The loss state of one hold, shared by its guards and the tasks that watch it.
 #[derive(Debug)]

@@ -8,7 +8,8 @@ use std::pin::Pin;
 use zookeeper_client::MultiWriteResult;
 
 use super::held_node::HeldNode;
-use crate::{FencedWrite, LossReason, Result};
+use crate::error::{LossReason, Result};
+use crate::hold::fenced_write::FencedWrite;
 
 /// A future a [`Hold`] returns: boxed, so that `dyn Hold` can be used (a program that runs
 /// something under any kind of hold keeps a `&dyn Hold`).

@@ -2,8 +2,8 @@
 
 use std::fmt;
 
+use crate::error::{LossReason, Result};
 use crate::hold::held_node::{fenced_writes, HeldNode};
-use crate::{LossReason, Result};
 
 /// One lease of an [`InterProcessSemaphoreV2`](crate::InterProcessSemaphoreV2) (or the hold of
 /// an [`InterProcessSemaphoreMutex`](crate::InterProcessSemaphoreMutex)); returns the lease when

@@ -16,7 +16,3 @@ pub(crate) mod hold_trait;
 pub(crate) mod lease;
 pub(crate) mod node_watch;
 pub(crate) mod session_watch;
-
-pub use fenced_write::FencedWrite;
-pub use hold_trait::{Hold, HoldFuture};
-pub use lease::Lease;

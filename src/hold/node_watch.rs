@@ -7,12 +7,10 @@ use std::sync::Arc;
 use zookeeper_client::{Client, Error as ZkError, EventType};
 
 use super::hold_signal::HoldSignal;
-use crate::queue::retry::retry_transient;
-use crate::queue::session_end::SessionEnd;
-use crate::LossReason;
-
-/// What Curator's `Revoker.attemptRevoke` writes into a lock node to ask its holder to let go.
-pub(crate) const REVOKE_MARKER: &[u8] = b"__REVOKE__";
+use crate::client::retry::retry_transient;
+use crate::client::session_end::SessionEnd;
+use crate::error::LossReason;
+use crate::rules::naming::REVOKE_MARKER;
 
 /// Sets a getData watch on our node (once per hold) in a spawned task, and turns its firing into
 /// a loss unless our own release deleted the node. The watch is never removed: it fires on our

@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use tokio::sync::Notify;
-use zookeeper_client::{Client, SessionState, StateWatcher};
+use zookeeper_client::{Client, StateWatcher};
 
 use super::delayed_node_watch::{set_delayed_node_watches, DelayedNodeWatches};
 use super::hold_signal::HoldSignal;
-use crate::queue::session_end::SessionEnd;
-use crate::{LossPolicy, LossReason};
+use crate::client::session_end::{wait_session_gone, SessionEnd, SessionGone};
+use crate::error::LossReason;
+use crate::options::LossPolicy;
 
 /// One watcher per session and policy, shared by every participant on that session: 10,000
 /// mutexes on one client cost one task, not 10,000.
@@ -152,32 +153,24 @@ impl Drop for SessionWatch {
     }
 }
 
+/// Marks every hold on the session lost when it ends, or when it has been disconnected for
+/// `grace` (and again at each later such disconnection: holds taken in between are marked too).
 async fn watch_session(watch: Weak<SessionWatch>, mut states: StateWatcher, grace: Duration, stop: Arc<Notify>) {
-    let mut state = states.peek_state();
-    loop {
-        if let Some(end) = SessionEnd::of_state(state) {
-            if let Some(watch) = watch.upgrade() {
-                watch.mark_all(end.loss());
+    let follow = async {
+        loop {
+            let gone = wait_session_gone(&mut states, Some(grace)).await;
+            let Some(watch) = watch.upgrade() else { return };
+            match gone {
+                SessionGone::Ended(end) => return watch.mark_all(end.loss()),
+                SessionGone::Silent(after) => watch.mark_all(LossReason::Disconnected { after }),
             }
-            return;
+            drop(watch);
+            // Past the grace, until the state changes: connected again, or ended.
+            states.changed().await;
         }
-        let next = async {
-            if state != SessionState::Disconnected {
-                return states.changed().await;
-            }
-            tokio::select! {
-                next = states.changed() => next,
-                _ = tokio::time::sleep(grace) => {
-                    if let Some(watch) = watch.upgrade() {
-                        watch.mark_all(LossReason::Disconnected { after: grace });
-                    }
-                    states.changed().await
-                }
-            }
-        };
-        tokio::select! {
-            next = next => state = next,
-            _ = stop.notified() => return,
-        }
+    };
+    tokio::select! {
+        () = follow => {}
+        _ = stop.notified() => {}
     }
 }

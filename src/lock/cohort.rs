@@ -12,11 +12,12 @@ use std::time::Instant;
 use tokio::sync::Notify;
 use zookeeper_client::Client;
 
+use crate::client::deadline::{within, Patience};
+use crate::client::session_end::wait_session_ended;
+use crate::error::Result;
 use crate::hold::held_node::HeldNode;
-use crate::queue::deadline::{within, Patience};
-use crate::queue::session_end::session_ended;
+use crate::options::LocalHandoff;
 use crate::rules::opening::Opening;
-use crate::{LocalHandoff, Result};
 
 /// The line of one mutex object's tasks; see the module docs.
 #[derive(Debug)]
@@ -121,7 +122,7 @@ impl Cohort {
         };
         tokio::select! {
             turn = wait.turn(patience.deadline()) => Ok(turn),
-            ended = session_ended(client) => Err(ended),
+            ended = wait_session_ended(client) => Err(ended),
         }
     }
 

@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use zookeeper_client::MultiWriteResult;
 
+use crate::error::{Error, LossReason, Result};
+use crate::hold::fenced_write::FencedWrite;
 use crate::hold::held_node::HeldNode;
 use crate::lock::owner::Owner;
 use crate::lock::state::{LockState, OwnerHold};
-use crate::{Error, FencedWrite, LossReason, Result};
 
 /// Proof that the lock is held; releases it when dropped or [released](LockGuard::release).
 ///

@@ -18,12 +18,3 @@ pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 pub(crate) mod semaphore_mutex;
 pub(crate) mod state;
-
-pub use guard::LockGuard;
-pub use multi::{InterProcessMultiLock, MultiLockBuilder, MultiLockGuard};
-pub use mutex::InterProcessMutex;
-pub use mutex_builder::{MutexBuilder, NodeSchema};
-pub use revoke::revoke;
-pub use rwlock::{InterProcessReadWriteLock, ReadWriteLockBuilder};
-pub use semaphore::{InterProcessSemaphoreV2, SemaphoreBuilder};
-pub use semaphore_mutex::{InterProcessSemaphoreMutex, SemaphoreMutexBuilder};

@@ -7,12 +7,14 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
-use crate::queue::session::Connection;
+use crate::client::session::Connection;
 
-use crate::options::lock_options;
-use crate::options::LockOptions;
-use crate::queue::deadline::{acquire_forever, Patience};
-use crate::{Error, InterProcessMutex, LockGuard, LossReason, ParticipantNode, Result};
+use crate::client::deadline::{acquire_forever, Patience};
+use crate::error::{Error, LossReason, Result};
+use crate::lock::guard::LockGuard;
+use crate::lock::mutex::InterProcessMutex;
+use crate::options::{lock_options, LockOptions};
+use crate::queue::participant_node::ParticipantNode;
 
 /// Several locks acquired as one, all or none: Apache Curator's `InterProcessMultiLock`.
 ///

@@ -7,20 +7,23 @@ use std::time::{Duration, Instant};
 
 use zookeeper_client::Client;
 
+use crate::client::deadline::{acquire_forever, acquire_patiently, within, Patience};
+use crate::client::session::Connection;
+use crate::client::session_end::check_session_ended;
+use crate::error::{Error, Result};
 use crate::hold::held_node::HeldNode;
 use crate::lock::cohort::Turn;
+use crate::lock::guard::LockGuard;
 use crate::lock::owner::Owner;
 use crate::lock::state::{Admission, Claim, LockState};
-use crate::observe::LockLabel;
-use crate::queue::deadline::{acquire_forever, acquire_patiently, within, Patience};
+use crate::observe::label::LockLabel;
 use crate::queue::delete::delete_in_background;
 use crate::queue::listing::{queue_order, queue_with_data};
 use crate::queue::node::{PlaceReport, QueueSpec};
-use crate::queue::session_end::ended_session;
+use crate::queue::participant_node::ParticipantNode;
 use crate::queue::turn::take_place;
 use crate::rules::entry::{self, Role};
 use crate::rules::opening;
-use crate::{Error, LockGuard, ParticipantNode, Result};
 
 /// A reentrant mutex shared by every process that uses the same ZooKeeper path, in the style of
 /// Apache Curator's `InterProcessMutex`, and wire-compatible with it.
@@ -150,6 +153,11 @@ impl InterProcessMutex {
         self.state.connection.client()
     }
 
+    /// What the mutex is built on.
+    pub(crate) fn connection(&self) -> &Connection {
+        &self.state.connection
+    }
+
     /// Names this lock in events and metrics.
     pub(crate) fn label(&self) -> &LockLabel {
         &self.state.label
@@ -211,7 +219,7 @@ impl InterProcessMutex {
             // A hold counted here is worth nothing once the session is gone; fail before
             // re-entering. (A `Session` hands out no expired client, so an attempt that starts
             // is never ridden over on the session it started on.)
-            if let Some(ended) = ended_session(&client) {
+            if let Some(ended) = check_session_ended(&client) {
                 return Err(ended);
             }
             let outcome = self.acquire_once(&client, patience, place, started).await;

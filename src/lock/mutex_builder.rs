@@ -4,18 +4,15 @@
 
 use std::sync::Arc;
 
-use zookeeper_client::Client;
-
+use crate::client::session::{Connect, Connection};
+use crate::error::Result;
 use crate::lock::mutex::InterProcessMutex;
 use crate::lock::state::LockState;
-use crate::observe::{LockLabel, Recipe};
-use crate::options::lock_options;
-use crate::options::LockOptions;
-use crate::queue::session::Connection;
+use crate::observe::label::{LockLabel, Recipe};
+use crate::options::{lock_options, LocalHandoff, LockOptions};
 use crate::rules::entry::Role;
 use crate::rules::naming::{Schema, KAZOO_MUTEX, MUTEX};
 use crate::rules::path::validate_lock_path;
-use crate::{LocalHandoff, Result};
 
 /// Builds an [`InterProcessMutex`] (or, with [`build_read_write`](Self::build_read_write), an
 /// [`InterProcessReadWriteLock`](crate::InterProcessReadWriteLock)) with options; from
@@ -106,10 +103,11 @@ impl MutexBuilder {
         Ok(InterProcessMutex { state: Arc::new(self.lock_state(Role::Mutex, schema)) })
     }
 
-    /// The same mutex on another client (a leader election rejoining on a new session).
-    pub(crate) fn on_client(mut self, client: &Client) -> Self {
-        self.connection = client.into();
-        self
+    /// The same mutex on a connection followed past an expiry (a leader election that rejoins:
+    /// see [`Connection::rejoining`]).
+    pub(crate) fn rejoining(mut self, connect: Connect) -> Result<Self> {
+        self.connection = self.connection.rejoining(connect)?;
+        Ok(self)
     }
 
     /// The mutex serves `recipe` (a semaphore's gate): its events and metrics say so.

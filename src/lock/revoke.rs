@@ -2,9 +2,9 @@
 
 use zookeeper_client::{Client, Error as ZkError};
 
-use crate::hold::node_watch::REVOKE_MARKER;
-use crate::queue::retry::retry_transient;
-use crate::{Error, Result};
+use crate::client::retry::retry_transient;
+use crate::error::{Error, Result};
+use crate::rules::naming::REVOKE_MARKER;
 
 /// Asks the holder of the lock node `node_path` (one of
 /// [`participants`](crate::InterProcessMutex::participants)) to give the lock up, by writing

@@ -1,16 +1,17 @@
 //! `InterProcessReadWriteLock`: many readers or one writer, shared through ZooKeeper.
 
-use crate::queue::session::Connection;
+use crate::client::session::Connection;
 
 use std::sync::Arc;
 
+use crate::error::{Error, Result};
+use crate::lock::mutex::InterProcessMutex;
 use crate::lock::mutex_builder::{MutexBuilder, NodeSchema};
 use crate::lock::state::LockState;
 use crate::options::lock_options;
 use crate::rules::entry::Role;
 use crate::rules::naming::{READ, WRITE};
 use crate::rules::path::validate_lock_path;
-use crate::{Error, InterProcessMutex, Result};
 
 /// A read-write lock shared by every process that uses the same ZooKeeper path, in the style of
 /// Apache Curator's `InterProcessReadWriteLock`, and wire-compatible with it.

@@ -4,22 +4,23 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::client::deadline::{acquire_forever, Patience};
+use crate::client::session::Connection;
+use crate::client::session_end::check_session_ended;
+use crate::error::{Error, LossReason, Result};
 use crate::hold::held_node::HeldNode;
+use crate::hold::lease::Lease;
 use crate::hold::session_watch::LatestSessionWatch;
-use crate::observe::{LockLabel, Recipe};
-use crate::options::lock_options;
-use crate::options::LockOptions;
-use crate::queue::deadline::{acquire_forever, Patience};
+use crate::lock::mutex::InterProcessMutex;
+use crate::observe::label::{LockLabel, Recipe};
+use crate::options::{lock_options, AclProvider, LockOptions};
 use crate::queue::listing::{queue_order, queue_with_data};
-use crate::queue::node::list_children;
-use crate::queue::node::QueueSpec;
-use crate::queue::session::Connection;
-use crate::queue::session_end::ended_session;
+use crate::queue::node::{list_children, QueueSpec};
+use crate::queue::participant_node::ParticipantNode;
 use crate::queue::turn::{queues_again, take_lease};
 use crate::rules::decide::Rule;
 use crate::rules::naming::LEASE;
 use crate::rules::path::validate_lock_path;
-use crate::{AclProvider, Error, InterProcessMutex, Lease, LossReason, ParticipantNode, Result};
 
 /// A counting semaphore: at most `max_leases` leases are held at once by every process that
 /// uses the same ZooKeeper path; Apache Curator's `InterProcessSemaphoreV2`, wire-compatible.
@@ -297,7 +298,7 @@ impl InterProcessSemaphoreV2 {
         let Some(guard) = inner.lock.acquire_within(patience).await? else { return Ok(None) };
         // The session the gate is held on (a later expiry ends the gate's hold, and so the wait).
         let client = inner.connection.client();
-        if let Some(ended) = ended_session(&client) {
+        if let Some(ended) = check_session_ended(&client) {
             return Err(ended);
         }
         let spec = QueueSpec::new(

@@ -2,12 +2,14 @@
 
 use std::time::Duration;
 
-use crate::queue::session::Connection;
+use crate::client::session::Connection;
 
-use crate::lock::semaphore::SemaphoreBuilder;
-use crate::observe::Recipe;
+use crate::error::Result;
+use crate::hold::lease::Lease;
+use crate::lock::semaphore::{InterProcessSemaphoreV2, SemaphoreBuilder};
+use crate::observe::label::Recipe;
 use crate::options::lock_options;
-use crate::{InterProcessSemaphoreV2, Lease, ParticipantNode, Result};
+use crate::queue::participant_node::ParticipantNode;
 
 /// A mutex that is **not** reentrant, shared through ZooKeeper: Apache Curator's
 /// `InterProcessSemaphoreMutex` (a semaphore of one lease), wire-compatible with it.

@@ -10,18 +10,19 @@ use tokio::sync::futures::OwnedNotified;
 use tokio::sync::Notify;
 use zookeeper_client::Client;
 
+use crate::client::session::Connection;
+use crate::error::LossReason;
 use crate::hold::held_node::HeldNode;
 use crate::hold::session_watch::LatestSessionWatch;
 use crate::lock::cohort::{fencing_token, Cohort, Handoff};
 use crate::lock::owner::Owner;
-use crate::observe::{HoldEvents, LockLabel};
-use crate::options::LockOptions;
+use crate::observe::events::HoldEvents;
+use crate::observe::label::LockLabel;
+use crate::options::{AclProvider, LockOptions};
 use crate::queue::node::LockNode;
-use crate::queue::session::Connection;
 use crate::rules::entry::Role;
 use crate::rules::naming::Schema;
 use crate::rules::opening::Opening;
-use crate::{AclProvider, LossReason};
 
 /// Shards of a hold table (DashMap wants a power of two above one).
 const HOLD_TABLE_SHARDS: usize = 2;

@@ -8,7 +8,7 @@ use tracing::Instrument;
 
 use super::label::{LockLabel, Recipe};
 use super::metrics;
-use crate::{LossReason, Result};
+use crate::error::{LossReason, Result};
 
 impl LockLabel {
     /// Runs an acquire of this lock, begun at `started`, in the recipe's span and counted among
@@ -40,7 +40,7 @@ impl LockLabel {
     }
 
     /// An acquire failed with `error`.
-    pub(crate) fn failed(&self, error: &crate::Error) {
+    pub(crate) fn failed(&self, error: &crate::error::Error) {
         tracing::debug!(target: "zklock", recipe = self.recipe.name(), path = %self.path, error = %error.with_causes(), "acquire failed");
         metrics::failed(self, error.kind());
     }
@@ -106,7 +106,7 @@ impl LockLabel {
     }
 
     /// The participant `id` left the election by itself: its session ended, or ZooKeeper refused it.
-    pub(crate) fn left_election(&self, id: &str, error: &crate::Error) {
+    pub(crate) fn left_election(&self, id: &str, error: &crate::error::Error) {
         tracing::warn!(target: "zklock", recipe = self.recipe.name(), path = %self.path, id, error = %error.with_causes(), "left the election");
     }
 

@@ -11,6 +11,3 @@
 pub(crate) mod events;
 pub(crate) mod label;
 pub mod metrics;
-
-pub(crate) use events::HoldEvents;
-pub(crate) use label::{LockLabel, Recipe};

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use zookeeper_client::{Client, Error as ZkError};
 
-use super::retry::{back_off, is_connection_loss, is_transient};
-use crate::{Error, Result};
+use crate::client::retry::{back_off, is_connection_loss, is_transient};
+use crate::error::{Error, Result};
 
 /// How a delete ended.
 #[derive(Debug, PartialEq, Eq)]

@@ -3,9 +3,10 @@
 use zookeeper_client::{Client, Error as ZkError, MultiReadResult};
 
 use super::node::list_children;
-use super::retry::retry_transient;
+use crate::client::retry::retry_transient;
+use crate::error::{Error, Result};
+use crate::queue::participant_node::ParticipantNode;
 use crate::rules::naming::Schema;
-use crate::{Error, ParticipantNode, Result};
 
 /// The queue of `lock_path` as full paths, holder first; empty when the path does not exist.
 pub(crate) async fn queue_order(client: &Client, lock_path: &str, schema: Schema) -> Result<Vec<String>> {

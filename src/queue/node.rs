@@ -10,14 +10,15 @@ use zookeeper_client::{
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::deadline::{within, CLEANUP_AFTER_DEADLINE};
 use super::delete::delete_node;
-use super::retry::{back_off, is_connection_loss, is_transient, retry_transient};
+use crate::client::deadline::{within, CLEANUP_AFTER_DEADLINE};
+use crate::client::retry::{back_off, is_connection_loss, is_transient, retry_transient};
+use crate::error::{Error, LossReason, Result};
+use crate::options::AclProvider;
 use crate::rules::decide::Rule;
 use crate::rules::entry::Level;
 use crate::rules::naming::{sequential_name, Schema};
 use crate::rules::opening::{alone_proof, Opening, Ours, Proof};
-use crate::{AclProvider, Error, LossReason, Result};
 
 /// Which queue, and how our node in it looks.
 #[derive(Debug)]

@@ -8,13 +8,13 @@ use std::task::{Context, Poll, Waker};
 
 use zookeeper_client::{Client, Error as ZkError, EventType, OneshotWatcher, WatchedEvent};
 
-use super::deadline::{within, Patience};
 use super::node::{create_node, list_children, FirstLook, LockNode, NodeCleanup, Place, QueueSpec};
-use super::retry::{is_transient, retry_transient};
-use super::session_end::{ended_session, SessionEnd};
+use crate::client::deadline::{within, Patience};
+use crate::client::retry::{is_transient, retry_transient};
+use crate::client::session_end::{check_session_ended, SessionEnd};
+use crate::error::{Error, Result};
 use crate::rules::decide::{decide, Decision};
 use crate::rules::opening::{after_hold, Opening, Proof, Waited};
-use crate::{Error, Result};
 
 /// Puts a node of ours in the queue and waits until the rule lets it hold. Returns the node, and
 /// what that hold lets the participant's next acquire send with its create once the hold's
@@ -73,8 +73,8 @@ async fn enter(
                 report(Some(&node.path));
                 let turn = wait_turn(spec, &mut node, first, proof, patience, gate_lost.as_mut());
                 match within(deadline, turn).await {
-                    Some(Ok(Turn::Hold(next_opening))) => Ok(Some((node, next_opening))),
-                    Some(Ok(Turn::GaveUp)) | None => Ok(None),
+                    Some(Ok(WaitOutcome::Hold(next_opening))) => Ok(Some((node, next_opening))),
+                    Some(Ok(WaitOutcome::GaveUp)) | None => Ok(None),
                     Some(Err(err)) => Err(err),
                 }
             }
@@ -92,7 +92,7 @@ async fn enter(
 /// of a whole attempt, which starts over from its mutex.
 pub(crate) fn queues_again<T>(outcome: &Result<T>, client: &Client) -> bool {
     match outcome {
-        Err(Error::LockNodeDeleted { path }) if ended_session(client).is_none() => {
+        Err(Error::LockNodeDeleted { path }) if check_session_ended(client).is_none() => {
             tracing::debug!(node = %path, "our queue node was deleted while waiting; queueing again");
             true
         }
@@ -101,18 +101,18 @@ pub(crate) fn queues_again<T>(outcome: &Result<T>, client: &Client) -> bool {
 }
 
 #[derive(Debug)]
-enum Turn {
+enum WaitOutcome {
     /// Holds; what the next acquire may open with.
     Hold(Opening),
     GaveUp,
 }
 
 /// Waits until the rule lets `node` hold, watching only the one node the decision names (and,
-/// on a handoff, our own). `first` is what came back with the create.
+/// once it is gone, our own). `first` is what came back with the create.
 ///
 /// The invariant: we hold only on a node of ours that exists when the hold begins. A listing
-/// that shows our node first proves it; a handoff without a listing proves it by a read of our
-/// own node sent once the predecessor is gone (see [`handoff`]).
+/// that shows our node first proves it; a succession without a listing proves it by a read of
+/// our own node sent once the predecessor is gone (see [`succeeds_predecessor`]).
 async fn wait_turn<G: Future<Output = Error>>(
     spec: &QueueSpec<'_>,
     node: &mut LockNode,
@@ -120,7 +120,7 @@ async fn wait_turn<G: Future<Output = Error>>(
     proof: Proof,
     patience: Patience,
     mut gate_lost: Pin<&mut G>,
-) -> Result<Turn> {
+) -> Result<WaitOutcome> {
     let mut look = first;
     let mut waited = Waited::No;
     loop {
@@ -129,7 +129,7 @@ async fn wait_turn<G: Future<Output = Error>>(
             FirstLook::Watching(watcher) => {
                 // A node ahead of ours exists: we cannot hold yet. List once it changes.
                 if patience == Patience::NoWait {
-                    return Ok(Turn::GaveUp);
+                    return Ok(WaitOutcome::GaveUp);
                 }
                 waited = Waited::Yes;
                 changed(watcher).await?;
@@ -146,7 +146,7 @@ async fn wait_turn<G: Future<Output = Error>>(
         let watch = {
             let children = spec.rule.queue(spec.schema, children);
             match decide(&children, node.name(), spec.rule) {
-                Decision::Hold => return Ok(Turn::Hold(after_hold(&children, &node.ours(), waited, proof))),
+                Decision::Hold => return Ok(WaitOutcome::Hold(after_hold(&children, &node.ours(), waited, proof))),
                 Decision::Missing => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
                 Decision::WaitForRoom => None,
                 Decision::Watch { predecessor, holds_when_gone } => {
@@ -155,7 +155,7 @@ async fn wait_turn<G: Future<Output = Error>>(
             }
         };
         if patience == Patience::NoWait {
-            return Ok(Turn::GaveUp);
+            return Ok(WaitOutcome::GaveUp);
         }
         waited = Waited::Yes;
         let Some((predecessor, holds_when_gone)) = watch else {
@@ -166,9 +166,9 @@ async fn wait_turn<G: Future<Output = Error>>(
             predecessor_goes(spec.client, &predecessor).await?;
             continue;
         }
-        if handoff(spec.client, node, &predecessor).await? {
+        if succeeds_predecessor(spec.client, node, &predecessor).await? {
             // Held without a listing: nothing known of who is behind.
-            return Ok(Turn::Hold(Opening::Unknown));
+            return Ok(WaitOutcome::Hold(Opening::Unknown));
         }
     }
 }
@@ -201,7 +201,7 @@ async fn room_changes<G: Future<Output = Error>>(
 }
 
 /// Waits for `predecessor`, the last node ahead of ours that keeps us out, to go; `true` when
-/// that was a handoff: the predecessor is gone and our node provably still exists after its
+/// our node succeeds it: the predecessor is gone and our node provably still exists after its
 /// deletion. `false`: list again (the predecessor changed without going, or the proof is
 /// missing).
 ///
@@ -220,7 +220,7 @@ async fn room_changes<G: Future<Output = Error>>(
 /// # Errors
 /// [`Error::LockNodeDeleted`] when our node is gone (the queue then takes a new one); a
 /// session's end; what the requests return that is not transient.
-async fn handoff(client: &Client, node: &LockNode, predecessor: &str) -> Result<bool> {
+async fn succeeds_predecessor(client: &Client, node: &LockNode, predecessor: &str) -> Result<bool> {
     let mut connection = client.state_watcher();
     if !predecessor_goes(client, predecessor).await? {
         return Ok(false);

@@ -46,6 +46,9 @@ pub(crate) const READ_NAME: &str = "__READ__";
 /// The lock name of Curator's write-lock nodes.
 pub(crate) const WRITE_NAME: &str = "__WRIT__";
 
+/// What Curator's `Revoker.attemptRevoke` writes into a lock node to ask its holder to let go.
+pub(crate) const REVOKE_MARKER: &[u8] = b"__REVOKE__";
+
 /// `InterProcessMutex`: `_c_{uuid}-lock-{seq}`.
 pub(crate) const MUTEX: Schema = Schema { own_name: "lock-", names: &["lock-"], protection: Protection::Curator };
 /// Curator's `LeaderLatch`: `_c_{uuid}-latch-{seq}`, ordered by the text after `latch-`.

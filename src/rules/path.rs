@@ -1,6 +1,6 @@
 //! Which paths can be lock paths.
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Checks `path` as a lock path, without asking ZooKeeper (every recipe's constructor does the
 /// same; use it to check configuration early): an absolute ZooKeeper path, not the root, not under the

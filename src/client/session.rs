@@ -13,8 +13,8 @@ use tokio::sync::{watch, Notify};
 use zookeeper_client::{Client, SessionState};
 
 use super::deadline::{within, Patience};
-use super::session_end::{ended_session, SessionEnd};
-use crate::{Error, Result};
+use super::session_end::{check_session_ended, SessionEnd};
+use crate::error::{Error, Result};
 
 /// How a new client is connected: the connect string, session timeout, auth, TLS and chroot of
 /// the caller's connector.
@@ -178,7 +178,7 @@ impl Session {
     }
 
     /// Follows `client`, and those `connect` makes after it.
-    fn start(client: Client, connect: Connect) -> Result<Session> {
+    pub(crate) fn start(client: Client, connect: Connect) -> Result<Session> {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return Err(Error::InvalidOptions("a Session needs a tokio runtime"));
         };
@@ -228,27 +228,13 @@ impl Session {
         let mut current = self.shared.current.subscribe();
         loop {
             let client = current.borrow_and_update().clone();
-            if !matches!(ended_session(&client), Some(Error::SessionExpired)) {
+            if !matches!(check_session_ended(&client), Some(Error::SessionExpired)) {
                 return client;
             }
             if current.changed().await.is_err() {
                 return client;
             }
         }
-    }
-
-    /// How this session connects: what an election rejoins with after an expiry.
-    pub(crate) fn connector(&self) -> Connect {
-        let session = Arc::downgrade(&self.shared);
-        Connect::new(move || {
-            let session = session.clone();
-            async move {
-                match session.upgrade() {
-                    Some(shared) => Ok(Session { shared }.usable_client().await),
-                    None => Err(zookeeper_client::Error::ClientClosed),
-                }
-            }
-        })
     }
 }
 
@@ -362,7 +348,7 @@ impl Connection {
             Source::Client(client) => Some(client.clone()),
             Source::Session(session) if patience == Patience::NoWait => {
                 let client = session.client();
-                (!matches!(ended_session(&client), Some(Error::SessionExpired))).then_some(client)
+                (!matches!(check_session_ended(&client), Some(Error::SessionExpired))).then_some(client)
             }
             Source::Session(session) => within(patience.deadline(), session.usable_client()).await,
         }
@@ -375,11 +361,12 @@ impl Connection {
         matches!((outcome, &self.0), (Err(Error::SessionExpired), Source::Session(_)))
     }
 
-    /// The session, when built on one.
-    pub(crate) fn session(&self) -> Option<&Session> {
-        match &self.0 {
-            Source::Client(_) => None,
-            Source::Session(session) => Some(session),
+    /// This connection, followed past an expiry: a client goes into a [`Session`] that connects
+    /// the next one with `connect` (a leader election told to rejoin); a session already is one.
+    pub(crate) fn rejoining(self, connect: Connect) -> Result<Connection> {
+        match self.0 {
+            Source::Client(client) => Ok(Connection(Source::Session(Session::start(client, connect)?))),
+            Source::Session(_) => Ok(self),
         }
     }
 }

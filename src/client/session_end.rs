@@ -1,9 +1,12 @@
 //! How a session ends, read from the client's state, a watch event or an error: the one place
-//! that maps each of them to the crate's `Error` and `LossReason`.
+//! that maps each of them to the crate's `Error` and `LossReason`, and so the home of
+//! `Error::zookeeper`, the one way a client error becomes ours.
 
-use zookeeper_client::{Client, Error as ZkError, SessionState};
+use std::time::Duration;
 
-use crate::{Error, LossReason};
+use zookeeper_client::{Client, Error as ZkError, SessionState, StateWatcher};
+
+use crate::error::{Error, LossReason};
 
 /// A session that can never be used again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,20 +52,48 @@ impl SessionEnd {
     }
 }
 
-/// The error for a session that has ended, read from the client's state without a request.
-pub(crate) fn ended_session(client: &Client) -> Option<Error> {
+/// The error for a session that has ended, checked now from the client's state, without a
+/// request; `None` while the session may still be used.
+pub(crate) fn check_session_ended(client: &Client) -> Option<Error> {
     SessionEnd::of_state(client.state()).map(SessionEnd::error)
 }
 
-/// Resolves with the error for the session's end once `client`'s session has ended (at once if
-/// it has); pending while it lives.
-pub(crate) async fn session_ended(client: &Client) -> Error {
+/// Waits until `client`'s session has ended (at once if it has), and returns its error.
+pub(crate) async fn wait_session_ended(client: &Client) -> Error {
     let mut states = client.state_watcher();
     loop {
-        if let Some(end) = SessionEnd::of_state(states.state()) {
+        if let SessionGone::Ended(end) = wait_session_gone(&mut states, None).await {
             return end.error();
         }
-        states.changed().await;
+    }
+}
+
+/// Why a session watched by [`wait_session_gone`] can no longer be counted on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SessionGone {
+    /// It ended.
+    Ended(SessionEnd),
+    /// It has been disconnected for this long, the bound it was watched with: the server may
+    /// have expired it.
+    Silent(Duration),
+}
+
+/// The one loop that follows a session's state: waits, from the state `states` has now, until
+/// the session ends or, given `silence`, has been disconnected for `silence` (counted from the
+/// disconnection, or from the call if later). Sends nothing.
+pub(crate) async fn wait_session_gone(states: &mut StateWatcher, silence: Option<Duration>) -> SessionGone {
+    let mut state = states.peek_state();
+    loop {
+        if let Some(end) = SessionEnd::of_state(state) {
+            return SessionGone::Ended(end);
+        }
+        state = match silence {
+            Some(silence) if state == SessionState::Disconnected => tokio::select! {
+                next = states.changed() => next,
+                () = tokio::time::sleep(silence) => return SessionGone::Silent(silence),
+            },
+            _ => states.changed().await,
+        };
     }
 }
 
@@ -73,6 +104,11 @@ impl Error {
             Some(end) => end.error(),
             None => Error::ZooKeeper { operation, path: path.to_owned(), source },
         }
+    }
+
+    /// A closure for `map_err` that wraps a client error with its context.
+    pub(crate) fn on<'a>(operation: &'static str, path: &'a str) -> impl FnOnce(zookeeper_client::Error) -> Self + 'a {
+        move |source| Error::zookeeper(operation, path, source)
     }
 }
 
@@ -97,5 +133,15 @@ mod tests {
         assert_eq!(SessionEnd::of_error(&ZkError::ConnectionLoss), None);
         assert!(matches!(SessionEnd::Expired.error(), Error::SessionExpired));
         assert_eq!(SessionEnd::Closed.loss(), LossReason::SessionClosed);
+    }
+
+    #[test]
+    fn terminal_session_errors_get_their_own_variants() {
+        use zookeeper_client::Error as Zk;
+        assert!(matches!(Error::zookeeper("create", "/a", Zk::SessionExpired), Error::SessionExpired));
+        assert!(matches!(Error::zookeeper("create", "/a", Zk::ClientClosed), Error::SessionClosed));
+        let other = Error::zookeeper("create", "/a", Zk::NoAuth);
+        assert_eq!(other.to_string(), "zookeeper create /a failed");
+        assert!(std::error::Error::source(&other).is_some(), "the client error is kept as the source");
     }
 }

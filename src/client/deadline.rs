@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use crate::Result;
+use crate::error::Result;
 
 /// How long an acquire is willing to wait for other holders.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
