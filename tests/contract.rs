@@ -1,8 +1,9 @@
 //! The lock contract, written once and run for every lock (Curator's
 //! `TestInterProcessMutexBase` with its abstract `makeLock`), and for the leader latch and
 //! selector, whose terms of leadership are holds: at most one holder across sessions and
-//! processes with increasing fencing tokens, no node left by a give-up, crashed holders handing
-//! over, and losses signalled; tasks sharing one participant exclude each other too (and pass
+//! processes with increasing fencing tokens, no node left by a give-up or a dropped release,
+//! crashed holders handing over, losses signalled (and short disconnections and operators'
+//! deletions survived); tasks sharing one participant exclude each other too (and pass
 //! the hold between them, with local handoff). Each (lock, contract) pair is its own test, named
 //! `{lock}::{contract}`. The recipes' own rules follow in `*_rules` modules.
 
@@ -71,6 +72,31 @@ macro_rules! contracts {
             }
 
             #[tokio::test]
+            async fn an_acquire_dropped_between_polls_leaves_no_node() {
+                give_up::an_acquire_dropped_between_polls_leaves_no_node::<$under_test>().await;
+            }
+
+            #[tokio::test]
+            async fn a_release_dropped_after_its_first_poll_still_frees_the_lock() {
+                give_up::a_release_dropped_after_its_first_poll_still_frees_the_lock::<$under_test>().await;
+            }
+
+            #[tokio::test]
+            async fn a_release_dropped_while_partitioned_is_sent_after_the_partition() {
+                give_up::a_release_dropped_while_partitioned_is_sent_after_the_partition::<$under_test>().await;
+            }
+
+            #[tokio::test]
+            async fn a_waiter_survives_its_successor_or_its_predecessor_being_deleted() {
+                ghost::a_waiter_survives_its_successor_or_its_predecessor_being_deleted::<$under_test>().await;
+            }
+
+            #[tokio::test]
+            async fn the_lock_path_deleted_during_contention_is_survived_and_signalled() {
+                ghost::the_lock_path_deleted_during_contention_is_survived_and_signalled::<$under_test>().await;
+            }
+
+            #[tokio::test]
             async fn a_killed_holder_process_hands_over() {
                 loss::a_killed_holder_process_hands_over::<$under_test>(&named("a_killed_holder_process_hands_over"))
                     .await;
@@ -96,6 +122,26 @@ macro_rules! contracts {
                 loss::lost_on_a_long_disconnection::<$under_test>().await;
             }
 
+            #[tokio::test]
+            async fn a_deleted_node_is_noticed_without_asking_once_held_a_while() {
+                loss::a_deleted_node_is_noticed_without_asking_once_held_a_while::<$under_test>().await;
+            }
+
+            #[tokio::test]
+            async fn a_short_disconnection_keeps_the_hold() {
+                loss::a_short_disconnection_keeps_the_hold::<$under_test>().await;
+            }
+
+            #[tokio::test]
+            async fn a_short_disconnection_does_not_disturb_a_waiter() {
+                loss::a_short_disconnection_does_not_disturb_a_waiter::<$under_test>().await;
+            }
+
+            #[tokio::test]
+            async fn a_lost_create_reply_finds_our_node_instead_of_orphaning_it() {
+                loss::a_lost_create_reply_finds_our_node_instead_of_orphaning_it::<$under_test>().await;
+            }
+
             $(
                 #[tokio::test]
                 async fn $extra() {
@@ -107,14 +153,36 @@ macro_rules! contracts {
 }
 
 contracts! {
-    mutex: lock::Mutex [lost_at_once_under_the_strict_policy],
-    mutex_with_local_handoff: lock::HandoffMutex [lost_at_once_under_the_strict_policy],
-    write_side: lock::WriteSide [lost_at_once_under_the_strict_policy],
-    read_side: lock::ReadSide [lost_at_once_under_the_strict_policy],
-    semaphore_mutex: lock::SemaphoreMutex [lost_at_once_under_the_strict_policy],
-    semaphore_of_one: lock::SemaphoreOfOne [lost_at_once_under_the_strict_policy],
-    multi_lock: lock::MultiOfTwo [lost_at_once_under_the_strict_policy],
-    // A term of leadership is the hold (see contract/leader.rs).
+    mutex: lock::Mutex [
+        lost_at_once_under_the_strict_policy,
+        a_timed_acquire_returns_in_time_while_partitioned
+    ],
+    mutex_with_local_handoff: lock::HandoffMutex [
+        lost_at_once_under_the_strict_policy,
+        a_timed_acquire_returns_in_time_while_partitioned
+    ],
+    write_side: lock::WriteSide [
+        lost_at_once_under_the_strict_policy,
+        a_timed_acquire_returns_in_time_while_partitioned
+    ],
+    read_side: lock::ReadSide [
+        lost_at_once_under_the_strict_policy,
+        a_timed_acquire_returns_in_time_while_partitioned
+    ],
+    semaphore_mutex: lock::SemaphoreMutex [
+        lost_at_once_under_the_strict_policy,
+        a_timed_acquire_returns_in_time_while_partitioned
+    ],
+    semaphore_of_one: lock::SemaphoreOfOne [
+        lost_at_once_under_the_strict_policy,
+        a_timed_acquire_returns_in_time_while_partitioned
+    ],
+    multi_lock: lock::MultiOfTwo [
+        lost_at_once_under_the_strict_policy,
+        a_timed_acquire_returns_in_time_while_partitioned
+    ],
+    // A term of leadership is the hold (see contract/leader.rs). Joining an election is not
+    // bounded by a timeout, so a timed acquire cut off from the server is a lock's contract.
     leader_latch: leader::Latch [lost_at_once_under_the_strict_policy],
     leader_selector: leader::Selector [lost_at_once_under_the_strict_policy],
 }

@@ -1,5 +1,7 @@
 //! The queue on the server: Curator's node names, container parents, one watch per waiter,
-//! participants in order, fencing tokens, and the request budget.
+//! participants in order, fencing tokens, and the request budget; what the mutex sends when an
+//! acquire is cancelled or a create's reply is lost, the node watch `lost()` sets, and the tasks
+//! a first hold starts. (What every lock keeps is in `tests/contract.rs`.)
 
 mod common;
 
@@ -8,6 +10,7 @@ use std::time::Duration;
 
 use common::{children, connect, connect_to, eventually, server, unique_path, wait_for_children};
 use zklock::InterProcessMutex;
+use zklock_testcontainers::Proxy;
 use zookeeper_client::Client;
 
 /// Watched path -> how many sessions watch it, for paths under `prefix`.
@@ -153,4 +156,108 @@ async fn an_uncontended_cycle_costs_at_most_three_requests_and_reentry_none() {
     assert_eq!(after_release - after_acquire, 1, "release is one delete");
     assert!(children(&client, &path).await.is_empty());
     let _ = connect_to; // shared helper, used elsewhere
+}
+
+/// ZooKeeper's opcodes, as the proxy reports them: a node's create (create, create2), a delete, a
+/// getData.
+const CREATE: [i32; 2] = [1, 15];
+const DELETE: i32 = 2;
+const GET_DATA: i32 = 4;
+
+#[tokio::test]
+async fn cancelled_acquires_leave_no_node_whenever_they_are_dropped() {
+    let path = unique_path("cancel");
+    let holder_client = connect().await;
+    let holder = InterProcessMutex::new(&holder_client, &path).unwrap().acquire().await.unwrap();
+    // Through a proxy that reports what the client sends.
+    let proxy = Proxy::start(server().address()).unwrap();
+    let client = connect_to(&proxy.connect_string()).await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    // Drop the acquire future after ever longer times: before the create is sent back, between
+    // create and list, while watching, while waiting.
+    const DROPS: [u64; 12] = [0, 10, 50, 100, 200, 400, 800, 1_600, 3_200, 6_400, 12_800, 50_000];
+    for micros in DROPS {
+        let outcome = tokio::time::timeout(Duration::from_micros(micros), mutex.acquire()).await;
+        assert!(outcome.is_err(), "acquired a held lock");
+    }
+    // Every acquire created its node and was cut short: each node deleted, and some while
+    // watching the holder's.
+    let sent = || proxy.requests_sent();
+    let count = |sent: &[i32], opcodes: &[i32]| sent.iter().filter(|opcode| opcodes.contains(opcode)).count();
+    eventually("every cancelled acquire's node is deleted", || async { count(&sent(), &[DELETE]) == DROPS.len() })
+        .await;
+    let sent = sent();
+    assert_eq!(count(&sent, &CREATE), DROPS.len(), "{sent:?}");
+    assert!(count(&sent, &[GET_DATA]) > 0, "no acquire was dropped while watching: {sent:?}");
+    wait_for_children(&client, &path, 1).await;
+    assert!(!mutex.is_acquired_in_this_process());
+    holder.release().await.unwrap();
+    let guard = mutex.try_acquire().await.unwrap().expect("no abandoned node blocks the lock");
+    guard.release().await.unwrap();
+    wait_for_children(&client, &path, 0).await;
+}
+
+/// After a create whose reply was lost, the client may reconnect to a server that has not
+/// applied the create yet; a listing there would miss our node, a second create would follow,
+/// and we would wait behind our own first node until the session ends. So the lock path is
+/// synced before our node is looked for (checked on the wire: a sync precedes the listing),
+/// and the acquire ends with exactly one node.
+#[tokio::test]
+async fn after_a_lost_create_reply_the_lock_path_is_synced_before_our_node_is_looked_for() {
+    const CREATE2: i32 = 15;
+    const SYNC: i32 = 9;
+    const GET_CHILDREN: i32 = 8;
+    let path = unique_path("lost-create");
+    let observer = connect().await;
+    let proxy = Proxy::start(server().address()).unwrap();
+    let client = connect_to(&proxy.connect_string()).await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    mutex.acquire().await.unwrap().release().await.unwrap(); // parents exist: one create below
+    proxy.drop_replies();
+    let acquire = tokio::spawn(async move { mutex.acquire().await.map(|guard| (guard, mutex)) });
+    wait_for_children(&observer, &path, 1).await; // the create ran; its reply is lost
+    let sent_before_heal = proxy.requests_sent().len();
+    proxy.heal(); // the connection closes; the client reconnects and looks for its node
+    let (guard, _mutex) = tokio::time::timeout(Duration::from_secs(20), acquire).await.unwrap().unwrap().unwrap();
+    assert_eq!(children(&observer, &path).await.len(), 1, "exactly our one node");
+    let sent = proxy.requests_sent();
+    let after_heal = &sent[sent_before_heal..];
+    let sync = after_heal.iter().position(|&opcode| opcode == SYNC);
+    let listing = after_heal.iter().position(|&opcode| opcode == GET_CHILDREN);
+    assert!(matches!((sync, listing), (Some(sync), Some(listing)) if sync < listing), "{after_heal:?}");
+    assert!(!after_heal.contains(&CREATE2), "the create was sent again: {sent:?}");
+    guard.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn lost_is_free_until_asked_and_its_watch_fires_on_our_own_delete() {
+    let path = unique_path("watch-cost");
+    let client = connect().await;
+    let guard = InterProcessMutex::new(&client, &path).unwrap().acquire().await.unwrap();
+    let node = guard.node_path().to_owned();
+    assert!(node_watchers(&node).is_empty(), "no watch before lost() or the delay");
+    let _ = tokio::time::timeout(Duration::from_millis(100), guard.lost()).await;
+    eventually("lost() set one watch on our node", || async { node_watchers(&node).len() == 1 }).await;
+    guard.release().await.unwrap();
+    // The watch fired on our delete: nothing to remove, nothing left on the server.
+    eventually("no watch left", || async { node_watchers(&node).is_empty() }).await;
+}
+
+fn node_watchers(node: &str) -> Vec<String> {
+    server().watchers().remove(node).unwrap_or_default()
+}
+
+/// The loss signal's tasks start with a session's first lock object, not in its first hold:
+/// a handoff to a fresh session spawns nothing (the handoff benchmark's 200 fresh sessions each
+/// paid two spawns and a wake-up there).
+#[tokio::test(flavor = "current_thread")]
+async fn a_sessions_first_hold_starts_no_task() {
+    let path = unique_path("first-hold-tasks");
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let before = metrics.num_alive_tasks();
+    let guard = mutex.acquire().await.unwrap();
+    assert_eq!(metrics.num_alive_tasks(), before, "the first hold started a task");
+    guard.release().await.unwrap();
 }

@@ -1,9 +1,15 @@
-//! Reentrancy: per owner, nested guards, any release order.
+//! Reentrancy: per owner, nested guards, any release order; a waiter cancelled behind its
+//! owner's own acquire, and a lost hold that refuses reentry.
 
 mod common;
 
 use common::{children, connect, eventually, unique_path, wait_for_children};
-use zklock::InterProcessMutex;
+use std::time::Duration;
+
+use zklock::{Error, InterProcessMutex, LossReason};
+
+/// Generous bound for "promptly": a hang exceeds it, a slow machine does not.
+const PROMPTLY: Duration = Duration::from_secs(10);
 
 #[tokio::test]
 async fn nested_acquires_share_one_node_released_by_the_last_guard_in_any_order() {
@@ -136,4 +142,48 @@ async fn a_non_reentrant_mutex_makes_every_acquire_a_participant_of_its_own() {
     assert_eq!(first.2.first(), Some(&first.1), "the first held at the head of the queue");
     assert_eq!(second.2, std::slice::from_ref(&second.1), "the second held only once the first's node was gone");
     assert!(children(&client, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_cancelled_waiter_behind_a_reentrant_acquire_lets_the_owner_go_on() {
+    let path = unique_path("cancel-pending");
+    let holder_client = connect().await;
+    let holder = InterProcessMutex::new(&holder_client, &path).unwrap().acquire().await.unwrap();
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    // The first acquire of this task queues; the second waits for it; both time out.
+    let (first, second) = tokio::join!(
+        mutex.acquire_timeout(Duration::from_millis(200)),
+        mutex.acquire_timeout(Duration::from_millis(100))
+    );
+    assert!(first.unwrap().is_none() && second.unwrap().is_none());
+    assert_eq!(children(&client, &path).await.len(), 1);
+    holder.release().await.unwrap();
+    let guard = mutex.acquire_timeout(Duration::from_secs(5)).await.unwrap().expect("owner can acquire again");
+    guard.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn lost_resolves_when_someone_deletes_the_node_and_the_hold_refuses_reentry() {
+    let path = unique_path("node-deleted");
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    let inner = mutex.acquire().await.unwrap();
+    assert!(guard.is_held());
+    // Start listening (this sets the node watch), then an operator deletes the node.
+    let listening = tokio::time::timeout(Duration::from_millis(100), guard.lost()).await;
+    assert!(listening.is_err(), "lost() resolved while held");
+    let operator = connect().await;
+    operator.delete(guard.node_path(), None).await.unwrap();
+
+    let reason = tokio::time::timeout(PROMPTLY, guard.lost()).await.expect("loss not signalled");
+    assert_eq!(reason, LossReason::NodeDeleted);
+    assert!(!guard.is_held() && !inner.is_held());
+    assert!(matches!(mutex.acquire().await, Err(Error::LockLost(LossReason::NodeDeleted))));
+    assert!(matches!(inner.release().await, Err(Error::LockLost(LossReason::NodeDeleted))));
+    assert!(matches!(guard.release().await, Err(Error::LockLost(LossReason::NodeDeleted))));
+    // Once the lost hold's guards are gone, the owner can take the lock again.
+    let again = mutex.try_acquire().await.unwrap().expect("free again");
+    again.release().await.unwrap();
 }

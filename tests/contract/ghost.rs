@@ -50,6 +50,21 @@ async fn hold_and_queue_two<L: LockUnderTest>(
     Queued { a, a_nodes, w_nodes, w, x }
 }
 
+/// `first` holds while `second` still waits; once `first` lets go, `second` holds, on nodes
+/// that exist, with a token above `first`'s. Names the two as `who` says.
+async fn then_the_other<H: Held>(observer: &Client, first: H, second: Acquire<H>, who: [&str; 2]) {
+    let [first_name, second_name] = who;
+    assert_nodes_exist(observer, &first, first_name).await;
+    assert!(!second.is_finished(), "{second_name} held beside {first_name}");
+    let first_token = first.fencing_token();
+    first.release().await.unwrap();
+    let second = tokio::time::timeout(PROMPTLY, second).await;
+    let second = second.unwrap_or_else(|_| panic!("{second_name} never held after {first_name}")).unwrap().unwrap();
+    assert_nodes_exist(observer, &second, second_name).await;
+    assert!(second.fencing_token() > first_token, "{second_name}'s token is not above {first_name}'s");
+    second.release().await.unwrap();
+}
+
 type Acquire<H> = tokio::task::JoinHandle<zklock::Result<H>>;
 
 struct Queued<H> {
@@ -125,12 +140,8 @@ pub async fn a_semaphore_taker_whose_mutex_node_was_deleted_starts_over() {
     observer.delete(&format!("{gate}/{}", w_gate[0]), None).await.unwrap();
     a.release().await.unwrap();
     let x_held = tokio::time::timeout(PROMPTLY, x).await.expect("X never took a lease").unwrap().unwrap();
-    assert!(!w.is_finished(), "W took a lease beside X in a semaphore of one");
-    let x_token = x_held.fencing_token();
-    x_held.release().await.unwrap();
-    let w_held = tokio::time::timeout(PROMPTLY, w).await.expect("W never took a lease after X").unwrap().unwrap();
-    assert!(w_held.fencing_token() > x_token, "W's lease is not newer than X's");
-    w_held.release().await.unwrap();
+    // A semaphore of one: W's lease beside X's would be a second holder.
+    then_the_other(&observer, x_held, w, ["X", "W"]).await;
 }
 
 /// Rounds of [`a_waiter_deleted_with_its_predecessor_never_holds_on_it`]: before the fix, a
@@ -177,4 +188,87 @@ pub async fn a_waiter_deleted_with_its_predecessor_never_holds_on_it<L: LockUnde
         assert_nodes_exist(&observer, &w_held, "W").await;
         w_held.release().await.unwrap();
     }
+}
+
+/// Deletes `node` as an operator would; a semaphore's taker may have deleted its mutex node
+/// itself meanwhile.
+async fn operator_delete(operator: &Client, node: &str) {
+    match operator.delete(node, None).await {
+        Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
+        Err(err) => panic!("delete {node}: {err}"),
+    }
+}
+
+/// A holds; W and then X queue behind it. An operator deletes X's nodes: X watches only what
+/// is ahead of it, so it does not queue again before that goes. Then the operator deletes A's:
+/// W, next in line, holds on a node it queued with, and X holds after W.
+pub async fn a_waiter_survives_its_successor_or_its_predecessor_being_deleted<L: LockUnderTest>() {
+    let path = unique_path("contract-operator");
+    let observer = connect().await;
+    let (a_client, w_client, x_client) = (connect().await, connect().await, connect().await);
+    let Queued { a, a_nodes, w_nodes, w, x } =
+        hold_and_queue_two::<L>(&observer, &path, [&a_client, &w_client, &x_client]).await;
+    for node in nodes_of::<L>(&observer, &path, &x_client).await {
+        operator_delete(&observer, &node).await;
+    }
+    let ahead: Vec<String> = a_nodes.iter().chain(&w_nodes).cloned().collect();
+    crate::support::wait_for_nodes::<L>(&observer, &path, &ahead).await;
+    for node in &a_nodes {
+        operator_delete(&observer, node).await;
+    }
+    let w_held = tokio::time::timeout(PROMPTLY, w).await.expect("W never held").unwrap().unwrap();
+    // A multi-lock takes its later locks only now; a semaphore's taker has let its mutex go.
+    assert!(
+        w_held.node_paths().iter().any(|node| w_nodes.contains(node)),
+        "W holds on {:?}, none of them what it queued with ({w_nodes:?})",
+        w_held.node_paths()
+    );
+    then_the_other(&observer, w_held, x, ["W", "X"]).await;
+    drop(a);
+}
+
+/// A holds, W and then X queue behind it. An operator wipes the queue from the back, then the
+/// lock path itself. (Deleted from the front, a waiter would hold for an instant on its own
+/// node, which still exists when its predecessor goes, and then lose it: a hold that began on
+/// a real node.) A is told `NodeDeleted`; W and X find their nodes gone and queue again under a
+/// recreated path: one holds, on nodes that exist, with a token above A's, and the other holds
+/// after it.
+pub async fn the_lock_path_deleted_during_contention_is_survived_and_signalled<L: LockUnderTest>() {
+    let path = unique_path("contract-deleteall");
+    let operator = connect().await;
+    let (a_client, w_client, x_client) = (connect().await, connect().await, connect().await);
+    let Queued { a, w, x, .. } = hold_and_queue_two::<L>(&operator, &path, [&a_client, &w_client, &x_client]).await;
+    let mut queue = Vec::new();
+    for node in nodes::<L>(&operator, &path).await {
+        if let Some(stat) = operator.check_stat(&node).await.unwrap() {
+            queue.push((stat.czxid, node));
+        }
+    }
+    queue.sort();
+    for (_, node) in queue.iter().rev() {
+        operator_delete(&operator, node).await;
+    }
+    for dir in L::node_dirs(&path).iter().chain([&path]) {
+        let _ = operator.delete(dir, None).await;
+    }
+
+    let reason = tokio::time::timeout(PROMPTLY, a.lost()).await.expect("A's loss not signalled");
+    assert_eq!(reason, zklock::LossReason::NodeDeleted);
+    let (mut w, mut x) = (w, x);
+    let (first, second) = tokio::time::timeout(PROMPTLY, async {
+        tokio::select! {
+            first = &mut w => (first, x),
+            first = &mut x => (first, w),
+        }
+    })
+    .await
+    .expect("nobody holds after the path was recreated");
+    let first = first.unwrap().unwrap();
+    assert!(first.is_held());
+    assert!(first.fencing_token() > a.fencing_token(), "the newer holder carries the higher token");
+    then_the_other(&operator, first, second, ["the first holder after the wipe", "the second"]).await;
+    drop(a);
+    crate::support::wait_for_nodes::<L>(&operator, &path, &[]).await;
+    let again = L::make(&operator, &path).try_acquire().await.unwrap().expect("the lock works again");
+    again.release().await.unwrap();
 }

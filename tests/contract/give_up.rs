@@ -1,28 +1,48 @@
-//! Giving up: a timed-out, tried or dropped acquire leaves no node, wherever it stopped.
+//! Giving up: a timed-out, tried or dropped acquire leaves no node, wherever it stopped; a
+//! dropped release still frees the lock.
 
-use std::time::Duration;
+use std::future::Future;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
-use crate::common::{connect, unique_path};
+use zookeeper_client::{Acls, CreateMode};
+
+use crate::common::{connect, connect_through, unique_path};
 use crate::lock::{Held, LockUnderTest};
-use crate::support::{nodes, wait_for_nodes, wait_until_queued, PROMPTLY};
+use crate::support::{nodes, start_proxy, wait_for_nodes, wait_until_queued, PROMPTLY};
 
 /// Early give-ups: before the create is answered, between create and list, while watching.
 const GIVE_UP_AFTER_MS: [u64; 5] = [0, 1, 2, 5, 20];
 
-/// Timed-out and tried acquires behind a holder return `None` and leave only the holder's nodes.
+/// The timeout whose length is checked: long enough to be measured, short enough to keep the
+/// binary quick.
+const MEASURED_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// Timed-out and tried acquires behind a holder return `None`, a timed one no sooner than its
+/// timeout, and have deleted what they created by the time they return: only the holder's
+/// nodes are left.
 pub async fn timeouts_leave_only_the_holders_nodes<L: LockUnderTest>() {
     let path = unique_path("contract-timeout");
     let holder_client = connect().await;
     let holder = L::rival(&holder_client, &path).acquire().await.unwrap();
     let client = connect().await;
+    let mut holder_nodes = holder.node_paths();
+    holder_nodes.sort();
+    wait_for_nodes::<L>(&client, &path, &holder_nodes).await;
     let lock = L::make(&client, &path);
-    for ms in GIVE_UP_AFTER_MS.into_iter().chain([300]) {
-        let outcome = lock.acquire_timeout(Duration::from_millis(ms)).await.unwrap();
-        assert!(outcome.is_none(), "acquired a held lock within {ms} ms");
-        wait_for_nodes::<L>(&client, &path, &holder.node_paths()).await;
+    for timeout in GIVE_UP_AFTER_MS.map(Duration::from_millis).into_iter().chain([MEASURED_TIMEOUT]) {
+        let started = Instant::now();
+        let outcome = lock.acquire_timeout(timeout).await.unwrap();
+        let waited = started.elapsed();
+        assert!(outcome.is_none(), "acquired a held lock within {timeout:?}");
+        assert!(waited >= timeout, "gave up early: {waited:?} of {timeout:?}");
+        // A generous bound: this checks that the timeout is honoured at all, not how fast.
+        assert!(waited < timeout + Duration::from_secs(5), "gave up late: {waited:?} of {timeout:?}");
+        assert_eq!(nodes::<L>(&client, &path).await, holder_nodes, "a node outlived the timed-out acquire");
+        assert_ne!(lock.holds_in_this_process(), Some(true), "timed out, yet held in this process");
     }
     assert!(lock.try_acquire().await.unwrap().is_none(), "tried and acquired a held lock");
-    wait_for_nodes::<L>(&client, &path, &holder.node_paths()).await;
+    assert_eq!(nodes::<L>(&client, &path).await, holder_nodes, "a node outlived the tried acquire");
     holder.release().await.unwrap();
     let held = lock.try_acquire().await.unwrap().expect("nothing left behind blocks the lock");
     held.release().await.unwrap();
@@ -57,4 +77,81 @@ pub async fn cancelled_acquires_leave_only_the_holders_nodes<L: LockUnderTest>()
     let held = tokio::time::timeout(PROMPTLY, lock.try_acquire()).await.unwrap().unwrap();
     held.expect("nothing left behind blocks the lock").release().await.unwrap();
     assert!(nodes::<L>(&client, &path).await.is_empty());
+}
+
+/// Acquires polled by hand, one to four times with the replies left unread between polls, then
+/// dropped: the first poll sends the create, later ones see its reply, the listing, and so on.
+/// Wherever it stopped, nothing of it stays, and a hold it got is released.
+pub async fn an_acquire_dropped_between_polls_leaves_no_node<L: LockUnderTest>() {
+    let path = unique_path("contract-cancel-polls");
+    let client = connect().await;
+    // Persistent directories (no container to be reaped meanwhile), so that the very first
+    // poll's create succeeds on the server.
+    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    for dir in L::node_dirs(&path) {
+        client.mkdir(&dir, &persistent).await.unwrap();
+    }
+    let lock = L::make(&client, &path);
+    for polls in 1..=4 {
+        let mut acquire = Box::pin(lock.acquire());
+        let mut context = Context::from_waker(Waker::noop());
+        let mut acquired = None;
+        for _ in 0..polls {
+            if let Poll::Ready(held) = acquire.as_mut().poll(&mut context) {
+                acquired = Some(held.unwrap());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        match acquired {
+            Some(held) => held.release().await.unwrap(),
+            None => assert_ne!(lock.holds_in_this_process(), Some(true), "dropped, yet held in this process"),
+        }
+        drop(acquire);
+        wait_for_nodes::<L>(&client, &path, &[]).await;
+    }
+}
+
+/// A release polled once (which sends the delete) and then dropped still frees the lock, for
+/// this process at once and for everyone once the delete is answered.
+pub async fn a_release_dropped_after_its_first_poll_still_frees_the_lock<L: LockUnderTest>() {
+    let path = unique_path("contract-cancel-release");
+    let client = connect().await;
+    let lock = L::make(&client, &path);
+    let rival_client = connect().await;
+    let rival = L::rival(&rival_client, &path);
+    for _ in 0..3 {
+        let held = lock.acquire().await.unwrap();
+        let mut release = Box::pin(held.release());
+        let mut context = Context::from_waker(Waker::noop());
+        assert!(release.as_mut().poll(&mut context).is_pending(), "a delete takes a round trip");
+        drop(release);
+        assert_ne!(lock.holds_in_this_process(), Some(true), "held in this process after the dropped release");
+        wait_for_nodes::<L>(&client, &path, &[]).await;
+        let rival_held = rival.try_acquire().await.unwrap().expect("free after the dropped release");
+        rival_held.release().await.unwrap();
+    }
+}
+
+/// A release dropped while the client is cut off from the server: its delete never arrived,
+/// and is sent again once the partition heals, well within the session.
+pub async fn a_release_dropped_while_partitioned_is_sent_after_the_partition<L: LockUnderTest>() {
+    let path = unique_path("contract-release-partitioned");
+    let observer = connect().await;
+    let proxy = start_proxy();
+    // Its 20 s session outlasts the wait below: a node left behind would still be there.
+    let client = connect_through(&proxy, Duration::from_secs(20)).await;
+    let held = L::make(&client, &path).acquire().await.unwrap();
+    let mut held_nodes = held.node_paths();
+    held_nodes.sort();
+    wait_for_nodes::<L>(&observer, &path, &held_nodes).await;
+    proxy.blackhole();
+    let mut release = Box::pin(held.release());
+    let mut context = Context::from_waker(Waker::noop());
+    assert!(release.as_mut().poll(&mut context).is_pending());
+    drop(release);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(nodes::<L>(&observer, &path).await, held_nodes, "the delete never reached the server");
+    proxy.heal();
+    wait_for_nodes::<L>(&observer, &path, &[]).await;
 }

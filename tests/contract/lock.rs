@@ -40,6 +40,17 @@ pub trait LockUnderTest: Sized + Send + Sync + 'static {
         false
     }
 
+    /// Whether this participant's process holds it, for recipes that can say
+    /// (`InterProcessMutex::is_acquired_in_this_process`); `None` for the others.
+    fn holds_in_this_process(&self) -> Option<bool> {
+        None
+    }
+
+    /// The czxid of the node a fencing token of this recipe was taken on.
+    fn czxid_of_token(token: i64) -> i64 {
+        token
+    }
+
     /// The directories whose children are the nodes this recipe creates for `path`.
     fn node_dirs(path: &str) -> Vec<String> {
         vec![path.to_owned()]
@@ -151,6 +162,9 @@ impl LockUnderTest for Mutex {
     fn make(client: &Client, path: &str) -> Self {
         Mutex(InterProcessMutex::new(client, path).unwrap())
     }
+    fn holds_in_this_process(&self) -> Option<bool> {
+        Some(self.0.is_acquired_in_this_process())
+    }
     acquires!(LockGuard);
 }
 
@@ -172,6 +186,13 @@ impl LockUnderTest for HandoffMutex {
     type Held = LockGuard;
     fn make(client: &Client, path: &str) -> Self {
         HandoffMutex(InterProcessMutex::builder(client, path).local_handoff(HANDOFF).build().unwrap())
+    }
+    /// The holders of a node count in the token's low byte (see `LocalHandoff`'s docs).
+    fn czxid_of_token(token: i64) -> i64 {
+        token >> 8
+    }
+    fn holds_in_this_process(&self) -> Option<bool> {
+        Some(self.0.is_acquired_in_this_process())
     }
     acquires!(LockGuard);
 }
@@ -223,6 +244,9 @@ macro_rules! side_under_test {
             }
             fn is_shared(&self) -> bool {
                 self.0.reader
+            }
+            fn holds_in_this_process(&self) -> Option<bool> {
+                Some(self.recipe().is_acquired_in_this_process())
             }
             acquires!(LockGuard);
         }

@@ -5,12 +5,13 @@ use std::time::Duration;
 
 use zklock::{LossPolicy, LossReason};
 use zklock_testcontainers::expire_session;
-use zookeeper_client::Client;
+use zookeeper_client::{Client, SessionState};
 
-use crate::common::{connect, connect_through, unique_path};
+use crate::common::{connect, connect_through, eventually, unique_path};
 use crate::lock::{Held, LockUnderTest, WithLossPolicy};
 use crate::support::{
-    shared_dir, spawn_child, start_children, start_proxy, wait_for_nodes, wait_until_queued, ChildOrders, PROMPTLY,
+    nodes, shared_dir, spawn_child, start_children, start_proxy, wait_for_nodes, wait_until_queued, ChildOrders,
+    PROMPTLY,
 };
 
 /// The session of a holder process that gets killed: short, so that the server ends it soon.
@@ -120,8 +121,20 @@ pub async fn lost_on_node_deletion<L: LockUnderTest>() {
     wait_for_nodes::<L>(&client, &path, &[]).await;
 }
 
+/// A hold kept past the delay of its node watch notices on its own (nobody awaits `lost()`)
+/// that someone else deleted its node.
+pub async fn a_deleted_node_is_noticed_without_asking_once_held_a_while<L: LockUnderTest>() {
+    let path = unique_path("contract-deleted-lazily");
+    let client = connect().await;
+    let held = L::make(&client, &path).acquire().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1_500)).await; // past the delay of the node watch
+    connect().await.delete(&held.node_paths()[0], None).await.unwrap();
+    eventually("the hold sees its node deleted", || async { !held.is_held() }).await;
+}
+
 /// Under the default policy (`SessionTimeout`), a client cut off for a third of its session
-/// loses the lock while the server still has its nodes.
+/// loses the lock while the server still has its nodes; its release, once the server has
+/// expired the session and the partition healed, still reports that loss.
 pub async fn lost_on_a_long_disconnection<L: LockUnderTest>() {
     let session_timeout = Duration::from_secs(6);
     let path = unique_path("contract-lost-disconnected");
@@ -132,13 +145,13 @@ pub async fn lost_on_a_long_disconnection<L: LockUnderTest>() {
     let held = lock.acquire().await.unwrap();
     let observer = connect().await;
     proxy.blackhole();
-    let reason = tokio::time::timeout(session_timeout * 3, held.lost()).await.expect("loss not signalled");
+    let reason = tokio::time::timeout(session_timeout * 2, held.lost()).await.expect("loss not signalled");
     assert!(matches!(reason, LossReason::Disconnected { .. }), "{reason:?}");
     // Given up before the server could expire the session: nobody else can hold yet.
     assert!(observer.check_stat(&held.node_paths()[0]).await.unwrap().is_some(), "signalled only after expiry");
+    wait_for_nodes::<L>(&observer, &path, &[]).await; // the server expires the session
     proxy.heal();
     release_reports(held, reason).await;
-    wait_for_nodes::<L>(&observer, &path, &[]).await;
     drop(lock);
 }
 
@@ -152,7 +165,104 @@ pub async fn lost_at_once_under_the_strict_policy<L: WithLossPolicy>() {
     let reason = tokio::time::timeout(PROMPTLY, held.lost()).await.expect("loss not signalled");
     assert_eq!(reason, LossReason::Disconnected { after: Duration::ZERO });
     proxy.heal();
+    wait_for_state(&client, SessionState::SyncConnected).await;
+    // A lost hold stays lost once the session is back.
     release_reports(held, reason).await;
     // The session survived: the background delete frees the lock.
     wait_for_nodes::<L>(&connect().await, &path, &[]).await;
+}
+
+async fn wait_for_state(client: &Client, wanted: SessionState) {
+    eventually(&format!("the client is {wanted:?}"), || async { client.state() == wanted }).await;
+}
+
+/// A disconnection shorter than the policy allows keeps the hold.
+pub async fn a_short_disconnection_keeps_the_hold<L: LockUnderTest>() {
+    let path = unique_path("contract-blip-holder");
+    let proxy = start_proxy();
+    let client = connect_through(&proxy, Duration::from_secs(9)).await;
+    let held = L::make(&client, &path).acquire().await.unwrap();
+    proxy.cut();
+    wait_for_state(&client, SessionState::Disconnected).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    proxy.heal();
+    wait_for_state(&client, SessionState::SyncConnected).await;
+    assert!(held.is_held(), "a short disconnection lost the hold");
+    held.release().await.unwrap();
+    wait_for_nodes::<L>(&connect().await, &path, &[]).await;
+}
+
+/// A disconnection shorter than the policy allows does not disturb a waiter: its watch is set
+/// again on reconnect, and the holder's release reaches it.
+pub async fn a_short_disconnection_does_not_disturb_a_waiter<L: LockUnderTest>() {
+    let path = unique_path("contract-blip-waiter");
+    let holder_client = connect().await;
+    let holder = L::rival(&holder_client, &path).acquire().await.unwrap();
+    let proxy = start_proxy();
+    let client = connect_through(&proxy, Duration::from_secs(20)).await;
+    let lock = L::make(&client, &path);
+    let waiter = tokio::spawn(async move { lock.acquire().await.unwrap().release().await });
+    wait_until_queued::<L>(&holder_client, &path, holder.node_paths().len()).await;
+
+    proxy.cut();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    proxy.heal();
+    holder.release().await.unwrap();
+    let outcome = tokio::time::timeout(PROMPTLY, waiter).await.expect("the waiter missed the release").unwrap();
+    assert!(outcome.is_ok(), "{outcome:?}");
+    wait_for_nodes::<L>(&holder_client, &path, &[]).await;
+}
+
+/// A timed acquire cut off from the server returns `None` in time (its deadline plus a bounded
+/// cleanup, far below the session), and what it created goes once the client is back.
+pub async fn a_timed_acquire_returns_in_time_while_partitioned<L: LockUnderTest>() {
+    let path = unique_path("contract-partitioned-acquire");
+    let proxy = start_proxy();
+    let client = connect_through(&proxy, Duration::from_secs(20)).await;
+    let lock = L::make(&client, &path);
+    lock.acquire().await.unwrap().release().await.unwrap(); // the parents exist from here on
+    proxy.blackhole();
+    let started = std::time::Instant::now();
+    let outcome = lock.acquire_timeout(Duration::from_millis(300)).await.unwrap();
+    assert!(outcome.is_none());
+    // Generous for slow CI, and far below the 20 s session.
+    assert!(started.elapsed() < Duration::from_secs(5), "returned after {:?}", started.elapsed());
+    proxy.heal();
+    wait_for_nodes::<L>(&connect().await, &path, &[]).await;
+}
+
+/// A create whose reply is lost (the connection then drops) is found again on reconnect: the
+/// acquire holds on the nodes it created, owned by its session, with no second node beside
+/// them, and its token was taken on the node it holds on.
+pub async fn a_lost_create_reply_finds_our_node_instead_of_orphaning_it<L: LockUnderTest>() {
+    let path = unique_path("contract-protection");
+    let proxy = start_proxy();
+    let client = connect_through(&proxy, Duration::from_secs(10)).await;
+    let observer = connect().await;
+    let lock = std::sync::Arc::new(L::make(&client, &path));
+    lock.acquire().await.unwrap().release().await.unwrap(); // the parents exist from here on
+    wait_for_nodes::<L>(&observer, &path, &[]).await;
+
+    proxy.drop_replies();
+    let acquiring = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.acquire().await }
+    });
+    // The create reached the server; its reply is lost; the connection then drops.
+    wait_until_queued::<L>(&observer, &path, 0).await;
+    proxy.cut();
+    proxy.heal();
+    let held = tokio::time::timeout(PROMPTLY, acquiring).await.expect("acquire hung").unwrap().unwrap();
+    let mut held_nodes = held.node_paths();
+    held_nodes.sort();
+    wait_for_nodes::<L>(&observer, &path, &held_nodes).await;
+    for node in &held_nodes {
+        let (_, stat) = observer.get_data(node).await.unwrap();
+        assert_eq!(stat.ephemeral_owner, client.session_id().0, "{node} is not of the holder's session");
+    }
+    let last = held.node_paths().last().cloned().unwrap();
+    let (_, stat) = observer.get_data(&last).await.unwrap();
+    assert_eq!(L::czxid_of_token(held.fencing_token()), stat.czxid, "the token was not taken on {last}");
+    held.release().await.unwrap();
+    assert!(nodes::<L>(&observer, &path).await.is_empty());
 }
