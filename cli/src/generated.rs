@@ -32,7 +32,7 @@ pub fn manpage() -> ExitCode {
 }
 
 fn print(bytes: &[u8]) -> ExitCode {
-    match crate::output::bytes(bytes) {
+    match crate::stdout::bytes(bytes) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => failure.report(),
     }

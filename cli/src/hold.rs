@@ -19,9 +19,9 @@ use crate::cli::{Connection, LockArgs, OnRevoke};
 use crate::exit::{Failure, Outcome};
 use crate::held::Held;
 use crate::intruders;
-use crate::output;
 use crate::run::{take_alone, Revocation, Watch};
 use crate::signals::Signals;
+use crate::stdout;
 
 /// Holds the lock until told to stop or it is lost (76); with `--retake`, takes it again after a
 /// loss to the session. Prints the node and fencing token of each hold.
@@ -112,12 +112,12 @@ pub async fn keep(
         true => json!({ "path": watch.path, "node": node, "token": token }).to_string(),
         false => format!("{node} {token}"),
     };
-    if let Err(failure) = output::line(&line) {
+    if let Err(failure) = stdout::line(&line) {
         return Kept::Ended(Err(failure));
     }
     // A script that reads the line and goes away is done with the lock: holding on would keep
     // everyone else out until someone kills us.
-    let reader_gone = output::reader_gone();
+    let reader_gone = stdout::reader_gone();
     tokio::pin!(reader_gone);
     let intruder = intruders::arrived(client, watch.path, watch.layout);
     tokio::pin!(intruder);

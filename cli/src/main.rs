@@ -30,11 +30,13 @@ mod list;
 mod list_output;
 mod manual;
 mod node_data;
-mod output;
 mod placement;
+mod queue;
 mod revoke;
 mod run;
 mod signals;
+mod stderr;
+mod stdout;
 mod watchdog;
 
 use std::io::IsTerminal as _;
@@ -82,7 +84,7 @@ fn main() -> ExitCode {
         _ => {}
     }
     if cli.connection.quiet {
-        output::quiet();
+        stderr::quiet();
     }
     init_logs(cli.connection.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {

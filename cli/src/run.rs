@@ -20,9 +20,9 @@ use crate::held::Held;
 use crate::intruders;
 use crate::job::Stops;
 use crate::layout::{ensure_alone, Kind, Layout};
-use crate::list::queue;
-use crate::output;
+use crate::queue::queue;
 use crate::signals::Signals;
+use crate::stderr;
 
 /// Runs `command` while holding the lock.
 pub async fn run(
@@ -171,7 +171,7 @@ async fn supervise(
             reason = held.hold().lost() => {
                 // Said now, as the command may take until --kill-after to stop; the exit code
                 // says the rest.
-                output::warn(&format!("{}; stopping the command", held.lost(reason)));
+                stderr::warn(&format!("{}; stopping the command", held.lost(reason)));
                 group.signal(libc::SIGTERM);
                 let kill_by = kill_deadline(reason, client.session_timeout(), options.kill_after);
                 if tokio::time::timeout(kill_by, group.wait()).await.is_err() {
@@ -193,7 +193,7 @@ async fn supervise(
             failure = &mut intruder => {
                 // Not a loss to the session: nobody else is about to be granted our lock, so
                 // the command gets --kill-after's grace.
-                output::warn(&format!("{}; stopping the command", failure.message));
+                stderr::warn(&format!("{}; stopping the command", failure.message));
                 group.signal(libc::SIGTERM);
                 if tokio::time::timeout(options.kill_after, group.wait()).await.is_err() {
                     group.signal(libc::SIGKILL);
@@ -206,7 +206,7 @@ async fn supervise(
                 group.stop_with_it();
                 // Continued: the command stays stopped until the lock is known to be ours.
                 if let Err(why) = still_held(client, held).await {
-                    output::warn(&format!("{why}; stopping the command"));
+                    stderr::warn(&format!("{why}; stopping the command"));
                     group.signal(libc::SIGKILL);
                     group.wait().await?;
                     return Err(Failure::quiet(Outcome::Lost));

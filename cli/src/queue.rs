@@ -1,0 +1,133 @@
+//! The participants of a lock path's queues as zklock reads them: who holds and who waits,
+//! with each node's data and fencing token (what `zklock list`, `zklock leader` and `-v` show).
+
+use zklock::{InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, NodeSchema, ParticipantNode};
+use zookeeper_client::Client;
+
+use crate::exit::Failure;
+use crate::layout::Kind;
+use crate::node_data::NodeData;
+
+/// One participant of a queue.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub node: String,
+    pub data: String,
+    /// `read` or `write` in a read-write lock.
+    pub side: Option<&'static str>,
+    pub holds: bool,
+    /// The node's czxid, the holder's fencing token.
+    pub token: Option<i64>,
+}
+
+impl Entry {
+    /// Who the participant is, when it is zklock.
+    pub fn owner(&self) -> Option<NodeData> {
+        NodeData::parse(&self.data)
+    }
+}
+
+/// The participants of `kind`'s queue on `path`, in queue order.
+///
+/// An election lists its leader as the holder. A semaphore lists its leases, then the
+/// participants queued in `locks`: the first N leases hold, N as zklock's leases say (Curator's
+/// layout stores it nowhere: with only Curator's leases, every lease shows as holding, also one
+/// that was just added and waits for room).
+pub async fn queue(client: &Client, path: &str, kind: Kind) -> Result<Vec<Entry>, Failure> {
+    let lock_error = Failure::from_lock_error;
+    let nodes = match kind {
+        Kind::ReadWrite => {
+            let rw = InterProcessMutex::builder(client, path).build_read_write().map_err(lock_error)?;
+            let nodes = rw.read_lock().participants_with_data().await.map_err(lock_error)?;
+            return Ok(read_write_roles(nodes.into_iter().map(|node| entry(node, None, false)).collect()));
+        }
+        Kind::Mutex => InterProcessMutex::new(client, path).map_err(lock_error)?,
+        Kind::Kazoo => {
+            InterProcessMutex::builder(client, path).node_schema(NodeSchema::Kazoo).build().map_err(lock_error)?
+        }
+        Kind::Semaphore => {
+            let semaphore = InterProcessSemaphoreV2::new(client, path, 1).map_err(lock_error)?;
+            let leases = semaphore.participants_with_data().await.map_err(lock_error)?;
+            let queued = InterProcessMutex::new(client, &format!("{path}/locks")).map_err(lock_error)?;
+            let queued = queued.participants_with_data().await.map_err(lock_error)?;
+            let mut entries: Vec<Entry> = leases.into_iter().map(|node| entry(node, None, true)).collect();
+            let room = entries.iter().filter_map(|entry| entry.owner()?.leases).max();
+            for (position, entry) in entries.iter_mut().enumerate() {
+                entry.holds = room.is_none_or(|room| position < room as usize);
+            }
+            return Ok(entries.into_iter().chain(queued.into_iter().map(|node| entry(node, None, false))).collect());
+        }
+        Kind::Latch => {
+            // The latch only reads here: it never joins the election.
+            let latch = LeaderLatch::new(client, path, "zklock list").map_err(lock_error)?;
+            let participants = latch.participants().await.map_err(lock_error)?;
+            let entries = participants.into_iter().map(|participant| Entry {
+                node: participant.node_path,
+                data: participant.id,
+                side: None,
+                holds: participant.is_leader,
+                token: None,
+            });
+            return Ok(entries.collect());
+        }
+    }
+    .participants_with_data()
+    .await
+    .map_err(lock_error)?;
+    Ok(nodes.into_iter().enumerate().map(|(position, node)| entry(node, None, position == 0)).collect())
+}
+
+fn entry(node: ParticipantNode, side: Option<&'static str>, holds: bool) -> Entry {
+    let data = String::from_utf8_lossy(&node.data).trim().to_owned();
+    Entry { node: node.path, data, side, holds, token: None }
+}
+
+/// Curator's read-write rules on a queue in order: a writer holds when it is first, a reader
+/// when no writer is ahead of it (a writer's own downgrade is not told apart: it shows waiting).
+fn read_write_roles(mut entries: Vec<Entry>) -> Vec<Entry> {
+    let mut writer_ahead = false;
+    for (position, entry) in entries.iter_mut().enumerate() {
+        if entry.node.contains("__WRIT__") {
+            entry.side = Some("write");
+            entry.holds = position == 0;
+            writer_ahead = true;
+        } else {
+            entry.side = Some("read");
+            entry.holds = !writer_ahead;
+        }
+    }
+    entries
+}
+
+/// Each node's fencing token (its czxid), read in one pipelined round of stat requests; a
+/// node gone meanwhile has none.
+pub async fn add_tokens(client: &Client, entries: &mut [Entry]) {
+    let stats: Vec<_> = entries.iter().map(|entry| client.check_stat(&entry.node)).collect();
+    for (entry, stat) in entries.iter_mut().zip(stats) {
+        entry.token = stat.await.ok().flatten().map(|stat| stat.czxid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str) -> Entry {
+        Entry { node: format!("/p/{name}"), data: String::new(), side: None, holds: false, token: None }
+    }
+
+    #[test]
+    fn readers_before_the_first_writer_hold() {
+        let queue =
+            vec![node("_c_a-__READ__1"), node("_c_b-__READ__2"), node("_c_c-__WRIT__3"), node("_c_d-__READ__4")];
+        let holds: Vec<bool> = read_write_roles(queue).iter().map(|entry| entry.holds).collect();
+        assert_eq!(holds, [true, true, false, false]);
+    }
+
+    #[test]
+    fn a_writer_holds_only_first() {
+        let queue = vec![node("_c_a-__WRIT__1"), node("_c_b-__WRIT__2"), node("_c_c-__READ__3")];
+        let holds: Vec<bool> = read_write_roles(queue).iter().map(|entry| entry.holds).collect();
+        assert_eq!(holds, [true, false, false]);
+    }
+}
