@@ -10,7 +10,7 @@ use std::path::Path;
 /// A module's path, `commands::hold`; the crate root (`main.rs`) is the empty path.
 type Module = String;
 
-/// What each module of the sources under `dir` imports: `(module, its code)` in, edges out.
+/// The modules each module imports, from each module's path and code.
 fn imports(files: &[(Module, String)]) -> BTreeMap<Module, BTreeSet<Module>> {
     let modules: BTreeSet<&str> = files.iter().map(|(module, _)| module.as_str()).collect();
     let mut edges = BTreeMap::new();
@@ -49,21 +49,53 @@ fn paths_named(module: &str, code: &str) -> Vec<Module> {
             if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':' || c == '$') {
                 continue;
             }
-            let rest = &code[at + keyword.len()..];
-            let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':')).unwrap_or(rest.len());
-            let path = rest[..end].trim_end_matches(':');
-            named.push(
-                [base.as_str(), path].iter().filter(|part| !part.is_empty()).copied().collect::<Vec<_>>().join("::"),
-            );
+            named.extend(use_tree(&code[at + keyword.len()..]).iter().map(|path| joined(&base, path)));
         }
     }
     for line in code.lines() {
         let line = line.trim().trim_start_matches("pub ").trim_start_matches("pub(crate) ");
         if let Some(child) = line.strip_prefix("mod ").and_then(|rest| rest.strip_suffix(';')) {
-            named.push(if module.is_empty() { child.to_owned() } else { format!("{module}::{child}") });
+            named.push(joined(module, child));
         }
     }
     named
+}
+
+/// `outer::inner`, where either may be the root (empty).
+fn joined(outer: &str, inner: &str) -> String {
+    match (outer.is_empty(), inner.is_empty()) {
+        (true, _) => inner.to_owned(),
+        (false, true) => outer.to_owned(),
+        (false, false) => format!("{outer}::{inner}"),
+    }
+}
+
+/// The paths a use tree (or a path in code) starting at `text` names: `a::{b, c::{d}}` names
+/// `a::b` and `a::c::d`.
+fn use_tree(text: &str) -> Vec<String> {
+    let end = text.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':')).unwrap_or(text.len());
+    let prefix = text[..end].trim_end_matches(':');
+    let Some(group) = text[end..].strip_prefix('{').filter(|_| text[..end].ends_with("::") || end == 0) else {
+        return vec![prefix.to_owned()];
+    };
+    let (mut items, mut depth, mut start) = (Vec::new(), 0, 0);
+    for (at, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&group[start..at]);
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    let items = items.iter().map(|item| item.trim()).filter(|item| !item.is_empty());
+    items.flat_map(use_tree).map(|inner| joined(prefix, &inner)).collect()
 }
 
 /// The imports that take part in a circle, as `a -> b`: those whose target leads back.
@@ -131,7 +163,8 @@ fn the_check_sees_a_circle_through_an_item_a_group_super_and_a_mod_line() {
     let sources = made_up(&[
         ("", "mod exit;\nmod commands;\nfn main() { crate::exit::report() }"),
         ("exit", "use crate::output::{line, warn};\n// crate::commands::hold in a comment is no import"),
-        ("output", "pub fn line() -> crate::exit::Failure { todo!() }"),
+        ("stderr", ""),
+        ("output", "use crate::{\n    stderr,\n    exit::{Failure, Outcome},\n};"),
         ("commands", "mod hold;"),
         ("commands::hold", "use crate::exit::Failure;"),
     ]);

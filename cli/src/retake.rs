@@ -1,4 +1,4 @@
-//! `zklock hold --retake` and `zklock elect --retake` without a command campaign for as long as
+//! `zklock hold --retake` and `zklock elect --retake` without a command hold on for as long as
 //! they run: a hold lost to the session (it expired, or the client was cut off past the loss
 //! policy's grace) is taken again, on a new session if the old one expired, and its new node and
 //! token printed. A node deleted by someone else still ends them (an operator's way to make a
