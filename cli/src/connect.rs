@@ -13,7 +13,7 @@ use crate::cli::Connection;
 use crate::connect_string;
 use crate::duration::human;
 use crate::exit::{Failure, Outcome};
-use crate::output;
+use crate::stderr;
 
 /// How long the probe before connecting may take: a reachable server answers a TCP connect
 /// within milliseconds, and the client's own connect timeout covers a slower one.
@@ -70,7 +70,7 @@ pub fn say_granted(client: &Client, connection: &Connection) {
     let (granted, asked) = (client.session_timeout(), connection.session_timeout);
     if granted != asked {
         let (granted, asked) = (human(granted), human(asked));
-        output::notice(&format!("the server granted a session timeout of {granted}, not the {asked} asked for"));
+        stderr::notice(&format!("the server granted a session timeout of {granted}, not the {asked} asked for"));
     }
 }
 

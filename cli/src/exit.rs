@@ -92,9 +92,9 @@ impl Failure {
 
     pub fn report(self) -> ExitCode {
         if self.notice {
-            crate::output::notice(&self.message);
+            crate::stderr::notice(&self.message);
         } else if !self.message.is_empty() {
-            crate::output::warn(&self.message);
+            crate::stderr::warn(&self.message);
         }
         ExitCode::from(self.outcome.code())
     }

@@ -71,7 +71,7 @@ impl Held {
             Ok(()) => info!("released {node}"),
             // Already said: the loss is the outcome.
             Err(zklock::Error::LockLost(_)) => {}
-            Err(err) => crate::output::warn(&format!("releasing the {what}: {}", err.with_causes())),
+            Err(err) => crate::stderr::warn(&format!("releasing the {what}: {}", err.with_causes())),
         }
     }
 }

@@ -8,12 +8,20 @@ use zookeeper_client::{Client, OneshotWatcher};
 use crate::exit::{Failure, Outcome};
 use crate::layout::{ensure_alone, Layout, SEMAPHORE_FOLDERS};
 
-/// Resolves, with the failure to report, when a participant that cannot share `path` with
-/// `ours` has a node there; never while none does.
+/// The path a hold is on, and what the hold put there: what [`arrived`] watches.
+#[derive(Clone, Copy, Debug)]
+pub struct Watch<'a> {
+    pub path: &'a str,
+    pub layout: Layout,
+}
+
+/// Resolves, with the failure to report, when a participant that cannot share the watched path
+/// with us has a node there; never while none does.
 ///
 /// # Cancel safety
 /// Cancel safe: it only reads, and a dropped watch costs nothing.
-pub async fn arrived(client: &Client, path: &str, ours: Layout) -> Failure {
+pub async fn arrived(client: &Client, watched: Watch<'_>) -> Failure {
+    let Watch { path, layout: ours } = watched;
     loop {
         // Watches first, then the check: a node created after the check fires a watch.
         let watches = match watch(client, path).await {

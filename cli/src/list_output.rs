@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use crate::layout::Kind;
-use crate::list::Entry;
+use crate::queue::Entry;
 
 pub fn to_json(path: &str, held: bool, queues: &[(Kind, Vec<Entry>)]) -> serde_json::Value {
     let queues: Vec<_> = queues

@@ -11,30 +11,30 @@ compile_error!(
 
 mod acl;
 mod acquire;
-mod campaign;
 mod cli;
+mod commands;
 mod connect;
 mod connect_string;
 mod duration;
-mod elect;
 mod exit;
-mod generated;
 mod group;
 mod held;
-mod hold;
 mod intruders;
 mod job;
+mod keep;
 mod layout;
-mod leader;
-mod list;
 mod list_output;
 mod manual;
 mod node_data;
-mod output;
 mod placement;
-mod revoke;
-mod run;
+mod queue;
+mod retake;
+mod revocation;
 mod signals;
+mod stderr;
+mod stdout;
+mod supervision;
+mod take_alone;
 mod watchdog;
 
 use std::io::IsTerminal as _;
@@ -51,8 +51,15 @@ use tracing_subscriber::{EnvFilter, Layer as _};
 use zookeeper_client::Client;
 
 use crate::cli::{Cli, Command};
+use crate::commands::completions::completions;
+use crate::commands::elect::{elect, Campaign};
+use crate::commands::hold::hold;
+use crate::commands::leader::leader;
+use crate::commands::list::list;
+use crate::commands::manpage::manpage;
+use crate::commands::revoke::revoke;
+use crate::commands::run::run;
 use crate::connect::{close_session, connect, say_granted};
-use crate::elect::Campaign;
 use crate::exit::{Failure, Outcome};
 use crate::placement::Mode;
 
@@ -77,12 +84,12 @@ fn main() -> ExitCode {
         return failure.report();
     }
     match &cli.subcommand {
-        Some(Command::Completions { shell }) => return generated::completions(*shell),
-        Some(Command::Manpage) => return generated::manpage(),
+        Some(Command::Completions { shell }) => return completions(*shell).unwrap_or_else(Failure::report),
+        Some(Command::Manpage) => return manpage().unwrap_or_else(Failure::report),
         _ => {}
     }
     if cli.connection.quiet {
-        output::quiet();
+        stderr::quiet();
     }
     init_logs(cli.connection.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
@@ -134,7 +141,7 @@ fn is_loss_event(event: &tracing::Metadata<'_>) -> bool {
 }
 
 /// The library's warning that a new session could not be connected, which calls every end of a
-/// session an expiry, even one the client declared itself out of reach: `campaign::session`
+/// session an expiry, even one the client declared itself out of reach: `retake::session`
 /// says it as what is known.
 fn is_reconnect_event(event: &tracing::Metadata<'_>) -> bool {
     *event.level() == tracing::Level::WARN && event.module_path() == Some("zklock::client::session")
@@ -145,19 +152,19 @@ async fn dispatch(client: &Client, cli: Cli) -> Result<ExitCode, Failure> {
     let json = cli.modes.json;
     let command = command(&cli);
     match cli.subcommand {
-        Some(Command::List { lock_path }) => list::list(client, &lock_path, json).await,
-        Some(Command::Revoke { node }) => revoke::revoke(client, &node).await,
-        Some(Command::Leader { election_path }) => leader::leader(client, &election_path, json).await,
-        Some(Command::Hold { lock_path }) => hold::hold(client, &cli.connection, &lock_path, &cli.lock, json).await,
+        Some(Command::List { lock_path }) => list(client, &lock_path, json).await,
+        Some(Command::Revoke { node }) => revoke(client, &node).await,
+        Some(Command::Leader { election_path }) => leader(client, &election_path, json).await,
+        Some(Command::Hold { lock_path }) => hold(client, &cli.connection, &lock_path, &cli.lock, json).await,
         Some(Command::Elect { election_path, .. }) => {
             let id = cli.modes.id.as_deref();
             let campaign = Campaign { path: &election_path, id, args: &cli.lock, as_json: json };
-            elect::elect(client, &cli.connection, &campaign, &command).await
+            elect(client, &cli.connection, &campaign, &command).await
         }
         Some(Command::Completions { .. } | Command::Manpage) => Ok(ExitCode::SUCCESS),
         None => {
             let path = cli.lock_path.as_deref().unwrap_or_default();
-            run::run(client, &cli.connection, path, &cli.lock, &command).await
+            run(client, &cli.connection, path, &cli.lock, &command).await
         }
     }
 }

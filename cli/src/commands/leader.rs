@@ -7,8 +7,8 @@ use zookeeper_client::Client;
 
 use crate::exit::Failure;
 use crate::layout::{check, kinds_present, Kind};
-use crate::list::{add_tokens, queue};
-use crate::output;
+use crate::queue::{add_tokens, queue};
+use crate::stdout;
 
 /// Prints the leader's id, node and epoch; exit 1 when nobody leads.
 pub async fn leader(client: &Client, path: &str, as_json: bool) -> Result<ExitCode, Failure> {
@@ -32,6 +32,6 @@ pub async fn leader(client: &Client, path: &str, as_json: bool) -> Result<ExitCo
         }
         (None, false) => format!("{path}: nobody leads"),
     };
-    output::line(&text)?;
+    stdout::line(&text)?;
     Ok(if leader.is_some() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -1,4 +1,4 @@
-//! `zklock hold --retake` and `zklock elect --retake` without a command campaign for as long as
+//! `zklock hold --retake` and `zklock elect --retake` without a command hold on for as long as
 //! they run: a hold lost to the session (it expired, or the client was cut off past the loss
 //! policy's grace) is taken again, on a new session if the old one expired, and its new node and
 //! token printed. A node deleted by someone else still ends them (an operator's way to make a
@@ -15,7 +15,7 @@ use zookeeper_client::{Client, SessionState};
 use crate::cli::Connection;
 use crate::connect::connect;
 use crate::exit::Failure;
-use crate::output;
+use crate::stderr;
 
 /// A session that starts from the command's client and connects every later one as the command
 /// line says (auth, TLS, chroot, timeouts).
@@ -36,7 +36,7 @@ pub fn session(client: &Client, connection: &Connection) -> Result<Session, Fail
                 Err(failure) if outage_said.swap(true, Ordering::Relaxed) => {
                     info!("connecting a new session: {}", failure.message)
                 }
-                Err(failure) => output::warn(&format!(
+                Err(failure) => stderr::warn(&format!(
                     "the session is over and no new one can be had yet ({}); still trying",
                     failure.message
                 )),
@@ -55,7 +55,7 @@ pub fn takes_again(reason: LossReason) -> bool {
 
 /// Says that what was lost (`lost`, "lock lost (why)") is being taken again.
 pub fn say_again(lost: &str) {
-    output::warn(&format!("{lost}; taking it again"));
+    stderr::warn(&format!("{lost}; taking it again"));
 }
 
 /// Waits until `client` is connected again or its session is over: a hold given up while cut off

@@ -3,7 +3,6 @@
 //! holder then lets go as on any other way out.
 
 use std::io::{ErrorKind, Write as _};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::exit::{Failure, Outcome};
 
@@ -20,28 +19,6 @@ pub fn bytes(bytes: &[u8]) -> Result<(), Failure> {
         ErrorKind::BrokenPipe => Failure::quiet(Outcome::ReaderGone),
         _ => Failure::new(Outcome::CannotWrite, format!("cannot write to stdout: {err}")),
     })
-}
-
-/// Says `text` on stderr as zklock's one line; a stderr that cannot be written is no reason to
-/// fail (the exit code still tells).
-pub fn warn(text: &str) {
-    let _ = writeln!(std::io::stderr(), "zklock: {text}");
-}
-
-/// Whether `--quiet` was given: notices are then left unsaid.
-static QUIET: AtomicBool = AtomicBool::new(false);
-
-/// Leaves every later [`notice`] unsaid (`--quiet`).
-pub fn quiet() {
-    QUIET.store(true, Ordering::Relaxed);
-}
-
-/// Says `text` as [`warn`] does, unless `--quiet` was given: for what needs no action, or what
-/// the exit code already tells.
-pub fn notice(text: &str) {
-    if !text.is_empty() && !QUIET.load(Ordering::Relaxed) {
-        warn(text);
-    }
 }
 
 /// Resolves when stdout is a pipe or a socket whose reader has gone away; never for a file or

@@ -1,15 +1,12 @@
-//! `zklock list`: each queue of a lock path, who holds and who waits.
-
-use std::process::ExitCode;
+//! The participants of a lock path's queues as zklock reads them: who holds and who waits,
+//! with each node's data and fencing token (what `zklock list`, `zklock leader` and `-v` show).
 
 use zklock::{InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, NodeSchema, ParticipantNode};
 use zookeeper_client::Client;
 
 use crate::exit::Failure;
-use crate::layout::{kinds_present, Kind};
-use crate::list_output::{to_json, to_text};
+use crate::layout::Kind;
 use crate::node_data::NodeData;
-use crate::output;
 
 /// One participant of a queue.
 #[derive(Debug, PartialEq, Eq)]
@@ -100,20 +97,6 @@ fn read_write_roles(mut entries: Vec<Entry>) -> Vec<Entry> {
         }
     }
     entries
-}
-
-/// Prints each queue on `path`; exit 0 when someone holds, 1 when nobody does.
-pub async fn list(client: &Client, path: &str, as_json: bool) -> Result<ExitCode, Failure> {
-    let mut queues = Vec::new();
-    for kind in kinds_present(client, path).await? {
-        let mut entries = queue(client, path, kind).await?;
-        add_tokens(client, &mut entries).await;
-        queues.push((kind, entries));
-    }
-    let held = queues.iter().any(|(_, entries)| entries.iter().any(|entry| entry.holds));
-    let text = if as_json { to_json(path, held, &queues).to_string() } else { to_text(path, &queues) };
-    output::line(&text)?;
-    Ok(if held { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 /// Each node's fencing token (its czxid), read in one pipelined round of stat requests; a

@@ -11,15 +11,18 @@ use zookeeper_client::Client;
 
 use crate::acl;
 use crate::acquire::not_in_time;
-use crate::campaign;
 use crate::cli::{Connection, LockArgs, OnRevoke};
 use crate::exit::{Failure, Outcome};
 use crate::held::Held;
-use crate::hold::{keep, Kept};
+use crate::intruders::Watch;
+use crate::keep::{keep, Kept};
 use crate::layout::{Kind, Layout};
 use crate::node_data::hostname;
-use crate::run::{run_command, take_alone, Revocation, Watch};
+use crate::retake;
+use crate::revocation::Revocation;
 use crate::signals::Signals;
+use crate::supervision::run_command;
+use crate::take_alone::take_alone;
 
 /// What an election puts on its path.
 const LATCH: Layout = Layout { kind: Kind::Latch, leases: None };
@@ -55,7 +58,7 @@ pub async fn elect(
     // Without a command, lead until signalled or the leadership is lost (76); with --retake, a
     // latch on a session joins again after its expiry, and after a loss while the session lives.
     let mut signals = Signals::install()?;
-    let session = campaign::session(client, connection)?;
+    let session = retake::session(client, connection)?;
     let leadership = lead((&session).into(), campaign, &acls);
     let mut held = match take_alone(client, campaign.path, LATCH, leadership, &mut signals).await? {
         Ok(held) => held,
@@ -67,9 +70,9 @@ pub async fn elect(
         let kept = keep(&client, watch, &held, &mut signals, &revocation, campaign.as_json).await;
         match (kept, &mut held) {
             (Kept::Lost(reason), Held::Leader { latch, leadership })
-                if campaign.args.retake && campaign::takes_again(reason) =>
+                if campaign.args.retake && retake::takes_again(reason) =>
             {
-                campaign::say_again(&crate::held::lost("leadership", reason));
+                retake::say_again(&crate::held::lost("leadership", reason));
                 *leadership = tokio::select! {
                     next = latch.await_leadership() => next.map_err(Failure::from_lock_error)?,
                     signal = signals.next() => break signal,

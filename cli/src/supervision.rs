@@ -1,6 +1,7 @@
-//! `zklock LOCK_PATH -- COMMAND`: acquire, run the command while watching the lock and the
-//! signals, release. `zklock elect` runs its command here too, under leadership instead of a
-//! lock.
+//! A command run under a hold (a lock, a lease, leadership): started in its own process group
+//! once the hold is ours, stopped when the hold is lost, when a participant that cannot share the
+//! path arrives or, as `--on-revoke` says, when someone asks us to let go; signals passed on, its
+//! stops followed; the hold let go of when it ends.
 
 use std::ffi::OsString;
 use std::future::Future;
@@ -11,42 +12,17 @@ use tracing::info;
 use zklock::LossReason;
 use zookeeper_client::Client;
 
-use crate::acl;
-use crate::acquire::{acquire, layout, own_data};
-use crate::cli::{Connection, HoldOptions, LockArgs, OnRevoke};
+use crate::cli::{HoldOptions, OnRevoke};
 use crate::exit::{Failure, Outcome};
 use crate::group::{become_subreaper, exit_code, Group};
 use crate::held::Held;
-use crate::intruders;
+use crate::intruders::{self, Watch};
 use crate::job::Stops;
-use crate::layout::{ensure_alone, Kind, Layout};
-use crate::list::queue;
-use crate::output;
+use crate::layout::Layout;
+use crate::revocation::Revocation;
 use crate::signals::Signals;
-
-/// Runs `command` while holding the lock.
-pub async fn run(
-    client: &Client,
-    connection: &Connection,
-    lock_path: &str,
-    args: &LockArgs,
-    command: &[OsString],
-) -> Result<ExitCode, Failure> {
-    let layout = layout(args);
-    let acls = acl::for_path(client, lock_path, &args.hold.acl, connection.authenticates()).await?;
-    let acquire = acquire(client.into(), lock_path, layout.kind, args, &acls);
-    let revocation = Revocation { policy: args.on_revoke, own_data: own_data(args) };
-    run_command(client, lock_path, layout, acquire, command, &revocation, &args.hold).await
-}
-
-/// How a holder answers a request to let go (`zklock revoke`).
-#[derive(Debug)]
-pub struct Revocation {
-    pub policy: OnRevoke,
-    /// What the request overwrote in our node, written back so that `zklock list` still shows
-    /// who holds.
-    pub own_data: String,
-}
+use crate::stderr;
+use crate::take_alone::take_alone;
 
 /// Runs `command` under what `take` returns (a lock, a lease, leadership) on `path`, then lets
 /// go of it: the command's status, or why it could not run or was stopped.
@@ -88,60 +64,6 @@ pub async fn run_command(
     outcome
 }
 
-/// Takes the lock (or leadership) with `take`, refusing a path used by another kind of lock
-/// (or a semaphore of another size). `Ok(Err(signal))` when a signal came first (`take` is
-/// dropped, which leaves no node behind).
-pub async fn take_alone(
-    client: &Client,
-    path: &str,
-    layout: Layout,
-    take: impl Future<Output = Result<Held, Failure>>,
-    signals: &mut Signals,
-) -> Result<Result<Held, libc::c_int>, Failure> {
-    let before = async {
-        ensure_alone(client, path, layout).await?;
-        if tracing::enabled!(tracing::Level::INFO) {
-            say_who_holds(client, path, layout.kind).await;
-        }
-        take.await
-    };
-    let held = match signals.until(before).await {
-        Ok(held) => held?,
-        Err(signal) => return Ok(Err(signal)),
-    };
-    // Two modes of different kinds that looked at an empty path at once both got here; each
-    // looks again now that its own node is there, so at least one of them sees the other.
-    let alone = signals.until(ensure_alone(client, path, layout)).await;
-    match alone {
-        Ok(Ok(())) => {}
-        Ok(Err(failure)) => {
-            held.release(client).await;
-            return Err(failure);
-        }
-        Err(signal) => {
-            held.release(client).await;
-            return Ok(Err(signal));
-        }
-    }
-    info!("acquired {}, fencing token {}", held.hold().node_path(), held.hold().fencing_token());
-    Ok(Ok(held))
-}
-
-/// With -v: whom we are about to wait for.
-async fn say_who_holds(client: &Client, lock_path: &str, kind: Kind) {
-    let Ok(entries) = queue(client, lock_path, kind).await else { return };
-    for entry in entries.iter().filter(|entry| entry.holds) {
-        info!("{lock_path} is held by {} ({}); waiting", entry.node, entry.data);
-    }
-}
-
-/// The path a hold is on, watched for participants that cannot share it (`intruders.rs`).
-#[derive(Clone, Copy, Debug)]
-pub struct Watch<'a> {
-    pub path: &'a str,
-    pub layout: Layout,
-}
-
 /// What zklock hears of while the command runs, besides the lock: the signals it passes on, and
 /// the command's group stopping.
 struct Watched<'a> {
@@ -163,7 +85,7 @@ async fn supervise(
     let Watched { signals, stops } = watched;
     let pgid = group.pgid();
     let mut revocation_seen = false;
-    let intruder = intruders::arrived(client, watch.path, watch.layout);
+    let intruder = intruders::arrived(client, watch);
     tokio::pin!(intruder);
     loop {
         tokio::select! {
@@ -171,7 +93,7 @@ async fn supervise(
             reason = held.hold().lost() => {
                 // Said now, as the command may take until --kill-after to stop; the exit code
                 // says the rest.
-                output::warn(&format!("{}; stopping the command", held.lost(reason)));
+                stderr::warn(&format!("{}; stopping the command", held.lost(reason)));
                 group.signal(libc::SIGTERM);
                 let kill_by = kill_deadline(reason, client.session_timeout(), options.kill_after);
                 if tokio::time::timeout(kill_by, group.wait()).await.is_err() {
@@ -193,7 +115,7 @@ async fn supervise(
             failure = &mut intruder => {
                 // Not a loss to the session: nobody else is about to be granted our lock, so
                 // the command gets --kill-after's grace.
-                output::warn(&format!("{}; stopping the command", failure.message));
+                stderr::warn(&format!("{}; stopping the command", failure.message));
                 group.signal(libc::SIGTERM);
                 if tokio::time::timeout(options.kill_after, group.wait()).await.is_err() {
                     group.signal(libc::SIGKILL);
@@ -206,7 +128,7 @@ async fn supervise(
                 group.stop_with_it();
                 // Continued: the command stays stopped until the lock is known to be ours.
                 if let Err(why) = still_held(client, held).await {
-                    output::warn(&format!("{why}; stopping the command"));
+                    stderr::warn(&format!("{why}; stopping the command"));
                     group.signal(libc::SIGKILL);
                     group.wait().await?;
                     return Err(Failure::quiet(Outcome::Lost));

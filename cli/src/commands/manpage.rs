@@ -1,0 +1,16 @@
+//! `zklock manpage`: the manual page (roff), made of the command line's definitions and the
+//! text of `--help` (`manual.rs`), so that it never drifts from them.
+
+use std::process::ExitCode;
+
+use crate::exit::{Failure, Outcome};
+use crate::placement::command;
+use crate::{manual, stdout};
+
+/// Prints the manual page.
+pub fn manpage() -> Result<ExitCode, Failure> {
+    let page = manual::page(command())
+        .map_err(|err| Failure::new(Outcome::Failed, format!("cannot render the manual page: {err}")))?;
+    stdout::bytes(&page)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,27 @@
+//! zklock's own lines on stderr, `zklock: ...`: errors always, notices unless `--quiet`.
+//! Saying one never fails: a stderr that cannot be written leaves the exit code to tell.
+
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Says `text` on stderr as zklock's one line; a stderr that cannot be written is no reason to
+/// fail (the exit code still tells).
+pub fn warn(text: &str) {
+    let _ = writeln!(std::io::stderr(), "zklock: {text}");
+}
+
+/// Whether `--quiet` was given: notices are then left unsaid.
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Leaves every later [`notice`] unsaid (`--quiet`).
+pub fn quiet() {
+    QUIET.store(true, Ordering::Relaxed);
+}
+
+/// Says `text` as [`warn`] does, unless `--quiet` was given: for what needs no action, or what
+/// the exit code already tells.
+pub fn notice(text: &str) {
+    if !text.is_empty() && !QUIET.load(Ordering::Relaxed) {
+        warn(text);
+    }
+}
