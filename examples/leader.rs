@@ -4,11 +4,11 @@
 //! Run it with `scripts/example leader` (or `cargo run --example leader`, with
 //! `ZK_CONNECT=host:port` to use your own ZooKeeper). It takes a few seconds.
 //!
-//! The latch: `a` leads first and writes to a store that refuses epochs lower than the highest it
-//! has seen (the epoch is a fencing token). Its node is deleted under it: `lost()` stops its work
+//! The latch: `a` leads first and writes to a store that refuses tokens lower than the highest it
+//! has seen (the token is a fencing token). Its node is deleted under it: `lost()` stops its work
 //! at once, its latch joins the queue again, and `b` then `c` lead and step down. `a` leads again
-//! with a higher epoch. `c`'s subscription tells each change of where it stands (queued, leading
-//! with its epoch, left) as it happens, without polling. Then a leader's session expires: the latch cannot join again, and a new
+//! with a higher token. `c`'s subscription tells each change of where it stands (queued, leading
+//! with its token, left) as it happens, without polling. Then a leader's session expires: the latch cannot join again, and a new
 //! client with a new latch leads; a latch built with `rejoin_after_expiry` does that by itself. The selector: each leader's closure leads for a moment and
 //! returns, and `auto_requeue` puts it back in the queue, so leadership goes round; the third
 //! leader's node is deleted mid-term, and its closure's future, which watches `lost()`, is
@@ -32,28 +32,28 @@ const EXPIRY_PATH: &str = "/examples/election/expiring";
 const SELECTOR_PATH: &str = "/examples/election/rotating-duty";
 const NAMES: [&str; 3] = ["a", "b", "c"];
 
-/// What the leader writes to: it remembers the highest epoch it has seen and refuses lower ones,
+/// What the leader writes to: it remembers the highest token it has seen and refuses lower ones,
 /// so a leader that lost leadership without noticing cannot overwrite its successor's work.
 #[derive(Default)]
 struct FencedStore {
-    highest_epoch: AtomicI64,
+    highest_token: AtomicI64,
 }
 
 impl FencedStore {
-    fn write(&self, epoch: i64, value: &str) -> Result<(), String> {
-        let highest = self.highest_epoch.fetch_max(epoch, Ordering::SeqCst);
-        if epoch < highest {
-            return Err(format!("refused {value:?}: epoch {epoch} is older than {highest}"));
+    fn write(&self, token: i64, value: &str) -> Result<(), String> {
+        let highest = self.highest_token.fetch_max(token, Ordering::SeqCst);
+        if token < highest {
+            return Err(format!("refused {value:?}: token {token} is older than {highest}"));
         }
-        println!("    store accepted {value:?} (epoch {epoch})");
+        println!("    store accepted {value:?} (token {token})");
         Ok(())
     }
 }
 
-/// The leader's work: a few writes, each fenced by the leadership's epoch.
+/// The leader's work: a few writes, each fenced by the leadership's token.
 async fn lead(name: &str, leadership: &Leadership, store: &FencedStore, wrote: &Notify) {
     for step in 1..=3 {
-        if let Err(refusal) = store.write(leadership.epoch(), &format!("{name}: report part {step}")) {
+        if let Err(refusal) = store.write(leadership.fencing_token(), &format!("{name}: report part {step}")) {
             println!("    {refusal}");
             return;
         }
@@ -96,9 +96,9 @@ async fn latch(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
             let mut terms = 0;
             loop {
                 let leadership = latch.await_leadership().await?;
-                println!("{name} leads, epoch {}", leadership.epoch());
+                println!("{name} leads, token {}", leadership.fencing_token());
                 tokio::select! {
-                    end = leadership.lost() => println!("{name}: {end}; stops its work"),
+                    end = leadership.ended() => println!("{name}: {end}; stops its work"),
                     () = lead(name, &leadership, &store, &wrote) => terms += 1,
                 }
                 if terms == 1 {
@@ -114,7 +114,7 @@ async fn latch(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
     wrote.notified().await;
     let admin = Client::connect(connect).await?;
     let leader = latches[0].leader().await?.ok_or("nobody leads")?;
-    let first_epoch = latches[0].leadership().ok_or("a does not lead")?.epoch();
+    let first_token = latches[0].leadership().ok_or("a does not lead")?.fencing_token();
     println!("admin deletes {}'s node {}", leader.id, leader.node_path);
     admin.delete(&leader.node_path, None).await?;
 
@@ -124,8 +124,8 @@ async fn latch(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
     for reporter in reporters {
         reporter.await?;
     }
-    // A leader that ignored lost() and writes late with its old epoch is refused.
-    if let Err(refusal) = store.write(first_epoch, "a: late write from its first term") {
+    // A leader that ignored lost() and writes late with its old token is refused.
+    if let Err(refusal) = store.write(first_token, "a: late write from its first term") {
         println!("    {refusal}");
     }
     Ok(())
@@ -140,7 +140,7 @@ fn report_states(name: &'static str, mut states: watch::Receiver<ElectionState>)
             match state {
                 ElectionState::Queued => println!("    ({name}'s subscription: queued)"),
                 ElectionState::Leading(term) => {
-                    println!("    ({name}'s subscription: leading, epoch {})", term.epoch())
+                    println!("    ({name}'s subscription: leading, token {})", term.fencing_token())
                 }
                 ElectionState::Left => return println!("    ({name}'s subscription: left)"),
                 _ => {}
@@ -161,9 +161,9 @@ async fn expiry(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
     let latch = LeaderLatch::new(&client, EXPIRY_PATH, "d")?;
     latch.start().await?;
     let leadership = latch.await_leadership().await?;
-    println!("d leads, epoch {}", leadership.epoch());
+    println!("d leads, token {}", leadership.fencing_token());
     expire_session(&client, &proxy).await?;
-    println!("d's session expired; lost() says: {}", leadership.lost().await);
+    println!("d's session expired; lost() says: {}", leadership.ended().await);
     match latch.await_leadership().await {
         Err(zklock::Error::SessionExpired) => println!("await_leadership() returns Error::SessionExpired"),
         other => return Err(format!("expected SessionExpired, got {other:?}").into()),
@@ -173,7 +173,7 @@ async fn expiry(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
     let latch = LeaderLatch::new(&client, EXPIRY_PATH, "d")?;
     latch.start().await?;
     let leadership = latch.await_leadership().await?;
-    println!("d leads again with a new client and latch, epoch {}", leadership.epoch());
+    println!("d leads again with a new client and latch, token {}", leadership.fencing_token());
     latch.close().await?;
 
     // Or the latch connects the new client itself and joins again, as Curator's does.
@@ -187,11 +187,11 @@ async fn expiry(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     latch.start().await?;
     let first = latch.await_leadership().await?;
-    println!("e (built with rejoin_after_expiry) leads, epoch {}", first.epoch());
+    println!("e (built with rejoin_after_expiry) leads, token {}", first.fencing_token());
     expire_session(&client, &proxy).await?;
-    println!("e's session expired; lost() says: {}", first.lost().await);
+    println!("e's session expired; lost() says: {}", first.ended().await);
     let second = latch.await_leadership().await?;
-    println!("e rejoined on a new session by itself and leads again, epoch {}", second.epoch());
+    println!("e rejoined on a new session by itself and leads again, token {}", second.fencing_token());
     latch.close().await?;
     Ok(())
 }
@@ -223,8 +223,8 @@ async fn selector(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
                 async move {
                     let term = terms.fetch_add(1, Ordering::SeqCst) + 1;
                     println!(
-                        "{name} leads (term {term}, epoch {}, node {})",
-                        leadership.epoch(),
+                        "{name} leads (term {term}, token {}, node {})",
+                        leadership.fencing_token(),
                         leadership.node_path()
                     );
                     let mut unfinished = Unfinished(Some(format!("{name}'s work was dropped mid-term")));
@@ -239,7 +239,7 @@ async fn selector(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
                         // Watching its own term sets the watch on its node at once, so that a
                         // deletion is seen within a round trip (otherwise after a second); the
                         // selector drops this future the moment it is.
-                        _ = leadership.lost() => return,
+                        _ = leadership.ended() => return,
                     }
                     unfinished.0 = None;
                     println!("{name} gives leadership up and queues again");

@@ -142,7 +142,7 @@ impl std::fmt::Display for WithCauses<'_> {
 }
 
 /// Why a lock is no longer held (see [`LockGuard::lost`](crate::LockGuard::lost)).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum LossReason {
     /// The ZooKeeper session expired: the server deleted the lock node, and another participant

@@ -26,7 +26,7 @@
 //! [`InterProcessSemaphoreMutex`], [`InterProcessMultiLock`], and [`revoke`] to ask a holder to
 //! let go. [`NodeSchema::Kazoo`] makes a mutex share its lock with Python's kazoo instead.
 //! Leader election: [`LeaderLatch`] and [`LeaderSelector`] (Curator's, on the same queue), whose
-//! [`Leadership`] has the locks' loss signal and an epoch to fence with.
+//! [`Leadership`] has the locks' loss signal and a fencing token to fence with.
 //!
 //! Runnable versions are in `examples/`; `scripts/example` starts a throwaway ZooKeeper for
 //! them. Every acquire is cancel safe, and [`LockGuard::fencing_token`] gives a strictly

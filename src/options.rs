@@ -147,7 +147,7 @@ impl Default for AclProvider {
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LocalHandoff {
     holders: u32,
     time: Duration,

@@ -61,7 +61,7 @@ async fn a_guard_a_lease_and_a_term_tell_the_same_through_the_trait() {
     let latch = LeaderLatch::new(&client, &path, "one").unwrap();
     latch.start().await.unwrap();
     let leadership = latch.await_leadership().await.unwrap();
-    let (node, token) = (leadership.node_path().to_owned(), leadership.epoch());
+    let (node, token) = (leadership.node_path().to_owned(), leadership.fencing_token());
     tells_of_its_node_and_its_loss(&leadership, &node, token, &beside).await;
     latch.close().await.unwrap();
 }

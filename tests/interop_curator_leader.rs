@@ -373,7 +373,7 @@ impl Drop for Party {
 /// Appends one `NAME lead EPOCH begin|end` line, as the Curator processes do (one O_APPEND write).
 fn log_term(log: &Path, name: &str, leadership: &Leadership, event: &str) {
     let mut file = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
-    file.write_all(format!("{name} lead {} {event}\n", leadership.epoch()).as_bytes()).unwrap();
+    file.write_all(format!("{name} lead {} {event}\n", leadership.fencing_token()).as_bytes()).unwrap();
 }
 
 /// A zklock participant with a `LeaderLatch`: one latch per term, as the Curator process.

@@ -38,7 +38,7 @@ async fn expect_curator_node(observer: &Client, path: &str, kind: &str, id: &str
     assert_eq!(leadership.node_path(), format!("{path}/{}", names[0]));
     let (data, stat) = observer.get_data(leadership.node_path()).await.unwrap();
     assert_eq!(data, id.as_bytes(), "the node's data is the participant's id");
-    assert_eq!(leadership.epoch(), stat.czxid, "the epoch is the node's czxid");
+    assert_eq!(leadership.fencing_token(), stat.czxid, "the epoch is the node's czxid");
 }
 
 #[test]
@@ -64,9 +64,9 @@ async fn epochs_strictly_increase_from_leader_to_leader() {
         let leadership = leads(latch).await;
         assert!(latches.iter().filter(|(_, other)| other.has_leadership()).count() == 1, "two leaders at once");
         let (_, stat) = observer.get_data(leadership.node_path()).await.unwrap();
-        assert_eq!(leadership.epoch(), stat.czxid, "the epoch is the leader's node's czxid");
-        assert!(leadership.epoch() > last_epoch, "leader {index}'s epoch is not above its predecessor's");
-        last_epoch = leadership.epoch();
+        assert_eq!(leadership.fencing_token(), stat.czxid, "the epoch is the leader's node's czxid");
+        assert!(leadership.fencing_token() > last_epoch, "leader {index}'s epoch is not above its predecessor's");
+        last_epoch = leadership.fencing_token();
         latch.close().await.unwrap();
         assert!(!leadership.is_held(), "a closed latch's leadership is still held");
     }
@@ -80,15 +80,15 @@ async fn a_deleted_node_is_lost_and_the_latch_reenters_to_lead_again_with_a_grea
     let first_term = leads(&a).await;
     let (_b_client, b) = started_latch(&path, "b").await;
     wait_for_children(&connect().await, &path, 2).await;
-    assert!(tokio::time::timeout(Duration::from_millis(100), first_term.lost()).await.is_err(), "lost while held");
+    assert!(tokio::time::timeout(Duration::from_millis(100), first_term.ended()).await.is_err(), "lost while held");
 
     let operator = connect().await;
     operator.delete(first_term.node_path(), None).await.unwrap();
-    let reason = tokio::time::timeout(PROMPTLY, first_term.lost()).await.expect("loss not signalled");
+    let reason = tokio::time::timeout(PROMPTLY, first_term.ended()).await.expect("loss not signalled");
     assert_eq!(reason, TermEnd::Lost(LossReason::NodeDeleted));
     assert!(!first_term.is_held());
     let b_term = leads(&b).await;
-    assert!(b_term.epoch() > first_term.epoch());
+    assert!(b_term.fencing_token() > first_term.fencing_token());
 
     // The session lives, so a re-enters, behind b, with a node of its own.
     eventually("a queued again", || async {
@@ -103,9 +103,9 @@ async fn a_deleted_node_is_lost_and_the_latch_reenters_to_lead_again_with_a_grea
     b.close().await.unwrap();
     let second_term = leads(&a).await;
     assert_eq!(second_term.node_path(), queued.node_path);
-    assert!(second_term.epoch() > b_term.epoch(), "a's second term is not fenced above b's");
+    assert!(second_term.fencing_token() > b_term.fencing_token(), "a's second term is not fenced above b's");
     assert_eq!(
-        tokio::time::timeout(Duration::from_millis(100), first_term.lost()).await,
+        tokio::time::timeout(Duration::from_millis(100), first_term.ended()).await,
         Ok(reason),
         "a lost term stays lost"
     );
@@ -126,7 +126,7 @@ async fn a_leader_cut_off_past_its_policy_is_told_first_then_rejoins_behind_the_
     let (_b_client, b) = started_latch(&path, "b").await;
 
     proxy.cut();
-    let reason = tokio::time::timeout(PROMPTLY, first_term.lost()).await.expect("loss not signalled");
+    let reason = tokio::time::timeout(PROMPTLY, first_term.ended()).await.expect("loss not signalled");
     assert_eq!(reason, TermEnd::Lost(LossReason::Disconnected { after: Duration::ZERO }));
     assert!(!a.has_leadership());
     // The session lives and so does a's node: b must not lead beside a leader that was told.
@@ -145,7 +145,7 @@ async fn a_leader_cut_off_past_its_policy_is_told_first_then_rejoins_behind_the_
 /// behind `b` with a new node, and once `b` closes, `a` leads again with a greater epoch still.
 async fn takes_turns_after_a_lost_term(a: &LeaderLatch, first_term: &Leadership, b: &LeaderLatch) {
     let b_term = leads(b).await;
-    assert!(b_term.epoch() > first_term.epoch());
+    assert!(b_term.fencing_token() > first_term.fencing_token());
     eventually("a rejoined behind b", || async {
         let participants = b.participants().await.unwrap();
         participants.len() == 2 && participants[1].id == a.id() && participants[1].node_path != first_term.node_path()
@@ -153,7 +153,7 @@ async fn takes_turns_after_a_lost_term(a: &LeaderLatch, first_term: &Leadership,
     .await;
     b.close().await.unwrap();
     let second_term = leads(a).await;
-    assert!(second_term.epoch() > b_term.epoch());
+    assert!(second_term.fencing_token() > b_term.fencing_token());
 }
 
 /// Curator's latch joins again on its framework's new session after an expiry; a latch given a
@@ -176,7 +176,7 @@ async fn a_latch_told_to_rejoin_after_expiry_leads_again_on_a_new_session() {
     let (_b_client, b) = started_latch(&path, "b").await;
 
     expire_session(&client, &proxy).await.unwrap();
-    assert_eq!(tokio::time::timeout(PROMPTLY, first_term.lost()).await, Ok(TermEnd::Lost(LossReason::SessionExpired)));
+    assert_eq!(tokio::time::timeout(PROMPTLY, first_term.ended()).await, Ok(TermEnd::Lost(LossReason::SessionExpired)));
     takes_turns_after_a_lost_term(&a, &first_term, &b).await;
     assert_eq!(connects.load(Ordering::SeqCst), 1, "one new session");
     a.close().await.unwrap();
@@ -197,7 +197,7 @@ async fn after_session_expiry_await_leadership_fails_and_the_latches_leave_no_no
 
     expire_session(&client, &proxy).await.unwrap();
 
-    let reason = tokio::time::timeout(PROMPTLY, leadership.lost()).await.expect("loss not signalled");
+    let reason = tokio::time::timeout(PROMPTLY, leadership.ended()).await.expect("loss not signalled");
     assert_eq!(reason, TermEnd::Lost(LossReason::SessionExpired));
     assert!(!leadership.is_held() && !leader.has_leadership());
     for latch in [&leader, &queued] {
@@ -234,7 +234,7 @@ async fn misusing_a_latch_gives_typed_errors() {
     latch.start().await.unwrap();
     assert!(matches!(latch.start().await, Err(Error::ElectionAlreadyStarted)));
     let leadership = leads(&latch).await;
-    assert_eq!(latch.leadership().map(|held| held.epoch()), Some(leadership.epoch()));
+    assert_eq!(latch.leadership().map(|held| held.fencing_token()), Some(leadership.fencing_token()));
 
     latch.close().await.unwrap();
     assert!(matches!(latch.await_leadership().await, Err(Error::ElectionClosed)));
@@ -310,10 +310,10 @@ async fn a_selectors_lead_future_is_dropped_when_its_node_is_deleted() {
 
     connect().await.delete(term.leadership.node_path(), None).await.unwrap();
     let leadership = term.expect_cancelled().await;
-    assert_eq!(tokio::time::timeout(PROMPTLY, leadership.lost()).await, Ok(TermEnd::Lost(LossReason::NodeDeleted)));
+    assert_eq!(tokio::time::timeout(PROMPTLY, leadership.ended()).await, Ok(TermEnd::Lost(LossReason::NodeDeleted)));
     assert!(!leadership.is_held() && !selector.has_leadership());
     let other_term = next_term(&mut other.terms).await;
-    assert!(other_term.leadership.epoch() > leadership.epoch());
+    assert!(other_term.leadership.fencing_token() > leadership.fencing_token());
     // Without auto-requeue the selector waits to be queued again.
     assert_eq!(nodes(&client, &path).await, [other_term.leadership.node_path()]);
     assert!(selector.requeue().unwrap());
@@ -337,7 +337,7 @@ async fn a_selectors_lead_future_is_dropped_when_its_session_expires() {
     expire_session(&client, &proxy).await.unwrap();
 
     let leadership = term.expect_cancelled().await;
-    assert_eq!(tokio::time::timeout(PROMPTLY, leadership.lost()).await, Ok(TermEnd::Lost(LossReason::SessionExpired)));
+    assert_eq!(tokio::time::timeout(PROMPTLY, leadership.ended()).await, Ok(TermEnd::Lost(LossReason::SessionExpired)));
     assert!(!selector.has_leadership());
     let other_term = next_term(&mut other_terms).await;
     assert_eq!(nodes(&observer, &path).await, [other_term.leadership.node_path()]);

@@ -33,7 +33,7 @@ async fn closing_a_queued_latch_or_the_leader_leaves_no_node_and_hands_over() {
     assert_eq!(nodes(&observer, &path).await, [c_node.as_str()]);
     let c_term = leads(&c).await;
     assert_eq!(c_term.node_path(), c_node);
-    assert!(c_term.epoch() > a_term.epoch());
+    assert!(c_term.fencing_token() > a_term.fencing_token());
     expect_ended(&a_term, TermEnd::Closed).await;
 
     c.close().await.unwrap();
@@ -49,7 +49,7 @@ async fn dropping_a_started_latch_leaves_the_election() {
     wait_for_children(&observer, &path, 2).await;
     drop(a);
     let b_term = leads(&b).await;
-    assert!(b_term.epoch() > a_term.epoch());
+    assert!(b_term.fencing_token() > a_term.fencing_token());
     assert!(!a_term.is_held());
     assert_eq!(nodes(&observer, &path).await, [b_term.node_path()]);
     b.close().await.unwrap();
@@ -72,7 +72,7 @@ async fn interrupting_leadership_drops_the_future_and_requeue_leads_again() {
 
     assert!(selector.requeue().unwrap());
     let second = next_term(&mut terms).await;
-    assert!(second.leadership.epoch() > first.epoch());
+    assert!(second.leadership.fencing_token() > first.fencing_token());
     assert!(!selector.requeue().unwrap(), "requeued while leading");
     selector.close().await.unwrap();
     second.expect_cancelled().await;
@@ -107,7 +107,7 @@ async fn a_finished_lead_future_ends_the_term_and_hands_over() {
 
     finish.send(()).unwrap();
     let other_term = next_term(&mut other_terms).await;
-    assert!(other_term.leadership.epoch() > leadership.epoch());
+    assert!(other_term.leadership.fencing_token() > leadership.fencing_token());
     assert!(!leadership.is_held() && !selector.has_leadership());
     expect_ended(&leadership, TermEnd::Finished).await;
     // Without auto-requeue the selector waits to be queued again.
@@ -130,7 +130,7 @@ async fn requeue_right_after_an_interrupt_queues_the_selector_again() {
         }
         assert!(selector.requeue().unwrap(), "round {round}: requeue() refused while the interrupted term ended");
         let next = next_term(&mut terms).await;
-        assert!(next.leadership.epoch() > term.leadership.epoch(), "round {round}");
+        assert!(next.leadership.fencing_token() > term.leadership.fencing_token(), "round {round}");
         term.expect_cancelled().await;
         term = next;
     }
@@ -144,7 +144,7 @@ async fn dropping_a_leading_selector_cancels_its_future_and_leaves_the_election(
     drop(selector);
     let leadership = term.expect_cancelled().await;
     let other_term = next_term(&mut other.terms).await;
-    assert!(other_term.leadership.epoch() > leadership.epoch());
+    assert!(other_term.leadership.fencing_token() > leadership.fencing_token());
     assert_eq!(nodes(&client, &path).await, [other_term.leadership.node_path()]);
     other.selector.close().await.unwrap();
 }
@@ -156,18 +156,18 @@ async fn with_auto_requeue_selectors_queue_again_by_themselves() {
     let client = first.client.clone();
 
     first.selector.interrupt_leadership();
-    let first_epoch = term.expect_cancelled().await.epoch();
+    let first_epoch = term.expect_cancelled().await.fencing_token();
     // first queued again, behind second, which leads.
     let term = next_term(&mut second.terms).await;
-    assert!(term.leadership.epoch() > first_epoch);
+    assert!(term.leadership.fencing_token() > first_epoch);
     wait_for_children(&client, &path, 2).await;
     let queue = second.selector.participants().await.unwrap();
     assert_eq!(queue.iter().map(|participant| participant.id.as_str()).collect::<Vec<_>>(), ["follower", "leader"]);
 
     second.selector.interrupt_leadership();
-    let second_epoch = term.expect_cancelled().await.epoch();
+    let second_epoch = term.expect_cancelled().await.fencing_token();
     let term = next_term(&mut first.terms).await;
-    assert!(term.leadership.epoch() > second_epoch);
+    assert!(term.leadership.fencing_token() > second_epoch);
     // second queued again too (closing it while its create is in flight is another test's).
     wait_for_children(&client, &path, 2).await;
 
@@ -225,7 +225,10 @@ async fn closing_a_latch_as_its_loss_is_seen_leaves_no_node() {
         latch.start().await.unwrap();
         let leadership = leads(&latch).await;
         operator.delete(leadership.node_path(), None).await.unwrap();
-        assert_eq!(tokio::time::timeout(PROMPTLY, leadership.lost()).await, Ok(TermEnd::Lost(LossReason::NodeDeleted)));
+        assert_eq!(
+            tokio::time::timeout(PROMPTLY, leadership.ended()).await,
+            Ok(TermEnd::Lost(LossReason::NodeDeleted))
+        );
         latch.close().await.unwrap();
         let left = children(&client, &path).await;
         assert!(left.is_empty(), "round {round}: close() returned with our new node still there: {left:?}");
@@ -259,7 +262,7 @@ async fn a_leaders_work_that_panics_ends_its_term_and_the_selector_leads_again()
     let second = tokio::time::timeout(PROMPTLY, led.recv()).await.expect("no second term").unwrap();
     assert!(!first.is_held() && second.is_held(), "{first:?} {second:?}");
     assert_eq!(first.end_reason(), Some(TermEnd::Panicked));
-    assert!(second.epoch() > first.epoch());
+    assert!(second.fencing_token() > first.fencing_token());
     selector.close().await.unwrap();
     assert!(children(&client, &path).await.is_empty());
 }
@@ -289,7 +292,7 @@ async fn a_lead_closure_that_panics_when_called_ends_its_term_and_the_selector_l
     assert_eq!(first.end_reason(), Some(TermEnd::Panicked));
     assert!(selector.requeue().unwrap(), "the selector is not waiting to be queued again");
     let second = tokio::time::timeout(PROMPTLY, led.recv()).await.expect("no second term").unwrap();
-    assert!(second.is_held() && second.epoch() > first.epoch());
+    assert!(second.is_held() && second.fencing_token() > first.fencing_token());
     selector.close().await.unwrap();
     assert!(children(&client, &path).await.is_empty());
 }
@@ -310,7 +313,7 @@ async fn a_cancelled_close_still_leaves_and_the_latch_reads_as_closed() {
     assert!(matches!(awaited, Err(Error::ElectionClosed)), "{awaited:?}");
     assert!(matches!(a.start().await, Err(Error::ElectionClosed)));
     let b_term = leads(&b).await;
-    assert!(b_term.epoch() > a_term.epoch());
+    assert!(b_term.fencing_token() > a_term.fencing_token());
     assert_eq!(nodes(&client, &path).await, [b_term.node_path()]);
     let closed = tokio::time::timeout(PROMPTLY, a.close()).await.expect("a second close() hung");
     assert!(closed.is_ok(), "{closed:?}");
@@ -336,7 +339,7 @@ async fn closing_a_leader_cut_off_from_zookeeper_returns_ok_once_its_session_can
 /// Waits (bounded) for `term.lost()`, which must resolve with `end`; from then on the term
 /// reads as ended, and how.
 async fn expect_ended(term: &Leadership, end: TermEnd) {
-    let told = tokio::time::timeout(PROMPTLY, term.lost()).await;
+    let told = tokio::time::timeout(PROMPTLY, term.ended()).await;
     assert_eq!(told, Ok(end), "lost() did not resolve as it should");
     assert_eq!(term.end_reason(), Some(end));
     assert!(!term.is_held(), "{end}: still held");
@@ -416,13 +419,14 @@ async fn a_latch_subscription_tells_queued_leading_with_its_epoch_and_left() {
     becomes(&mut states, "queued", |state| matches!(state, ElectionState::Queued)).await;
 
     a.close().await.unwrap();
-    let first = becomes(&mut states, "leading", |state| state.epoch().is_some()).await;
+    let first = becomes(&mut states, "leading", |state| state.fencing_token().is_some()).await;
     let first = first.leadership().unwrap().clone();
-    assert!(first.epoch() > a_term.epoch());
-    assert_eq!(leads(&b).await.epoch(), first.epoch(), "the term told is the term handed out");
+    assert!(first.fencing_token() > a_term.fencing_token());
+    assert_eq!(leads(&b).await.fencing_token(), first.fencing_token(), "the term told is the term handed out");
 
     connect().await.delete(first.node_path(), None).await.unwrap();
-    let second = becomes(&mut states, "leading again", |state| state.epoch() > Some(first.epoch())).await;
+    let second =
+        becomes(&mut states, "leading again", |state| state.fencing_token() > Some(first.fencing_token())).await;
     assert_eq!(first.end_reason(), Some(TermEnd::Lost(LossReason::NodeDeleted)));
     assert!(second.leadership().unwrap().is_held());
 
@@ -445,8 +449,8 @@ async fn a_selector_subscription_tells_idle_between_terms_and_left_when_its_sess
     let (sender, mut terms) = mpsc::unbounded_channel();
     selector.start(lead_until_cancelled(sender)).await.unwrap();
     let first = next_term(&mut terms).await;
-    let leading = becomes(&mut states, "leading", |state| state.epoch().is_some()).await;
-    assert_eq!(leading.epoch(), Some(first.leadership.epoch()));
+    let leading = becomes(&mut states, "leading", |state| state.fencing_token().is_some()).await;
+    assert_eq!(leading.fencing_token(), Some(first.leadership.fencing_token()));
 
     selector.interrupt_leadership();
     // The term is over before the state moves on from it.
@@ -455,8 +459,8 @@ async fn a_selector_subscription_tells_idle_between_terms_and_left_when_its_sess
     assert!(selector.requeue().unwrap());
     assert!(matches!(*states.borrow_and_update(), ElectionState::Queued));
     let second = next_term(&mut terms).await;
-    let leading = becomes(&mut states, "leading again", |state| state.epoch().is_some()).await;
-    assert_eq!(leading.epoch(), Some(second.leadership.epoch()));
+    let leading = becomes(&mut states, "leading again", |state| state.fencing_token().is_some()).await;
+    assert_eq!(leading.fencing_token(), Some(second.leadership.fencing_token()));
 
     zklock_testcontainers::expire_session(&client, &proxy).await.unwrap();
     becomes(&mut states, "left", |state| matches!(state, ElectionState::Left)).await;

@@ -16,7 +16,7 @@ use zklock::{Leadership, TermEnd};
 async fn watching(term: &Leadership) -> tokio::task::JoinHandle<TermEnd> {
     let watcher = tokio::spawn({
         let term = term.clone();
-        async move { term.lost().await }
+        async move { term.ended().await }
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!watcher.is_finished() && term.is_held(), "the term ended by itself");

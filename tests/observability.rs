@@ -247,14 +247,14 @@ async fn a_leader_latch_tells_each_term_taken_lost_and_ended_under_its_own_name(
     latch.start().await.unwrap();
     let first = latch.await_leadership().await.unwrap();
     operator.delete(first.node_path(), None).await.unwrap();
-    assert_eq!(first.lost().await.loss(), Some(LossReason::NodeDeleted));
+    assert_eq!(first.ended().await.loss(), Some(LossReason::NodeDeleted));
     let second = latch.await_leadership().await.unwrap();
     latch.close().await.unwrap();
 
     let taken = recorder.events("leadership taken", &path);
     assert_eq!(taken.len(), 2, "{taken:?}");
     assert!(taken.iter().all(|event| event.level == Level::INFO && event.fields["id"] == "host-1"));
-    assert_eq!(taken[1].fields["epoch"], second.epoch().to_string());
+    assert_eq!(taken[1].fields["epoch"], second.fencing_token().to_string());
     let ended = recorder.events("leadership ended", &path);
     assert_eq!(ended.len(), 2, "{ended:?}");
     assert!(ended[0].fields["end"].contains("Lost") && ended[1].fields["end"].contains("Closed"), "{ended:?}");

@@ -161,13 +161,13 @@ async fn a_latch_on_a_session_leads_again_after_an_expiry() {
     latch.start().await.unwrap();
     let first = latch.await_leadership().await.unwrap();
     expire(&session, &proxy, &mut states).await;
-    let end = tokio::time::timeout(Duration::from_secs(20), first.lost()).await.expect("the term never ended");
+    let end = tokio::time::timeout(Duration::from_secs(20), first.ended()).await.expect("the term never ended");
     assert!(matches!(end, TermEnd::Lost(reason) if lost_to_the_expiry(reason)), "{end:?}");
     let second = tokio::time::timeout(Duration::from_secs(20), latch.await_leadership())
         .await
         .expect("never led again")
         .unwrap();
-    assert!(second.epoch() > first.epoch());
+    assert!(second.fencing_token() > first.fencing_token());
     assert_eq!(owner_of(&observer, second.node_path()).await, session.session_id());
     latch.close().await.unwrap();
     assert!(children(&observer, &path).await.is_empty(), "no node of either session left");

@@ -55,7 +55,7 @@ const MAX_RECONNECT_PAUSE: Duration = Duration::from_secs(5);
 /// knows from any later `Reconnected` whether its holds were lost in between, without having
 /// to see every transition (a count cannot be missed, a channel of every transition could lag
 /// or fill up).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ConnectionState {
     /// Connected on its first session.

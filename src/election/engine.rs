@@ -5,10 +5,10 @@
 //!
 //! A term ends when leadership is lost (under the mutex's [`LossPolicy`](crate::LossPolicy)),
 //! when the leader's work (`lead`) finishes, panics or is interrupted, or when the participant is
-//! closed or dropped; the term is told how first ([`Leadership::lost`]), then our node is
+//! closed or dropped; the term is told how first ([`Leadership::ended`]), then our node is
 //! deleted. After a loss the participant queues again with a new node while the session lives
 //! (Curator's `reset`), so every term, even two of one participant, has its own node and a
-//! greater epoch. A zookeeper-client session cannot be renewed: a participant on a
+//! greater fencing token. A zookeeper-client session cannot be renewed: a participant on a
 //! [`Session`](crate::Session) (or given `rejoin_after_expiry`, which puts its client in one)
 //! queues again on the session's next client, as Curator's do on their framework's new session;
 //! on a plain `Client` the session's end ends it. The stages and their moves are `stage.rs`.
@@ -91,7 +91,7 @@ impl Election {
             let seen = stage.seen();
             self.stage.send_replace(stage);
             self.public.send_if_modified(|public| {
-                let changed = !public.is(&seen);
+                let changed = *public != seen;
                 if changed {
                     *public = seen;
                 }
@@ -286,10 +286,10 @@ where
         election.entered.send_replace(true);
         let leadership = Leadership::new(Arc::clone(guard.held_node()));
         election.update(|stage| stage.lead(&leadership));
-        mutex.label().leadership_taken(&election.id, leadership.epoch());
+        mutex.label().leadership_taken(&election.id, leadership.fencing_token());
         let end = tokio::select! {
             biased;
-            end = leadership.ended() => end,
+            end = leadership.ended_unwatched() => end,
             how = election.leaving() => how,
             // Called inside `caught`, so that a closure that panics when called ends the term
             // as work that panics does.
@@ -310,7 +310,7 @@ where
                 tracing::debug!(target: "zklock", path = election.path(), error = %err.with_causes(), "ending the term")
             }
         }
-        mutex.label().leadership_ended(&election.id, leadership.epoch(), &end);
+        mutex.label().leadership_ended(&election.id, leadership.fencing_token(), &end);
         if election.is_leaving() {
             break None;
         }

@@ -11,8 +11,8 @@ macro_rules! rejoin_option {
         /// handle itself; a zookeeper-client `Client` cannot renew its session): the client goes
         /// into a [`Session`](crate::Session) with `connect`, so `build` needs a tokio runtime.
         /// A failed connect is tried again, backing off up to 5 s, until it succeeds or the
-        /// participant is closed. The lost term's [`Leadership::lost`](crate::Leadership::lost)
-        /// says `SessionExpired`; the next term has a greater epoch.
+        /// participant is closed. The lost term's [`Leadership::ended`](crate::Leadership::ended)
+        /// says `SessionExpired`; the next term has a greater fencing token.
         ///
         /// Built on a [`Session`](crate::Session), a participant does this by default, on the
         /// session's next client, and `connect` is not used (the session connects its own).
@@ -79,7 +79,7 @@ macro_rules! election_handle {
             }
 
             /// Leaves the election for good: ends the current term at once (its
-            /// [`Leadership::lost`](crate::Leadership::lost) resolves with
+            /// [`Leadership::ended`](crate::Leadership::ended) resolves with
             /// [`TermEnd::Closed`](crate::TermEnd::Closed) before our node goes; a selector's work
             /// is dropped), deletes our node and returns once it is gone: ZooKeeper confirmed the
             /// delete, or the session ended, which took the node with it. From the first poll on,

@@ -25,11 +25,11 @@ use crate::rules::naming::LATCH;
 ///
 /// - [`start`](Self::start) joins; a task in the background keeps the participant in the
 ///   election until [`close`](Self::close) (or until the latch is dropped).
-/// - Leadership comes as a [`Leadership`]: its [`lost`](Leadership::lost) signal resolves when it
+/// - Leadership comes as a [`Leadership`]: its [`lost`](Leadership::ended) signal resolves when it
 ///   is lost under the latch's [`LossPolicy`](crate::LossPolicy) (by default once the client
 ///   has been disconnected for a third of the session timeout, before the server can expire the
 ///   session and let another participant lead), and also when the latch is closed or dropped,
-///   with a [`TermEnd`](crate::TermEnd) that says which; its [`epoch`](Leadership::epoch) fences
+///   with a [`TermEnd`](crate::TermEnd) that says which; its [`fencing_token`](Leadership::fencing_token) fences
 ///   what the leader writes.
 /// - After a loss while the session lives (a long disconnection, the node deleted by someone
 ///   else), the latch joins again with a new node at the back of the queue, as Curator's does.
@@ -47,14 +47,14 @@ use crate::rules::naming::LATCH;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// # async fn schedule_jobs(_epoch: i64) {}
+/// # async fn schedule_jobs(_token: i64) {}
 /// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
 /// let latch = LeaderLatch::new(&client, "/app/leader/scheduler", "host-1")?;
 /// latch.start().await?;
 /// let leadership = latch.await_leadership().await?;
 /// tokio::select! {
-///     () = schedule_jobs(leadership.epoch()) => {}
-///     end = leadership.lost() => eprintln!("no longer the leader: {end}"),
+///     () = schedule_jobs(leadership.fencing_token()) => {}
+///     end = leadership.ended() => eprintln!("no longer the leader: {end}"),
 /// }
 /// latch.close().await?;
 /// # Ok(())
@@ -65,7 +65,7 @@ pub struct LeaderLatch {
 }
 
 /// Builds a [`LeaderLatch`] with options; from [`LeaderLatch::builder`].
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct LeaderLatchBuilder {
     mutex: MutexBuilder,
@@ -141,7 +141,7 @@ impl LeaderLatch {
 
     /// Where this latch stands, told at every change: [`ElectionState::Idle`] until it starts,
     /// then [`Queued`](ElectionState::Queued), [`Leading`](ElectionState::Leading) with the term
-    /// (its epoch, its `lost()` signal) and queued again after a loss, and
+    /// (its fencing token, its `ended()` signal) and queued again after a loss, and
     /// [`Left`](ElectionState::Left) once closed, dropped or ended by its session. Curator's
     /// `LeaderLatchListener`, as a value to watch: react to leadership without polling
     /// [`has_leadership`](Self::has_leadership). Sends no request; subscribe before
@@ -160,7 +160,7 @@ impl LeaderLatch {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # async fn schedule_jobs(_epoch: i64) {}
+    /// # async fn schedule_jobs(_token: i64) {}
     /// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
     /// let latch = LeaderLatch::new(&client, "/app/leader/scheduler", "host-1")?;
     /// let mut states = latch.subscribe();
@@ -172,8 +172,8 @@ impl LeaderLatch {
     ///             // Runs while the term lasts: `lost()` resolves however it ends.
     ///             tokio::spawn(async move {
     ///                 tokio::select! {
-    ///                     () = schedule_jobs(term.epoch()) => {}
-    ///                     _ = term.lost() => {}
+    ///                     () = schedule_jobs(term.fencing_token()) => {}
+    ///                     _ = term.ended() => {}
     ///                 }
     ///             });
     ///         }

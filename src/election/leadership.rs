@@ -14,29 +14,29 @@ use crate::hold::held_node::{fenced_writes, HeldNode};
 /// the session expires, the client stays disconnected longer than the
 /// [`LossPolicy`](crate::LossPolicy) allows, or someone deletes the node. It is also given up:
 /// the latch or selector is closed or dropped, the selector's term is interrupted, its work
-/// finishes. [`lost`](Self::lost) resolves the moment this process knows the term is over,
+/// finishes. [`lost`](Self::ended) resolves the moment this process knows the term is over,
 /// whatever ended it, with a [`TermEnd`] that says what did; a loss is known, under the default
 /// policy, before the server can have expired the session and let another participant lead, and
 /// a term given up ends before our node is deleted, so before anyone else can lead.
-/// [`epoch`](Self::epoch) lets the resources a leader writes refuse one that has not noticed yet.
+/// [`fencing_token`](Self::fencing_token) lets the resources a leader writes refuse one that has not noticed yet.
 ///
 /// Clones are the same term. A new term (after a loss, or a selector's next turn) is a new
-/// `Leadership` with a greater epoch.
+/// `Leadership` with a greater fencing token.
 ///
 /// # Examples
 ///
 /// ```no_run
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// # async fn compact_shards(_epoch: i64) {}
+/// # async fn compact_shards(_token: i64) {}
 /// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
 /// let latch = zklock::LeaderLatch::new(&client, "/app/leader/compactor", "host-1")?;
 /// latch.start().await?;
 /// let leadership = latch.await_leadership().await?;
 /// tokio::select! {
-///     // The shards refuse epochs lower than the highest they have seen.
-///     () = compact_shards(leadership.epoch()) => {}
-///     end = leadership.lost() => eprintln!("no longer the leader ({end}); stopped"),
+///     // The shards refuse tokens lower than the highest they have seen.
+///     () = compact_shards(leadership.fencing_token()) => {}
+///     end = leadership.ended() => eprintln!("no longer the leader ({end}); stopped"),
 /// }
 /// latch.close().await?;
 /// # Ok(())
@@ -62,7 +62,7 @@ impl Leadership {
     ///
     /// # Cancel safety
     /// Cancel safe: dropping the future leaves the watch in place for the next call.
-    pub async fn lost(&self) -> TermEnd {
+    pub async fn ended(&self) -> TermEnd {
         if let Some(end) = self.end_reason() {
             return end;
         }
@@ -72,9 +72,9 @@ impl Leadership {
         }
     }
 
-    /// [`lost`](Self::lost) without its node watch, for the election's own task: a term that
+    /// [`ended`](Self::ended) without its node watch, for the election's own task: a term that
     /// nobody asks about costs no request (the watch is set once it has lasted a second).
-    pub(crate) async fn ended(&self) -> TermEnd {
+    pub(crate) async fn ended_unwatched(&self) -> TermEnd {
         tokio::select! {
             reason = self.node.loss_known() => self.end(TermEnd::Lost(reason)),
             end = self.end.told() => end,
@@ -99,15 +99,16 @@ impl Leadership {
 
     /// Whether this term still stands, as far as this process knows: `false` once it is lost or
     /// given up, for good. Never sends a request (a deletion by a third party is seen once the
-    /// node watch is set, by [`lost`](Self::lost) or after a second of leadership).
+    /// node watch is set, by [`lost`](Self::ended) or after a second of leadership).
     pub fn is_held(&self) -> bool {
         self.end.get().is_none() && self.node.is_held()
     }
 
     /// The czxid of the leader's node: strictly increasing from one term to the next, whoever
-    /// leads them, so a resource can remember the highest epoch it has seen and refuse a leader
-    /// whose epoch is lower (a fencing token).
-    pub fn epoch(&self) -> i64 {
+    /// leads them, so a resource can remember the highest token it has seen and refuse a leader
+    /// whose token is lower. The same token as a lock's
+    /// [`LockGuard::fencing_token`](crate::LockGuard::fencing_token).
+    pub fn fencing_token(&self) -> i64 {
         self.node.fencing_token()
     }
 
@@ -119,11 +120,21 @@ impl Leadership {
     fenced_writes!(node);
 }
 
+/// Equal when they are the very same term (clones of one `Leadership`): two terms of one
+/// participant are different terms, with different nodes and tokens.
+impl PartialEq for Leadership {
+    fn eq(&self, other: &Leadership) -> bool {
+        self.is(other)
+    }
+}
+
+impl Eq for Leadership {}
+
 impl fmt::Debug for Leadership {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Leadership")
             .field("node_path", &self.node_path())
-            .field("epoch", &self.epoch())
+            .field("fencing_token", &self.fencing_token())
             .field("is_held", &self.is_held())
             .field("end_reason", &self.end_reason())
             .finish()

@@ -4,7 +4,7 @@ use crate::queue::participant_node::ParticipantNode;
 
 /// One participant of a leader election, as Curator's `Participant`: its id (the data of its
 /// node), whether it leads, and its node.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct ElectionParticipant {
     /// The participant's id: the data of its node, read as UTF-8 (invalid bytes replaced).

@@ -28,8 +28,8 @@ use crate::options::recipe_options;
 /// leadership is lost (under the selector's [`LossPolicy`](crate::LossPolicy)),
 /// [`interrupt_leadership`](Self::interrupt_leadership) is called, or the selector is closed or
 /// dropped (Curator interrupts the leader's thread). Work that must not stop halfway, or runs in
-/// tasks of its own, can watch [`Leadership::lost`] itself, which resolves however the term ends
-/// (its work finishing too), and fence what it writes with [`Leadership::epoch`].
+/// tasks of its own, can watch [`Leadership::ended`] itself, which resolves however the term ends
+/// (its work finishing too), and fence what it writes with [`Leadership::fencing_token`].
 /// A panic in the leader's work, or in `lead` when it is called, ends its term (logged at
 /// `error`), not the selector, as Curator catches what `takeLeadership` throws.
 ///
@@ -51,7 +51,7 @@ use crate::options::recipe_options;
 /// let selector = LeaderSelector::builder(&client, "/app/leader/compactor", "host-1").auto_requeue(true).build()?;
 /// selector
 ///     .start(|leadership| async move {
-///         println!("leading with epoch {}", leadership.epoch());
+///         println!("leading with fencing token {}", leadership.fencing_token());
 ///         // One term: compact for a minute, then give the others a turn.
 ///         tokio::time::sleep(Duration::from_secs(60)).await;
 ///     })
@@ -66,7 +66,7 @@ pub struct LeaderSelector {
 }
 
 /// Builds a [`LeaderSelector`] with options; from [`LeaderSelector::builder`].
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct LeaderSelectorBuilder {
     mutex: MutexBuilder,
@@ -142,7 +142,7 @@ impl LeaderSelector {
     /// Where this selector stands, told at every change: [`ElectionState::Idle`] until it
     /// starts and, without auto-requeue, between a term and [`requeue`](Self::requeue);
     /// [`Queued`](ElectionState::Queued); [`Leading`](ElectionState::Leading) with the term (its
-    /// epoch, its `lost()` signal); [`Left`](ElectionState::Left) once closed, dropped or ended
+    /// fencing token, its `ended()` signal); [`Left`](ElectionState::Left) once closed, dropped or ended
     /// by its session. Sends no request; subscribe before [`start`](Self::start) to see every
     /// state from the first.
     ///
@@ -159,14 +159,14 @@ impl LeaderSelector {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # async fn compact(_epoch: i64) {}
+    /// # async fn compact(_token: i64) {}
     /// # fn announce(_leading: Option<i64>) {}
     /// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
     /// let selector = LeaderSelector::builder(&client, "/app/leader/compactor", "host-1").auto_requeue(true).build()?;
     /// let mut states = selector.subscribe();
-    /// selector.start(|term| async move { compact(term.epoch()).await }).await?;
+    /// selector.start(|term| async move { compact(term.fencing_token()).await }).await?;
     /// while !matches!(*states.borrow_and_update(), ElectionState::Left) {
-    ///     announce(states.borrow().epoch());
+    ///     announce(states.borrow().fencing_token());
     ///     states.changed().await?;
     /// }
     /// # Ok(())
@@ -191,7 +191,7 @@ impl LeaderSelector {
         self.election.requeue()
     }
 
-    /// Ends the current term at once, if this participant leads: its [`Leadership::lost`]
+    /// Ends the current term at once, if this participant leads: its [`Leadership::ended`]
     /// resolves with [`TermEnd::Interrupted`](crate::TermEnd::Interrupted), then the leader's
     /// future is dropped and our node deleted (then, with auto-requeue, the selector queues
     /// again). Does nothing otherwise.

@@ -10,7 +10,7 @@ use crate::election::leadership::Leadership;
 /// A state is published when it changes; a receiver sees the latest one, so a term that began
 /// and ended between two looks can be missed (ask its [`Leadership`] how it ended, if you kept
 /// it). The state moves on from a term once the term has ended: at once when it is given up
-/// (its [`Leadership::lost`] has resolved by then), as soon as the participant has seen it when
+/// (its [`Leadership::ended`] has resolved by then), as soon as the participant has seen it when
 /// it is lost.
 ///
 /// # Examples
@@ -26,7 +26,7 @@ use crate::election::leadership::Leadership;
 /// latch.start().await?;
 /// loop {
 ///     match states.borrow_and_update().clone() {
-///         ElectionState::Leading(leadership) => println!("leading, epoch {}", leadership.epoch()),
+///         ElectionState::Leading(leadership) => println!("leading, fencing token {}", leadership.fencing_token()),
 ///         ElectionState::Left => break,
 ///         _ => println!("not leading"),
 ///     }
@@ -35,7 +35,7 @@ use crate::election::leadership::Leadership;
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ElectionState {
     /// Not in the queue: not started yet, or a selector without auto-requeue whose term ended
@@ -43,8 +43,8 @@ pub enum ElectionState {
     Idle,
     /// In the queue, or joining it (again), waiting to lead.
     Queued,
-    /// Leading: the term, with its [`epoch`](Leadership::epoch) and its
-    /// [`lost`](Leadership::lost) signal.
+    /// Leading: the term, with its [`fencing_token`](Leadership::fencing_token) and its
+    /// [`lost`](Leadership::ended) signal.
     Leading(Leadership),
     /// Left the election for good: closed, dropped, or ended by its session (`close` says
     /// which). The last state; told from the moment the participant starts leaving, while our
@@ -61,16 +61,8 @@ impl ElectionState {
         }
     }
 
-    /// The epoch of the term, while leading.
-    pub fn epoch(&self) -> Option<i64> {
-        self.leadership().map(Leadership::epoch)
-    }
-
-    /// Whether `other` says the same: the same variant, and for a term the very same term.
-    pub(crate) fn is(&self, other: &ElectionState) -> bool {
-        match (self, other) {
-            (ElectionState::Leading(term), ElectionState::Leading(other)) => term.is(other),
-            _ => std::mem::discriminant(self) == std::mem::discriminant(other),
-        }
+    /// The fencing token of the term, while leading.
+    pub fn fencing_token(&self) -> Option<i64> {
+        self.leadership().map(Leadership::fencing_token)
     }
 }

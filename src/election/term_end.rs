@@ -1,4 +1,4 @@
-//! How a term of leadership ended, as [`Leadership::lost`](crate::Leadership::lost) tells it.
+//! How a term of leadership ended, as [`Leadership::ended`](crate::Leadership::ended) tells it.
 
 use std::fmt;
 
@@ -8,7 +8,7 @@ use crate::error::LossReason;
 
 /// Why a term of leadership is over: lost through ZooKeeper, or given up by this process.
 ///
-/// [`Leadership::lost`](crate::Leadership::lost) resolves with it and
+/// [`Leadership::ended`](crate::Leadership::ended) resolves with it and
 /// [`Leadership::end_reason`](crate::Leadership::end_reason) returns it once the term ended,
 /// whatever ended it, so leader work watching the term stops in every case.
 ///
@@ -21,7 +21,7 @@ use crate::error::LossReason;
 /// assert_eq!(end.loss(), Some(LossReason::NodeDeleted));
 /// assert_eq!(TermEnd::Closed.loss(), None);
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TermEnd {
     /// Leadership was lost through ZooKeeper (the session ended, our node was deleted, or the

@@ -19,7 +19,7 @@ pub type HoldFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// [`Leadership`](crate::Leadership) each stand for one node of ours in a queue, and tell the
 /// same things of it. Write code that runs under any of them against this trait (or
 /// `&dyn Hold`); each type's own methods of the same names say the same, and a
-/// [`Leadership`](crate::Leadership)'s own [`lost`](crate::Leadership::lost) tells every end of
+/// [`Leadership`](crate::Leadership)'s own [`lost`](crate::Leadership::ended) tells every end of
 /// the term, not only a loss.
 ///
 /// Sealed: only zklock's holds implement it.
@@ -54,8 +54,8 @@ pub trait Hold: sealed::Sealed + fmt::Debug + Send + Sync {
     }
 
     /// The czxid of our node (with a [`LocalHandoff`](crate::LocalHandoff), counted on per
-    /// holder): strictly increasing from one holder to the next (a fencing token; a
-    /// leadership's epoch). See [`LockGuard::fencing_token`](crate::LockGuard::fencing_token).
+    /// holder): strictly increasing from one holder to the next: a fencing token, for a
+    /// leadership too. See [`LockGuard::fencing_token`](crate::LockGuard::fencing_token).
     fn fencing_token(&self) -> i64 {
         self.holder_token()
     }

@@ -216,7 +216,7 @@ impl InterProcessMultiLock {
 
 /// Builds an [`InterProcessMultiLock`] of one mutex per path, all with the same options; from
 /// [`InterProcessMultiLock::builder`]. The options are every recipe's.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct MultiLockBuilder {
     connection: Connection,

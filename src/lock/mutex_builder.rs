@@ -33,7 +33,7 @@ pub struct MutexBuilder {
 }
 
 /// How lock nodes are named and ordered, which decides who can share a lock with zklock.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum NodeSchema {
     /// Apache Curator's: `_c_{uuid}-lock-{seq}`, ordered by the text after the last `lock-`.

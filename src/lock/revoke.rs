@@ -1,8 +1,9 @@
 //! Asking a holder to give a lock up.
 
-use zookeeper_client::{Client, Error as ZkError};
+use zookeeper_client::Error as ZkError;
 
 use crate::client::retry::retry_transient;
+use crate::client::session::Connection;
 use crate::error::{Error, Result};
 use crate::rules::naming::REVOKE_MARKER;
 
@@ -14,6 +15,8 @@ use crate::rules::naming::REVOKE_MARKER;
 /// whether and when to release.
 ///
 /// Returns `Ok(())` also when the node is already gone (the lock was released meanwhile).
+///
+/// `on` is what every builder takes: a `&Client`, or a `&Session` (its current client).
 ///
 /// # Examples
 ///
@@ -36,7 +39,8 @@ use crate::rules::naming::REVOKE_MARKER;
 /// # Cancel safety
 /// The request is sent on the first poll; dropping the future after that may or may not have
 /// delivered it.
-pub async fn revoke(client: &Client, node_path: &str) -> Result<()> {
+pub async fn revoke(on: impl Into<Connection>, node_path: &str) -> Result<()> {
+    let client = on.into().client();
     match retry_transient(|| client.set_data(node_path, REVOKE_MARKER, None)).await {
         Ok(_) | Err(ZkError::NoNode) => Ok(()),
         Err(err) => Err(Error::zookeeper("revoke", node_path, err)),

@@ -82,7 +82,7 @@ impl InterProcessReadWriteLock {
 
 /// Builds an [`InterProcessReadWriteLock`] with options, the same for both sides; from
 /// [`InterProcessReadWriteLock::builder`].
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct ReadWriteLockBuilder {
     mutex: MutexBuilder,

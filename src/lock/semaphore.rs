@@ -69,7 +69,7 @@ struct Inner {
 /// Builds an [`InterProcessSemaphoreV2`] with options; from [`InterProcessSemaphoreV2::builder`].
 /// The options are every recipe's (ACLs, loss policy, node data); they apply to the lease nodes,
 /// and the ACLs and loss policy also to the semaphore's mutex (`{path}/locks`).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct SemaphoreBuilder {
     connection: Connection,

@@ -122,7 +122,7 @@ impl InterProcessSemaphoreMutex {
 
 /// Builds an [`InterProcessSemaphoreMutex`] with options; from
 /// [`InterProcessSemaphoreMutex::builder`]. The options are every recipe's.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct SemaphoreMutexBuilder {
     semaphore: SemaphoreBuilder,

@@ -3,7 +3,7 @@
 /// One participant of a lock: its node and the data stored in it (for a zklock participant, what
 /// [`MutexBuilder::node_data`](crate::MutexBuilder::node_data) set; for a Curator participant, by
 /// default its host's IP address; for kazoo, its identifier).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct ParticipantNode {
     /// The node's full path.

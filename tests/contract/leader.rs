@@ -53,13 +53,13 @@ impl<E: Election> Held for Term<E> {
     }
     /// A term given up is not lost: pending then, as a released lock's `lost()`.
     async fn lost(&self) -> LossReason {
-        match self.leadership.lost().await.loss() {
+        match self.leadership.ended().await.loss() {
             Some(reason) => reason,
             None => std::future::pending().await,
         }
     }
     fn fencing_token(&self) -> i64 {
-        self.leadership.epoch()
+        self.leadership.fencing_token()
     }
     fn node_paths(&self) -> Vec<String> {
         vec![self.leadership.node_path().to_owned()]

@@ -154,7 +154,7 @@ async fn a_latch_leader_cut_off_for_its_session_timeout_never_leads_beside_anoth
     proxy.blackhole();
     tokio::time::sleep(SHORT_SESSION).await;
     proxy.heal();
-    let end = promptly("a's term ends", term.lost()).await;
+    let end = promptly("a's term ends", term.ended()).await;
     assert!(matches!(end, TermEnd::Lost(reason) if lost_to_a_partition(reason)), "{end}");
     // Whoever leads once the dust settles leads alone, and is the first node on the server.
     let observer = connect().await;
@@ -321,7 +321,7 @@ async fn a_leader_whose_session_expired_never_leads_on_its_old_node() {
     wait_for_children(&observer, &path, 2).await;
     let believers = Believers::watch(vec![latch_belief(&a), latch_belief(&b)]);
     proxy.blackhole();
-    let end = promptly("a's term ends", term.lost()).await;
+    let end = promptly("a's term ends", term.ended()).await;
     assert!(matches!(end, TermEnd::Lost(reason) if lost_to_a_partition(reason)), "{end}");
     promptly("b leads", b.await_leadership()).await.unwrap();
     proxy.heal();
@@ -335,7 +335,7 @@ async fn a_leader_whose_session_expired_never_leads_on_its_old_node() {
     b.close().await.unwrap();
     let next = promptly("a leads once b leaves", a.await_leadership()).await.unwrap();
     assert_ne!(next.node_path(), old_node, "led on the expired session's node");
-    assert!(next.epoch() > term.epoch());
+    assert!(next.fencing_token() > term.fencing_token());
     a.close().await.unwrap();
     assert!(children(&observer, &path).await.is_empty(), "no node left");
 }
@@ -416,7 +416,7 @@ async fn a_selector_whose_term_ended_while_disconnected_leaves_no_node_that_bloc
     wait_for_children(&observer, &path, 2).await;
     proxy.blackhole();
     // Healed as soon as a gives its term up: its session (10 s) still lives on the server.
-    let end = promptly("a's term ends", term.lost()).await;
+    let end = promptly("a's term ends", term.ended()).await;
     proxy.heal();
     assert!(matches!(end, TermEnd::Lost(LossReason::Disconnected { .. })), "{end}");
     eventually("somebody leads on the server", || async {

@@ -54,12 +54,12 @@ pub async fn latch(index: usize, run: &Run, rng: &mut Rng) {
                 // A term that ended before we looked (its end is still being handled, and then
                 // the latch queues again by itself), or the one we were just told we lost:
                 // nobody leads on it, so it is no term of ours. Wait for the latch to see it end.
-                Ok(leadership) if !leadership.is_held() || last_epoch == Some(leadership.epoch()) => {
-                    let _ = tokio::time::timeout(Duration::from_secs(2), leadership.lost()).await;
+                Ok(leadership) if !leadership.is_held() || last_epoch == Some(leadership.fencing_token()) => {
+                    let _ = tokio::time::timeout(Duration::from_secs(2), leadership.ended()).await;
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
                 Ok(leadership) => {
-                    last_epoch = Some(leadership.epoch());
+                    last_epoch = Some(leadership.fencing_token());
                     if !lead(run, index, recipe, leadership, hold_time(rng, LONG_TERM_ONE_IN)).await {
                         break;
                     }
@@ -135,7 +135,7 @@ async fn lead(run: &Run, index: usize, recipe: Recipe, leadership: Leadership, l
     let write = || {
         run.access(index, recipe, writer, || {
             let believed_held = leadership.is_held();
-            vec![Part { resource, node: node.clone(), token: leadership.epoch(), believed_held }]
+            vec![Part { resource, node: node.clone(), token: leadership.fencing_token(), believed_held }]
         })
     };
     let until = term.start + length;
@@ -145,7 +145,7 @@ async fn lead(run: &Run, index: usize, recipe: Recipe, leadership: Leadership, l
         tokio::select! {
             _ = tokio::time::sleep_until(next.into()) => told_lost = !write(),
             // Ends however the term ends (a selector closed as the faults stop too): only a loss counts.
-            end = leadership.lost() => {
+            end = leadership.ended() => {
                 told_lost = end.loss().is_some();
                 term.reason = end.loss();
                 break;
@@ -220,7 +220,7 @@ impl Drop for Term<'_> {
             node,
             start: self.start,
             end,
-            token: self.leadership.epoch(),
+            token: self.leadership.fencing_token(),
             told_lost,
         });
     }
