@@ -59,6 +59,13 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
                 total.expiries += tally.expiries;
             }
             Err(failure) => {
+                // One line for scripts (scripts/explore-mutants records it): how many cases and
+                // seconds the search took, counting the failing case, and the seed replaying it.
+                eprintln!(
+                    "explore: found cases={} seconds={:.1} seed={seed}",
+                    ran + 1,
+                    started.elapsed().as_secs_f64()
+                );
                 eprintln!(
                     "explore: case {ran} (seed {seed}) failed at step {}: {:#?}",
                     failure.step, failure.violations
@@ -70,6 +77,7 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
                     failure.step,
                     failure.violations
                 );
+                eprintln!("explore: broke: {}", failure.violations.first().map_or("", String::as_str));
                 for (index, step) in shrunk.iter().enumerate() {
                     eprintln!("  {index:>2}: {:?}{}", step.op, if step.settle { "" } else { "  (races the next)" });
                 }
