@@ -7,12 +7,19 @@
 //! - among holds believed and standing on the server: one holder per exclusive lock, a writer
 //!   alone but for its own downgrade, at most `MAX_LEASES` leases;
 //! - fencing tokens strictly rise from holder to holder on every exclusive lock;
-//! - no acquire runs past its patience (and what the tasks saw themselves).
+//! - no acquire runs past its patience (and what the tasks saw themselves);
+//! - a `Session`'s `state()`, read late (only at the checks), counts every expiry the explorer
+//!   caused in `Reconnected`'s `expiries`, and says `Lost` while its client's session is expired
+//!   and only then (within a second).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use super::world::MAX_LEASES;
+use zklock::ConnectionState;
+use zookeeper_client::SessionState;
+
+use super::ops::ACTORS;
+use super::world::{On, MAX_LEASES};
 use super::World;
 use crate::common::NOTIFICATION_WINDOW;
 
@@ -50,6 +57,7 @@ impl World {
     pub async fn check(&self, memory: &mut Memory) -> Vec<String> {
         let mut violations = std::mem::take(&mut self.record.lock().unwrap().violations);
         self.check_begun(memory, &mut violations);
+        self.check_session(&mut violations);
         let seen = self.seen(&mut violations);
         let mut exists = HashMap::new();
         for part in &seen {
@@ -124,6 +132,44 @@ impl World {
                 }
             }
             earlier.push((part.began, part.token));
+        }
+    }
+
+    /// What a subscriber to the `Session` actor's `state()` that reads only now learns: a count
+    /// of the sessions lost that is not below those the explorer expired (it cannot tell a loss
+    /// from a plain suspension otherwise, having missed `Lost`), never going down; and a state
+    /// that agrees with the client's on whether the session is lost, within `TOLD_BOUND`.
+    fn check_session(&self, violations: &mut Vec<String>) {
+        let On::Session(view) = &self.actors[ACTORS - 1].on else { return };
+        let mut view = view.lock().unwrap();
+        let state = *view.late_reader.borrow_and_update();
+        let lost_before = |current: i64| view.expired.iter().filter(|id| **id != current).count() as u64;
+        match state {
+            ConnectionState::Reconnected { session_id, expiries } => {
+                let lost = lost_before(session_id);
+                if expiries < lost {
+                    violations.push(format!(
+                        "a late reader of the Session's state() saw Reconnected {{ expiries: {expiries} }} after {lost} of its sessions expired"
+                    ));
+                }
+                if expiries < view.expiries_seen {
+                    violations
+                        .push(format!("the Session's expiries went down from {} to {expiries}", view.expiries_seen));
+                }
+                view.expiries_seen = expiries;
+            }
+            ConnectionState::Connected { session_id } if lost_before(session_id) > 0 => violations
+                .push(format!("the Session says Connected after {} of its sessions expired", lost_before(session_id))),
+            _ => {}
+        }
+        let expired = matches!(view.session.client().state(), SessionState::Expired);
+        if expired == (state == ConnectionState::Lost) {
+            view.at_odds_since = None;
+        } else if view.at_odds_since.get_or_insert_with(Instant::now).elapsed() > TOLD_BOUND {
+            violations.push(format!(
+                "the Session says {state:?} while its client's session is {}, for over {TOLD_BOUND:?}",
+                if expired { "expired" } else { "live" }
+            ));
         }
     }
 

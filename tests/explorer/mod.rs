@@ -95,6 +95,7 @@ impl World {
             Op::Expire { actor, cut_ms } => self.expire(&self.actors[actor], cut_ms).await,
             Op::Cut { actor, ms } => self.cut(&self.actors[actor], ms),
             Op::Heal { actor } => self.heal(&self.actors[actor]),
+            Op::FromExpiredClient => self.session_anew_from_expired_client().await,
         }
     }
 

@@ -120,6 +120,9 @@ pub enum Op {
     Heal {
         actor: usize,
     },
+    /// The `Session` actor's session is made anew by `Session::from_client` from a client whose
+    /// session the explorer expired first (the actor's lock objects with it).
+    FromExpiredClient,
 }
 
 /// An operation and whether the explorer waits for things to settle before the next (else the
@@ -219,19 +222,23 @@ fn motif(rng: &mut Rng, home: usize) -> Vec<Step> {
             ]
         }
         // The `Session` actor waits (or tries) while its session expires and cannot come back
-        // for a while.
+        // for a while, or while it is made anew from an expired client.
         _ => {
             let session = ACTORS - 1;
             let lock = Lock::ALL[rng.usize(..Lock::ALL.len())];
             let holder = (session + 1) % ACTORS;
             let wait = [Wait::Try, Wait::Timeout(4_000)][rng.usize(..2)];
+            let fault = match rng.bool() {
+                true => Op::Expire { actor: session, cut_ms: rng.u64(1_500..3_000) },
+                false => Op::FromExpiredClient,
+            };
             vec![
                 acquire(holder, first, lock),
                 Step {
                     op: Op::Acquire { actor: session, slot: first, lock, wait: Wait::Timeout(4_000) },
                     settle: true,
                 },
-                settled(Op::Expire { actor: session, cut_ms: rng.u64(1_500..3_000) }),
+                settled(fault),
                 settled(Op::Acquire { actor: session, slot: second, lock, wait }),
             ]
         }
@@ -266,7 +273,8 @@ fn op(rng: &mut Rng, focus: &Focus) -> Op {
         88..=91 => Op::Revoke { lock, pick: rng.usize(..8) },
         92..=93 => Op::Expire { actor, cut_ms: [0, rng.u64(300..3_000)][rng.usize(..2)] },
         94..=95 => Op::Cut { actor, ms: rng.u64(300..3_000) },
-        _ => Op::Heal { actor },
+        96..=97 => Op::Heal { actor },
+        _ => Op::FromExpiredClient,
     }
 }
 

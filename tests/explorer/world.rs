@@ -2,13 +2,15 @@
 //! with one object per lock shared by its tasks), the holds they have, and the record of what
 //! the operator and the faults did, which the checks read.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio::sync::watch;
 use zklock::{
-    Connection, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
-    InterProcessSemaphoreV2, Lease, LocalHandoff, LockGuard, MultiLockGuard, Result, Session,
+    Connection, ConnectionState, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
+    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, LocalHandoff, LockGuard, MultiLockGuard, Result,
+    Session,
 };
 use zklock_testcontainers::Proxy;
 use zookeeper_client::Client;
@@ -243,7 +245,28 @@ pub type Shared = Arc<Mutex<Record>>;
 /// What an actor runs on.
 pub enum On {
     Client(Mutex<Client>),
-    Session(Session),
+    /// Replaced when the operator builds it anew from an expired client.
+    Session(Arc<Mutex<SessionView>>),
+}
+
+/// The actor's `Session`, and what a subscriber to its `state()` that reads only at the checks
+/// (late, missing whatever came and went between two) remembers.
+pub struct SessionView {
+    pub session: Session,
+    pub late_reader: watch::Receiver<ConnectionState>,
+    /// The ids of this `Session`'s sessions that the explorer expired.
+    pub expired: HashSet<i64>,
+    /// The `expiries` the late reader saw last.
+    pub expiries_seen: u64,
+    /// Since when its state and its client have disagreed on whether the session is lost.
+    pub at_odds_since: Option<Instant>,
+}
+
+impl SessionView {
+    pub fn new(session: Session, expired: HashSet<i64>) -> SessionView {
+        let late_reader = session.state();
+        SessionView { session, late_reader, expired, expiries_seen: 0, at_odds_since: None }
+    }
 }
 
 /// A session behind a proxy, its lock objects, and its tasks.
@@ -262,18 +285,19 @@ impl Actor {
         let on = if on_session {
             let session = Session::connect(move || {
                 let through = through.clone();
-                async move { Client::connector().with_session_timeout(SESSION_TIMEOUT).connect(&through).await }
+                async move { connect_through(&through).await }
             });
-            On::Session(session.await.expect("the session connects"))
+            let session = session.await.expect("the session connects");
+            On::Session(Arc::new(Mutex::new(SessionView::new(session, HashSet::new()))))
         } else {
             On::Client(Mutex::new(connect_through(&through).await.expect("the client connects")))
         };
         let locks = Arc::new(Mutex::new(Arc::new(match &on {
             On::Client(client) => Locks::new(&*client.lock().unwrap(), paths),
-            On::Session(session) => Locks::new(session, paths),
+            On::Session(view) => Locks::new(&view.lock().unwrap().session, paths),
         })));
         let session = match &on {
-            On::Session(session) => Some(session.clone()),
+            On::Session(view) => Some(Arc::clone(view)),
             On::Client(_) => None,
         };
         let slots =
@@ -285,7 +309,7 @@ impl Actor {
     pub fn client(&self) -> Client {
         match &self.on {
             On::Client(client) => client.lock().unwrap().clone(),
-            On::Session(session) => session.client(),
+            On::Session(view) => view.lock().unwrap().session.client(),
         }
     }
 
@@ -306,6 +330,6 @@ impl Actor {
     }
 }
 
-async fn connect_through(connect_string: &str) -> std::result::Result<Client, zookeeper_client::Error> {
+pub async fn connect_through(connect_string: &str) -> std::result::Result<Client, zookeeper_client::Error> {
     Client::connector().with_session_timeout(SESSION_TIMEOUT).connect(connect_string).await
 }
