@@ -19,10 +19,19 @@ use crate::common::{children, server};
 const REVOCATION_HEARD: Duration = Duration::from_secs(2);
 
 impl World {
-    /// The nodes of `lock`'s holds under way (not re-entries), with who holds each.
+    /// The nodes of `lock`'s holds under way (not re-entries), or of an election's terms, with
+    /// who holds each.
     fn holder_nodes(&self, lock: Lock) -> Vec<(usize, usize, u64, String)> {
         let mut nodes = Vec::new();
         for actor in &self.actors {
+            if let Some((term, _)) = Lock::ELECTIONS
+                .contains(&lock)
+                .then(|| actor.seat(lock).term.lock().unwrap().clone())
+                .flatten()
+                .filter(|(term, _)| term.is_held())
+            {
+                nodes.push((actor.index, 0, 0, term.node_path().to_owned()));
+            }
             for (slot_index, slot) in actor.slots.iter().enumerate() {
                 for hold in slot.state.lock().unwrap().holds.iter().filter(|hold| hold.lock == lock && !hold.reentry) {
                     for part in hold.held.parts() {
@@ -85,7 +94,7 @@ impl World {
     /// cooperative holder does.
     pub async fn revoke(&self, lock: Lock, pick: usize) {
         let holders = self.holder_nodes(lock);
-        if lock == Lock::Multi || holders.is_empty() {
+        if matches!(lock, Lock::Multi | Lock::Latch | Lock::Selector) || holders.is_empty() {
             return;
         }
         let (actor, slot, id, node) = holders[pick % holders.len()].clone();

@@ -15,6 +15,7 @@ use zklock::{
 use zklock_testcontainers::Proxy;
 use zookeeper_client::Client;
 
+use super::election::Seat;
 use super::ops::Lock;
 use super::slot::Slot;
 use crate::common::{server, unique_path};
@@ -37,6 +38,8 @@ pub struct Paths {
     semaphore: String,
     semaphore_mutex: String,
     multi: [String; 2],
+    latch: String,
+    selector: String,
 }
 
 impl Paths {
@@ -48,6 +51,16 @@ impl Paths {
             semaphore: unique_path("explore-semaphore"),
             semaphore_mutex: unique_path("explore-semaphore-mutex"),
             multi: [unique_path("explore-multi-a"), unique_path("explore-multi-b")],
+            latch: unique_path("explore-latch"),
+            selector: unique_path("explore-selector"),
+        }
+    }
+
+    /// The path of an election (`Lock::Latch` or `Lock::Selector`).
+    pub fn election(&self, election: Lock) -> String {
+        match election {
+            Lock::Latch => self.latch.clone(),
+            _ => self.selector.clone(),
         }
     }
 
@@ -60,6 +73,7 @@ impl Paths {
             Lock::Semaphore => vec![format!("{}/locks", self.semaphore)],
             Lock::SemaphoreMutex => vec![format!("{}/locks", self.semaphore_mutex)],
             Lock::Multi => self.multi.to_vec(),
+            Lock::Latch | Lock::Selector => vec![self.election(lock)],
         }
     }
 
@@ -71,6 +85,7 @@ impl Paths {
             dirs.push(format!("{semaphore}/leases"));
         }
         dirs.extend(self.multi.iter().cloned());
+        dirs.extend([self.latch.clone(), self.selector.clone()]);
         dirs
     }
 }
@@ -120,6 +135,7 @@ impl Locks {
             Lock::Semaphore => take!(self.semaphore, Held::Lease),
             Lock::SemaphoreMutex => take!(self.semaphore_mutex, Held::Lease),
             Lock::Multi => take!(self.multi, Held::Multi),
+            Lock::Latch | Lock::Selector => unreachable!("an election is joined, not acquired"),
         })
     }
 }
@@ -236,6 +252,8 @@ pub struct Record {
     /// Counts for the summary.
     pub holds: u64,
     pub passes: u64,
+    /// Terms of leadership begun.
+    pub terms: u64,
     pub deletions: u64,
     pub expiries: u64,
 }
@@ -276,6 +294,8 @@ pub struct Actor {
     pub on: On,
     pub locks: Arc<Mutex<Arc<Locks>>>,
     pub slots: Vec<Slot>,
+    /// Its places in the latch's and the selector's elections.
+    pub seats: [Seat; 2],
 }
 
 impl Actor {
@@ -302,7 +322,8 @@ impl Actor {
         };
         let slots =
             (0..super::ops::SLOTS).map(|slot| Slot::start(index, slot, session.clone(), &locks, record)).collect();
-        Actor { index, proxy, on, locks, slots }
+        let seats = Lock::ELECTIONS.map(Seat::new);
+        Actor { index, proxy, on, locks, slots, seats }
     }
 
     /// The client now.
@@ -311,6 +332,19 @@ impl Actor {
             On::Client(client) => client.lock().unwrap().clone(),
             On::Session(view) => view.lock().unwrap().session.client(),
         }
+    }
+
+    /// What its participants join elections on: the client now, or the `Session`.
+    pub fn connection(&self) -> Connection {
+        match &self.on {
+            On::Client(client) => client.lock().unwrap().clone().into(),
+            On::Session(view) => view.lock().unwrap().session.clone().into(),
+        }
+    }
+
+    /// Its seat in `election`.
+    pub fn seat(&self, election: Lock) -> &Seat {
+        &self.seats[usize::from(election == Lock::Selector)]
     }
 
     /// A plain client whose session ended is replaced (with new lock objects), as a service
