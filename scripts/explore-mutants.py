@@ -1,18 +1,62 @@
-"""The mutants of scripts/explore-mutants: each reverts one fix of a hole found where two
-features meet. A mutant that no longer applies fails loudly: update it with the code."""
+"""The mutants of scripts/explore-mutants, and its results: each mutant reverts one fix of a hole
+found where two features meet. A mutant that no longer applies fails loudly: update it with the
+code.
+  explore-mutants.py list                              the mutants' names, one a line
+  explore-mutants.py apply TREE MUTANT                 breaks TREE's code as MUTANT says
+  explore-mutants.py record README MUTANT LOG SECONDS COMMIT
+                                                       writes MUTANT's row of README's table from
+                                                       the explorer's LOG (its explore: lines)
+"""
+import datetime
+import re
 import sys
-root = sys.argv[1]; which = sys.argv[2]
-def edit(path, old, new):
+
+SESSION = "src/queue/session.rs"
+COHORT = "src/lock/cohort.rs"
+PASSES = "node.is_held() && !node.is_revocation_requested() && !node.is_downgraded()"
+
+# name -> (the item of issue 29, or who found it; the fix that is reverted; its edits, each a
+# file and a text replaced in it)
+MUTANTS = {
+    "ghost-multi": ("1", "a waiter deleted with its predecessor in one `multi` holds (own-node watch sent beside the predecessor's)", []),
+    "handoff-downgrade": ("2", "local handoff after a downgrade", [(COHORT, PASSES, "node.is_held() && !node.is_revocation_requested()")]),
+    "handoff-unwatched": ("3", "local handoff of a node deleted before its watch answered", [
+        (COHORT, "Some(node) => Some(within(deadline, node.watched()).await?),", "Some(_node) => Some(true),")]),
+    "handoff-revoked": ("4", "local handoff of a revoked node", [(COHORT, PASSES, "node.is_held() && !node.is_downgraded()")]),
+    "session-try-waits": ("5", "a try on a `Session` with no live session waits for the next", [
+        (SESSION, "            Source::Session(session) if patience == Patience::NoWait => {\n                let client = session.client();\n"
+         "                (!matches!(ended_session(&client), Some(Error::SessionExpired))).then_some(client)\n            }\n", "")]),
+    # c53e384 reverted: a Session starts as Connected, and follows only its client's changes.
+    "session-from-expired": ("6", "`Session::from_client` given an expired client says `Connected` and never reconnects", [
+        (SESSION, "            Some(SessionEnd::Expired) => ConnectionState::Lost,\n", ""),
+        (SESSION, "    let mut state = states.state();\n    loop {", "    let mut state = SessionState::SyncConnected;\n    loop {")]),
+    # 414c4d4 reverted: Reconnected does not count the sessions lost.
+    "session-expiries-uncounted": ("7", "`Reconnected` does not count the expiries (a late `state()` reader cannot tell a loss)", [
+        (SESSION, "                    expiries += 1;\n", "")]),
+    "session-no-ride-over": ("8", "an acquire on a `Session` fails with the expiry it could ride over", [
+        (SESSION, "matches!((outcome, &self.0), (Err(Error::SessionExpired), Source::Session(_)))",
+         "matches!((outcome, &self.0), (Err(Error::SessionClosed), Source::Client(_))) && false")]),
+    "downgrade-deleted": ("explorer", "a downgrade beside a deleted write node", [
+        ("src/queue/node.rs", "            stands_beside(spec.client, level, replies.beside).await?;", "            let _ = (level, replies.beside);")]),
+    "multi-stale": ("explorer", "a multi-lock returning a lock lost while it waited", [
+        ("src/lock/multi.rs", "            if guards.iter().all(LockGuard::is_held) {", "            if !guards.is_empty() {")]),
+}
+
+
+def edit(root, which, path, old, new):
     p = f"{root}/{path}"
     s = open(p).read()
     assert old in s, (which, path, old[:60])
     open(p, "w").write(s.replace(old, new, 1))
-if which == "ghost-multi":  # issue 29 item 1: the own-node watch sent beside the predecessor's
-    p = f"{root}/src/queue/turn.rs"
-    s = open(p).read()
-    start = s.index("async fn handoff(client: &Client, node: &LockNode, predecessor: &str) -> Result<bool> {")
-    end = s.index("/// What `future` resolves to if it is ready at its first poll.")
-    s = s[:start] + '''async fn handoff(client: &Client, node: &LockNode, predecessor: &str) -> Result<bool> {
+
+
+def apply(root, which):
+    if which == "ghost-multi":  # the own-node watch sent beside the predecessor's
+        p = f"{root}/src/queue/turn.rs"
+        s = open(p).read()
+        start = s.index("async fn handoff(client: &Client, node: &LockNode, predecessor: &str) -> Result<bool> {")
+        end = s.index("/// What `future` resolves to if it is ready at its first poll.")
+        s = s[:start] + '''async fn handoff(client: &Client, node: &LockNode, predecessor: &str) -> Result<bool> {
     let own = client.get_and_watch_data(&node.path);
     let ahead = client.get_and_watch_data(predecessor);
     let own = match own.await {
@@ -37,20 +81,78 @@ if which == "ghost-multi":  # issue 29 item 1: the own-node watch sent beside th
 }
 
 ''' + s[end:]
-    open(p, "w").write(s)
-elif which == "handoff-downgrade":  # item 2
-    edit("src/lock/cohort.rs", "node.is_held() && !node.is_revocation_requested() && !node.is_downgraded()", "node.is_held() && !node.is_revocation_requested()")
-elif which == "handoff-unwatched":  # item 3
-    edit("src/lock/cohort.rs", "Some(node) => Some(within(deadline, node.watched()).await?),", "Some(_node) => Some(true),")
-elif which == "handoff-revoked":  # item 4
-    edit("src/lock/cohort.rs", "node.is_held() && !node.is_revocation_requested() && !node.is_downgraded()", "node.is_held() && !node.is_downgraded()")
-elif which == "session-try-waits":  # item 5
-    edit("src/queue/session.rs", "            Source::Session(session) if patience == Patience::NoWait => {\n                let client = session.client();\n                (!matches!(ended_session(&client), Some(Error::SessionExpired))).then_some(client)\n            }\n", "")
-elif which == "session-no-ride-over":  # item 8
-    edit("src/queue/session.rs", "matches!((outcome, &self.0), (Err(Error::SessionExpired), Source::Session(_)))", "matches!((outcome, &self.0), (Err(Error::SessionClosed), Source::Client(_))) && false")
-elif which == "downgrade-deleted":  # found by the explorer
-    edit("src/queue/node.rs", "            stands_beside(spec.client, level, replies.beside).await?;", "            let _ = (level, replies.beside);")
-elif which == "multi-stale":  # found by the explorer: a multi-lock returns a lock lost meanwhile
-    edit("src/lock/multi.rs", "            if guards.iter().all(LockGuard::is_held) {", "            if !guards.is_empty() {")
-else:
-    raise SystemExit(f"unknown mutation {which}")
+        open(p, "w").write(s)
+    elif which in MUTANTS:
+        for path, old, new in MUTANTS[which][2]:
+            edit(root, which, path, old, new)
+    else:
+        raise SystemExit(f"unknown mutant {which}")
+
+
+BEGIN = "<!-- explore-mutants: begin (written by scripts/explore-mutants; edits here are overwritten) -->"
+END = "<!-- explore-mutants: end -->"
+HEADER = [
+    "| mutant | issue 29 item | fix reverted | found | cases | seconds | seed | shrunk to | what broke | run at |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+]
+
+
+def plain(violation):
+    """A violation without the run's unique paths and timings, so that rows compare."""
+    violation = re.sub(r"/zklock-tests/explore-([a-z-]+?)-\d+-\d+-\d+", r"\1", violation)
+    violation = re.sub(r"/_c_[0-9a-f-]+-(__READ__|__WRIT__|lock-|lease-)?\d+", "/(node)", violation)
+    violation = re.sub(r"\d+(\.\d+)?(ms|µs|ns|s)\b", "…", violation)
+    return violation.replace("|", "/")[:160]
+
+
+def record(readme, which, log, seconds, commit):
+    text = open(log, errors="replace").read()
+    item, fix, _ = MUTANTS[which]
+    found = re.search(r"explore: found cases=(\d+) seconds=([\d.]+) seed=(\d+)", text)
+    if found:
+        cases, took, seed = found.groups()
+        shrunk = re.search(r"explore: shrunk to (\d+) steps", text)
+        broke = re.search(r"explore: broke: (.*)", text)
+        cells = ["yes", cases, f"{float(took):.0f}", seed,
+                 f"{shrunk.group(1)} steps" if shrunk else "(shrinking cut at 180 s)",
+                 plain(broke.group(1)) if broke else ""]
+    else:
+        summary = re.search(r"explore: seed=(\d+) cases=(\d+) steps=\d+ in (\d+)s", text)
+        seed, cases, took = summary.groups() if summary else ("", "", "")
+        why = "no invariant broke" if summary else "the run did not end (cut at 180 s)"
+        cells = ["**no**", cases, took, seed, "", why]
+    today = datetime.date.today().isoformat()
+    row = f"| `{which}` | {item} | {fix} | " + " | ".join(cells) + f" | {commit}, {today} |"
+    s = open(readme).read()
+    head, rest = s.split(BEGIN, 1)
+    block, tail = rest.split(END, 1)
+    rows = {}
+    for line in block.splitlines():
+        name = re.match(r"\| `([a-z-]+)` \|", line)
+        if name:
+            rows[name.group(1)] = line
+    rows[which] = row
+    order = [name for name in MUTANTS if name in rows]
+    lines = [
+        "",
+        f"Each mutant searched for at most {seconds} s, the CI budget (cases counted from one, the "
+        "failing case included; the shrinking within six reruns, all cut at 180 s):",
+        "",
+        *HEADER,
+        *[rows[name] for name in order],
+        "",
+    ]
+    open(readme, "w").write(head + BEGIN + "\n".join(lines) + END + tail)
+    print(row)
+
+
+if __name__ == "__main__":
+    command = sys.argv[1] if len(sys.argv) > 1 else ""
+    if command == "list":
+        print("\n".join(MUTANTS))
+    elif command == "apply":
+        apply(sys.argv[2], sys.argv[3])
+    elif command == "record":
+        record(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6])
+    else:
+        raise SystemExit(__doc__)

@@ -5,11 +5,14 @@
 //! Three actors (two on a plain `Client`, one on a `zklock::Session`), each a session behind its
 //! own proxy with three tasks sharing one object per lock: a mutex, a mutex with local handoff,
 //! both sides of a read-write lock with local handoff, a semaphore of two leases, a semaphore
-//! mutex and a multi-lock. The tasks acquire (try, a timeout, for ever, or dropped mid-way),
-//! release, re-enter, downgrade and watch for loss; the operator deletes holders' and waiters'
-//! nodes (one, a waiter with its predecessor in one transaction, whole queues as `deleteall`
-//! does) and asks holders to let go; sessions expire (and sometimes cannot reconnect for a
-//! while), connections are cut and healed. A quarter of the steps race the next one. The
+//! mutex and a multi-lock; each actor also joins and leaves a leader latch's and a leader
+//! selector's election, whose terms are checked as holds (one leader at a time, epochs rising,
+//! fenced writes never accepted from a stale leader). The tasks acquire (try, a timeout, for
+//! ever, or dropped mid-way), release, re-enter, downgrade and watch for loss; the operator
+//! deletes holders' and waiters' nodes (one, a waiter with its predecessor in one transaction,
+//! whole queues as `deleteall` does) and asks holders to let go; sessions expire (and sometimes
+//! cannot reconnect for a while; the `Session` is made anew from an expired client), connections
+//! are cut and healed. A quarter of the steps race the next one. The
 //! invariants are in `tests/explorer/check.rs`; every case must also leave no node behind.
 //!
 //! Bounded: `ZKLOCK_EXPLORE_SECONDS` (default 60, what CI runs) of cases of `ZKLOCK_EXPLORE_STEPS` steps
@@ -55,10 +58,18 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
                 total.holds += tally.holds;
                 total.passes += tally.passes;
                 total.passes_forgiven += tally.passes_forgiven;
+                total.terms += tally.terms;
                 total.deletions += tally.deletions;
                 total.expiries += tally.expiries;
             }
             Err(failure) => {
+                // One line for scripts (scripts/explore-mutants records it): how many cases and
+                // seconds the search took, counting the failing case, and the seed replaying it.
+                eprintln!(
+                    "explore: found cases={} seconds={:.1} seed={seed}",
+                    ran + 1,
+                    started.elapsed().as_secs_f64()
+                );
                 eprintln!(
                     "explore: case {ran} (seed {seed}) failed at step {}: {:#?}",
                     failure.step, failure.violations
@@ -70,6 +81,7 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
                     failure.step,
                     failure.violations
                 );
+                eprintln!("explore: broke: {}", failure.violations.first().map_or("", String::as_str));
                 for (index, step) in shrunk.iter().enumerate() {
                     eprintln!("  {index:>2}: {:?}{}", step.op, if step.settle { "" } else { "  (races the next)" });
                 }
@@ -84,12 +96,13 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
     // Written to stderr directly, past the test harness's capture, so CI logs always show it.
     let _ = writeln!(
         std::io::stderr(),
-        "explore: seed={first_seed} cases={ran} steps={} in {:.0}s | holds={} passed on={} (forgiven within the notification window={}) operator transactions={} expiries={} | violations=0",
+        "explore: seed={first_seed} cases={ran} steps={} in {:.0}s | holds={} passed on={} (forgiven within the notification window={}) terms led={} operator transactions={} expiries={} | violations=0",
         total.steps,
         started.elapsed().as_secs_f64(),
         total.holds,
         total.passes,
         total.passes_forgiven,
+        total.terms,
         total.deletions,
         total.expiries
     );
@@ -106,4 +119,20 @@ async fn a_sequence_written_by_hand_passes_a_hold_on() {
     let steps = [acquire(0), acquire(1), Step { op: Op::Release { actor: 0, slot: 0, pick: 0 }, settle: true }];
     let tally = run_case(&steps).await.expect("no invariant breaks");
     assert_eq!((tally.holds, tally.passes), (2, 1), "{tally:?}");
+}
+
+/// The same for elections: two actors in each, the first leader's node deleted, so the other
+/// leads next; a run that reports no term is known to be the generator's luck.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sequence_written_by_hand_elects_one_leader_after_another() {
+    use explorer::ops::{Deletion, Lock, Op, Step};
+    let settled = |op| Step { op, settle: true };
+    let mut steps = Vec::new();
+    for election in Lock::ELECTIONS {
+        steps.push(settled(Op::Elect { actor: 0, election }));
+        steps.push(settled(Op::Elect { actor: 1, election }));
+        steps.push(settled(Op::Delete { lock: election, how: Deletion::Holder, pick: 0 }));
+    }
+    let tally = run_case(&steps).await.expect("no invariant breaks");
+    assert!(tally.terms >= 4, "{tally:?}");
 }

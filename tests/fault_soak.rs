@@ -293,7 +293,7 @@ async fn every_recipe_keeps_its_rule_through_faults() {
          waiters={}, of which with their predecessor={} whole queues={}; deletions forgiven={} passes forgiven={}) | losses signalled={} reconnects={} fenced after loss={stale_after_loss} | most \
          at once: readers={readers} leases={leases} | on a Session (client {}): acq={} on {} sessions | \
          violations={violations} (conflicts={} unrecovered={} orphans={} unforgiven deletions={} by zklock-history={}) | \
-         history {} ({} holds) | recovery {:.1}s",
+         history {} ({} invokes, {} holds) | recovery {:.1}s",
         faults_took.as_secs_f64(),
         SESSION_TIMEOUT.as_secs(),
         per_recipe.join(" | "),
@@ -320,6 +320,7 @@ async fn every_recipe_keeps_its_rule_through_faults() {
         unforgiven.len(),
         history.violations.len(),
         history_path.display(),
+        history.invokes,
         history.holds,
         recovery_took.as_secs_f64(),
     );
@@ -359,8 +360,9 @@ async fn hold_together(run: &Run, recipe: Recipe, parties: usize, deadline: Inst
         let client = run.slots[index].client().await;
         let locks = Locks::new(&client, &run.paths);
         let patience = deadline.saturating_duration_since(Instant::now()).max(Duration::from_secs(5));
+        let invoked = Instant::now();
         match locks.acquire_timeout(recipe, patience).await {
-            Ok(Some(held)) => holds.push((index, held)),
+            Ok(Some(held)) => holds.push((index, held, invoked)),
             Ok(None) => return Err(format!("client {index} could not take it beside {}", holds.len())),
             Err(err) => return Err(format!("client {index}: {err}")),
         }
@@ -368,9 +370,10 @@ async fn hold_together(run: &Run, recipe: Recipe, parties: usize, deadline: Inst
     let start = Instant::now();
     tokio::time::sleep(Duration::from_millis(10)).await;
     let end = Instant::now();
-    let history = holds.iter().flat_map(|(index, held)| held.sections(*index, recipe, start, end, false));
+    let history =
+        holds.iter().flat_map(|(index, held, invoked)| held.sections(*index, recipe, *invoked, start, end, false));
     run.history.lock().unwrap().extend(history);
-    for (index, held) in holds {
+    for (index, held, _) in holds {
         held.release().await.map_err(|err| format!("client {index} releasing: {err}"))?;
     }
     Ok(())
@@ -381,6 +384,7 @@ async fn hold_together(run: &Run, recipe: Recipe, parties: usize, deadline: Inst
 async fn told_of_a_deletion(run: &Run, recipe: Recipe, deadline: Instant) -> Result<(), String> {
     let (client, operator) = (run.slots[0].client().await, run.slots[1].client().await);
     let patience = deadline.saturating_duration_since(Instant::now()).max(Duration::from_secs(5));
+    let invoked = Instant::now();
     let held = match Locks::new(&client, &run.paths).acquire_timeout(recipe, patience).await {
         Ok(Some(held)) => held,
         Ok(None) => return Err("could not take it".to_owned()),
@@ -391,7 +395,7 @@ async fn told_of_a_deletion(run: &Run, recipe: Recipe, deadline: Instant) -> Res
     operator::delete_held(&operator, run, &nodes[0]).await;
     let told = tokio::time::timeout(Duration::from_secs(10), held.lost()).await.is_ok();
     let end = Instant::now();
-    run.history.lock().unwrap().extend(held.sections(0, recipe, start, end, told));
+    run.history.lock().unwrap().extend(held.sections(0, recipe, invoked, start, end, told));
     // The release reports the loss.
     let _ = held.release().await;
     if !told {

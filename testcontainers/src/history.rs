@@ -5,6 +5,9 @@
 //! this checker; the `zklock-history` command checks a file a user's own run wrote.
 //!
 //! An event is an object on one line:
+//! - `{"at_us": 100, "client": "a", "resource": "/locks/x", "event": "invoke"}`: an acquire
+//!   began (optional: a history written before invokes existed, or by a writer that leaves them
+//!   out, is checked without them);
 //! - `{"at_us": 120, "client": "a", "resource": "/locks/x", "mode": "exclusive", "event": "ok", "token": 42}`:
 //!   a hold began (`mode`: `"exclusive"`, `"shared"` for readers, or `"lease:N"` for a semaphore of
 //!   `N` leases);
@@ -15,9 +18,12 @@
 //! `release` or `loss` (a hold never closed runs past the end of the history); fencing tokens that
 //! strictly rise from one exclusive hold to the next; and fenced writes that behave as a
 //! register that refuses stale tokens: every accepted token at or above every token accepted
-//! before it, every refused one below one accepted before it.
+//! before it, every refused one below one accepted before it. A client that writes invokes for a
+//! resource must write one before each of its `ok`s there: an `ok` with no invoke open before
+//! it (none, or one already answered, or the invoke written later than the `ok`) is reported,
+//! since its hold cannot have begun before its acquire did.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// How holds of one resource may overlap.
@@ -52,6 +58,8 @@ impl Mode {
 /// What happened.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// An acquire began (its `ok`, if it holds, comes after).
+    Invoke,
     /// A hold began.
     Ok {
         /// How it may share its resource.
@@ -91,6 +99,7 @@ impl Event {
         let mut line = serde_json::json!({ "at_us": self.at_us, "client": self.client, "resource": self.resource });
         let fields = line.as_object_mut().expect("an object");
         match &self.kind {
+            Kind::Invoke => drop(fields.insert("event".into(), "invoke".into())),
             Kind::Ok { mode, token } => {
                 fields.insert("event".into(), "ok".into());
                 fields.insert("mode".into(), mode.name().into());
@@ -113,6 +122,7 @@ impl Event {
         let text = |name: &str| value[name].as_str().map(str::to_owned).ok_or(format!("no string \"{name}\""));
         let number = |name: &str| value[name].as_i64().ok_or(format!("no integer \"{name}\""));
         let kind = match text("event")?.as_str() {
+            "invoke" => Kind::Invoke,
             "ok" => {
                 let mode = Mode::parse(&text("mode")?).ok_or("\"mode\" is not exclusive, shared or lease:N")?;
                 Kind::Ok { mode, token: number("token")? }
@@ -154,6 +164,8 @@ pub struct Report {
     pub holds: usize,
     /// Fenced writes seen.
     pub writes: usize,
+    /// Acquires begun (invokes) seen.
+    pub invokes: usize,
     /// The rules broken, in time order.
     pub violations: Vec<Violation>,
 }
@@ -168,11 +180,26 @@ struct Section<'a> {
 }
 
 /// Checks `events` (in any order: they are sorted by time, a hold's end before another's
-/// beginning at the same instant) against the rules in the module docs.
+/// beginning at the same instant, an invoke before its `ok` at the same instant) against the
+/// rules in the module docs.
 pub fn check(events: &[Event]) -> Report {
     let mut order: Vec<&Event> = events.iter().collect();
-    order.sort_by_key(|event| (event.at_us, !matches!(event.kind, Kind::Release | Kind::Loss)));
+    order.sort_by_key(|event| {
+        let rank = match event.kind {
+            Kind::Release | Kind::Loss => 0,
+            Kind::Invoke => 1,
+            _ => 2,
+        };
+        (event.at_us, rank)
+    });
     let mut report = Report::default();
+    // Who writes invokes, per resource: only their `ok`s must follow one.
+    let invoking: BTreeSet<(&str, &str)> = events
+        .iter()
+        .filter(|event| event.kind == Kind::Invoke)
+        .map(|event| (event.resource.as_str(), event.client.as_str()))
+        .collect();
+    let mut invoked: BTreeSet<(&str, &str)> = BTreeSet::new();
     let mut by_resource: BTreeMap<&str, Vec<Section<'_>>> = BTreeMap::new();
     let mut open: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     let mut register: BTreeMap<&str, i64> = BTreeMap::new();
@@ -180,7 +207,16 @@ pub fn check(events: &[Event]) -> Report {
         let (resource, client) = (event.resource.as_str(), event.client.as_str());
         let violation = |what: String| Violation { at_us: event.at_us, resource: resource.to_owned(), what };
         match &event.kind {
+            Kind::Invoke => {
+                report.invokes += 1;
+                invoked.insert((resource, client));
+            }
             Kind::Ok { mode, token } => {
+                if invoking.contains(&(resource, client)) && !invoked.remove(&(resource, client)) {
+                    report.violations.push(violation(format!(
+                        "{client}'s hold with token {token} began with no acquire invoked before it"
+                    )));
+                }
                 let sections = by_resource.entry(resource).or_default();
                 open.insert((resource, client), sections.len());
                 sections.push(Section { client, mode: *mode, token: *token, start: event.at_us, end: u64::MAX });
@@ -311,5 +347,40 @@ mod tests {
         let leases = [ok(0, "a", Mode::Leases(2), 1), ok(1, "b", Mode::Leases(2), 2), ok(2, "c", Mode::Leases(2), 3)];
         assert_eq!(check(&leases).violations.len(), 1);
         assert!(Event::from_line("{\"event\": \"ok\"}").is_err());
+    }
+
+    #[test]
+    fn an_ok_needs_an_invoke_before_it_once_its_client_writes_invokes() {
+        let history = [
+            event(0, "a", Kind::Invoke),
+            ok(3, "a", Mode::Exclusive, 1),
+            event(4, "a", Kind::Release),
+            // An acquire that timed out: an invoke with no ok is fine.
+            event(5, "a", Kind::Invoke),
+            event(6, "a", Kind::Invoke),
+            ok(6, "a", Mode::Exclusive, 2),
+            event(7, "a", Kind::Release),
+            // A client that writes no invokes is checked as before.
+            ok(8, "b", Mode::Exclusive, 3),
+            event(9, "b", Kind::Release),
+        ];
+        let report = check(&history);
+        assert!(report.violations.is_empty(), "{:?}", report.violations);
+        assert_eq!((report.holds, report.invokes), (3, 3));
+        assert_eq!(Event::from_line(&history[0].to_line()).unwrap(), history[0]);
+
+        let broken = [
+            event(0, "a", Kind::Invoke),
+            ok(1, "a", Mode::Exclusive, 1),
+            event(2, "a", Kind::Release),
+            // Its second ok with no second invoke, and a third whose invoke came after it.
+            ok(3, "a", Mode::Exclusive, 2),
+            event(4, "a", Kind::Release),
+            ok(5, "a", Mode::Exclusive, 3),
+            event(6, "a", Kind::Invoke),
+        ];
+        let found: Vec<String> = check(&broken).violations.iter().map(|violation| violation.what.clone()).collect();
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(found.iter().all(|what| what.contains("no acquire invoked before it")), "{found:#?}");
     }
 }

@@ -7,18 +7,31 @@
 //! - among holds believed and standing on the server: one holder per exclusive lock, a writer
 //!   alone but for its own downgrade, at most `MAX_LEASES` leases;
 //! - fencing tokens strictly rise from holder to holder on every exclusive lock;
-//! - no acquire runs past its patience (and what the tasks saw themselves).
+//! - no acquire runs past its patience (and what the tasks saw themselves);
+//! - a `Session`'s `state()`, read late (only at the checks), counts every expiry the explorer
+//!   caused in `Reconnected`'s `expiries`, and says `Lost` while its client's session is expired
+//!   and only then (within a second);
+//! - elections as holds: one leader at a time (a term believed on a node that stands), epochs
+//!   rising, no term on a node deleted before it began, and every leader's fenced write
+//!   (`Leadership::commit`) accepted in epoch order: none of a stale leader after a newer one's.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use super::world::MAX_LEASES;
+use zklock::ConnectionState;
+use zookeeper_client::SessionState;
+
+use super::ops::{ACTORS, SLOTS};
+use super::world::{On, MAX_LEASES};
 use super::World;
 use crate::common::NOTIFICATION_WINDOW;
 
 /// How long a holder whose node is watched may go on believing in a node that was deleted, or
 /// in a session that expired: far above a notification's delay (`tests/handoff_window.rs`).
 const TOLD_BOUND: Duration = Duration::from_secs(1);
+
+/// When a term's node is watched: its election sets the watch once it has lasted a second.
+const TERM_WATCHED: Duration = Duration::from_secs(1);
 
 /// One node of one hold standing now, as its holder sees it.
 struct Seen {
@@ -44,12 +57,15 @@ pub struct Memory {
     /// Nodes each task has held: one it holds again is a re-entry (its earlier guard may be on
     /// its way out, released from outside the task, as the new one re-enters).
     held_by: HashSet<((usize, usize), String)>,
+    /// Election path -> the highest epoch a fenced write was accepted with.
+    fenced: HashMap<String, i64>,
 }
 
 impl World {
     pub async fn check(&self, memory: &mut Memory) -> Vec<String> {
         let mut violations = std::mem::take(&mut self.record.lock().unwrap().violations);
         self.check_begun(memory, &mut violations);
+        self.check_session(&mut violations);
         let seen = self.seen(&mut violations);
         let mut exists = HashMap::new();
         for part in &seen {
@@ -58,6 +74,7 @@ impl World {
                 exists.insert(part.node.clone(), found);
             }
         }
+        self.fenced_writes(memory, &mut violations).await;
         let now = Instant::now();
         let record = self.record.lock().unwrap();
         for part in seen.iter().filter(|part| part.believed && !exists[&part.node]) {
@@ -81,6 +98,34 @@ impl World {
         let standing: Vec<&Seen> = seen.iter().filter(|part| part.believed && exists[&part.node]).collect();
         violations.extend(exclusion(&standing));
         violations
+    }
+
+    /// Every leader that believes it leads writes through its term's fence: the server accepts
+    /// it only while the leader's node exists, and must never accept a lower epoch after a
+    /// higher one (a stale leader writing after the next).
+    async fn fenced_writes(&self, memory: &mut Memory, violations: &mut Vec<String>) {
+        for actor in &self.actors {
+            for seat in &actor.seats {
+                let Some((term, _)) = seat.term.lock().unwrap().clone().filter(|(term, _)| term.is_held()) else {
+                    continue;
+                };
+                let path = self.paths.election(seat.election);
+                let mut write = term.multi_writer();
+                write.add_check_version(&path, -1).unwrap();
+                if term.commit(write).await.is_ok() {
+                    let highest = memory.fenced.entry(path.clone()).or_insert(term.epoch());
+                    if term.epoch() < *highest {
+                        violations.push(format!(
+                            "actor {}: a fenced write of {:?}'s leader with epoch {} accepted after one with epoch {highest}",
+                            actor.index,
+                            seat.election,
+                            term.epoch()
+                        ));
+                    }
+                    *highest = (*highest).max(term.epoch());
+                }
+            }
+        }
     }
 
     /// The holds begun since the last check: none on a node deleted or asked back before it
@@ -127,6 +172,44 @@ impl World {
         }
     }
 
+    /// What a subscriber to the `Session` actor's `state()` that reads only now learns: a count
+    /// of the sessions lost that is not below those the explorer expired (it cannot tell a loss
+    /// from a plain suspension otherwise, having missed `Lost`), never going down; and a state
+    /// that agrees with the client's on whether the session is lost, within `TOLD_BOUND`.
+    fn check_session(&self, violations: &mut Vec<String>) {
+        let On::Session(view) = &self.actors[ACTORS - 1].on else { return };
+        let mut view = view.lock().unwrap();
+        let state = *view.late_reader.borrow_and_update();
+        let lost_before = |current: i64| view.expired.iter().filter(|id| **id != current).count() as u64;
+        match state {
+            ConnectionState::Reconnected { session_id, expiries } => {
+                let lost = lost_before(session_id);
+                if expiries < lost {
+                    violations.push(format!(
+                        "a late reader of the Session's state() saw Reconnected {{ expiries: {expiries} }} after {lost} of its sessions expired"
+                    ));
+                }
+                if expiries < view.expiries_seen {
+                    violations
+                        .push(format!("the Session's expiries went down from {} to {expiries}", view.expiries_seen));
+                }
+                view.expiries_seen = expiries;
+            }
+            ConnectionState::Connected { session_id } if lost_before(session_id) > 0 => violations
+                .push(format!("the Session says Connected after {} of its sessions expired", lost_before(session_id))),
+            _ => {}
+        }
+        let expired = matches!(view.session.client().state(), SessionState::Expired);
+        if expired == (state == ConnectionState::Lost) {
+            view.at_odds_since = None;
+        } else if view.at_odds_since.get_or_insert_with(Instant::now).elapsed() > TOLD_BOUND {
+            violations.push(format!(
+                "the Session says {state:?} while its client's session is {}, for over {TOLD_BOUND:?}",
+                if expired { "expired" } else { "live" }
+            ));
+        }
+    }
+
     /// Every node of every hold, and acquires past their patience.
     fn seen(&self, violations: &mut Vec<String>) -> Vec<Seen> {
         let mut seen = Vec::new();
@@ -152,6 +235,17 @@ impl World {
                             believed: part.believed,
                         });
                     }
+                }
+            }
+            for (index, seat) in actor.seats.iter().enumerate() {
+                if let Some((term, began)) = &*seat.term.lock().unwrap() {
+                    seen.push(Seen {
+                        who: (actor.index, SLOTS + index),
+                        began: *began,
+                        watched: Some(*began + TERM_WATCHED),
+                        node: term.node_path().to_owned(),
+                        believed: term.is_held(),
+                    });
                 }
             }
         }

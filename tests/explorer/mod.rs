@@ -1,9 +1,11 @@
 //! The parts of the explorer (`tests/explore.rs`), one concept per file: the operations and
 //! their generator (`ops.rs`), the world they act on (`world.rs`), an actor's task
-//! (`slot.rs`), the operator and the faults (`operator.rs`), the invariants (`check.rs`); here,
+//! (`slot.rs`), its places in the elections (`election.rs`), the operator and the faults
+//! (`operator.rs`), the invariants (`check.rs`); here,
 //! one case run from its steps, and the shrinking of a failing one.
 
 pub mod check;
+pub mod election;
 pub mod operator;
 pub mod ops;
 pub mod slot;
@@ -41,6 +43,7 @@ pub struct Tally {
     pub holds: u64,
     pub passes: u64,
     pub passes_forgiven: u64,
+    pub terms: u64,
     pub deletions: u64,
     pub expiries: u64,
 }
@@ -90,11 +93,22 @@ impl World {
                 }
                 actor.slots[slot].give(op, cut);
             }
+            Op::Elect { actor, election } => {
+                let actor = &self.actors[actor];
+                let cut = self.record.lock().unwrap().cut.get(&actor.index).copied().unwrap_or(false);
+                if !cut {
+                    actor.renew_if_ended(&self.paths).await;
+                }
+                let who = (actor.index, ops::SLOTS + usize::from(election == ops::Lock::Selector));
+                actor.seat(election).join(actor.connection(), &self.paths, who, &self.record).await;
+            }
+            Op::Resign { actor, election, interrupt } => self.actors[actor].seat(election).leave(interrupt),
             Op::Delete { lock, how, pick } => self.delete(lock, how, pick).await,
             Op::Revoke { lock, pick } => self.revoke(lock, pick).await,
             Op::Expire { actor, cut_ms } => self.expire(&self.actors[actor], cut_ms).await,
             Op::Cut { actor, ms } => self.cut(&self.actors[actor], ms),
             Op::Heal { actor } => self.heal(&self.actors[actor]),
+            Op::FromExpiredClient => self.session_anew_from_expired_client().await,
         }
     }
 
@@ -103,6 +117,9 @@ impl World {
     async fn finish(&self) -> Vec<String> {
         for actor in &self.actors {
             self.heal(actor);
+        }
+        for seat in self.actors.iter().flat_map(|actor| &actor.seats) {
+            let _ = tokio::time::timeout(DRAINED_WITHIN, seat.close()).await;
         }
         let mut holds = Vec::new();
         for slot in self.actors.iter().flat_map(|actor| &actor.slots) {
@@ -161,6 +178,7 @@ pub async fn run_case(steps: &[Step]) -> Result<Tally, Failure> {
         holds: record.holds,
         passes: record.passes,
         passes_forgiven: memory.passes_forgiven,
+        terms: record.terms,
         deletions: record.deletions,
         expiries: record.expiries,
     };

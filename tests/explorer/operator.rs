@@ -1,25 +1,37 @@
 //! The operations that are not a task's: the operator deleting queue nodes (one, a waiter with
 //! the node it waits for in one transaction, a whole queue as `deleteall` does), revocation
-//! requests answered by their holders, and the faults (expiry, cut, heal).
+//! requests answered by their holders, and the faults (expiry, cut, heal, a `Session` made
+//! from an expired client).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zklock_testcontainers::expire_session;
+use zklock::{ConnectionState, Session};
+use zklock_testcontainers::{expire_session, Proxy};
 
-use super::ops::{Deletion, Lock};
-use super::world::{Actor, Held};
+use super::ops::{Deletion, Lock, ACTORS};
+use super::world::{connect_through, Actor, Held, Locks, On, SessionView};
 use super::World;
-use crate::common::children;
+use crate::common::{children, server};
 
 /// How long a holder asked to let go may take to hear it.
 const REVOCATION_HEARD: Duration = Duration::from_secs(2);
 
 impl World {
-    /// The nodes of `lock`'s holds under way (not re-entries), with who holds each.
+    /// The nodes of `lock`'s holds under way (not re-entries), or of an election's terms, with
+    /// who holds each.
     fn holder_nodes(&self, lock: Lock) -> Vec<(usize, usize, u64, String)> {
         let mut nodes = Vec::new();
         for actor in &self.actors {
+            if let Some((term, _)) = Lock::ELECTIONS
+                .contains(&lock)
+                .then(|| actor.seat(lock).term.lock().unwrap().clone())
+                .flatten()
+                .filter(|(term, _)| term.is_held())
+            {
+                nodes.push((actor.index, 0, 0, term.node_path().to_owned()));
+            }
             for (slot_index, slot) in actor.slots.iter().enumerate() {
                 for hold in slot.state.lock().unwrap().holds.iter().filter(|hold| hold.lock == lock && !hold.reentry) {
                     for part in hold.held.parts() {
@@ -82,7 +94,7 @@ impl World {
     /// cooperative holder does.
     pub async fn revoke(&self, lock: Lock, pick: usize) {
         let holders = self.holder_nodes(lock);
-        if lock == Lock::Multi || holders.is_empty() {
+        if matches!(lock, Lock::Multi | Lock::Latch | Lock::Selector) || holders.is_empty() {
             return;
         }
         let (actor, slot, id, node) = holders[pick % holders.len()].clone();
@@ -119,6 +131,9 @@ impl World {
         let client = actor.client();
         self.saw_cut(actor);
         if expire_session(&client, &actor.proxy).await.is_ok() {
+            if let On::Session(view) = &actor.on {
+                view.lock().unwrap().expired.insert(client.session_id().0);
+            }
             let mut record = self.record.lock().unwrap();
             record.expiries += 1;
             record.expired.insert(actor.index, Instant::now());
@@ -126,6 +141,41 @@ impl World {
         if cut_ms > 0 {
             self.cut(actor, cut_ms);
         }
+    }
+
+    /// Makes the `Session` actor's session anew with `Session::from_client`, from a client whose
+    /// session was expired first (behind a proxy of its own, so that the actor's connection is
+    /// not cut): it must say `Lost` from the start and connect the next session through the
+    /// actor's proxy (issue 29, item 6). The actor's lock objects are made anew on it; its
+    /// tasks' holds stay on the sessions they were taken on.
+    pub async fn session_anew_from_expired_client(&self) {
+        let actor = &self.actors[ACTORS - 1];
+        let On::Session(view) = &actor.on else { return };
+        let Ok(aside) = Proxy::start(server().address()) else { return };
+        let Ok(Ok(client)) =
+            tokio::time::timeout(Duration::from_secs(2), connect_through(&aside.connect_string())).await
+        else {
+            return;
+        };
+        if expire_session(&client, &aside).await.is_err() {
+            return;
+        }
+        let expired = client.session_id().0;
+        let through = actor.proxy.connect_string();
+        let session = Session::from_client(client, move || {
+            let through = through.clone();
+            async move { connect_through(&through).await }
+        })
+        .expect("in a runtime");
+        let told = *session.state().borrow();
+        let mut record = self.record.lock().unwrap();
+        if told != ConnectionState::Lost {
+            record.violations.push(format!("a Session made from a client whose session had expired says {told:?}"));
+        }
+        record.expiries += 1;
+        drop(record);
+        *actor.locks.lock().unwrap() = Arc::new(Locks::new(&session, &self.paths));
+        *view.lock().unwrap() = SessionView::new(session, HashSet::from([expired]));
     }
 
     /// Cuts `actor`'s proxy, and heals it after `ms` unless a later cut or heal came first.

@@ -28,11 +28,17 @@ pub enum Lock {
     SemaphoreMutex,
     /// A multi-lock over two paths of its own.
     Multi,
+    /// A leader latch's election (not acquired by tasks: each actor joins it, `Op::Elect`).
+    Latch,
+    /// A leader selector's election, with auto-requeue.
+    Selector,
 }
 
 impl Lock {
     pub const ALL: [Lock; 7] =
         [Lock::Mutex, Lock::HandoffMutex, Lock::Write, Lock::Read, Lock::Semaphore, Lock::SemaphoreMutex, Lock::Multi];
+
+    pub const ELECTIONS: [Lock; 2] = [Lock::Latch, Lock::Selector];
 
     /// Whether the same task acquiring it again re-enters its hold.
     pub fn reentrant(self) -> bool {
@@ -120,6 +126,21 @@ pub enum Op {
     Heal {
         actor: usize,
     },
+    /// The actor joins the election (`Lock::Latch` or `Lock::Selector`), unless in it.
+    Elect {
+        actor: usize,
+        election: Lock,
+    },
+    /// The actor leaves the election (closes its participant); a selector may instead have its
+    /// term interrupted (`interrupt`), and queue again.
+    Resign {
+        actor: usize,
+        election: Lock,
+        interrupt: bool,
+    },
+    /// The `Session` actor's session is made anew by `Session::from_client` from a client whose
+    /// session the explorer expired first (the actor's lock objects with it).
+    FromExpiredClient,
 }
 
 /// An operation and whether the explorer waits for things to settle before the next (else the
@@ -137,7 +158,8 @@ pub struct Step {
 pub fn generate(rng: &mut Rng, len: usize) -> Vec<Step> {
     let any = |rng: &mut Rng| Lock::ALL[rng.usize(..Lock::ALL.len())];
     let first = if rng.bool() { [Lock::HandoffMutex, Lock::Write][rng.usize(..2)] } else { any(rng) };
-    let focus = Focus { locks: [first, any(rng)], actor: rng.usize(..ACTORS) };
+    let election = (rng.u8(..4) == 0).then(|| Lock::ELECTIONS[rng.usize(..2)]);
+    let focus = Focus { locks: [first, any(rng)], actor: rng.usize(..ACTORS), election };
     let mut steps = Vec::with_capacity(len);
     while steps.len() < len {
         if rng.u8(..3) == 0 {
@@ -162,7 +184,7 @@ fn motif(rng: &mut Rng, home: usize) -> Vec<Step> {
     let long = Wait::Timeout(3_000);
     let handoff = [Lock::HandoffMutex, Lock::Write][rng.usize(..2)];
     let acquire = |actor, slot, lock| settled(Op::Acquire { actor, slot, lock, wait: long });
-    match rng.u8(..7) {
+    match rng.u8(..8) {
         // Two tasks of one actor in the line of a lock with local handoff; the holder lets go.
         0 => vec![
             acquire(home, first, handoff),
@@ -218,20 +240,37 @@ fn motif(rng: &mut Rng, home: usize) -> Vec<Step> {
                 settled(Op::Release { actor: home, slot: first, pick: 0 }),
             ]
         }
+        // Every actor in an election; the leader's node is deleted, then an actor's session
+        // expires.
+        6 => {
+            let election = Lock::ELECTIONS[rng.usize(..2)];
+            let elect = |actor| settled(Op::Elect { actor, election });
+            vec![
+                elect(home),
+                elect(other),
+                elect((other + 1) % ACTORS),
+                settled(Op::Delete { lock: election, how: Deletion::Holder, pick: 0 }),
+                settled(Op::Expire { actor: home, cut_ms: 0 }),
+            ]
+        }
         // The `Session` actor waits (or tries) while its session expires and cannot come back
-        // for a while.
+        // for a while, or while it is made anew from an expired client.
         _ => {
             let session = ACTORS - 1;
             let lock = Lock::ALL[rng.usize(..Lock::ALL.len())];
             let holder = (session + 1) % ACTORS;
             let wait = [Wait::Try, Wait::Timeout(4_000)][rng.usize(..2)];
+            let fault = match rng.bool() {
+                true => Op::Expire { actor: session, cut_ms: rng.u64(1_500..3_000) },
+                false => Op::FromExpiredClient,
+            };
             vec![
                 acquire(holder, first, lock),
                 Step {
                     op: Op::Acquire { actor: session, slot: first, lock, wait: Wait::Timeout(4_000) },
                     settle: true,
                 },
-                settled(Op::Expire { actor: session, cut_ms: rng.u64(1_500..3_000) }),
+                settled(fault),
                 settled(Op::Acquire { actor: session, slot: second, lock, wait }),
             ]
         }
@@ -242,10 +281,27 @@ fn motif(rng: &mut Rng, home: usize) -> Vec<Step> {
 struct Focus {
     locks: [Lock; 2],
     actor: usize,
+    /// An election the case is also about (one case in four).
+    election: Option<Lock>,
 }
 
 fn op(rng: &mut Rng, focus: &Focus) -> Op {
     let actor = if rng.u8(..10) < 7 { focus.actor } else { rng.usize(..ACTORS) };
+    let elections = match focus.election {
+        Some(election) => (rng.u8(..100) < 15).then_some(election),
+        None => (rng.u8(..100) < 2).then(|| Lock::ELECTIONS[rng.usize(..2)]),
+    };
+    if let Some(election) = elections {
+        return match rng.u8(..10) {
+            0..=4 => Op::Elect { actor, election },
+            5..=6 => Op::Resign { actor, election, interrupt: rng.bool() },
+            _ => {
+                let how = [Deletion::Holder, Deletion::Waiter, Deletion::WaiterWithPredecessor, Deletion::WholeQueue]
+                    [rng.usize(..4)];
+                Op::Delete { lock: election, how, pick: rng.usize(..8) }
+            }
+        };
+    }
     let slot = rng.usize(..SLOTS);
     let focus = focus.locks;
     let lock = match rng.u8(..20) {
@@ -266,7 +322,8 @@ fn op(rng: &mut Rng, focus: &Focus) -> Op {
         88..=91 => Op::Revoke { lock, pick: rng.usize(..8) },
         92..=93 => Op::Expire { actor, cut_ms: [0, rng.u64(300..3_000)][rng.usize(..2)] },
         94..=95 => Op::Cut { actor, ms: rng.u64(300..3_000) },
-        _ => Op::Heal { actor },
+        96..=97 => Op::Heal { actor },
+        _ => Op::FromExpiredClient,
     }
 }
 

@@ -13,7 +13,7 @@ use zklock::{Error, Session};
 use zookeeper_client::SessionState;
 
 use super::ops::{Lock, Op, Wait};
-use super::world::{Held, Hold, Locks, Shared, Started};
+use super::world::{Held, Hold, Locks, SessionView, Shared, Started};
 
 /// Slack past an acquire's patience before it counts as "past its patience": a timed-out acquire
 /// may spend half a second deleting its node, and this machine is small and shared.
@@ -51,7 +51,7 @@ impl Slot {
     pub fn start(
         actor: usize,
         slot: usize,
-        session: Option<Session>,
+        session: Option<Arc<Mutex<SessionView>>>,
         locks: &Arc<Mutex<Arc<Locks>>>,
         record: &Shared,
     ) -> Slot {
@@ -135,7 +135,7 @@ impl Slot {
 struct Task {
     who: (usize, usize),
     /// The actor's `Session`, when it is on one.
-    session: Option<Session>,
+    session: Option<Arc<Mutex<SessionView>>>,
     locks: Arc<Mutex<Arc<Locks>>>,
     state: Arc<Mutex<SlotState>>,
     record: Shared,
@@ -153,6 +153,11 @@ impl Task {
         self.state.lock().unwrap().busy = None;
     }
 
+    /// The actor's `Session` now, when it is on one.
+    fn session(&self) -> Option<Session> {
+        self.session.as_ref().map(|view| view.lock().unwrap().session.clone())
+    }
+
     fn violation(&self, what: String) {
         let (actor, slot) = self.who;
         self.record.lock().unwrap().violations.push(format!("actor {actor} task {slot}: {what}"));
@@ -163,8 +168,7 @@ impl Task {
         // A try on a `Session` whose session expired (and is not back yet) must not wait for
         // the next one: it answers at once, cut connection or not.
         let no_session = self
-            .session
-            .as_ref()
+            .session()
             .is_some_and(|session| matches!(session.client().state(), SessionState::Expired | SessionState::Closed));
         let strict = no_session && matches!(wait, Wait::Try);
         let (timeout, bound) = match wait {

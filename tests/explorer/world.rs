@@ -2,17 +2,20 @@
 //! with one object per lock shared by its tasks), the holds they have, and the record of what
 //! the operator and the faults did, which the checks read.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio::sync::watch;
 use zklock::{
-    Connection, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
-    InterProcessSemaphoreV2, Lease, LocalHandoff, LockGuard, MultiLockGuard, Result, Session,
+    Connection, ConnectionState, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
+    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, LocalHandoff, LockGuard, MultiLockGuard, Result,
+    Session,
 };
 use zklock_testcontainers::Proxy;
 use zookeeper_client::Client;
 
+use super::election::Seat;
 use super::ops::Lock;
 use super::slot::Slot;
 use crate::common::{server, unique_path};
@@ -35,6 +38,8 @@ pub struct Paths {
     semaphore: String,
     semaphore_mutex: String,
     multi: [String; 2],
+    latch: String,
+    selector: String,
 }
 
 impl Paths {
@@ -46,6 +51,16 @@ impl Paths {
             semaphore: unique_path("explore-semaphore"),
             semaphore_mutex: unique_path("explore-semaphore-mutex"),
             multi: [unique_path("explore-multi-a"), unique_path("explore-multi-b")],
+            latch: unique_path("explore-latch"),
+            selector: unique_path("explore-selector"),
+        }
+    }
+
+    /// The path of an election (`Lock::Latch` or `Lock::Selector`).
+    pub fn election(&self, election: Lock) -> String {
+        match election {
+            Lock::Latch => self.latch.clone(),
+            _ => self.selector.clone(),
         }
     }
 
@@ -58,6 +73,7 @@ impl Paths {
             Lock::Semaphore => vec![format!("{}/locks", self.semaphore)],
             Lock::SemaphoreMutex => vec![format!("{}/locks", self.semaphore_mutex)],
             Lock::Multi => self.multi.to_vec(),
+            Lock::Latch | Lock::Selector => vec![self.election(lock)],
         }
     }
 
@@ -69,6 +85,7 @@ impl Paths {
             dirs.push(format!("{semaphore}/leases"));
         }
         dirs.extend(self.multi.iter().cloned());
+        dirs.extend([self.latch.clone(), self.selector.clone()]);
         dirs
     }
 }
@@ -118,6 +135,7 @@ impl Locks {
             Lock::Semaphore => take!(self.semaphore, Held::Lease),
             Lock::SemaphoreMutex => take!(self.semaphore_mutex, Held::Lease),
             Lock::Multi => take!(self.multi, Held::Multi),
+            Lock::Latch | Lock::Selector => unreachable!("an election is joined, not acquired"),
         })
     }
 }
@@ -234,6 +252,8 @@ pub struct Record {
     /// Counts for the summary.
     pub holds: u64,
     pub passes: u64,
+    /// Terms of leadership begun.
+    pub terms: u64,
     pub deletions: u64,
     pub expiries: u64,
 }
@@ -243,7 +263,28 @@ pub type Shared = Arc<Mutex<Record>>;
 /// What an actor runs on.
 pub enum On {
     Client(Mutex<Client>),
-    Session(Session),
+    /// Replaced when the operator builds it anew from an expired client.
+    Session(Arc<Mutex<SessionView>>),
+}
+
+/// The actor's `Session`, and what a subscriber to its `state()` that reads only at the checks
+/// (late, missing whatever came and went between two) remembers.
+pub struct SessionView {
+    pub session: Session,
+    pub late_reader: watch::Receiver<ConnectionState>,
+    /// The ids of this `Session`'s sessions that the explorer expired.
+    pub expired: HashSet<i64>,
+    /// The `expiries` the late reader saw last.
+    pub expiries_seen: u64,
+    /// Since when its state and its client have disagreed on whether the session is lost.
+    pub at_odds_since: Option<Instant>,
+}
+
+impl SessionView {
+    pub fn new(session: Session, expired: HashSet<i64>) -> SessionView {
+        let late_reader = session.state();
+        SessionView { session, late_reader, expired, expiries_seen: 0, at_odds_since: None }
+    }
 }
 
 /// A session behind a proxy, its lock objects, and its tasks.
@@ -253,6 +294,8 @@ pub struct Actor {
     pub on: On,
     pub locks: Arc<Mutex<Arc<Locks>>>,
     pub slots: Vec<Slot>,
+    /// Its places in the latch's and the selector's elections.
+    pub seats: [Seat; 2],
 }
 
 impl Actor {
@@ -262,31 +305,46 @@ impl Actor {
         let on = if on_session {
             let session = Session::connect(move || {
                 let through = through.clone();
-                async move { Client::connector().with_session_timeout(SESSION_TIMEOUT).connect(&through).await }
+                async move { connect_through(&through).await }
             });
-            On::Session(session.await.expect("the session connects"))
+            let session = session.await.expect("the session connects");
+            On::Session(Arc::new(Mutex::new(SessionView::new(session, HashSet::new()))))
         } else {
             On::Client(Mutex::new(connect_through(&through).await.expect("the client connects")))
         };
         let locks = Arc::new(Mutex::new(Arc::new(match &on {
             On::Client(client) => Locks::new(&*client.lock().unwrap(), paths),
-            On::Session(session) => Locks::new(session, paths),
+            On::Session(view) => Locks::new(&view.lock().unwrap().session, paths),
         })));
         let session = match &on {
-            On::Session(session) => Some(session.clone()),
+            On::Session(view) => Some(Arc::clone(view)),
             On::Client(_) => None,
         };
         let slots =
             (0..super::ops::SLOTS).map(|slot| Slot::start(index, slot, session.clone(), &locks, record)).collect();
-        Actor { index, proxy, on, locks, slots }
+        let seats = Lock::ELECTIONS.map(Seat::new);
+        Actor { index, proxy, on, locks, slots, seats }
     }
 
     /// The client now.
     pub fn client(&self) -> Client {
         match &self.on {
             On::Client(client) => client.lock().unwrap().clone(),
-            On::Session(session) => session.client(),
+            On::Session(view) => view.lock().unwrap().session.client(),
         }
+    }
+
+    /// What its participants join elections on: the client now, or the `Session`.
+    pub fn connection(&self) -> Connection {
+        match &self.on {
+            On::Client(client) => client.lock().unwrap().clone().into(),
+            On::Session(view) => view.lock().unwrap().session.clone().into(),
+        }
+    }
+
+    /// Its seat in `election`.
+    pub fn seat(&self, election: Lock) -> &Seat {
+        &self.seats[usize::from(election == Lock::Selector)]
     }
 
     /// A plain client whose session ended is replaced (with new lock objects), as a service
@@ -306,6 +364,6 @@ impl Actor {
     }
 }
 
-async fn connect_through(connect_string: &str) -> std::result::Result<Client, zookeeper_client::Error> {
+pub async fn connect_through(connect_string: &str) -> std::result::Result<Client, zookeeper_client::Error> {
     Client::connector().with_session_timeout(SESSION_TIMEOUT).connect(connect_string).await
 }

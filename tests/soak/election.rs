@@ -218,6 +218,7 @@ impl Drop for Term<'_> {
             recipe: self.recipe,
             resource: self.resource(),
             node,
+            invoked: None,
             start: self.start,
             end,
             token: self.leadership.fencing_token(),

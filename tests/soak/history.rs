@@ -15,6 +15,8 @@ pub struct Section {
     pub resource: Resource,
     /// The node the hold was on.
     pub node: String,
+    /// When its acquire began (an election's term has none).
+    pub invoked: Option<Instant>,
     pub start: Instant,
     /// When the holder stopped: before its release, or when it was told of its loss. The
     /// holder was not relying on the lock after this, so any overlap past it is not a conflict.
@@ -134,11 +136,15 @@ pub fn check(sections: &[Section], deleted: impl Fn(&str) -> Option<Deletion>) -
 }
 
 /// Writes `kept` to `path` as a lock history anyone can check (`zklock_testcontainers::history`:
-/// each hold's `ok` with its token, and its `release`, or `loss` when its holder was told),
+/// each acquire's `invoke`, each hold's `ok` with its token, and its `release`, or `loss` when
+/// its holder was told),
 /// reads the file back and checks it with that checker, which must agree with the soak's own.
 pub fn write_and_check(kept: &[Section], path: &std::path::Path) -> std::io::Result<HistoryReport> {
     use zklock_testcontainers::history::{Event, Kind, Mode as HistoryMode};
-    let Some(base) = kept.iter().map(|section| section.start).min() else { return Ok(HistoryReport::default()) };
+    let Some(base) = kept.iter().map(|section| section.invoked.unwrap_or(section.start).min(section.start)).min()
+    else {
+        return Ok(HistoryReport::default());
+    };
     let us = |at: Instant| at.duration_since(base).as_micros() as u64;
     let mut lines = String::new();
     for (index, section) in kept.iter().enumerate() {
@@ -150,7 +156,9 @@ pub fn write_and_check(kept: &[Section], path: &std::path::Path) -> std::io::Res
             Mode::Lease => HistoryMode::Leases(MAX_LEASES),
         };
         let ended = if section.told_lost { Kind::Loss } else { Kind::Release };
-        for (at, kind) in [(section.start, Kind::Ok { mode, token: section.token }), (section.end, ended)] {
+        let invoked = section.invoked.map(|at| (at, Kind::Invoke));
+        let events = [(section.start, Kind::Ok { mode, token: section.token }), (section.end, ended)];
+        for (at, kind) in invoked.into_iter().chain(events) {
             let event = Event { at_us: us(at), client: client.clone(), resource: resource.clone(), kind };
             lines.push_str(&event.to_line());
             lines.push('\n');
@@ -213,6 +221,7 @@ fn check_flags_each_broken_rule_and_nothing_else() {
             recipe,
             resource,
             node: format!("{resource:?}-{from}"),
+            invoked: None,
             start: base + std::time::Duration::from_millis(from),
             end: base + std::time::Duration::from_millis(to),
             token: from as i64,
@@ -241,6 +250,7 @@ fn check_ends_a_section_when_the_operator_deleted_its_node_and_flags_a_ghost() {
         recipe: Recipe::Mutex,
         resource: Resource::Mutex,
         node: node.to_owned(),
+        invoked: None,
         start: at(from),
         end: at(to),
         token: from as i64,
@@ -267,6 +277,7 @@ fn check_leaves_out_a_hold_passed_on_within_a_notification_of_its_deletion_and_n
         recipe: Recipe::HandoffMutex,
         resource: Resource::HandoffMutex,
         node: node.to_owned(),
+        invoked: None,
         start: at(from),
         end: at(to),
         token,

@@ -292,11 +292,13 @@ impl Held {
         }
     }
 
-    /// The critical sections of this hold, one per resource, by `client` from `start` to `end`.
+    /// The critical sections of this hold, one per resource, by `client` from `start` to `end`,
+    /// its acquire begun at `invoked`.
     pub fn sections(
         &self,
         client: usize,
         recipe: Recipe,
+        invoked: Instant,
         start: Instant,
         end: Instant,
         told_lost: bool,
@@ -306,6 +308,7 @@ impl Held {
             recipe,
             resource: part.resource,
             node: part.node,
+            invoked: Some(invoked),
             start,
             end,
             token: part.token,

@@ -61,6 +61,7 @@ async fn round(
     stop: &mut watch::Receiver<bool>,
 ) {
     let counts = run.tally.of(recipe);
+    let invoked = Instant::now();
     let attempt = if rng.u8(0..10) < 2 {
         // Cancel the acquire after a few milliseconds, wherever it is.
         let cancel_after = Duration::from_millis(rng.u64(1..50));
@@ -76,7 +77,7 @@ async fn round(
             if let Some(session) = on_session {
                 *run.slots[index].held_on.lock().unwrap().entry(session).or_default() += 1;
             }
-            critical_section(index, recipe, held, run, rng, stop).await
+            critical_section(index, recipe, held, invoked, run, rng, stop).await
         }
         Ok(None) => bump(&counts.timeouts),
         Err(err) => run.failed(index, recipe, "acquire", err, &[]),
@@ -87,6 +88,7 @@ async fn critical_section(
     index: usize,
     recipe: Recipe,
     held: Held,
+    invoked: Instant,
     run: &Run,
     rng: &mut Rng,
     stop: &mut watch::Receiver<bool>,
@@ -117,7 +119,7 @@ async fn critical_section(
     if told_lost {
         bump(&counts.losses);
     }
-    run.history.lock().unwrap().extend(held.sections(index, recipe, start, end, told_lost));
+    run.history.lock().unwrap().extend(held.sections(index, recipe, invoked, start, end, told_lost));
     // A lost hold's release reports the loss; `failed` expects that.
     if let Err(err) = held.release().await {
         run.failed(index, recipe, "release", err, &nodes);

@@ -1,6 +1,7 @@
 //! `zklock-history FILE...`: checks lock histories, one JSON event a line (the format is
-//! `zklock_testcontainers::history`'s), for mutual exclusion, rising fencing tokens and fenced
-//! writes that refuse stale tokens. The files of one run are read as one history.
+//! `zklock_testcontainers::history`'s), for mutual exclusion, rising fencing tokens, fenced
+//! writes that refuse stale tokens, and holds that begin after their acquire's invoke (for
+//! writers that record invokes). The files of one run are read as one history.
 //!
 //! Exit status: 0 when no rule broke, 1 when one did (each printed on a line of its own), 64 for
 //! no file given, 66 for a file that cannot be read or a line that is not an event.
@@ -39,8 +40,9 @@ fn main() -> ExitCode {
         println!("{violation}");
     }
     println!(
-        "zklock-history: {} events, {} holds, {} fenced writes, {} violations",
+        "zklock-history: {} events, {} invokes, {} holds, {} fenced writes, {} violations",
         events.len(),
+        report.invokes,
         report.holds,
         report.writes,
         report.violations.len()
