@@ -113,16 +113,16 @@ impl World {
                 let mut write = term.multi_writer();
                 write.add_check_version(&path, -1).unwrap();
                 if term.commit(write).await.is_ok() {
-                    let highest = memory.fenced.entry(path.clone()).or_insert(term.epoch());
-                    if term.epoch() < *highest {
+                    let highest = memory.fenced.entry(path.clone()).or_insert(term.fencing_token());
+                    if term.fencing_token() < *highest {
                         violations.push(format!(
                             "actor {}: a fenced write of {:?}'s leader with epoch {} accepted after one with epoch {highest}",
                             actor.index,
                             seat.election,
-                            term.epoch()
+                            term.fencing_token()
                         ));
                     }
-                    *highest = (*highest).max(term.epoch());
+                    *highest = (*highest).max(term.fencing_token());
                 }
             }
         }

@@ -69,7 +69,7 @@ impl Seat {
             Participant::Selector(selector) => {
                 selector
                     .start(|leadership: Leadership| async move {
-                        leadership.lost().await;
+                        leadership.ended().await;
                     })
                     .await
             }
@@ -133,7 +133,7 @@ async fn follow(
                     who,
                     began,
                     node: leadership.node_path().to_owned(),
-                    token: leadership.epoch(),
+                    token: leadership.fencing_token(),
                     reentry: false,
                     passed_on: false,
                 };
