@@ -3,6 +3,8 @@ found where two features meet. A mutant that no longer applies fails loudly: upd
 code.
   explore-mutants.py list                              the mutants' names, one a line
   explore-mutants.py apply TREE MUTANT                 breaks TREE's code as MUTANT says
+  explore-mutants.py check TREE                        applies every mutant to a copy of TREE's
+                                                       src/ (CI: a mutant that no longer applies)
   explore-mutants.py record README MUTANT LOG SECONDS COMMIT
                                                        writes MUTANT's row of README's table from
                                                        the explorer's LOG (its explore: lines)
@@ -11,7 +13,7 @@ import datetime
 import re
 import sys
 
-SESSION = "src/queue/session.rs"
+SESSION = "src/client/session.rs"
 COHORT = "src/lock/cohort.rs"
 PASSES = "node.is_held() && !node.is_revocation_requested() && !node.is_downgraded()"
 
@@ -25,7 +27,7 @@ MUTANTS = {
     "handoff-revoked": ("4", "local handoff of a revoked node", [(COHORT, PASSES, "node.is_held() && !node.is_downgraded()")]),
     "session-try-waits": ("5", "a try on a `Session` with no live session waits for the next", [
         (SESSION, "            Source::Session(session) if patience == Patience::NoWait => {\n                let client = session.client();\n"
-         "                (!matches!(ended_session(&client), Some(Error::SessionExpired))).then_some(client)\n            }\n", "")]),
+         "                (!matches!(check_session_ended(&client), Some(Error::SessionExpired))).then_some(client)\n            }\n", "")]),
     # c53e384 reverted: a Session starts as Connected, and follows only its client's changes.
     "session-from-expired": ("6", "`Session::from_client` given an expired client says `Connected` and never reconnects", [
         (SESSION, "            Some(SessionEnd::Expired) => ConnectionState::Lost,\n", ""),
@@ -38,6 +40,9 @@ MUTANTS = {
          "matches!((outcome, &self.0), (Err(Error::SessionClosed), Source::Client(_))) && false")]),
     "downgrade-deleted": ("explorer", "a downgrade beside a deleted write node", [
         ("src/queue/node.rs", "            stands_beside(spec.client, level, replies.beside).await?;", "            let _ = (level, replies.beside);")]),
+    # A term whose node is gone still stands until the task ends it: is_held() ignores the node.
+    "election-node-ignored": ("elections", "a leadership that reads only its end, not its node's loss", [
+        ("src/election/leadership.rs", "        self.end.get().is_none() && self.node.is_held()\n", "        self.end.get().is_none()\n")]),
     "multi-stale": ("explorer", "a multi-lock returning a lock lost while it waited", [
         ("src/lock/multi.rs", "            if guards.iter().all(LockGuard::is_held) {", "            if !guards.is_empty() {")]),
 }
@@ -54,9 +59,9 @@ def apply(root, which):
     if which == "ghost-multi":  # the own-node watch sent beside the predecessor's
         p = f"{root}/src/queue/turn.rs"
         s = open(p).read()
-        start = s.index("async fn handoff(client: &Client, node: &LockNode, predecessor: &str) -> Result<bool> {")
+        start = s.index("async fn succeeds_predecessor(client: &Client, node: &LockNode, predecessor: &str) -> Result<bool> {")
         end = s.index("/// What `future` resolves to if it is ready at its first poll.")
-        s = s[:start] + '''async fn handoff(client: &Client, node: &LockNode, predecessor: &str) -> Result<bool> {
+        s = s[:start] + '''async fn succeeds_predecessor(client: &Client, node: &LockNode, predecessor: &str) -> Result<bool> {
     let own = client.get_and_watch_data(&node.path);
     let ahead = client.get_and_watch_data(predecessor);
     let own = match own.await {
@@ -87,6 +92,18 @@ def apply(root, which):
             edit(root, which, path, old, new)
     else:
         raise SystemExit(f"unknown mutant {which}")
+
+
+def check(root):
+    """Applies each mutant to a fresh copy of `root`'s src/: the code changed under a mutant's
+    text fails here, in CI, not when someone next runs the mutants."""
+    import shutil
+    import tempfile
+    for which in MUTANTS:
+        with tempfile.TemporaryDirectory() as copy:
+            shutil.copytree(f"{root}/src", f"{copy}/src")
+            apply(copy, which)
+    print(f"explore-mutants: all {len(MUTANTS)} mutants apply")
 
 
 BEGIN = "<!-- explore-mutants: begin (written by scripts/explore-mutants; edits here are overwritten) -->"
@@ -152,6 +169,8 @@ if __name__ == "__main__":
         print("\n".join(MUTANTS))
     elif command == "apply":
         apply(sys.argv[2], sys.argv[3])
+    elif command == "check":
+        check(sys.argv[2])
     elif command == "record":
         record(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6])
     else:
