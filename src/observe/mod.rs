@@ -11,3 +11,4 @@
 pub(crate) mod events;
 pub(crate) mod label;
 pub mod metrics;
+pub(crate) mod series;
