@@ -30,7 +30,7 @@ impl LockLabel {
     }
 
     /// The label of a lock object of `recipe` on `path`, whose metrics carry the path when
-    /// `path_in_metrics`.
+    /// `path_in_metrics` (up to [`metrics::PATH_LABELS`] paths).
     pub(crate) fn new(recipe: Recipe, path: &str, path_in_metrics: bool) -> Self {
         metrics::describe_once();
         let path: Arc<str> = path.into();

@@ -6,7 +6,11 @@
 //! `semaphore_mutex`, `semaphore_gate` — the mutex a semaphore's takers hold while they take
 //! leases —, `leader_latch`, `leader_selector`), and by `path` only where a builder asked for it
 //! (`path_in_metrics(true)`), so that a process with thousands of lock paths does not make
-//! thousands of series.
+//! thousands of series. Even then, only the first [`PATH_LABELS`] distinct paths of a process
+//! get a `path` label of their own; the locks on later paths share `path="other"`
+//! ([`OTHER_PATHS`]), and the first of them logs `metric path labels used up` at `warn` (target
+//! `zklock`, with its `path`). A backend keeps a bounded number of series, and an operator sees
+//! both the shared series and the warning.
 //!
 //! | name | kind | unit | labels | what it tells |
 //! |---|---|---|---|---|
@@ -78,3 +82,13 @@ pub(crate) fn describe_once() {
         DESCRIBED.call_once(describe);
     }
 }
+
+/// How many distinct lock paths get a `path` label of their own in a process. A lock that asks
+/// for its path (`path_in_metrics(true)`) after this many other paths have one is labelled
+/// [`OTHER_PATHS`] instead, and the first such lock logs a warning (target `zklock`), so that a
+/// program that makes locks on ever new paths cannot blow up a metrics backend.
+pub const PATH_LABELS: usize = 100;
+
+/// The `path` label of the locks past [`PATH_LABELS`]: one series for all of them. No lock
+/// path has this value (ZooKeeper paths begin with `/`).
+pub const OTHER_PATHS: &str = "other";

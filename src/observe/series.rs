@@ -11,6 +11,8 @@ use metrics::{Counter, Gauge, Histogram, Label};
 
 #[cfg(feature = "metrics")]
 use super::metrics::names::*;
+#[cfg(feature = "metrics")]
+use super::path_labels::path_label;
 
 /// The metric series of one lock object. Each handle is registered on the lock's first event of
 /// its kind with the recorder in force then, and kept while that recorder stays in force (told
@@ -48,12 +50,12 @@ struct Handles {
 
 impl Series {
     /// The series of a lock of the recipe named `recipe` on `path`, labelled by path when
-    /// `path_in_metrics`.
+    /// `path_in_metrics` (up to `PATH_LABELS` paths).
     pub(crate) fn new(recipe: &'static str, path: &Arc<str>, path_in_metrics: bool) -> Self {
         #[cfg(feature = "metrics")]
         {
             let mut labels = vec![Label::new("recipe", recipe)];
-            labels.extend(path_in_metrics.then(|| Label::new("path", metrics::SharedString::from(path.clone()))));
+            labels.extend(path_in_metrics.then(|| Label::new("path", path_label(path))));
             Series { labels, handles: RwLock::new(None) }
         }
         #[cfg(not(feature = "metrics"))]
