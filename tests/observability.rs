@@ -328,3 +328,63 @@ async fn every_metric_has_a_unit_and_a_description() {
         assert!(unit.is_some() && description.is_some(), "{name} is not described: {unit:?} {description:?}");
     }
 }
+
+/// Set in the process that runs [`paths_past_the_limit_share_one_label_and_warn_once`] alone:
+/// the connect string of the parent's server.
+const ALONE_WITH_SERVER: &str = "ZKLOCK_OBSERVABILITY_ALONE_WITH_SERVER";
+
+#[tokio::test]
+async fn paths_past_the_limit_share_one_label_and_warn_once() {
+    // The paths this test gives labels to are the process's for good: the other tests of this
+    // binary would find none left. It runs again in a process of its own, on this server.
+    let Some(connect_string) = std::env::var_os(ALONE_WITH_SERVER) else {
+        let name = "paths_past_the_limit_share_one_label_and_warn_once";
+        let alone = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--test-threads=1", "--nocapture"])
+            .env(ALONE_WITH_SERVER, common::server().connect_string())
+            .output()
+            .unwrap();
+        let output = format!("{}{}", String::from_utf8_lossy(&alone.stdout), String::from_utf8_lossy(&alone.stderr));
+        assert!(alone.status.success() && output.contains("1 passed"), "{output}");
+        return;
+    };
+    let (_alone, recorder, _default) = observed().await;
+    let client = common::connect_to(connect_string.to_str().unwrap()).await;
+    let base = unique_path("observed-path-limit");
+    let paths: Vec<String> = (0..=zklock::metrics::PATH_LABELS + 1).map(|at| format!("{base}/{at}")).collect();
+    let mutexes: Vec<InterProcessMutex> = paths
+        .iter()
+        .map(|path| InterProcessMutex::builder(&client, path).path_in_metrics(true).build().unwrap())
+        .collect();
+    let (last_labelled, first_over, second_over) =
+        (zklock::metrics::PATH_LABELS - 1, zklock::metrics::PATH_LABELS, zklock::metrics::PATH_LABELS + 1);
+    for at in [last_labelled, first_over, second_over] {
+        mutexes[at].acquire().await.unwrap().release().await.unwrap();
+    }
+
+    // One snapshot: each drains the histograms.
+    let (mut labelled, mut other) = (Vec::new(), Vec::new());
+    for metric in metrics_with(&[("recipe", "mutex")]) {
+        let path = metric.labels.iter().find(|(key, _)| key == "path").map(|(_, path)| path.as_str());
+        assert!(![&paths[first_over], &paths[second_over]].iter().any(|over| path == Some(over)), "{metric:?}");
+        if path == Some(&paths[last_labelled]) {
+            labelled.push(metric);
+        } else if path == Some(zklock::metrics::OTHER_PATHS) {
+            other.push(metric);
+        }
+    }
+    assert_eq!(counter(&labelled, "zklock_acquisitions_total", None), 1, "{labelled:?}");
+    assert_eq!(counter(&other, "zklock_acquisitions_total", None), 2, "{other:?}");
+    assert_eq!(histogram_len(&other, "zklock_hold_seconds"), 2);
+
+    let warnings: Vec<Recorded> = recorder
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|event| event.fields.get("message").map(String::as_str) == Some("metric path labels used up"))
+        .cloned()
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning for every path past the limit: {warnings:?}");
+    assert_eq!((warnings[0].level, warnings[0].fields["path"].as_str()), (Level::WARN, paths[first_over].as_str()));
+}

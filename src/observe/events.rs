@@ -8,6 +8,7 @@ use tracing::Instrument;
 
 use super::label::{LockLabel, Recipe};
 use super::metrics;
+use super::series::Series;
 use crate::error::{LossReason, Result};
 
 impl LockLabel {
@@ -28,21 +29,25 @@ impl LockLabel {
         outcome
     }
 
+    /// The label of a lock object of `recipe` on `path`, whose metrics carry the path when
+    /// `path_in_metrics` (up to [`metrics::PATH_LABELS`] paths).
     pub(crate) fn new(recipe: Recipe, path: &str, path_in_metrics: bool) -> Self {
         metrics::describe_once();
-        LockLabel { recipe, path: path.into(), path_in_metrics }
+        let path: Arc<str> = path.into();
+        let series = Arc::new(Series::new(recipe.name(), &path, path_in_metrics));
+        LockLabel { recipe, path, series }
     }
 
     /// An acquire under way, until the returned value is dropped (it ended, however).
     pub(crate) fn waiting(&self) -> Waiting<'_> {
-        metrics::waiting(self, 1.0);
+        self.series.waiting(1.0);
         Waiting { lock: self }
     }
 
     /// An acquire failed with `error`.
     pub(crate) fn failed(&self, error: &crate::error::Error) {
         tracing::debug!(target: "zklock", recipe = self.recipe.name(), path = %self.path, error = %error.with_causes(), "acquire failed");
-        metrics::failed(self, error.kind());
+        self.series.failed(error.kind());
     }
 
     /// The span of one acquire, named after the recipe (span names must be literals).
@@ -66,14 +71,14 @@ impl LockLabel {
 
     /// A new hold on `node`, after waiting since `started`; returns what follows the hold.
     pub(crate) fn acquired(&self, node: &str, fencing_token: i64, started: Instant) -> Arc<HoldEvents> {
-        metrics::acquired(self, self.granted(node, fencing_token, started, false));
+        self.series.acquired(self.granted(node, fencing_token, started, false));
         Arc::new(HoldEvents { lock: self.clone(), node: node.into(), acquired_at: Instant::now() })
     }
 
     /// A hold on `node` passed on by a task of ours (local handoff), after waiting since
     /// `started`: an acquisition, though the node's hold (the `zklock_held` gauge) goes on.
     pub(crate) fn handed_over(&self, node: &str, fencing_token: i64, started: Instant) {
-        metrics::granted(self, self.granted(node, fencing_token, started, true));
+        self.series.granted(self.granted(node, fencing_token, started, true));
     }
 
     /// Tells of an acquire granted on `node` (`handed_over` by a task of ours, or not); returns
@@ -96,13 +101,13 @@ impl LockLabel {
     /// A leader election's participant `id` leads, in the term of `epoch`.
     pub(crate) fn leadership_taken(&self, id: &str, epoch: i64) {
         tracing::info!(target: "zklock", recipe = self.recipe.name(), path = %self.path, id, epoch, "leadership taken");
-        metrics::leading(self, 1.0);
+        self.series.leading(1.0);
     }
 
     /// The term of `epoch` ended (`end` says how: lost, finished, interrupted, closed).
     pub(crate) fn leadership_ended(&self, id: &str, epoch: i64, end: &dyn std::fmt::Debug) {
         tracing::info!(target: "zklock", recipe = self.recipe.name(), path = %self.path, id, epoch, ?end, "leadership ended");
-        metrics::leading(self, -1.0);
+        self.series.leading(-1.0);
     }
 
     /// The participant `id` left the election by itself: its session ended, or ZooKeeper refused it.
@@ -119,7 +124,7 @@ impl LockLabel {
             waited_ms = started.elapsed().as_millis() as u64,
             "timed out"
         );
-        metrics::timed_out(self);
+        self.series.timed_out();
     }
 }
 
@@ -131,7 +136,7 @@ pub(crate) struct Waiting<'a> {
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        metrics::waiting(self.lock, -1.0);
+        self.lock.series.waiting(-1.0);
     }
 }
 
@@ -156,7 +161,7 @@ impl HoldEvents {
             held_ms = held.as_millis() as u64,
             "released"
         );
-        metrics::released(&self.lock, held);
+        self.lock.series.released(held);
     }
 
     /// The hold was lost (called once per hold, when it is first known).
@@ -170,7 +175,7 @@ impl HoldEvents {
             held_ms = self.acquired_at.elapsed().as_millis() as u64,
             "lock lost"
         );
-        metrics::lost(&self.lock, reason_name(reason));
+        self.lock.series.lost(reason_name(reason));
     }
 
     /// Someone asked the holder to give the lock up (called once per hold).
@@ -187,7 +192,7 @@ impl HoldEvents {
 
 impl Drop for HoldEvents {
     fn drop(&mut self) {
-        metrics::ended(&self.lock);
+        self.lock.series.ended();
     }
 }
 

@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use super::series::Series;
+
 /// Which recipe a participant serves; names spans, events and metric labels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Recipe {
@@ -38,7 +40,6 @@ impl Recipe {
 pub(crate) struct LockLabel {
     pub(crate) recipe: Recipe,
     pub(crate) path: Arc<str>,
-    /// Whether metrics carry the path (cardinality is the user's choice).
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) path_in_metrics: bool,
+    /// Its metrics, shared by the clones (every hold has one).
+    pub(crate) series: Arc<Series>,
 }

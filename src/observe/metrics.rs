@@ -6,7 +6,11 @@
 //! `semaphore_mutex`, `semaphore_gate` — the mutex a semaphore's takers hold while they take
 //! leases —, `leader_latch`, `leader_selector`), and by `path` only where a builder asked for it
 //! (`path_in_metrics(true)`), so that a process with thousands of lock paths does not make
-//! thousands of series.
+//! thousands of series. Even then, only the first [`PATH_LABELS`] distinct paths of a process
+//! get a `path` label of their own; the locks on later paths share `path="other"`
+//! ([`OTHER_PATHS`]), and the first of them logs `metric path labels used up` at `warn` (target
+//! `zklock`, with its `path`). A backend keeps a bounded number of series, and an operator sees
+//! both the shared series and the warning.
 //!
 //! | name | kind | unit | labels | what it tells |
 //! |---|---|---|---|---|
@@ -22,24 +26,31 @@
 //!
 //! Each metric is described (unit and help text: a Prometheus exporter's `# HELP` lines) when
 //! the first lock object is made; call [`describe`] after installing a recorder
-//! that comes later. For an alert on a lost lock, `increase(zklock_losses_total[5m]) > 0`; on a
+//! that comes later.
+//!
+//! A lock object registers each of its series with the recorder once, on its first event of
+//! that kind, and keeps the handle: an event costs an update of the handle, not a lookup. The
+//! recorder in force at each event is still the one that counts, as with the `metrics` macros:
+//! a recorder installed after the lock was made (or a local one, `metrics::with_local_recorder`)
+//! gets handles of its own at the lock's next event. One consequence of kept handles: an
+//! exporter that drops series idle for a while (`PrometheusBuilder::idle_timeout`) drops a
+//! lock's series for good, since the lock goes on updating the handle it has; leave zklock's
+//! metric kinds out of the idle timeout's mask, or keep the timeout longer than a lock object
+//! stays idle. For an alert on a lost lock, `increase(zklock_losses_total[5m]) > 0`; on a
 //! stuck queue, `zklock_waiting > 0` with `rate(zklock_acquisitions_total[5m]) == 0`.
 
-use std::time::Duration;
-
-use super::label::LockLabel;
-
+/// The metrics' names, for the lock objects' series (`series.rs`).
 #[cfg(feature = "metrics")]
-mod names {
-    pub(super) const ACQUISITIONS: &str = "zklock_acquisitions_total";
-    pub(super) const TIMEOUTS: &str = "zklock_acquire_timeouts_total";
-    pub(super) const ERRORS: &str = "zklock_acquire_errors_total";
-    pub(super) const LOSSES: &str = "zklock_losses_total";
-    pub(super) const HELD: &str = "zklock_held";
-    pub(super) const WAITING: &str = "zklock_waiting";
-    pub(super) const LEADER: &str = "zklock_leader";
-    pub(super) const WAIT_SECONDS: &str = "zklock_acquire_wait_seconds";
-    pub(super) const HOLD_SECONDS: &str = "zklock_hold_seconds";
+pub(crate) mod names {
+    pub(crate) const ACQUISITIONS: &str = "zklock_acquisitions_total";
+    pub(crate) const TIMEOUTS: &str = "zklock_acquire_timeouts_total";
+    pub(crate) const ERRORS: &str = "zklock_acquire_errors_total";
+    pub(crate) const LOSSES: &str = "zklock_losses_total";
+    pub(crate) const HELD: &str = "zklock_held";
+    pub(crate) const WAITING: &str = "zklock_waiting";
+    pub(crate) const LEADER: &str = "zklock_leader";
+    pub(crate) const WAIT_SECONDS: &str = "zklock_acquire_wait_seconds";
+    pub(crate) const HOLD_SECONDS: &str = "zklock_hold_seconds";
 }
 #[cfg(feature = "metrics")]
 use names::*;
@@ -72,80 +83,12 @@ pub(crate) fn describe_once() {
     }
 }
 
-#[cfg(feature = "metrics")]
-fn labels(lock: &LockLabel, extra: Option<(&'static str, &'static str)>) -> Vec<metrics::Label> {
-    let mut labels = vec![metrics::Label::new("recipe", lock.recipe.name())];
-    if let Some((key, value)) = extra {
-        labels.push(metrics::Label::new(key, value));
-    }
-    if lock.path_in_metrics {
-        labels.push(metrics::Label::new("path", lock.path.to_string()));
-    }
-    labels
-}
+/// How many distinct lock paths get a `path` label of their own in a process. A lock that asks
+/// for its path (`path_in_metrics(true)`) after this many other paths have one is labelled
+/// [`OTHER_PATHS`] instead, and the first such lock logs a warning (target `zklock`), so that a
+/// program that makes locks on ever new paths cannot blow up a metrics backend.
+pub const PATH_LABELS: usize = 100;
 
-/// A hold was granted after waiting `waited`; it stands until [`ended`].
-pub(crate) fn acquired(lock: &LockLabel, waited: Duration) {
-    granted(lock, waited);
-    #[cfg(feature = "metrics")]
-    metrics::gauge!(HELD, labels(lock, None)).increment(1.0);
-}
-
-/// An acquire was granted after waiting `waited`: a new hold, or one passed on locally.
-pub(crate) fn granted(lock: &LockLabel, waited: Duration) {
-    #[cfg(feature = "metrics")]
-    {
-        metrics::counter!(ACQUISITIONS, labels(lock, None)).increment(1);
-        metrics::histogram!(WAIT_SECONDS, labels(lock, None)).record(waited.as_secs_f64());
-    }
-    let _ = (lock, waited);
-}
-
-/// A hold granted by [`acquired`] is over: released, or lost and its guards gone.
-pub(crate) fn ended(lock: &LockLabel) {
-    #[cfg(feature = "metrics")]
-    metrics::gauge!(HELD, labels(lock, None)).decrement(1.0);
-    let _ = lock;
-}
-
-/// An acquire began (`+1`) or ended (`-1`).
-pub(crate) fn waiting(lock: &LockLabel, change: f64) {
-    #[cfg(feature = "metrics")]
-    metrics::gauge!(WAITING, labels(lock, None)).increment(change);
-    let _ = (lock, change);
-}
-
-/// An acquire ran out of time.
-pub(crate) fn timed_out(lock: &LockLabel) {
-    #[cfg(feature = "metrics")]
-    metrics::counter!(TIMEOUTS, labels(lock, None)).increment(1);
-    let _ = lock;
-}
-
-/// An acquire failed with an error of `kind`.
-pub(crate) fn failed(lock: &LockLabel, kind: &'static str) {
-    #[cfg(feature = "metrics")]
-    metrics::counter!(ERRORS, labels(lock, Some(("kind", kind)))).increment(1);
-    let _ = (lock, kind);
-}
-
-/// A hold was lost; `reason` is a short name (`session_expired`, `node_deleted`, ...).
-pub(crate) fn lost(lock: &LockLabel, reason: &'static str) {
-    #[cfg(feature = "metrics")]
-    metrics::counter!(LOSSES, labels(lock, Some(("reason", reason)))).increment(1);
-    let _ = (lock, reason);
-}
-
-/// A hold ended by our release after `held`.
-pub(crate) fn released(lock: &LockLabel, held: Duration) {
-    #[cfg(feature = "metrics")]
-    metrics::histogram!(HOLD_SECONDS, labels(lock, None)).record(held.as_secs_f64());
-    let _ = (lock, held);
-}
-
-/// A term of leadership began (`+1`) or ended (`-1`).
-pub(crate) fn leading(lock: &LockLabel, change: f64) {
-    #[cfg(feature = "metrics")]
-    metrics::gauge!(LEADER, labels(lock, None)).increment(change);
-    let _ = (lock, change);
-}
+/// The `path` label of the locks past [`PATH_LABELS`]: one series for all of them. No lock
+/// path has this value (ZooKeeper paths begin with `/`).
+pub const OTHER_PATHS: &str = "other";

@@ -11,3 +11,6 @@
 pub(crate) mod events;
 pub(crate) mod label;
 pub mod metrics;
+#[cfg(feature = "metrics")]
+mod path_labels;
+pub(crate) mod series;
