@@ -14,7 +14,7 @@ use crate::hold::held_node::{fenced_writes, HeldNode};
 /// the session expires, the client stays disconnected longer than the
 /// [`LossPolicy`](crate::LossPolicy) allows, or someone deletes the node. It is also given up:
 /// the latch or selector is closed or dropped, the selector's term is interrupted, its work
-/// finishes. [`lost`](Self::ended) resolves the moment this process knows the term is over,
+/// finishes. [`ended`](Self::ended) resolves the moment this process knows the term is over,
 /// whatever ended it, with a [`TermEnd`] that says what did; a loss is known, under the default
 /// policy, before the server can have expired the session and let another participant lead, and
 /// a term given up ends before our node is deleted, so before anyone else can lead.
@@ -99,7 +99,7 @@ impl Leadership {
 
     /// Whether this term still stands, as far as this process knows: `false` once it is lost or
     /// given up, for good. Never sends a request (a deletion by a third party is seen once the
-    /// node watch is set, by [`lost`](Self::ended) or after a second of leadership).
+    /// node watch is set, by [`ended`](Self::ended) or after a second of leadership).
     pub fn is_held(&self) -> bool {
         self.end.get().is_none() && self.node.is_held()
     }
