@@ -40,9 +40,6 @@ MUTANTS = {
          "matches!((outcome, &self.0), (Err(Error::SessionClosed), Source::Client(_))) && false")]),
     "downgrade-deleted": ("explorer", "a downgrade beside a deleted write node", [
         ("src/queue/node.rs", "            stands_beside(spec.client, level, replies.beside).await?;", "            let _ = (level, replies.beside);")]),
-    # A term whose node is gone still stands until the task ends it: is_held() ignores the node.
-    "election-node-ignored": ("elections", "a leadership that reads only its end, not its node's loss", [
-        ("src/election/leadership.rs", "        self.end.get().is_none() && self.node.is_held()\n", "        self.end.get().is_none()\n")]),
     "multi-stale": ("explorer", "a multi-lock returning a lock lost while it waited", [
         ("src/lock/multi.rs", "            if guards.iter().all(LockGuard::is_held) {", "            if !guards.is_empty() {")]),
 }
