@@ -71,6 +71,7 @@ pub use lock::semaphore_mutex::{InterProcessSemaphoreMutex, SemaphoreMutexBuilde
 pub use observe::metrics;
 pub use options::{AclProvider, LocalHandoff, LossPolicy};
 pub use queue::participant_node::ParticipantNode;
+pub use queue::position::{watch_queue, QueueHolder, QueuePosition};
 pub use rules::path::validate_lock_path;
 
 /// The client crate zklock is built on, re-exported so that a user's `Client`, `Acl` and

@@ -9,6 +9,7 @@ use std::task::{Context, Poll, Waker};
 use zookeeper_client::{Client, Error as ZkError, EventType, OneshotWatcher, WatchedEvent};
 
 use super::node::{create_node, list_children, FirstLook, LockNode, NodeCleanup, Place, QueueSpec};
+use super::position::PositionReport;
 use crate::client::deadline::{within, Patience};
 use crate::client::retry::{is_transient, retry_transient};
 use crate::client::session_end::{check_session_ended, SessionEnd};
@@ -123,6 +124,7 @@ async fn wait_turn<G: Future<Output = Error>>(
 ) -> Result<WaitOutcome> {
     let mut look = first;
     let mut waited = Waited::No;
+    let report = PositionReport::for_this_task();
     loop {
         let children = match std::mem::replace(&mut look, FirstLook::Nothing) {
             FirstLook::Listing(children) => children,
@@ -132,7 +134,7 @@ async fn wait_turn<G: Future<Output = Error>>(
                     return Ok(WaitOutcome::GaveUp);
                 }
                 waited = Waited::Yes;
-                changed(watcher).await?;
+                following(&report, spec, node, changed(watcher)).await?;
                 continue;
             }
             FirstLook::Nothing => match list_children(spec.client, spec.lock_path).await {
@@ -159,17 +161,37 @@ async fn wait_turn<G: Future<Output = Error>>(
         }
         waited = Waited::Yes;
         let Some((predecessor, holds_when_gone)) = watch else {
-            look = FirstLook::Listing(room_changes(spec, node, gate_lost.as_mut()).await?);
+            look =
+                FirstLook::Listing(following(&report, spec, node, room_changes(spec, node, gate_lost.as_mut())).await?);
             continue;
         };
         if !holds_when_gone {
-            predecessor_goes(spec.client, &predecessor).await?;
+            following(&report, spec, node, predecessor_goes(spec.client, &predecessor)).await?;
             continue;
         }
-        if succeeds_predecessor(spec.client, node, &predecessor).await? {
+        if following(&report, spec, node, succeeds_predecessor(spec.client, node, &predecessor)).await? {
             // Held without a listing: nothing known of who is behind.
             return Ok(WaitOutcome::Hold(Opening::Unknown));
         }
+    }
+}
+
+/// `wait`, while a watched acquire (`report`) follows every change of its queue and tells where
+/// it stands; the wait alone when nobody watches.
+async fn following<T>(
+    report: &Option<PositionReport>,
+    spec: &QueueSpec<'_>,
+    node: &LockNode,
+    wait: impl Future<Output = T>,
+) -> T {
+    let Some(report) = report else { return wait.await };
+    // In sequence order for every rule, leases too (their rule only counts them): the nodes
+    // ahead of a lease taker are the leases standing.
+    let sort = |children| spec.schema.contenders(children);
+    tokio::select! {
+        biased;
+        done = wait => done,
+        never = report.follow(spec.client, spec.lock_path, node.name(), sort) => match never {},
     }
 }
 

@@ -1,0 +1,146 @@
+//! What a waiting acquire can see of its queue: where it stands and who holds, published while it
+//! waits, for every recipe (they all wait in `turn.rs`). A caller asks for it by running an
+//! acquire inside [`watch_queue`]; an acquire that nobody watches sends nothing more and
+//! allocates nothing for it.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::watch;
+use zookeeper_client::Client;
+
+tokio::task_local! {
+    /// Where the acquire running in [`watch_queue`]'s scope publishes its position.
+    static WATCHER: watch::Sender<Option<QueuePosition>>;
+}
+
+/// Where a waiting acquire stands in its queue, as of its last look at the queue.
+///
+/// Told at once when the acquire starts waiting, and again at every change of the queue (a
+/// node ahead or behind arriving or leaving), while it waits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueuePosition {
+    /// The lock directory our node is in (a semaphore's lease directory while it waits for room,
+    /// its gate's lock path before).
+    pub lock_path: String,
+    /// Our node's name.
+    pub node: String,
+    /// How many nodes of the queue sort before ours, holders included (for a read-write lock,
+    /// readers and writers alike; for a semaphore, the leases and their takers). `None` when the
+    /// listing failed.
+    pub ahead: Option<usize>,
+    /// The first node of the queue: the holder of a mutex, the first holder of the other locks.
+    /// `None` when unknown (not listed yet, or gone before it could be read).
+    pub holder: Option<QueueHolder>,
+    /// When this acquire started waiting.
+    pub waiting_since: Instant,
+}
+
+/// The node at the head of a queue, and whose it is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct QueueHolder {
+    /// The node's name.
+    pub node: String,
+    /// The id of the session the node belongs to (its `ephemeralOwner`).
+    pub session_id: i64,
+    /// When the node was created (its `ctime`, the server's clock). The holder has held since
+    /// then, or since the node before it went, whichever is later: exact for a holder that took
+    /// a free lock, an upper bound of its hold otherwise.
+    pub since: SystemTime,
+}
+
+/// Runs `acquire` (any recipe's acquire, try or timed acquire), publishing into `position` where
+/// it stands each time it looks at its queue while it waits. The value stays as last published
+/// once the acquire returns.
+///
+/// It costs what the wait does, plus, while it waits, a listing of the queue with a watch when
+/// the wait starts and at every change of the queue, each followed by one read (an exists) of
+/// the queue's head when it is not ours, to tell whose it is. A watched waiter is told of every
+/// change, where an unwatched one hears only of its predecessor's: watch the waits a person or
+/// a dashboard looks at, not thousands. An acquire outside `watch_queue` sends nothing for it.
+///
+/// # Examples
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let mutex = zklock::InterProcessMutex::new(&client, "/app/locks/nightly")?;
+/// let (position, mut seen) = tokio::sync::watch::channel(None);
+/// tokio::spawn(async move {
+///     while seen.changed().await.is_ok() {
+///         if let Some(position) = &*seen.borrow() {
+///             eprintln!("waiting: {:?} ahead", position.ahead);
+///         }
+///     }
+/// });
+/// let guard = zklock::watch_queue(position, mutex.acquire()).await?;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Cancel safety
+/// As cancel safe as `acquire`.
+pub async fn watch_queue<F: Future>(position: watch::Sender<Option<QueuePosition>>, acquire: F) -> F::Output {
+    WATCHER.scope(position, acquire).await
+}
+
+/// One waiting acquire's view of its queue, told to `watcher`.
+pub(crate) struct PositionReport {
+    watcher: watch::Sender<Option<QueuePosition>>,
+    waiting_since: Instant,
+}
+
+impl PositionReport {
+    /// A report for the acquire under way in this task, if someone watches it.
+    pub(crate) fn for_this_task() -> Option<PositionReport> {
+        let watcher = WATCHER.try_with(watch::Sender::clone).ok()?;
+        Some(PositionReport { watcher, waiting_since: Instant::now() })
+    }
+
+    /// Follows the queue `lock_path` for good (the caller stops it when its wait ends): lists it
+    /// with a watch, tells where our node `node` stands among the children as `sort` orders
+    /// them, and again at each change. A failed listing ends the telling, not the acquire.
+    pub(crate) async fn follow(
+        &self,
+        client: &Client,
+        lock_path: &str,
+        node: &str,
+        sort: impl Fn(Vec<String>) -> Vec<String>,
+    ) -> Infallible {
+        loop {
+            let Ok((children, watcher)) = client.list_and_watch_children(lock_path).await else {
+                return std::future::pending().await;
+            };
+            let queue = sort(children);
+            let ahead = queue.iter().position(|name| name == node);
+            let holder = match queue.first() {
+                Some(head) if head != node => head_of(client, lock_path, head).await,
+                _ => None,
+            };
+            self.tell(lock_path, node, ahead, holder);
+            watcher.changed().await;
+        }
+    }
+
+    fn tell(&self, lock_path: &str, node: &str, ahead: Option<usize>, holder: Option<QueueHolder>) {
+        self.watcher.send_replace(Some(QueuePosition {
+            lock_path: lock_path.to_owned(),
+            node: node.to_owned(),
+            ahead,
+            holder,
+            waiting_since: self.waiting_since,
+        }));
+    }
+}
+
+/// The queue's head `name`, read (an exists); `None` if it is gone or the read failed (the view
+/// is a courtesy: its failure never fails the acquire).
+async fn head_of(client: &Client, lock_path: &str, name: &str) -> Option<QueueHolder> {
+    let stat = client.check_stat(&format!("{lock_path}/{name}")).await.ok()??;
+    let since = SystemTime::UNIX_EPOCH + Duration::from_millis(u64::try_from(stat.ctime).ok()?);
+    Some(QueueHolder { node: name.to_owned(), session_id: stat.ephemeral_owner, since })
+}
