@@ -12,7 +12,7 @@ use crate::HarnessError;
 /// # Errors
 /// [`HarnessError::Io`] when the server cannot be reached or does not answer.
 pub fn four_letter_word(address: SocketAddr, word: &str) -> Result<String, HarnessError> {
-    let context = || format!("four-letter word {word:?} to {address}");
+    let context = || format!("send the four-letter word {word:?} to {address}");
     let timeout = Duration::from_secs(5);
     let mut stream = TcpStream::connect_timeout(&address, timeout).map_err(HarnessError::io(context()))?;
     stream.set_read_timeout(Some(timeout)).map_err(HarnessError::io(context()))?;

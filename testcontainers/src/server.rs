@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
+use crate::error::with_causes;
 use crate::process::{free_loopback_ports, ServerProcess};
 use crate::tls::{make_certificates, TlsFiles};
 use crate::{four_letter_word, session_requests, watchers, HarnessError};
@@ -173,7 +174,7 @@ impl ZooKeeperServer {
 /// (for example, which package to install).
 pub fn shared_server() -> &'static ZooKeeperServer {
     static SERVER: OnceLock<ZooKeeperServer> = OnceLock::new();
-    SERVER.get_or_init(|| ZooKeeperServer::start().unwrap_or_else(|err| panic!("cannot start ZooKeeper: {err}")))
+    SERVER.get_or_init(|| ZooKeeperServer::start().unwrap_or_else(|err| panic!("cannot start ZooKeeper: {}", with_causes(&err))))
 }
 
 pub(crate) fn temp_dir(prefix: &str) -> Result<TempDir, HarnessError> {
