@@ -22,6 +22,7 @@
 mod busy;
 mod cohort;
 mod contended;
+mod counts;
 mod cpu;
 mod election;
 mod exclusion;
@@ -45,10 +46,11 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use zklock_testcontainers::{four_letter_word, ServerOptions, ZooKeeperServer};
+use zklock_testcontainers::{ServerOptions, ZooKeeperServer};
 use zookeeper_client::Client;
 
 use crate::busy::Busy;
+use crate::counts::packets_received;
 use crate::report::out;
 use crate::row::{Part, Row, Scenario};
 use crate::targets::Summary;
@@ -393,16 +395,6 @@ impl Bench<'_> {
 
 pub(crate) async fn session(connect: &str) -> Result<Client, zookeeper_client::Error> {
     Client::connector().with_session_timeout(Duration::from_secs(30)).connect(connect).await
-}
-
-/// Packets the server has received from everyone (`mntr`).
-pub(crate) fn packets_received(server: SocketAddr) -> u64 {
-    let Ok(answer) = four_letter_word(server, "mntr") else { return 0 };
-    answer
-        .lines()
-        .find_map(|line| line.strip_prefix("zk_packets_received"))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or(0)
 }
 
 pub(crate) fn percentile(samples: &mut [f64], percent: f64) -> f64 {

@@ -38,7 +38,7 @@
 #![deny(missing_docs, missing_debug_implementations)]
 
 // Linux only: every child is started with Linux's parent-death signal (`prctl`), and the
-// pause, CPU-time and thread-state helpers read `/proc`. Elsewhere the crate says so, once,
+// pause and resume helpers read threads' states from `/proc`. Elsewhere the crate says so, once,
 // instead of a page of unresolved names.
 #[cfg(not(target_os = "linux"))]
 compile_error!(
@@ -55,7 +55,6 @@ macro_rules! linux_only {
 
 linux_only! {
     mod classpath;
-    mod cpu;
     mod ensemble;
     mod error;
     mod four_letter;
@@ -67,13 +66,18 @@ linux_only! {
     mod tls;
     mod wire;
 
-    pub use classpath::discover_classpath;
-    pub use cpu::{cpu_time, own_cpu_time};
     pub use ensemble::Ensemble;
     pub use error::HarnessError;
-    pub use four_letter::{four_letter_word, session_requests, watchers};
+    pub use four_letter::four_letter_word;
     pub use proxy::{Proxy, ThrottledOperation};
     pub use server::{shared_server, ServerOptions, ZooKeeperServer};
     pub use session::expire_session;
-    pub use spawn::spawn_tied_to_process;
+
+    /// Not for users: what zklock's own tests and benchmarks share with the harness's
+    /// internals. Not part of the public API and not covered by semver: it may change or go in
+    /// any release.
+    #[doc(hidden)]
+    pub mod __private {
+        pub use crate::spawn::spawn_tied_to_process;
+    }
 }

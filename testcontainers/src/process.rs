@@ -65,8 +65,8 @@ impl ServerProcess {
             child: None,
             dir: dir.to_path_buf(),
             classpath: match options.tls {
-                true => format!("{}:{}", crate::discover_classpath()?, crate::tls::netty_classpath()),
-                false => crate::discover_classpath()?,
+                true => format!("{}:{}", crate::classpath::discover_classpath()?, crate::tls::netty_classpath()),
+                false => crate::classpath::discover_classpath()?,
             },
             heap: options.heap.clone(),
             container_check_interval: options.container_check_interval,

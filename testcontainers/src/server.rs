@@ -6,9 +6,10 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::error::with_causes;
+use crate::four_letter::{session_requests, watchers};
 use crate::process::{free_loopback_ports, ServerProcess};
 use crate::tls::{make_certificates, TlsFiles};
-use crate::{four_letter_word, session_requests, watchers, HarnessError};
+use crate::{four_letter_word, HarnessError};
 
 /// How a test server is configured. Start from [`ServerOptions::default`].
 #[derive(Clone, Debug)]
@@ -129,8 +130,8 @@ impl ZooKeeperServer {
         self.process.client_address
     }
 
-    /// The server's process id (for reading its CPU time from `/proc`, as the comparison
-    /// benchmark does); `None` once it has been stopped.
+    /// The server's process id: to send it a signal, or read what it uses from `/proc`. `None`
+    /// once its process has been reaped.
     pub fn pid(&self) -> Option<u32> {
         self.process.pid()
     }
@@ -140,12 +141,18 @@ impl ZooKeeperServer {
         self.dir.path()
     }
 
-    /// Requests this server has received from session `session_id`; see [`session_requests`].
+    /// Requests this server has received from session `session_id`, from its `cons` answer
+    /// (`recved=`): to count what a client sends, as the server sees it. `None` when the server
+    /// cannot be asked or does not list the session.
+    ///
+    /// Pings count too: measure over spans shorter than a third of the session timeout.
     pub fn session_requests(&self, session_id: i64) -> Option<u64> {
         session_requests(self.address(), session_id)
     }
 
-    /// Who watches what on this server; see [`watchers`].
+    /// Who watches what on this server, from its `wchp` answer: each watched path with the
+    /// sessions (hexadecimal ids, as the server prints them) that watch it. Empty when the server
+    /// cannot be asked.
     pub fn watchers(&self) -> std::collections::BTreeMap<String, Vec<String>> {
         watchers(self.address())
     }
