@@ -45,7 +45,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (connect, _server) = match std::env::var("ZK_CONNECT") {
         Ok(connect) if !connect.is_empty() => (connect, None),
         _ => {
-            let server = ZooKeeperServer::start()?;
+            let server = ZooKeeperServer::start().await?;
             (server.connect_string(), Some(server))
         }
     };

@@ -190,7 +190,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let (connect, server) = match std::env::var("ZK_CONNECT") {
         Ok(connect) if !connect.is_empty() => (connect, None),
         _ => {
-            let server = ZooKeeperServer::start()?;
+            let server = ZooKeeperServer::start().await?;
             (server.connect_string(), Some(server))
         }
     };
@@ -220,7 +220,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let synced = if runs("uncontended") || runs("contended") {
         let mut options = ServerOptions::default();
         options.force_sync = true;
-        Some(ZooKeeperServer::start_with(&options)?)
+        Some(ZooKeeperServer::start_with(&options).await?)
     } else {
         None
     };

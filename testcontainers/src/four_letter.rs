@@ -22,6 +22,11 @@ pub fn four_letter_word(address: SocketAddr, word: &str) -> Result<String, Harne
     Ok(answer)
 }
 
+/// Whether the server at `address` answers `word` with text that contains one of `expected`.
+pub(crate) fn answers(address: SocketAddr, word: &str, expected: &[&str]) -> bool {
+    four_letter_word(address, word).is_ok_and(|answer| expected.iter().any(|e| answer.contains(e)))
+}
+
 /// Requests the server at `address` has received from session `session_id`; see
 /// [`ZooKeeperServer::session_requests`](crate::ZooKeeperServer::session_requests).
 pub(crate) fn session_requests(address: SocketAddr, session_id: i64) -> Option<u64> {

@@ -17,7 +17,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let server = ZooKeeperServer::start()?;
+//! let server = ZooKeeperServer::start().await?;
 //! let client = zookeeper_client::Client::connect(&server.connect_string()).await?;
 //! assert_eq!(server.four_letter_word("ruok")?, "imok");
 //! drop(client);
@@ -27,8 +27,10 @@
 //! # }
 //! ```
 //!
-//! For a whole test binary, share one server through a `static` and give each test its own
-//! lock path; see [`shared_server`].
+//! Starting waits for the server without blocking the test's runtime (the process is started
+//! and asked whether it is up on tokio's blocking threads). For a whole test binary, share one
+//! server through a `static` and give each test its own lock path; see [`shared_server`], or
+//! [`ZooKeeperServer::start_blocking`] for a `static` server with options of your own.
 //!
 //! For fault tests: [`Ensemble`] runs 3 or 5 servers whose members can be killed, stopped,
 //! paused and restarted with their data; [`Proxy`] stands between a client and the servers and
@@ -54,6 +56,7 @@ macro_rules! linux_only {
 }
 
 linux_only! {
+    mod blocking;
     mod classpath;
     mod ensemble;
     mod error;
