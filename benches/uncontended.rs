@@ -18,8 +18,19 @@ use std::net::ToSocketAddrs;
 use std::time::{Duration, Instant};
 
 use zklock::InterProcessMutex;
-use zklock_testcontainers::{cpu_time, own_cpu_time, session_requests, ZooKeeperServer};
+use zklock_testcontainers::ZooKeeperServer;
 use zookeeper_client::{Acls, Client, CreateMode};
+
+use counts::session_requests;
+use cpu::{cpu_time, own_cpu_time};
+
+// What the comparison benchmark measures with, read the same way here (it uses the rest).
+#[allow(dead_code)]
+#[path = "compare/counts.rs"]
+mod counts;
+#[allow(dead_code)]
+#[path = "compare/cpu.rs"]
+mod cpu;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -34,7 +45,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (connect, _server) = match std::env::var("ZK_CONNECT") {
         Ok(connect) if !connect.is_empty() => (connect, None),
         _ => {
-            let server = ZooKeeperServer::start()?;
+            let server = ZooKeeperServer::start().await?;
             (server.connect_string(), Some(server))
         }
     };

@@ -14,7 +14,7 @@ const LOCK_PATH: &str = "/examples/locks/nightly-report";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (connect, _server) = support::zookeeper()?;
+    let (connect, _server) = support::zookeeper().await?;
     // Two clients stand for two services: each has its own ZooKeeper session.
     let alpha = Client::connect(&connect).await?;
     let beta = Client::connect(&connect).await?;

@@ -29,7 +29,7 @@ async fn connect(connect: &str, auth: Option<&str>) -> Result<Client, zklock::zo
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (zk, _server) = support::zookeeper()?;
+    let (zk, _server) = support::zookeeper().await?;
     let a = connect(&zk, Some("service-a:secret-a")).await?;
     let b = connect(&zk, Some("service-b:secret-b")).await?;
     let operator = connect(&zk, Some("service-a:secret-a")).await?;

@@ -38,7 +38,7 @@ impl FencedStorage {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (connect, _server) = support::zookeeper()?;
+    let (connect, _server) = support::zookeeper().await?;
     let first_server = connect.split(',').next().unwrap_or_default().to_socket_addrs()?.next().ok_or("no address")?;
     // Service A reaches ZooKeeper through a proxy we can cut; service B directly.
     let proxy = Proxy::start(first_server)?;

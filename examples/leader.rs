@@ -64,7 +64,7 @@ async fn lead(name: &str, leadership: &Leadership, store: &FencedStore, wrote: &
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (connect, _server) = support::zookeeper()?;
+    let (connect, _server) = support::zookeeper().await?;
     // Bounded: an example that waits for ever helps nobody.
     tokio::time::timeout(Duration::from_secs(60), async {
         latch(&connect).await?;

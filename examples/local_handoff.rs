@@ -19,7 +19,7 @@ const REQUESTS_EACH: usize = 200;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (connect, _server) = support::zookeeper()?;
+    let (connect, _server) = support::zookeeper().await?;
     let service = Client::connect(&connect).await?;
     let other_service = Client::connect(&connect).await?;
     // One mutex object for all the handlers of this service.

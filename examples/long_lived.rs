@@ -19,7 +19,7 @@ const LOCK_PATH: &str = "/examples/locks/long-lived";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (connect, _server) = support::zookeeper()?;
+    let (connect, _server) = support::zookeeper().await?;
     let first_server = connect.split(',').next().unwrap_or_default().to_socket_addrs()?.next().ok_or("no address")?;
     // The service reaches ZooKeeper through a proxy, so that this example can expire its session.
     let proxy = Proxy::start(first_server)?;

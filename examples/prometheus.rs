@@ -18,7 +18,7 @@ use zookeeper_client::Client;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Installed before the first lock object, which describes every metric (unit, help).
     let prometheus = PrometheusBuilder::new().install_recorder()?;
-    let (connect, _server) = support::zookeeper()?;
+    let (connect, _server) = support::zookeeper().await?;
     let client = Client::connect(&connect).await?;
     let other = Client::connect(&connect).await?;
 

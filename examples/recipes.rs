@@ -13,7 +13,7 @@ use zookeeper_client::Client;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (connect, _server) = support::zookeeper()?;
+    let (connect, _server) = support::zookeeper().await?;
     let alpha = Client::connect(&connect).await?;
     let beta = Client::connect(&connect).await?;
 

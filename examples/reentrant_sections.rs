@@ -30,7 +30,7 @@ async fn audit(ledger: &InterProcessMutex) -> Result<()> {
 
 #[tokio::main]
 async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let (connect, _server) = support::zookeeper()?;
+    let (connect, _server) = support::zookeeper().await?;
     let client = Client::connect(&connect).await?;
     let ledger = InterProcessMutex::new(&client, LOCK_PATH)?;
 

@@ -35,14 +35,10 @@ async fn wait_until_connected(client: &Client) {
     eventually("the client is connected again", || async { client.state() == SessionState::SyncConnected }).await;
 }
 
-fn blocking<T>(work: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(work)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_gets_the_lock_after_the_leader_dies_mid_wait_and_the_ensemble_restarts() {
     let _one = ONE_ENSEMBLE.lock().await;
-    let mut ensemble = blocking(|| Ensemble::start(3)).expect("start an ensemble");
+    let mut ensemble = Ensemble::start(3).await.expect("start an ensemble");
     let path = unique_path("leader-loss");
     let holder_client = connect_to_ensemble(&ensemble).await;
     let waiter_client = connect_to_ensemble(&ensemble).await;
@@ -53,8 +49,8 @@ async fn a_waiter_gets_the_lock_after_the_leader_dies_mid_wait_and_the_ensemble_
 
     let leader = ensemble.leader().expect("a leader");
     ensemble.kill(leader);
-    blocking(|| ensemble.wait_for_quorum(Duration::from_secs(60))).unwrap();
-    blocking(|| ensemble.restart(leader)).unwrap();
+    ensemble.wait_for_quorum(Duration::from_secs(60)).await.unwrap();
+    ensemble.restart(leader).await.unwrap();
     assert!(!waiting.is_finished(), "the waiter must not get a held lock");
 
     // Every member goes down and comes back with its data; sessions and watches survive.
@@ -64,7 +60,7 @@ async fn a_waiter_gets_the_lock_after_the_leader_dies_mid_wait_and_the_ensemble_
     for member in 0..ensemble.size() {
         ensemble.start_member(member).unwrap();
     }
-    blocking(|| ensemble.wait_for_quorum(Duration::from_secs(60))).unwrap();
+    ensemble.wait_for_quorum(Duration::from_secs(60)).await.unwrap();
     // The holder's session outlives the restart (the server expires it only after a whole
     // session timeout without it, and gives it that time again once it is back), so its node is
     // still there and the waiter still waits, whether or not the holder gave the lock up.
@@ -93,7 +89,7 @@ async fn a_waiter_gets_the_lock_after_the_leader_dies_mid_wait_and_the_ensemble_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_leader_delays_but_does_not_break_the_handoff() {
     let _one = ONE_ENSEMBLE.lock().await;
-    let mut ensemble = blocking(|| Ensemble::start(3)).expect("start an ensemble");
+    let mut ensemble = Ensemble::start(3).await.expect("start an ensemble");
     let path = unique_path("leader-pause");
     let holder_client = connect_to_ensemble(&ensemble).await;
     let waiter_client = connect_to_ensemble(&ensemble).await;

@@ -12,12 +12,12 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use zklock::InterProcessMutex;
-use zklock_testcontainers::ZooKeeperServer;
+use zklock_testcontainers::{ServerOptions, ZooKeeperServer};
 use zookeeper_client::{Acls, Client, CreateMode};
 
 fn server() -> &'static ZooKeeperServer {
     static SERVER: OnceLock<ZooKeeperServer> = OnceLock::new();
-    SERVER.get_or_init(|| ZooKeeperServer::start().expect("start zookeeper"))
+    SERVER.get_or_init(|| ZooKeeperServer::start_blocking(&ServerOptions::default()).expect("start zookeeper"))
 }
 
 async fn connect() -> Client {

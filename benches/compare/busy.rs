@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
-use zklock_testcontainers::session_requests;
 use zookeeper_client::{Acls, Client, CreateMode};
 
+use crate::counts::session_requests;
 use crate::session;
 
 /// Writes in flight at most, over all sessions.

@@ -22,6 +22,7 @@
 mod busy;
 mod cohort;
 mod contended;
+mod counts;
 mod cpu;
 mod election;
 mod exclusion;
@@ -45,10 +46,11 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use zklock_testcontainers::{four_letter_word, ServerOptions, ZooKeeperServer};
+use zklock_testcontainers::{ServerOptions, ZooKeeperServer};
 use zookeeper_client::Client;
 
 use crate::busy::Busy;
+use crate::counts::packets_received;
 use crate::report::out;
 use crate::row::{Part, Row, Scenario};
 use crate::targets::Summary;
@@ -188,7 +190,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let (connect, server) = match std::env::var("ZK_CONNECT") {
         Ok(connect) if !connect.is_empty() => (connect, None),
         _ => {
-            let server = ZooKeeperServer::start()?;
+            let server = ZooKeeperServer::start().await?;
             (server.connect_string(), Some(server))
         }
     };
@@ -218,7 +220,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let synced = if runs("uncontended") || runs("contended") {
         let mut options = ServerOptions::default();
         options.force_sync = true;
-        Some(ZooKeeperServer::start_with(&options)?)
+        Some(ZooKeeperServer::start_with(&options).await?)
     } else {
         None
     };
@@ -393,16 +395,6 @@ impl Bench<'_> {
 
 pub(crate) async fn session(connect: &str) -> Result<Client, zookeeper_client::Error> {
     Client::connector().with_session_timeout(Duration::from_secs(30)).connect(connect).await
-}
-
-/// Packets the server has received from everyone (`mntr`).
-pub(crate) fn packets_received(server: SocketAddr) -> u64 {
-    let Ok(answer) = four_letter_word(server, "mntr") else { return 0 };
-    answer
-        .lines()
-        .find_map(|line| line.strip_prefix("zk_packets_received"))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or(0)
 }
 
 pub(crate) fn percentile(samples: &mut [f64], percent: f64) -> f64 {

@@ -10,7 +10,7 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-use zklock_testcontainers::spawn_tied_to_process;
+use zklock_testcontainers::__private::spawn_tied_to_process;
 
 /// A temporary directory and, once [`Spawned::start`] ran, the server process that uses it.
 pub struct Spawned {

@@ -92,7 +92,7 @@ fn bad_input_is_one_line_and_a_documented_code() {
 async fn a_tls_port_is_reached_with_its_ca_and_not_without() {
     let mut options = ServerOptions::default();
     options.tls = true;
-    let server = tokio::task::spawn_blocking(move || ZooKeeperServer::start_with(&options)).await.unwrap().unwrap();
+    let server = ZooKeeperServer::start_with(&options).await.unwrap();
     let secure = server.secure_connect_string().expect("a TLS port");
     let ca = server.tls_ca_pem().expect("the CA's certificate");
     let path = unique_path("cli-tls");

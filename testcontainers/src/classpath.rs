@@ -14,7 +14,7 @@ const DEBIAN_LOGGING: [&str; 2] = ["/usr/share/java/slf4j-log4j12.jar", "/usr/sh
 ///
 /// # Errors
 /// [`HarnessError::JarsNotFound`], whose message names the install command, when none is there.
-pub fn discover_classpath() -> Result<String, HarnessError> {
+pub(crate) fn discover_classpath() -> Result<String, HarnessError> {
     if let Some(classpath) = env::var_os("ZOOKEEPER_CLASSPATH").filter(|c| !c.is_empty()) {
         return Ok(classpath.to_string_lossy().into_owned());
     }

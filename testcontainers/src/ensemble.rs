@@ -3,7 +3,9 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use crate::process::{free_loopback_ports, ServerProcess};
+use crate::blocking::off_runtime;
+use crate::four_letter::answers;
+use crate::process::{free_loopback_ports, ServerProcess, POLL};
 use crate::server::temp_dir;
 use crate::{four_letter_word, HarnessError, ServerOptions};
 
@@ -16,13 +18,13 @@ use crate::{four_letter_word, HarnessError, ServerOptions};
 /// seconds.
 ///
 /// ```no_run
-/// # fn main() -> Result<(), zklock_testcontainers::HarnessError> {
-/// let ensemble = zklock_testcontainers::Ensemble::start(3)?;
-/// let mut ensemble = ensemble;
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), zklock_testcontainers::HarnessError> {
+/// let mut ensemble = zklock_testcontainers::Ensemble::start(3).await?;
 /// let leader = ensemble.leader().expect("a leader");
 /// ensemble.kill(leader);
-/// ensemble.wait_for_quorum(std::time::Duration::from_secs(30))?;
-/// ensemble.restart(leader)?;
+/// ensemble.wait_for_quorum(std::time::Duration::from_secs(30)).await?;
+/// ensemble.restart(leader).await?;
 /// # Ok(())
 /// # }
 /// ```
@@ -38,16 +40,37 @@ impl Ensemble {
     /// Starts `size` servers and waits until they form a quorum with a leader.
     ///
     /// # Errors
-    /// As [`crate::ZooKeeperServer::start_with`].
-    pub fn start(size: usize) -> Result<Self, HarnessError> {
-        Self::start_with(size, &ServerOptions::default())
+    /// As [`Self::start_with`].
+    ///
+    /// # Cancel safety
+    /// As [`Self::start_with`].
+    pub async fn start(size: usize) -> Result<Self, HarnessError> {
+        Self::start_with(size, &ServerOptions::default()).await
     }
 
-    /// Starts `size` servers with `options` and waits until they form a quorum with a leader.
+    /// Starts `size` servers with `options` and waits until they form a quorum with a leader,
+    /// for at most [`ServerOptions::start_timeout`]. As
+    /// [`ZooKeeperServer::start_with`](crate::ZooKeeperServer::start_with), it does not block
+    /// the caller's runtime.
     ///
     /// # Errors
     /// As [`crate::ZooKeeperServer::start_with`].
-    pub fn start_with(size: usize, options: &ServerOptions) -> Result<Self, HarnessError> {
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    ///
+    /// # Cancel safety
+    /// Dropped before it returns, it leaves no server: every member is killed.
+    pub async fn start_with(size: usize, options: &ServerOptions) -> Result<Self, HarnessError> {
+        let launch = options.clone();
+        let ensemble = off_runtime(move || Self::launch(size, &launch)).await?;
+        ensemble.wait_for_quorum(options.start_timeout).await?;
+        Ok(ensemble)
+    }
+
+    /// Writes every member's directory and configuration and starts its process (without
+    /// waiting for them).
+    fn launch(size: usize, options: &ServerOptions) -> Result<Self, HarnessError> {
         let dir = temp_dir("zklock-ensemble-")?;
         let ports = free_loopback_ports(3 * size)?;
         let peers: String = (0..size)
@@ -64,10 +87,7 @@ impl Ensemble {
             let address = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[3 * i]));
             members.push(ServerProcess::launch(&member_dir, address, options)?);
         }
-        let ensemble = Ensemble { members, options: options.clone(), _dir: dir };
-        let mut ensemble = ensemble;
-        ensemble.wait_for_quorum(options.start_timeout)?;
-        Ok(ensemble)
+        Ok(Ensemble { members, options: options.clone(), _dir: dir })
     }
 
     /// How many members the ensemble has.
@@ -92,26 +112,34 @@ impl Ensemble {
 
     /// The mode member `member` reports (`leader`, `follower`), or `None` when it does not serve.
     pub fn mode(&self, member: usize) -> Option<String> {
-        let answer = four_letter_word(self.members[member].client_address, "srvr").ok()?;
-        answer.lines().find_map(|line| line.strip_prefix("Mode: ").map(str::to_owned))
+        mode_at(self.members[member].client_address)
     }
 
-    /// Waits until a majority of members serve and one of them leads.
+    /// Waits until a majority of members serve and one of them leads. The members are asked on
+    /// tokio's blocking threads: the caller's runtime is not blocked.
     ///
     /// # Errors
     /// [`HarnessError::NotReady`] when that does not happen within `timeout`.
-    pub fn wait_for_quorum(&mut self, timeout: Duration) -> Result<(), HarnessError> {
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only asks.
+    pub async fn wait_for_quorum(&self, timeout: Duration) -> Result<(), HarnessError> {
         let started = Instant::now();
         loop {
-            let serving = (0..self.size()).filter(|&i| self.mode(i).is_some()).count();
-            if serving > self.size() / 2 && self.leader().is_some() {
+            let addresses = self.addresses();
+            let modes = off_runtime(move || addresses.into_iter().map(mode_at).collect::<Vec<_>>()).await;
+            let serving = modes.iter().flatten().count();
+            if serving > modes.len() / 2 && modes.iter().flatten().any(|mode| mode == "leader") {
                 return Ok(());
             }
             if started.elapsed() > timeout {
                 let log = self.members.iter().map(|m| m.log_tail(10)).collect::<Vec<_>>().join("\n---\n");
                 return Err(HarnessError::NotReady { waited: timeout, log });
             }
-            std::thread::sleep(Duration::from_millis(50));
+            tokio::time::sleep(POLL).await;
         }
     }
 
@@ -146,15 +174,24 @@ impl Ensemble {
     }
 
     /// Starts a killed or stopped member again with its data, and waits until it serves (which
-    /// needs a quorum of the others).
+    /// needs a quorum of the others), for at most [`ServerOptions::start_timeout`]. The wait
+    /// does not block the caller's runtime.
     ///
     /// # Errors
     /// As [`crate::ZooKeeperServer::start_with`].
-    pub fn restart(&mut self, member: usize) -> Result<(), HarnessError> {
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    ///
+    /// # Cancel safety
+    /// Dropped before it returns, the member is started but not waited for, as by
+    /// [`Self::start_member`].
+    pub async fn restart(&mut self, member: usize) -> Result<(), HarnessError> {
         let timeout = self.options.start_timeout;
         let process = &mut self.members[member];
         process.start()?;
-        process.wait_until("srvr", &["Mode: leader", "Mode: follower"], timeout)
+        let address = process.client_address;
+        process.wait_until(timeout, move || answers(address, "srvr", &["Mode: leader", "Mode: follower"])).await
     }
 
     /// Sends a four-letter word to member `member`.
@@ -164,4 +201,11 @@ impl Ensemble {
     pub fn four_letter_word(&self, member: usize, word: &str) -> Result<String, HarnessError> {
         four_letter_word(self.members[member].client_address, word)
     }
+}
+
+/// The mode the server at `address` reports in its `srvr` answer, or `None` when it does not
+/// serve.
+fn mode_at(address: SocketAddr) -> Option<String> {
+    let answer = four_letter_word(address, "srvr").ok()?;
+    answer.lines().find_map(|line| line.strip_prefix("Mode: ").map(str::to_owned))
 }

@@ -12,7 +12,7 @@ use crate::HarnessError;
 /// # Errors
 /// [`HarnessError::Io`] when the server cannot be reached or does not answer.
 pub fn four_letter_word(address: SocketAddr, word: &str) -> Result<String, HarnessError> {
-    let context = || format!("four-letter word {word:?} to {address}");
+    let context = || format!("send the four-letter word {word:?} to {address}");
     let timeout = Duration::from_secs(5);
     let mut stream = TcpStream::connect_timeout(&address, timeout).map_err(HarnessError::io(context()))?;
     stream.set_read_timeout(Some(timeout)).map_err(HarnessError::io(context()))?;
@@ -22,21 +22,23 @@ pub fn four_letter_word(address: SocketAddr, word: &str) -> Result<String, Harne
     Ok(answer)
 }
 
-/// Requests the server at `address` has received from session `session_id`, from its `cons`
-/// answer (`recved=`); `None` when the server cannot be asked or does not list the session.
-///
-/// Pings count too: measure over spans shorter than a third of the session timeout.
-pub fn session_requests(address: SocketAddr, session_id: i64) -> Option<u64> {
+/// Whether the server at `address` answers `word` with text that contains one of `expected`.
+pub(crate) fn answers(address: SocketAddr, word: &str, expected: &[&str]) -> bool {
+    four_letter_word(address, word).is_ok_and(|answer| expected.iter().any(|e| answer.contains(e)))
+}
+
+/// Requests the server at `address` has received from session `session_id`; see
+/// [`ZooKeeperServer::session_requests`](crate::ZooKeeperServer::session_requests).
+pub(crate) fn session_requests(address: SocketAddr, session_id: i64) -> Option<u64> {
     let answer = four_letter_word(address, "cons").ok()?;
     let session = format!("sid={session_id:#x}");
     let line = answer.lines().find(|line| line.contains(&session))?;
     line.split("recved=").nth(1)?.split(',').next()?.parse().ok()
 }
 
-/// Who watches what on the server at `address`, from its `wchp` answer: each watched path with
-/// the sessions (hexadecimal ids, as the server prints them) that watch it. Empty when the
-/// server cannot be asked.
-pub fn watchers(address: SocketAddr) -> std::collections::BTreeMap<String, Vec<String>> {
+/// Who watches what on the server at `address`; see
+/// [`ZooKeeperServer::watchers`](crate::ZooKeeperServer::watchers).
+pub(crate) fn watchers(address: SocketAddr) -> std::collections::BTreeMap<String, Vec<String>> {
     let mut watchers = std::collections::BTreeMap::new();
     let Ok(answer) = four_letter_word(address, "wchp") else { return watchers };
     let mut current: Option<&mut Vec<String>> = None;

@@ -17,7 +17,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let server = ZooKeeperServer::start()?;
+//! let server = ZooKeeperServer::start().await?;
 //! let client = zookeeper_client::Client::connect(&server.connect_string()).await?;
 //! assert_eq!(server.four_letter_word("ruok")?, "imok");
 //! drop(client);
@@ -27,8 +27,10 @@
 //! # }
 //! ```
 //!
-//! For a whole test binary, share one server through a `static` and give each test its own
-//! lock path; see [`shared_server`].
+//! Starting waits for the server without blocking the test's runtime (the process is started
+//! and asked whether it is up on tokio's blocking threads). For a whole test binary, share one
+//! server through a `static` and give each test its own lock path; see [`shared_server`], or
+//! [`ZooKeeperServer::start_blocking`] for a `static` server with options of your own.
 //!
 //! For fault tests: [`Ensemble`] runs 3 or 5 servers whose members can be killed, stopped,
 //! paused and restarted with their data; [`Proxy`] stands between a client and the servers and
@@ -38,7 +40,7 @@
 #![deny(missing_docs, missing_debug_implementations)]
 
 // Linux only: every child is started with Linux's parent-death signal (`prctl`), and the
-// pause, CPU-time and thread-state helpers read `/proc`. Elsewhere the crate says so, once,
+// pause and resume helpers read threads' states from `/proc`. Elsewhere the crate says so, once,
 // instead of a page of unresolved names.
 #[cfg(not(target_os = "linux"))]
 compile_error!(
@@ -54,8 +56,8 @@ macro_rules! linux_only {
 }
 
 linux_only! {
+    mod blocking;
     mod classpath;
-    mod cpu;
     mod ensemble;
     mod error;
     mod four_letter;
@@ -67,13 +69,18 @@ linux_only! {
     mod tls;
     mod wire;
 
-    pub use classpath::discover_classpath;
-    pub use cpu::{cpu_time, own_cpu_time};
     pub use ensemble::Ensemble;
     pub use error::HarnessError;
-    pub use four_letter::{four_letter_word, session_requests, watchers};
+    pub use four_letter::four_letter_word;
     pub use proxy::{Proxy, ThrottledOperation};
     pub use server::{shared_server, ServerOptions, ZooKeeperServer};
     pub use session::expire_session;
-    pub use spawn::spawn_tied_to_process;
+
+    /// Not for users: what zklock's own tests and benchmarks share with the harness's
+    /// internals. Not part of the public API and not covered by semver: it may change or go in
+    /// any release.
+    #[doc(hidden)]
+    pub mod __private {
+        pub use crate::spawn::spawn_tied_to_process;
+    }
 }

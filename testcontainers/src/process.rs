@@ -7,8 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::blocking::off_runtime;
 use crate::spawn::spawn_tied_to_process;
-use crate::{four_letter_word, HarnessError, ServerOptions};
+use crate::{HarnessError, ServerOptions};
+
+/// How often a wait asks the server again.
+pub(crate) const POLL: Duration = Duration::from_millis(50);
 
 /// A server's process and where it lives; the process is killed when this is dropped.
 #[derive(Debug)]
@@ -65,8 +69,8 @@ impl ServerProcess {
             child: None,
             dir: dir.to_path_buf(),
             classpath: match options.tls {
-                true => format!("{}:{}", crate::discover_classpath()?, crate::tls::netty_classpath()),
-                false => crate::discover_classpath()?,
+                true => format!("{}:{}", crate::classpath::discover_classpath()?, crate::tls::netty_classpath()),
+                false => crate::classpath::discover_classpath()?,
             },
             heap: options.heap.clone(),
             container_check_interval: options.container_check_interval,
@@ -112,24 +116,29 @@ impl ServerProcess {
         self.child.as_mut().is_some_and(|child| matches!(child.try_wait(), Ok(None)))
     }
 
-    /// Waits until the server answers `word` with text containing one of `expected`.
-    pub(crate) fn wait_until(&mut self, word: &str, expected: &[&str], timeout: Duration) -> Result<(), HarnessError> {
+    /// Waits until `ready`, a blocking probe of the server, holds; the probe runs off the
+    /// runtime's threads, every [`POLL`].
+    ///
+    /// # Errors
+    /// [`HarnessError::ExitedEarly`] once the process has exited, [`HarnessError::NotReady`] after
+    /// `timeout`; both with the server's last log lines.
+    pub(crate) async fn wait_until(
+        &mut self,
+        timeout: Duration,
+        ready: impl Fn() -> bool + Clone + Send + 'static,
+    ) -> Result<(), HarnessError> {
         let started = Instant::now();
         loop {
-            if let Some(child) = self.child.as_mut() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    return Err(HarnessError::ExitedEarly { status, log: self.log_tail(30) });
-                }
+            if let Some(status) = self.child.as_mut().and_then(|child| child.try_wait().ok().flatten()) {
+                return Err(HarnessError::ExitedEarly { status, log: self.log_tail(30) });
             }
-            if let Ok(answer) = four_letter_word(self.client_address, word) {
-                if expected.iter().any(|e| answer.contains(e)) {
-                    return Ok(());
-                }
+            if off_runtime(ready.clone()).await {
+                return Ok(());
             }
             if started.elapsed() > timeout {
                 return Err(HarnessError::NotReady { waited: timeout, log: self.log_tail(30) });
             }
-            std::thread::sleep(Duration::from_millis(50));
+            tokio::time::sleep(POLL).await;
         }
     }
 

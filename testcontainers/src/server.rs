@@ -1,13 +1,16 @@
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use tempfile::TempDir;
 
+use crate::blocking::{block_on, off_runtime};
+use crate::error::with_causes;
+use crate::four_letter::{answers, session_requests, watchers};
 use crate::process::{free_loopback_ports, ServerProcess};
 use crate::tls::{make_certificates, TlsFiles};
-use crate::{four_letter_word, session_requests, watchers, HarnessError};
+use crate::{four_letter_word, HarnessError};
 
 /// How a test server is configured. Start from [`ServerOptions::default`].
 #[derive(Clone, Debug)]
@@ -69,19 +72,65 @@ impl ZooKeeperServer {
     ///
     /// # Errors
     /// As [`Self::start_with`].
-    pub fn start() -> Result<Self, HarnessError> {
-        Self::start_with(&ServerOptions::default())
+    ///
+    /// # Cancel safety
+    /// As [`Self::start_with`].
+    pub async fn start() -> Result<Self, HarnessError> {
+        Self::start_with(&ServerOptions::default()).await
     }
 
-    /// Starts a server and waits until it answers `ruok`.
+    /// Starts a server and waits until it answers `ruok` (and, with [`ServerOptions::tls`],
+    /// until its TLS port accepts connections), for at most [`ServerOptions::start_timeout`].
+    ///
+    /// It does not block the caller's runtime: the process is started, and the server asked
+    /// whether it is up, on tokio's blocking threads, so a current-thread test runtime goes on
+    /// with its other tasks meanwhile. From sync code (a `static`), use
+    /// [`Self::start_blocking`].
     ///
     /// # Errors
     /// - [`HarnessError::JarsNotFound`] when ZooKeeper is not installed;
     /// - [`HarnessError::JavaNotStarted`] when `java` is missing;
     /// - [`HarnessError::ExitedEarly`] or [`HarnessError::NotReady`], with the server's last log
     ///   lines, when it does not come up;
+    /// - [`HarnessError::Tls`] when the certificates of [`ServerOptions::tls`] cannot be made;
     /// - [`HarnessError::Io`] when the temporary directory cannot be written.
-    pub fn start_with(options: &ServerOptions) -> Result<Self, HarnessError> {
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    ///
+    /// # Cancel safety
+    /// Dropped before it returns, it leaves no server: the process is killed and its directory
+    /// removed (a step already running on a blocking thread finishes first, then cleans up).
+    pub async fn start_with(options: &ServerOptions) -> Result<Self, HarnessError> {
+        let launch = options.clone();
+        let mut server = off_runtime(move || Self::launch(&launch)).await?;
+        let address = server.address();
+        let secure = server.secure.as_ref().map(|(address, _)| *address);
+        // The TLS port is bound by its own Netty channel, which may open after the plain port
+        // answers `ruok`: a client let in between met "connection refused".
+        let ready = move || {
+            answers(address, "ruok", &["imok"])
+                && secure.is_none_or(|secure| TcpStream::connect_timeout(&secure, Duration::from_secs(1)).is_ok())
+        };
+        server.process.wait_until(options.start_timeout, ready).await?;
+        Ok(server)
+    }
+
+    /// Starts a server from sync code, blocking the calling thread until it answers: for a
+    /// server in a `static` (see [`shared_server`]) or a test without a runtime. Callable on any
+    /// thread, a runtime's too (it runs [`Self::start_with`] on a runtime and thread of its
+    /// own), but async code should await [`Self::start_with`] instead, which leaves the
+    /// runtime's thread free.
+    ///
+    /// # Errors
+    /// As [`Self::start_with`], and [`HarnessError::Io`] when its runtime cannot be made.
+    pub fn start_blocking(options: &ServerOptions) -> Result<Self, HarnessError> {
+        block_on(Self::start_with(options))
+    }
+
+    /// Writes the server's directory, configuration and certificates, and starts its process
+    /// (without waiting for it).
+    fn launch(options: &ServerOptions) -> Result<Self, HarnessError> {
         let dir = temp_dir("zklock-zookeeper-")?;
         let ports = free_loopback_ports(1 + usize::from(options.tls))?;
         let secure = match options.tls {
@@ -91,19 +140,7 @@ impl ZooKeeperServer {
         let extra_config = secure.as_ref().map(|(address, files)| files.config(address.port())).unwrap_or_default();
         ServerProcess::configure(dir.path(), ports[0], options, &extra_config)?;
         let address = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0]));
-        let mut process = ServerProcess::launch(dir.path(), address, options)?;
-        process.wait_until("ruok", &["imok"], options.start_timeout)?;
-        if let Some((address, _)) = &secure {
-            // The TLS port is bound by its own Netty channel, which may open after the plain port
-            // answers `ruok`: a client let in between met "connection refused".
-            let deadline = std::time::Instant::now() + options.start_timeout;
-            while std::net::TcpStream::connect_timeout(address, Duration::from_secs(1)).is_err() {
-                if std::time::Instant::now() >= deadline {
-                    return Err(HarnessError::NotReady { waited: options.start_timeout, log: process.log_tail(30) });
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
+        let process = ServerProcess::launch(dir.path(), address, options)?;
         Ok(ZooKeeperServer { process, secure, dir })
     }
 
@@ -128,8 +165,8 @@ impl ZooKeeperServer {
         self.process.client_address
     }
 
-    /// The server's process id (for reading its CPU time from `/proc`, as the comparison
-    /// benchmark does); `None` once it has been stopped.
+    /// The server's process id: to send it a signal, or read what it uses from `/proc`. `None`
+    /// once its process has been reaped.
     pub fn pid(&self) -> Option<u32> {
         self.process.pid()
     }
@@ -139,12 +176,18 @@ impl ZooKeeperServer {
         self.dir.path()
     }
 
-    /// Requests this server has received from session `session_id`; see [`session_requests`].
+    /// Requests this server has received from session `session_id`, from its `cons` answer
+    /// (`recved=`): to count what a client sends, as the server sees it. `None` when the server
+    /// cannot be asked or does not list the session.
+    ///
+    /// Pings count too: measure over spans shorter than a third of the session timeout.
     pub fn session_requests(&self, session_id: i64) -> Option<u64> {
         session_requests(self.address(), session_id)
     }
 
-    /// Who watches what on this server; see [`watchers`].
+    /// Who watches what on this server, from its `wchp` answer: each watched path with the
+    /// sessions (hexadecimal ids, as the server prints them) that watch it. Empty when the server
+    /// cannot be asked.
     pub fn watchers(&self) -> std::collections::BTreeMap<String, Vec<String>> {
         watchers(self.address())
     }
@@ -163,17 +206,21 @@ impl ZooKeeperServer {
     }
 }
 
-/// One server for the whole test binary, started on first use.
+/// One server for the whole test binary, started on first use with [`ServerOptions::default`].
 ///
 /// It is never dropped; the parent-death signal kills it when the test process exits. Tests that
-/// share it must use distinct paths.
+/// share it must use distinct paths. The first call blocks its thread until the server answers
+/// ([`ZooKeeperServer::start_blocking`]), once per test binary; later calls return at once.
 ///
 /// # Panics
 /// When the server cannot be started: a test cannot go on without it, and the message says why
 /// (for example, which package to install).
 pub fn shared_server() -> &'static ZooKeeperServer {
     static SERVER: OnceLock<ZooKeeperServer> = OnceLock::new();
-    SERVER.get_or_init(|| ZooKeeperServer::start().unwrap_or_else(|err| panic!("cannot start ZooKeeper: {err}")))
+    SERVER.get_or_init(|| {
+        ZooKeeperServer::start_blocking(&ServerOptions::default())
+            .unwrap_or_else(|err| panic!("cannot start ZooKeeper: {}", with_causes(&err)))
+    })
 }
 
 pub(crate) fn temp_dir(prefix: &str) -> Result<TempDir, HarnessError> {

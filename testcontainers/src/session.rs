@@ -16,8 +16,8 @@ const WAIT_FOR_EXPIRY: Duration = Duration::from_secs(30);
 /// seen [`SessionState::Expired`].
 ///
 /// # Errors
-/// [`HarnessError::Client`] when the second client cannot join the session, or `client` does not
-/// see the expiry within 30 s.
+/// [`HarnessError::Client`] when the second client cannot join the session;
+/// [`HarnessError::NotExpired`] when `client` does not see the expiry within 30 s.
 ///
 /// # Cancel safety
 /// Not cancel safe: dropped midway, it may leave the proxy cut off (call [`Proxy::heal`]).
@@ -40,8 +40,5 @@ pub async fn expire_session(client: &Client, proxy: &Proxy) -> Result<(), Harnes
         }
     })
     .await;
-    seen.map_err(|_| HarnessError::Client {
-        context: format!("the client did not see its session expire within {WAIT_FOR_EXPIRY:?}"),
-        source: zookeeper_client::Error::Timeout,
-    })
+    seen.map_err(|_| HarnessError::NotExpired { waited: WAIT_FOR_EXPIRY })
 }

@@ -13,8 +13,9 @@ type SpawnRequest = (Command, mpsc::Sender<io::Result<Child>>);
 
 static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
 
-/// Spawns `command` so that it receives `SIGKILL` when this process exits, however it exits
-/// (for other servers a test or benchmark starts, such as Redis in the comparison benchmark).
+/// Spawns `command` so that it receives `SIGKILL` when this process exits, however it exits:
+/// every server process, and (through `__private`) the child processes of zklock's own tests
+/// and benchmarks.
 ///
 /// # Errors
 ///

@@ -1,14 +1,16 @@
 //! The harness itself: a server starts, answers, and is gone after drop.
 
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use zklock_testcontainers::{expire_session, Proxy, ThrottledOperation, ZooKeeperServer};
+use zklock_testcontainers::{expire_session, Proxy, ServerOptions, ThrottledOperation, ZooKeeperServer};
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, SessionState};
 
 #[tokio::test]
 async fn server_answers_and_dies_on_drop() {
-    let server = ZooKeeperServer::start().expect("start zookeeper");
+    let server = ZooKeeperServer::start().await.expect("start zookeeper");
     assert_eq!(server.four_letter_word("ruok").unwrap(), "imok");
     let client = Client::connect(&server.connect_string()).await.unwrap();
     client.list_children("/").await.unwrap();
@@ -20,9 +22,37 @@ async fn server_answers_and_dies_on_drop() {
     assert!(!dir.exists(), "server directory left behind");
 }
 
+/// A start leaves its test's runtime free while the server comes up: on a current-thread
+/// runtime, a task beside it runs again and again before the start returns.
+#[tokio::test(flavor = "current_thread")]
+async fn a_start_leaves_the_runtime_free() {
+    let ticks = Arc::new(AtomicUsize::new(0));
+    let ticker = tokio::spawn({
+        let ticks = Arc::clone(&ticks);
+        async move {
+            loop {
+                ticks.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    });
+    let server = ZooKeeperServer::start().await.expect("start zookeeper");
+    let ran = ticks.load(Ordering::SeqCst);
+    ticker.abort();
+    assert!(ran >= 2, "the runtime was blocked while the server started: {ran} ticks");
+    assert_eq!(server.four_letter_word("ruok").unwrap(), "imok");
+}
+
+/// From sync code (a `static`, a test without a runtime), `start_blocking` starts a server.
+#[test]
+fn a_server_starts_from_sync_code() {
+    let server = ZooKeeperServer::start_blocking(&ServerOptions::default()).expect("start zookeeper");
+    assert_eq!(server.four_letter_word("ruok").unwrap(), "imok");
+}
+
 #[tokio::test]
 async fn expire_session_expires_the_session() {
-    let server = ZooKeeperServer::start().expect("start zookeeper");
+    let server = ZooKeeperServer::start().await.expect("start zookeeper");
     let proxy = Proxy::start(server.address()).unwrap();
     let client = Client::connector()
         .with_session_timeout(Duration::from_secs(10))
@@ -46,7 +76,7 @@ async fn expire_session_expires_the_session() {
 
 #[tokio::test]
 async fn cut_proxy_disconnects_and_heal_reconnects_same_session() {
-    let server = ZooKeeperServer::start().expect("start zookeeper");
+    let server = ZooKeeperServer::start().await.expect("start zookeeper");
     let proxy = Proxy::start(server.address()).unwrap();
     let client = Client::connector()
         .with_session_timeout(Duration::from_secs(10))
@@ -64,7 +94,7 @@ async fn cut_proxy_disconnects_and_heal_reconnects_same_session() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_ensemble_survives_losing_its_leader_and_takes_it_back() {
     use zklock_testcontainers::Ensemble;
-    let mut ensemble = Ensemble::start(3).expect("start an ensemble");
+    let mut ensemble = Ensemble::start(3).await.expect("start an ensemble");
     let client = Client::connector()
         .with_session_timeout(Duration::from_secs(10))
         .connect(&ensemble.connect_string())
@@ -74,10 +104,10 @@ async fn an_ensemble_survives_losing_its_leader_and_takes_it_back() {
     client.create("/before", b"", &persistent).await.unwrap();
     let leader = ensemble.leader().expect("a leader");
     ensemble.kill(leader);
-    tokio::task::block_in_place(|| ensemble.wait_for_quorum(Duration::from_secs(60))).unwrap();
+    ensemble.wait_for_quorum(Duration::from_secs(60)).await.unwrap();
     assert_ne!(ensemble.leader(), Some(leader));
     client.create("/after", b"", &persistent).await.unwrap();
-    tokio::task::block_in_place(|| ensemble.restart(leader)).unwrap();
+    ensemble.restart(leader).await.unwrap();
     assert!(ensemble.mode(leader).is_some(), "the restarted member serves again");
     // Its data was kept, and it caught up.
     let direct = Client::connect(&ensemble.addresses()[leader].to_string()).await.unwrap();
@@ -89,12 +119,12 @@ async fn an_ensemble_survives_losing_its_leader_and_takes_it_back() {
     ensemble.pause(follower);
     assert!(ensemble.mode(follower).is_none(), "a paused member does not answer");
     ensemble.resume(follower);
-    tokio::task::block_in_place(|| ensemble.wait_for_quorum(Duration::from_secs(60))).unwrap();
+    ensemble.wait_for_quorum(Duration::from_secs(60)).await.unwrap();
 }
 
 #[tokio::test]
 async fn drop_replies_loses_replies_but_delivers_requests() {
-    let server = ZooKeeperServer::start().expect("start zookeeper");
+    let server = ZooKeeperServer::start().await.expect("start zookeeper");
     let proxy = Proxy::start(server.address()).unwrap();
     let client = Client::connector()
         .with_session_timeout(Duration::from_secs(4))
@@ -129,7 +159,7 @@ async fn blackhole_counts_the_requests_it_loses_and_nothing_while_the_client_is_
 
 /// A server, a proxy to it, a client through the proxy and one straight to the server.
 async fn proxied_client_and_observer() -> (ZooKeeperServer, Proxy, Client, Client) {
-    let server = ZooKeeperServer::start().expect("start zookeeper");
+    let server = ZooKeeperServer::start().await.expect("start zookeeper");
     let proxy = Proxy::start(server.address()).unwrap();
     let client = Client::connect(&proxy.connect_string()).await.unwrap();
     let observer = Client::connect(&server.connect_string()).await.unwrap();
@@ -184,15 +214,15 @@ async fn throttle_next_refuses_every_form_of_create_get_data_and_get_children() 
     assert_eq!(proxy.throttled_count(), 5);
 }
 
-#[test]
-fn an_ensemble_of_five_keeps_quorum_after_losing_two() {
+#[tokio::test]
+async fn an_ensemble_of_five_keeps_quorum_after_losing_two() {
     use zklock_testcontainers::Ensemble;
-    let mut ensemble = Ensemble::start(5).expect("start five servers");
+    let mut ensemble = Ensemble::start(5).await.expect("start five servers");
     assert_eq!(ensemble.size(), 5);
     let leader = ensemble.leader().expect("a leader");
     let follower = (0..5).find(|&i| i != leader).unwrap();
     ensemble.kill(leader);
     ensemble.stop(follower);
-    ensemble.wait_for_quorum(Duration::from_secs(60)).expect("three of five are a quorum");
+    ensemble.wait_for_quorum(Duration::from_secs(60)).await.expect("three of five are a quorum");
     assert!(ensemble.leader().is_some_and(|new| new != leader && new != follower));
 }

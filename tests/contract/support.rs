@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use zklock_testcontainers::{spawn_tied_to_process, Proxy};
+use zklock_testcontainers::__private::spawn_tied_to_process;
+use zklock_testcontainers::Proxy;
 use zookeeper_client::Client;
 
 use crate::common::{children, eventually, server};

@@ -30,7 +30,8 @@ const TRIES: usize = 3;
 /// about half a minute), then heals everything and returns the ensemble. A fault is counted
 /// only when it took effect: a kill or pause of a leader there was, a partition or lost replies
 /// that lost some of the client's traffic, an expiry the client saw; one that did not is dealt
-/// again, up to [`TRIES`] times.
+/// again, up to [`TRIES`] times. It runs on a blocking thread of the test's runtime (it sleeps
+/// between faults), and waits there for the ensemble's async waits.
 pub fn run(mut ensemble: Ensemble, slots: &[Slot], faults: &FaultCounts, rounds: usize, rng: &mut Rng) -> Ensemble {
     let mut expiries = 0;
     for _ in 0..rounds {
@@ -44,7 +45,7 @@ pub fn run(mut ensemble: Ensemble, slots: &[Slot], faults: &FaultCounts, rounds:
                         bump(&faults.kills);
                         ensemble.kill(leader);
                         std::thread::sleep(Duration::from_millis(rng.u64(500..3_000)));
-                        ensemble.restart(leader).expect("restart the killed leader");
+                        block_on(ensemble.restart(leader)).expect("restart the killed leader");
                         true
                     }),
                     Fault::PauseLeader => ensemble.leader().is_some_and(|leader| {
@@ -79,7 +80,7 @@ pub fn run(mut ensemble: Ensemble, slots: &[Slot], faults: &FaultCounts, rounds:
                         disturb(slot, &faults.lost_replies, Proxy::drop_replies, spell, Proxy::replies_lost)
                     }
                 };
-                let _ = ensemble.wait_for_quorum(Duration::from_secs(60));
+                let _ = block_on(ensemble.wait_for_quorum(Duration::from_secs(60)));
                 if took_effect {
                     break;
                 }
@@ -89,8 +90,13 @@ pub fn run(mut ensemble: Ensemble, slots: &[Slot], faults: &FaultCounts, rounds:
     for slot in slots {
         slot.proxy.heal();
     }
-    ensemble.wait_for_quorum(Duration::from_secs(60)).expect("the ensemble recovers");
+    block_on(ensemble.wait_for_quorum(Duration::from_secs(60))).expect("the ensemble recovers");
     ensemble
+}
+
+/// Runs `future` to its end on the test's runtime, from the nemesis's blocking thread.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Handle::current().block_on(future)
 }
 
 /// Applies `fault` to the slot's proxy for `spell`, then heals it; counts it, and says so, only

@@ -3,10 +3,10 @@
 
 use std::error::Error;
 
-use zklock_testcontainers::session_requests;
 use zookeeper_client::Client;
 
 use super::{prepare, ZooKeeperLock};
+use crate::counts::session_requests;
 use crate::row::Pending;
 use crate::spin::{nothing, time_cycles};
 use crate::uncontended::{Latency, Rounds};
