@@ -14,7 +14,7 @@ use crate::duration::{parse_duration, parse_session_timeout};
 const USAGE: &str = "\
 zklock [OPTIONS] LOCK_PATH [--] COMMAND [ARGS]...
        zklock [OPTIONS] LOCK_PATH -c SHELL_COMMAND
-       zklock [OPTIONS] <hold|elect|leader|list|revoke> ...
+       zklock [OPTIONS] <hold|elect|leader|list|revoke|deadlocks> ...
        zklock completions <bash|zsh|fish> | zklock manpage";
 
 /// Run a command while holding a ZooKeeper lock or semaphore, or while leading an election,
@@ -273,6 +273,14 @@ pub enum Command {
     List {
         /// The lock path.
         lock_path: String,
+    },
+    /// Find deadlocks under ROOT: sessions that each wait on a lock the next holds, in a ring
+    /// (mutex, read-write and kazoo locks; not semaphores). Exits 1 when one is found, 0 when
+    /// none is.
+    Deadlocks {
+        /// The subtree to search, e.g. /locks (`/` for all).
+        #[arg(value_name = "ROOT")]
+        root: String,
     },
     /// Ask the holder of a lock node to give the lock up (it decides whether to).
     Revoke {

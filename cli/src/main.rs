@@ -35,6 +35,7 @@ mod stderr;
 mod stdout;
 mod supervision;
 mod take_alone;
+mod wait_for;
 mod watchdog;
 
 use std::io::IsTerminal as _;
@@ -52,6 +53,7 @@ use zookeeper_client::Client;
 
 use crate::cli::{Cli, Command};
 use crate::commands::completions::completions;
+use crate::commands::deadlocks::deadlocks;
 use crate::commands::elect::{elect, Campaign};
 use crate::commands::hold::hold;
 use crate::commands::leader::leader;
@@ -153,6 +155,7 @@ async fn dispatch(client: &Client, cli: Cli) -> Result<ExitCode, Failure> {
     let command = command(&cli);
     match cli.subcommand {
         Some(Command::List { lock_path }) => list(client, &lock_path, json).await,
+        Some(Command::Deadlocks { root }) => deadlocks(client, &root, json).await,
         Some(Command::Revoke { node }) => revoke(client, &node).await,
         Some(Command::Leader { election_path }) => leader(client, &election_path, json).await,
         Some(Command::Hold { lock_path }) => hold(client, &cli.connection, &lock_path, &cli.lock, json).await,
@@ -193,6 +196,9 @@ fn check_paths(cli: &Cli) -> Result<(), Failure> {
         Some(Command::List { lock_path: path } | Command::Hold { lock_path: path }) => cli_path(path),
         Some(Command::Elect { election_path: path, .. } | Command::Leader { election_path: path }) => cli_path(path),
         Some(Command::Revoke { node }) => cli_path(node),
+        // The whole tree may be searched.
+        Some(Command::Deadlocks { root }) if root == "/" => Ok(()),
+        Some(Command::Deadlocks { root }) => cli_path(root),
         Some(Command::Completions { .. } | Command::Manpage) => Ok(()),
         None => cli.lock_path.as_deref().map(cli_path).unwrap_or(Ok(())),
     }

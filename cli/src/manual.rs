@@ -42,6 +42,9 @@ const EXAMPLES: &str = "\
   zklock list --json /locks/nightly
   zklock revoke /locks/nightly/_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-__WRIT__0000000007
 
+  # Processes that each hold a lock another waits on, in a ring (exit 1 if any)
+  zklock deadlocks /locks
+
   # A secured ensemble
   ZKLOCK_AUTH=digest:deployer:secret zklock --tls-ca ca.pem --zk zk1:2281 /locks/deploy -- ./deploy.sh";
 
@@ -101,7 +104,7 @@ data back. `zklock hold` lets go at once when the reader of its stdout goes away
 const EXIT_STATUS: &[(&str, &str)] = &[
     ("N", "the command's own status (128+N if it died of signal N)"),
     ("128+N", "`hold`, `elect` without a command: ended by signal N (SIGTERM: 143), waiting or holding"),
-    ("1", "`list`: nobody holds; `revoke`: no such node"),
+    ("1", "`list`: nobody holds; `revoke`: no such node; `deadlocks`: a deadlock found"),
     ("64", "bad usage (an option, a path, a connect string) or a mode the path cannot take"),
     (
         "69",

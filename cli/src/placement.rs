@@ -17,6 +17,7 @@ pub enum Mode {
     Elect,
     Leader,
     List,
+    Deadlocks,
     Revoke,
     Completions,
     Manpage,
@@ -42,7 +43,7 @@ const SCOPES: &[(&str, &[Mode])] = &[
     ("retake", &[Hold, Elect]),
     ("shell_command", &[Run, Elect]),
     ("id", &[Elect]),
-    ("json", &[Hold, Elect, Leader, List]),
+    ("json", &[Hold, Elect, Leader, List, Deadlocks]),
 ];
 
 impl Mode {
@@ -53,6 +54,7 @@ impl Mode {
             Some(Command::Elect { .. }) => Elect,
             Some(Command::Leader { .. }) => Leader,
             Some(Command::List { .. }) => List,
+            Some(Command::Deadlocks { .. }) => Deadlocks,
             Some(Command::Revoke { .. }) => Revoke,
             Some(Command::Completions { .. }) => Completions,
             Some(Command::Manpage) => Manpage,
@@ -66,6 +68,7 @@ impl Mode {
             Elect => "zklock elect",
             Leader => "zklock leader",
             List => "zklock list",
+            Deadlocks => "zklock deadlocks",
             Revoke => "zklock revoke",
             Completions => "zklock completions",
             Manpage => "zklock manpage",
@@ -120,6 +123,7 @@ fn each_subcommand(
         ("elect", Elect),
         ("leader", Leader),
         ("list", List),
+        ("deadlocks", Deadlocks),
         ("revoke", Revoke),
         ("completions", Completions),
         ("manpage", Manpage),

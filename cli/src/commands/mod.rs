@@ -3,6 +3,7 @@
 //! again) lives beside this folder, each step in a file of its own.
 
 pub mod completions;
+pub mod deadlocks;
 pub mod elect;
 pub mod hold;
 pub mod leader;

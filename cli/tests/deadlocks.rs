@@ -1,0 +1,146 @@
+//! `zklock deadlocks`: sessions that each hold a lock the one before waits on, found on a real
+//! server; waits in a line are no deadlock.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+mod support;
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::process::Output;
+use std::time::Duration;
+
+use common::{connect, server, unique_path, wait_for_children};
+use support::zklock;
+use tokio::task::JoinHandle;
+use zklock::{InterProcessMutex, LockGuard};
+use zookeeper_client::Client;
+
+/// Each test ends within this, or fails.
+const BOUND: Duration = Duration::from_secs(60);
+
+async fn bounded(test: impl Future<Output = ()>) {
+    tokio::time::timeout(BOUND, test).await.expect("the test ended in time");
+}
+
+/// Sessions on a real server: each holds `holds` and has one task waiting on `waits`.
+struct Party {
+    client: Client,
+    _guard: LockGuard,
+    waiting: Option<JoinHandle<()>>,
+}
+
+impl Drop for Party {
+    fn drop(&mut self) {
+        if let Some(waiting) = self.waiting.take() {
+            waiting.abort();
+        }
+    }
+}
+
+impl Party {
+    fn session(&self) -> String {
+        self.client.session_id().to_string()
+    }
+}
+
+fn lock(client: &Client, path: &str, read_write: bool) -> InterProcessMutex {
+    if read_write {
+        InterProcessMutex::builder(client, path).build_read_write().unwrap().write_lock().clone()
+    } else {
+        InterProcessMutex::new(client, path).unwrap()
+    }
+}
+
+/// A session that holds `holds`, then waits on `waits` (if any) in a task of its own, once it
+/// is queued there.
+async fn party(holds: &str, waits: Option<&str>, read_write: bool) -> Party {
+    let client = connect().await;
+    let guard = lock(&client, holds, read_write).acquire().await.unwrap();
+    let waiting = waits.map(|waits| {
+        let mutex = lock(&client, waits, read_write);
+        tokio::spawn(async move {
+            let _never = mutex.acquire().await;
+        })
+    });
+    Party { client, _guard: guard, waiting }
+}
+
+async fn deadlocks(root: &str, json: bool) -> Output {
+    let mut command = zklock(&server().connect_string());
+    command.arg("deadlocks").args(json.then_some("--json")).arg(root);
+    let mut command = tokio::process::Command::from(command);
+    command.kill_on_drop(true).output().await.unwrap()
+}
+
+/// `n` sessions in a ring, each holding lock i and waiting on lock i+1: exit 1, and the one
+/// cycle names every session, in text and in JSON.
+async fn a_ring_is_found(name: &str, n: usize, read_write: bool) {
+    let root = unique_path(name);
+    let locks: Vec<String> = (0..n).map(|i| format!("{root}/app/lock-{i}")).collect();
+    let mut parties = Vec::new();
+    for holds in &locks {
+        parties.push(party(holds, None, read_write).await);
+    }
+    for (i, party) in parties.iter_mut().enumerate() {
+        let waits = lock(&party.client, &locks[(i + 1) % n], read_write);
+        party.waiting = Some(tokio::spawn(async move {
+            let _never = waits.acquire().await;
+        }));
+    }
+    let observer = connect().await;
+    for path in &locks {
+        wait_for_children(&observer, path, 2).await;
+    }
+    let sessions: BTreeSet<String> = parties.iter().map(Party::session).collect();
+    let text = deadlocks(&root, false).await;
+    assert_eq!(text.status.code(), Some(1), "{text:?}");
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(stdout.starts_with(&format!("deadlock of {n} sessions")), "{stdout}");
+    for session in &sessions {
+        assert!(stdout.contains(session.as_str()), "{session} in {stdout}");
+    }
+    let json = deadlocks(&root, true).await;
+    assert_eq!(json.status.code(), Some(1), "{json:?}");
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["deadlocked"], true, "{json}");
+    let cycles = json["deadlocks"].as_array().unwrap();
+    assert_eq!(cycles.len(), 1, "{json}");
+    let named: BTreeSet<String> =
+        cycles[0]["sessions"].as_array().unwrap().iter().map(|s| s["session"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(named, sessions, "{json}");
+    let waited: BTreeSet<&str> =
+        cycles[0]["waits"].as_array().unwrap().iter().map(|wait| wait["lock"].as_str().unwrap()).collect();
+    assert_eq!(waited, locks.iter().map(String::as_str).collect(), "{json}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sessions_each_waiting_on_the_others_mutex_are_a_deadlock() {
+    bounded(a_ring_is_found("deadlocks-two", 2, false)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_sessions_in_a_ring_of_write_locks_are_a_deadlock() {
+    bounded(a_ring_is_found("deadlocks-three", 3, true)).await;
+}
+
+/// Three sessions waiting in a line, each on the next one's lock; the last one's second task
+/// waits on the lock its first task holds (a session waiting behind itself, not a ring): exit 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_in_a_line_are_no_deadlock() {
+    bounded(async {
+        let root = unique_path("deadlocks-line");
+        let [a, b, c] = ["a", "b", "c"].map(|name| format!("{root}/{name}"));
+        let _last = party(&c, Some(&c), false).await;
+        let _middle = party(&b, Some(&c), false).await;
+        let _first = party(&a, Some(&b), false).await;
+        let observer = connect().await;
+        wait_for_children(&observer, &b, 2).await;
+        wait_for_children(&observer, &c, 3).await;
+        let output = deadlocks(&root, false).await;
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(stdout.trim(), format!("{root}: no deadlock (3 locks read)"));
+    })
+    .await;
+}
