@@ -9,6 +9,7 @@ use crate::exit::{Failure, Outcome};
 use crate::held::Held;
 use crate::layout::{Kind, Layout};
 use crate::node_data::NodeData;
+use crate::waiting_line::shown;
 
 /// The kind of lock the options ask for.
 pub fn kind(args: &LockArgs) -> Kind {
@@ -77,8 +78,10 @@ pub async fn acquire(
             .build()
             .map_err(Failure::from_lock_error)?;
         match timeout {
-            None => Some(semaphore.acquire().await.map(Held::Lease)),
-            Some(timeout) => semaphore.acquire_timeout(timeout).await.transpose().map(|lease| lease.map(Held::Lease)),
+            None => Some(shown(semaphore.acquire()).await.map(Held::Lease)),
+            Some(timeout) => {
+                shown(semaphore.acquire_timeout(timeout)).await.transpose().map(|lease| lease.map(Held::Lease))
+            }
         }
     } else {
         let builder = InterProcessMutex::builder(on, lock_path)
@@ -106,8 +109,8 @@ pub async fn acquire(
             }
         };
         match timeout {
-            None => Some(side.acquire().await.map(Held::Lock)),
-            Some(timeout) => side.acquire_timeout(timeout).await.transpose().map(|guard| guard.map(Held::Lock)),
+            None => Some(shown(side.acquire()).await.map(Held::Lock)),
+            Some(timeout) => shown(side.acquire_timeout(timeout)).await.transpose().map(|guard| guard.map(Held::Lock)),
         }
     };
     match held {

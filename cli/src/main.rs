@@ -36,6 +36,7 @@ mod stdout;
 mod supervision;
 mod take_alone;
 mod wait_for;
+mod waiting_line;
 mod watchdog;
 
 use std::io::IsTerminal as _;

@@ -18,10 +18,15 @@ pub fn quiet() {
     QUIET.store(true, Ordering::Relaxed);
 }
 
+/// Whether `--quiet` was given.
+pub fn is_quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
 /// Says `text` as [`warn`] does, unless `--quiet` was given: for what needs no action, or what
 /// the exit code already tells.
 pub fn notice(text: &str) {
-    if !text.is_empty() && !QUIET.load(Ordering::Relaxed) {
+    if !text.is_empty() && !is_quiet() {
         warn(text);
     }
 }

@@ -69,7 +69,7 @@ pub struct QueueHolder {
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
 /// let mutex = zklock::InterProcessMutex::new(&client, "/app/locks/nightly")?;
-/// let (position, mut seen) = tokio::sync::watch::channel(None);
+/// let (position, mut seen) = tokio::sync::watch::channel(None::<zklock::QueuePosition>);
 /// tokio::spawn(async move {
 ///     while seen.changed().await.is_ok() {
 ///         if let Some(position) = &*seen.borrow() {
