@@ -268,8 +268,8 @@ pub enum Command {
         #[arg(value_name = "ELECTION_PATH")]
         election_path: String,
     },
-    /// Print each queue of a lock path (holders and waiters) with the nodes' data. Exits 1
-    /// when nobody holds.
+    /// Print each queue of a lock path in order (holders, then waiters) with each node's data,
+    /// session and age (how long it has held or waited). Exits 1 when nobody holds.
     List {
         /// The lock path.
         lock_path: String,

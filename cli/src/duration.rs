@@ -52,6 +52,15 @@ pub fn human(duration: Duration) -> String {
     parts[first..=last].iter().map(|(value, unit)| format!("{value}{unit}")).collect()
 }
 
+/// A duration to the second, as [`human`] says it ("0s", "12s", "1m30s"): for clocks a person
+/// reads, where tenths would only flicker.
+pub fn whole_seconds(duration: Duration) -> String {
+    match duration.as_secs() {
+        0 => "0s".to_owned(),
+        seconds => human(Duration::from_secs(seconds)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,16 +1,20 @@
 //! How `zklock list` shows the queues: text for people, JSON for scripts (who holds, with the
-//! fencing token, pid and host as fields).
+//! fencing token, session, since when, pid and host as fields). Each queue is in queue order,
+//! holders first.
+
+use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
+use crate::duration::whole_seconds;
 use crate::layout::Kind;
 use crate::queue::Entry;
 
-pub fn to_json(path: &str, held: bool, queues: &[(Kind, Vec<Entry>)]) -> serde_json::Value {
+pub fn to_json(path: &str, held: bool, queues: &[(Kind, Vec<Entry>)], now: SystemTime) -> serde_json::Value {
     let queues: Vec<_> = queues
         .iter()
         .map(|(kind, entries)| {
-            let nodes: Vec<_> = entries.iter().map(node_json).collect();
+            let nodes: Vec<_> = entries.iter().map(|entry| node_json(entry, now)).collect();
             let mut queue = json!({ "kind": kind.name(), "nodes": nodes });
             if *kind == Kind::Semaphore {
                 queue["leases"] = json!(entries.iter().filter_map(|entry| entry.owner()?.leases).max());
@@ -21,13 +25,17 @@ pub fn to_json(path: &str, held: bool, queues: &[(Kind, Vec<Entry>)]) -> serde_j
     json!({ "path": path, "held": held, "queues": queues })
 }
 
-fn node_json(entry: &Entry) -> serde_json::Value {
+fn node_json(entry: &Entry, now: SystemTime) -> serde_json::Value {
     let owner = entry.owner();
+    let created_ms = entry.created.and_then(|created| created.duration_since(SystemTime::UNIX_EPOCH).ok());
     let mut node = json!({
         "node": entry.node,
         "role": role(entry),
         "data": entry.data,
         "token": entry.token,
+        "session": entry.session.map(session),
+        "created_ms": created_ms.map(|since| since.as_millis() as u64),
+        "for_ms": age(entry, now).map(|age| age.as_millis() as u64),
         "pid": owner.as_ref().map(|owner| owner.pid),
         "host": owner.as_ref().map(|owner| owner.host.as_str()),
     });
@@ -45,7 +53,18 @@ fn role(entry: &Entry) -> &'static str {
     }
 }
 
-pub fn to_text(path: &str, queues: &[(Kind, Vec<Entry>)]) -> String {
+/// A session id as ZooKeeper's tools print it.
+fn session(id: i64) -> String {
+    format!("{id:#x}")
+}
+
+/// How long the node has stood at `now`: a holder has held at most that long (exactly, when it
+/// took a free lock), a waiter has waited that long.
+fn age(entry: &Entry, now: SystemTime) -> Option<Duration> {
+    Some(now.duration_since(entry.created?).unwrap_or_default())
+}
+
+pub fn to_text(path: &str, queues: &[(Kind, Vec<Entry>)], now: SystemTime) -> String {
     let mut lines = Vec::new();
     if queues.is_empty() {
         lines.push(format!("{path}: nobody holds or waits"));
@@ -55,7 +74,14 @@ pub fn to_text(path: &str, queues: &[(Kind, Vec<Entry>)]) -> String {
         for entry in entries {
             let token = entry.token.map(|token| token.to_string()).unwrap_or_default();
             let side = entry.side.unwrap_or("");
-            lines.push(format!("  {:<6}  {side:<5}  {}  {token}  {}", role(entry), entry.node, entry.data));
+            let age = age(entry, now).map(whole_seconds).unwrap_or_default();
+            let session = entry.session.map(session).unwrap_or_default();
+            lines.push(format!(
+                "  {:<6}  {side:<5}  {}  {token}  {age:>6}  {session}  {}",
+                role(entry),
+                entry.node,
+                entry.data
+            ));
         }
     }
     lines.join("\n")

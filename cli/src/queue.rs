@@ -1,6 +1,8 @@
 //! The participants of a lock path's queues as zklock reads them: who holds and who waits,
 //! with each node's data and fencing token (what `zklock list`, `zklock leader` and `-v` show).
 
+use std::time::{Duration, SystemTime};
+
 use zklock::{InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, NodeSchema, ParticipantNode};
 use zookeeper_client::Client;
 
@@ -18,6 +20,11 @@ pub struct Entry {
     pub holds: bool,
     /// The node's czxid, the holder's fencing token.
     pub token: Option<i64>,
+    /// The session the node belongs to (its ephemeralOwner).
+    pub session: Option<i64>,
+    /// When the node was created (its ctime, the server's clock): a holder has held since then
+    /// or since the node ahead of it went, a waiter has waited since then.
+    pub created: Option<SystemTime>,
 }
 
 impl Entry {
@@ -67,6 +74,8 @@ pub async fn queue(client: &Client, path: &str, kind: Kind) -> Result<Vec<Entry>
                 side: None,
                 holds: participant.is_leader,
                 token: None,
+                session: None,
+                created: None,
             });
             return Ok(entries.collect());
         }
@@ -79,7 +88,7 @@ pub async fn queue(client: &Client, path: &str, kind: Kind) -> Result<Vec<Entry>
 
 fn entry(node: ParticipantNode, side: Option<&'static str>, holds: bool) -> Entry {
     let data = String::from_utf8_lossy(&node.data).trim().to_owned();
-    Entry { node: node.path, data, side, holds, token: None }
+    Entry { node: node.path, data, side, holds, token: None, session: None, created: None }
 }
 
 /// Curator's read-write rules on a queue in order: a writer holds when it is first, a reader
@@ -99,12 +108,15 @@ fn read_write_roles(mut entries: Vec<Entry>) -> Vec<Entry> {
     entries
 }
 
-/// Each node's fencing token (its czxid), read in one pipelined round of stat requests; a
-/// node gone meanwhile has none.
-pub async fn add_tokens(client: &Client, entries: &mut [Entry]) {
+/// Each node's fencing token (its czxid), session and creation time, read in one pipelined
+/// round of stat requests; a node gone meanwhile has none.
+pub async fn add_stats(client: &Client, entries: &mut [Entry]) {
     let stats: Vec<_> = entries.iter().map(|entry| client.check_stat(&entry.node)).collect();
     for (entry, stat) in entries.iter_mut().zip(stats) {
-        entry.token = stat.await.ok().flatten().map(|stat| stat.czxid);
+        let Some(stat) = stat.await.ok().flatten() else { continue };
+        entry.token = Some(stat.czxid);
+        entry.session = Some(stat.ephemeral_owner);
+        entry.created = u64::try_from(stat.ctime).ok().map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms));
     }
 }
 
@@ -113,7 +125,15 @@ mod tests {
     use super::*;
 
     fn node(name: &str) -> Entry {
-        Entry { node: format!("/p/{name}"), data: String::new(), side: None, holds: false, token: None }
+        Entry {
+            node: format!("/p/{name}"),
+            data: String::new(),
+            side: None,
+            holds: false,
+            token: None,
+            session: None,
+            created: None,
+        }
     }
 
     #[test]

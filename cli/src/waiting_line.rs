@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 use zklock::QueuePosition;
 
-use crate::duration::human;
+use crate::duration::whole_seconds;
 use crate::stderr::is_quiet;
 
 /// Runs `acquire`, showing the waiting line on stderr while it waits if stderr is a terminal
@@ -68,14 +68,6 @@ fn said(ahead: Option<usize>, holder: Option<(i64, Duration)>, waited: Duration)
     }
     parts.push(format!("waited {}", whole_seconds(waited)));
     parts.join(" · ")
-}
-
-/// A duration to the second, as the command says durations ("12s", "1m30s").
-fn whole_seconds(duration: Duration) -> String {
-    match duration.as_secs() {
-        0 => "0s".to_owned(),
-        seconds => human(Duration::from_secs(seconds)),
-    }
 }
 
 #[cfg(test)]

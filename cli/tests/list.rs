@@ -33,6 +33,11 @@ async fn list_marks_holders_and_waiters_and_exits_1_when_nobody_holds() {
     assert_eq!(roles[0], ("holder", "write"));
     assert_eq!(nodes[0]["node"], held_node.as_str());
     assert!(nodes[0]["data"].as_str().unwrap().starts_with("zklock pid"));
+    // Whose each node is and since when, the queue in order: the holder's node is the oldest.
+    assert!(nodes.iter().all(|node| node["session"].as_str().is_some_and(|id| id.starts_with("0x"))), "{json}");
+    assert!(nodes.iter().all(|node| node["for_ms"].as_u64().is_some()), "{json}");
+    let created: Vec<u64> = nodes.iter().map(|node| node["created_ms"].as_u64().unwrap()).collect();
+    assert!(created.windows(2).all(|pair| pair[0] <= pair[1]), "queue order is creation order: {json}");
     assert!(roles[1..].iter().all(|(role, _)| *role == "waiter"), "{roles:?}");
     let text = String::from_utf8(list(&[]).stdout).unwrap();
     assert!(text.contains("holder") && text.contains("waiter") && text.contains(&held_node), "{text}");

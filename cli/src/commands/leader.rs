@@ -7,7 +7,7 @@ use zookeeper_client::Client;
 
 use crate::exit::Failure;
 use crate::layout::{check, kinds_present, Kind};
-use crate::queue::{add_tokens, queue};
+use crate::queue::{add_stats, queue};
 use crate::stdout;
 
 /// Prints the leader's id, node and epoch; exit 1 when nobody leads.
@@ -18,7 +18,7 @@ pub async fn leader(client: &Client, path: &str, as_json: bool) -> Result<ExitCo
     check(path, Kind::Latch, &kinds)?;
     if kinds.contains(&Kind::Latch) {
         participants = queue(client, path, Kind::Latch).await?;
-        add_tokens(client, &mut participants).await;
+        add_stats(client, &mut participants).await;
     }
     let leader = participants.iter().find(|participant| participant.holds);
     let text = match (leader, as_json) {

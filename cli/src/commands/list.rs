@@ -1,13 +1,14 @@
 //! `zklock list`: each queue of a lock path, who holds and who waits.
 
 use std::process::ExitCode;
+use std::time::SystemTime;
 
 use zookeeper_client::Client;
 
 use crate::exit::Failure;
 use crate::layout::kinds_present;
 use crate::list_output::{to_json, to_text};
-use crate::queue::{add_tokens, queue};
+use crate::queue::{add_stats, queue};
 use crate::stdout;
 
 /// Prints each queue on `path`; exit 0 when someone holds, 1 when nobody does.
@@ -15,11 +16,12 @@ pub async fn list(client: &Client, path: &str, as_json: bool) -> Result<ExitCode
     let mut queues = Vec::new();
     for kind in kinds_present(client, path).await? {
         let mut entries = queue(client, path, kind).await?;
-        add_tokens(client, &mut entries).await;
+        add_stats(client, &mut entries).await;
         queues.push((kind, entries));
     }
     let held = queues.iter().any(|(_, entries)| entries.iter().any(|entry| entry.holds));
-    let text = if as_json { to_json(path, held, &queues).to_string() } else { to_text(path, &queues) };
+    let now = SystemTime::now();
+    let text = if as_json { to_json(path, held, &queues, now).to_string() } else { to_text(path, &queues, now) };
     stdout::line(&text)?;
     Ok(if held { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
