@@ -1,6 +1,6 @@
 //! While zklock waits for a lock on a terminal, one line on stderr says where it stands:
 //! `zklock: waiting: 3 ahead · holder 0x1000… held 12 s · waited 4 s`, redrawn every second and
-//! at every change of the queue (the library's `watch_queue`), and erased once the wait ends.
+//! at every change of the queue (the library's `watch_queue`), and blanked once the wait ends.
 //! Nothing when stderr is not a terminal (a log file, a pipe, cron's mail) or with `--quiet`.
 
 use std::convert::Infallible;
@@ -21,20 +21,28 @@ pub async fn shown<F: Future>(acquire: F) -> F::Output {
         return acquire.await;
     }
     let (position, seen) = watch::channel(None);
+    let mut drawn = 0;
     let done = tokio::select! {
         done = zklock::watch_queue(position, acquire) => done,
-        never = draw(seen) => match never {},
+        never = draw(seen, &mut drawn) => match never {},
     };
-    // Erases the line: what zklock or the command says next starts on a clean one.
-    let _ = write!(std::io::stderr(), "\r\x1b[2K");
+    // Blanks the line, if one was drawn, so that what zklock or the command says next starts on
+    // a clean one: carriage returns and spaces, no escape sequence (NO_COLOR, dumb terminals).
+    if drawn > 0 {
+        let _ = write!(std::io::stderr(), "\r{:drawn$}\r", "");
+    }
     done
 }
 
-/// Redraws the line at each change of the position, and every second for the clocks in it.
-async fn draw(mut seen: watch::Receiver<Option<QueuePosition>>) -> Infallible {
+/// Redraws the line at each change of the position, and every second for the clocks in it;
+/// `drawn` is the widest line drawn so far, which each one is padded over.
+async fn draw(mut seen: watch::Receiver<Option<QueuePosition>>, drawn: &mut usize) -> Infallible {
     loop {
         if let Some(position) = &*seen.borrow_and_update() {
-            let _ = write!(std::io::stderr(), "\r\x1b[2Kzklock: {}", line(position, SystemTime::now()));
+            let text = format!("zklock: {}", line(position, SystemTime::now()));
+            let width = text.chars().count();
+            let _ = write!(std::io::stderr(), "\r{text}{:pad$}", "", pad = drawn.saturating_sub(width));
+            *drawn = width.max(*drawn);
         }
         tokio::select! {
             changed = seen.changed() => {
