@@ -254,7 +254,7 @@ async fn a_leader_latch_tells_each_term_taken_lost_and_ended_under_its_own_name(
     let taken = recorder.events("leadership taken", &path);
     assert_eq!(taken.len(), 2, "{taken:?}");
     assert!(taken.iter().all(|event| event.level == Level::INFO && event.fields["id"] == "host-1"));
-    assert_eq!(taken[1].fields["epoch"], second.fencing_token().to_string());
+    assert_eq!(taken[1].fields["fencing_token"], second.fencing_token().to_string());
     let ended = recorder.events("leadership ended", &path);
     assert_eq!(ended.len(), 2, "{ended:?}");
     assert!(ended[0].fields["end"].contains("Lost") && ended[1].fields["end"].contains("Closed"), "{ended:?}");

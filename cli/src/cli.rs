@@ -250,7 +250,7 @@ pub enum Command {
     },
     /// Run a command only while this process leads an election (Curator's LeaderLatch): wait
     /// for leadership, run the command, stop it if leadership is lost, and leave the election
-    /// when it ends. Without a command: print the node and epoch once leading, and lead until
+    /// when it ends. Without a command: print the node and fencing token once leading, and lead until
     /// signalled or the leadership is lost (76; --retake leads again after a loss to the
     /// session, with a new line).
     Elect {
@@ -261,7 +261,7 @@ pub enum Command {
         #[arg(value_name = "COMMAND", trailing_var_arg = true, num_args = 1..)]
         command: Vec<OsString>,
     },
-    /// Print the current leader of an election: its id, node and epoch. Exits 1 when nobody
+    /// Print the current leader of an election: its id, node and fencing token. Exits 1 when nobody
     /// leads.
     Leader {
         /// The election path.

@@ -78,10 +78,10 @@ or needs no action; a busy lock with -E 0 is a silent success.
 
 `zklock elect PATH -- COMMAND` joins the election at PATH (Curator's LeaderLatch: node
 _c_{uuid}-latch-{seq}, data = --id, by default HOSTNAME:PID), waits to lead, and runs the command
-only while leading, with ZKLOCK_FENCING_TOKEN set to the leadership's epoch. Losing leadership
+only while leading, with ZKLOCK_FENCING_TOKEN set to the leadership's fencing token. Losing leadership
 stops the command as losing a lock does (exit 76); when the command ends, zklock leaves the
 election, the next participant leads, and zklock exits with the command's status. Without a command,
-`zklock elect PATH` prints its node and epoch once it leads, and leads until signalled or the
+`zklock elect PATH` prints its node and fencing token once it leads, and leads until signalled or the
 leadership is lost (76; --retake leads again after a loss to the session).
 
 `zklock hold` means held without a gap: any loss ends it with 76 (--retake takes the lock
@@ -132,7 +132,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ("ZKLOCK_NODE", "Set for the command: the node that holds the lock."),
     (
         "ZKLOCK_FENCING_TOKEN",
-        "Set for the command: the lock node's czxid (an election's epoch), which grows from holder to \
+        "Set for the command: the lock node's czxid (an election's too), which grows from holder to \
          holder.",
     ),
 ];

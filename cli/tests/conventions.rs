@@ -74,7 +74,7 @@ async fn elect_without_a_command_leads_until_signalled_and_leader_names_it() {
     let json = zklock(&zk).args(["leader", "--json", &path]).output().unwrap();
     let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(json["leader"]["id"], "web-3", "{json}");
-    assert_eq!(json["leader"]["epoch"].to_string(), epoch, "{json}");
+    assert_eq!(json["leader"]["token"].to_string(), epoch, "{json}");
     campaign.signal_job(libc::SIGTERM);
     assert_eq!(campaign.wait(Duration::from_secs(20)).code(), Some(support::TERMINATED));
     wait_for_children(&client, &path, 0).await;

@@ -98,15 +98,16 @@ impl LockLabel {
         waited
     }
 
-    /// A leader election's participant `id` leads, in the term of `epoch`.
-    pub(crate) fn leadership_taken(&self, id: &str, epoch: i64) {
-        tracing::info!(target: "zklock", recipe = self.recipe.name(), path = %self.path, id, epoch, "leadership taken");
+    /// A leader election's participant `id` leads, in the term whose token is `fencing_token`.
+    pub(crate) fn leadership_taken(&self, id: &str, fencing_token: i64) {
+        tracing::info!(target: "zklock", recipe = self.recipe.name(), path = %self.path, id, fencing_token, "leadership taken");
         self.series.leading(1.0);
     }
 
-    /// The term of `epoch` ended (`end` says how: lost, finished, interrupted, closed).
-    pub(crate) fn leadership_ended(&self, id: &str, epoch: i64, end: &dyn std::fmt::Debug) {
-        tracing::info!(target: "zklock", recipe = self.recipe.name(), path = %self.path, id, epoch, ?end, "leadership ended");
+    /// The term whose token is `fencing_token` ended (`end` says how: lost, finished,
+    /// interrupted, closed).
+    pub(crate) fn leadership_ended(&self, id: &str, fencing_token: i64, end: &dyn std::fmt::Debug) {
+        tracing::info!(target: "zklock", recipe = self.recipe.name(), path = %self.path, id, fencing_token, ?end, "leadership ended");
         self.series.leading(-1.0);
     }
 

@@ -5,7 +5,7 @@
 //! Events (target `zklock`): `acquired` (`waited_ms`, `fencing_token`), `released`
 //! (`held_ms`), `timed out` (`waited_ms`), `lost` (`reason`), `revocation requested`; each with
 //! `recipe`, `path` and, once there is one, `node`. A leader election adds `leadership taken` and
-//! `leadership ended` (`end`) at `info`, with `id` and `epoch`, and `left the election` (`error`)
+//! `leadership ended` (`end`) at `info`, with `id` and `fencing_token`, and `left the election` (`error`)
 //! at `warn`.
 
 pub(crate) mod events;

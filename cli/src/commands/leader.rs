@@ -10,7 +10,7 @@ use crate::layout::{check, kinds_present, Kind};
 use crate::queue::{add_stats, queue};
 use crate::stdout;
 
-/// Prints the leader's id, node and epoch; exit 1 when nobody leads.
+/// Prints the leader's id, node and fencing token; exit 1 when nobody leads.
 pub async fn leader(client: &Client, path: &str, as_json: bool) -> Result<ExitCode, Failure> {
     let mut participants = Vec::new();
     let kinds = kinds_present(client, path).await?;
@@ -23,7 +23,7 @@ pub async fn leader(client: &Client, path: &str, as_json: bool) -> Result<ExitCo
     let leader = participants.iter().find(|participant| participant.holds);
     let text = match (leader, as_json) {
         (Some(leader), true) => {
-            let leader = json!({ "id": leader.data, "node": leader.node, "epoch": leader.token });
+            let leader = json!({ "id": leader.data, "node": leader.node, "token": leader.token });
             json!({ "path": path, "leader": leader }).to_string()
         }
         (None, true) => json!({ "path": path, "leader": null }).to_string(),
