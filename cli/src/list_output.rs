@@ -77,7 +77,7 @@ pub fn to_text(path: &str, queues: &[(Kind, Vec<Entry>)], now: SystemTime) -> St
             let age = age(entry, now).map(whole_seconds).unwrap_or_default();
             let session = entry.session.map(session).unwrap_or_default();
             lines.push(format!(
-                "  {:<6}  {side:<5}  {}  {token}  {age:>6}  {session}  {}",
+                "  {:<6}  {side:<5}  {}  {token:>6}  {age:>6}  {session}  {}",
                 role(entry),
                 entry.node,
                 entry.data
