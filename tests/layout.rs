@@ -261,6 +261,29 @@ fn every_import_names_its_home_not_lib_rs() {
     assert!(found.is_empty(), "imports through lib.rs (name the file that defines it): {found:#?}");
 }
 
+/// The longest a file of `src/` may grow before it holds more than one concept (STYLE.md: one
+/// concept per file); a file past it is split where its concepts part.
+const MOST_LINES: usize = 450;
+
+#[test]
+fn no_file_of_src_outgrows_one_concept() {
+    fn long_files(dir: &Path, found: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                long_files(&path, found);
+            } else if let Ok(text) = std::fs::read_to_string(&path) {
+                if text.lines().count() > MOST_LINES {
+                    found.push(format!("{}: {} lines", path.display(), text.lines().count()));
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    long_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut found);
+    assert!(found.is_empty(), "files over {MOST_LINES} lines: {found:#?}");
+}
+
 #[test]
 fn src_has_one_folder_per_layer_and_the_shared_vocabulary_only() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
