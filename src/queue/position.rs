@@ -19,6 +19,12 @@ tokio::task_local! {
 ///
 /// Told at once when the acquire starts waiting, and again at every change of the queue (a
 /// node ahead or behind arriving or leaving), while it waits.
+///
+/// Only a wait in ZooKeeper is told: a task that waits in its lock object's local line (a
+/// [`LocalHandoff`](crate::LocalHandoff)) has no node yet, and may be handed the hold by the
+/// task ahead without ever being told a position. A multi-lock tells each lock's wait in turn
+/// (`lock_path` says which); an acquire that rides over a session's expiry tells its new node's
+/// place once it waits on the new session.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct QueuePosition {
