@@ -12,7 +12,7 @@
 //! deletes holders' and waiters' nodes (one, a waiter with its predecessor in one transaction,
 //! whole queues as `deleteall` does) and asks holders to let go; sessions expire (and sometimes
 //! cannot reconnect for a while; the `Session` is made anew from an expired client), connections
-//! are cut and healed. A quarter of the steps race the next one. The
+//! are cut and healed; the server is restarted (on a server of the explorer's own). A quarter of the steps race the next one. The
 //! invariants are in `tests/explorer/check.rs`; every case must also leave no node behind.
 //!
 //! Bounded: `ZKLOCK_EXPLORE_SECONDS` (default 60, what CI runs) of cases of `ZKLOCK_EXPLORE_STEPS` steps
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use fastrand::Rng;
 
 use explorer::ops::generate;
-use explorer::{run_case, shrink, Tally};
+use explorer::{restartable_server, run_case, shrink, Tally};
 
 fn env<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok().and_then(|value| value.parse().ok())
@@ -50,9 +50,10 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
     let mut seed = first_seed;
     let mut total = Tally::default();
     let mut ran = 0;
+    let server = restartable_server();
     while ran < cases && started.elapsed() < budget {
         let sequence = generate(&mut Rng::with_seed(seed), steps);
-        match run_case(&sequence).await {
+        match run_case(server, &sequence).await {
             Ok(tally) => {
                 total.steps += tally.steps;
                 total.holds += tally.holds;
@@ -61,6 +62,8 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
                 total.terms += tally.terms;
                 total.deletions += tally.deletions;
                 total.expiries += tally.expiries;
+                total.restarts += tally.restarts;
+                total.restart_expiries += tally.restart_expiries;
             }
             Err(failure) => {
                 // One line for scripts (scripts/explore-mutants records it): how many cases and
@@ -74,7 +77,8 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
                     "explore: case {ran} (seed {seed}) failed at step {}: {:#?}",
                     failure.step, failure.violations
                 );
-                let (shrunk, failure) = shrink(sequence, env("ZKLOCK_EXPLORE_SHRINK").unwrap_or(SHRINK_BUDGET)).await;
+                let (shrunk, failure) =
+                    shrink(server, sequence, env("ZKLOCK_EXPLORE_SHRINK").unwrap_or(SHRINK_BUDGET)).await;
                 eprintln!(
                     "explore: shrunk to {} steps, failing at step {}: {:#?}",
                     shrunk.len(),
@@ -96,7 +100,7 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
     // Written to stderr directly, past the test harness's capture, so CI logs always show it.
     let _ = writeln!(
         std::io::stderr(),
-        "explore: seed={first_seed} cases={ran} steps={} in {:.0}s | holds={} passed on={} (forgiven within the notification window={}) terms led={} operator transactions={} expiries={} | violations=0",
+        "explore: seed={first_seed} cases={ran} steps={} in {:.0}s | holds={} passed on={} (forgiven within the notification window={}) terms led={} operator transactions={} expiries={} server restarts={} (sessions expired across them={}) | violations=0",
         total.steps,
         started.elapsed().as_secs_f64(),
         total.holds,
@@ -104,7 +108,9 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
         total.passes_forgiven,
         total.terms,
         total.deletions,
-        total.expiries
+        total.expiries,
+        total.restarts,
+        total.restart_expiries
     );
     assert!(ran > 0, "no case ran");
 }
@@ -117,7 +123,7 @@ async fn a_sequence_written_by_hand_passes_a_hold_on() {
     let acquire =
         |slot| Step { op: Op::Acquire { actor: 0, slot, lock: Lock::HandoffMutex, wait: Wait::Forever }, settle: true };
     let steps = [acquire(0), acquire(1), Step { op: Op::Release { actor: 0, slot: 0, pick: 0 }, settle: true }];
-    let tally = run_case(&steps).await.expect("no invariant breaks");
+    let tally = run_case(common::server(), &steps).await.expect("no invariant breaks");
     assert_eq!((tally.holds, tally.passes), (2, 1), "{tally:?}");
 }
 
@@ -133,6 +139,27 @@ async fn a_sequence_written_by_hand_elects_one_leader_after_another() {
         steps.push(settled(Op::Elect { actor: 1, election }));
         steps.push(settled(Op::Delete { lock: election, how: Deletion::Holder, pick: 0 }));
     }
-    let tally = run_case(&steps).await.expect("no invariant breaks");
+    let tally = run_case(common::server(), &steps).await.expect("no invariant breaks");
     assert!(tally.terms >= 4, "{tally:?}");
+}
+
+/// A restart under holds and a waiter, on a server of the test's own: the holds stand across it
+/// (their sessions come back in time), the waiter is served after the release, and the case
+/// counts the restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sequence_written_by_hand_restarts_the_server_under_holds() {
+    use explorer::ops::{Lock, Op, Step, Wait};
+    let server = zklock_testcontainers::ZooKeeperServer::start().await.expect("start ZooKeeper");
+    let settled = |op| Step { op, settle: true };
+    let acquire = |actor, lock| settled(Op::Acquire { actor, slot: 0, lock, wait: Wait::Timeout(8_000) });
+    let steps = [
+        acquire(0, Lock::Mutex),
+        acquire(2, Lock::Semaphore),
+        settled(Op::WatchLoss { actor: 0, slot: 0 }),
+        acquire(1, Lock::Mutex),
+        settled(Op::Restart),
+        settled(Op::Release { actor: 0, slot: 0, pick: 0 }),
+    ];
+    let tally = run_case(&server, &steps).await.expect("no invariant breaks");
+    assert_eq!((tally.restarts, tally.holds), (1, 3), "{tally:?}");
 }

@@ -32,7 +32,8 @@
 //! server through a `static` and give each test its own lock path; see [`shared_server`], or
 //! [`ZooKeeperServer::start_blocking`] for a `static` server with options of your own.
 //!
-//! For fault tests: [`Ensemble`] runs 3 or 5 servers whose members can be killed, stopped,
+//! For fault tests: [`ZooKeeperServer::restart`] stops a server and starts it again with its
+//! data; [`Ensemble`] runs 3 or 5 servers whose members can be killed, stopped,
 //! paused and restarted with their data; [`Proxy`] stands between a client and the servers and
 //! can cut it off, black-hole its traffic, lose the server's replies or have one request
 //! refused as `Throttled`; [`expire_session`]

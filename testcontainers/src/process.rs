@@ -5,6 +5,7 @@ use std::io::Read;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::blocking::off_runtime;
@@ -15,9 +16,12 @@ use crate::{HarnessError, ServerOptions};
 pub(crate) const POLL: Duration = Duration::from_millis(50);
 
 /// A server's process and where it lives; the process is killed when this is dropped.
+///
+/// The child is behind a mutex, held only for a signal or a look at its status (never across an
+/// await), so that a server shared by many tests can be restarted through `&self`.
 #[derive(Debug)]
 pub(crate) struct ServerProcess {
-    child: Option<Child>,
+    child: Mutex<Option<Child>>,
     dir: PathBuf,
     classpath: String,
     heap: String,
@@ -65,8 +69,8 @@ impl ServerProcess {
         client_address: SocketAddr,
         options: &ServerOptions,
     ) -> Result<Self, HarnessError> {
-        let mut process = ServerProcess {
-            child: None,
+        let process = ServerProcess {
+            child: Mutex::new(None),
             dir: dir.to_path_buf(),
             classpath: match options.tls {
                 true => format!("{}:{}", crate::classpath::discover_classpath()?, crate::tls::netty_classpath()),
@@ -81,8 +85,9 @@ impl ServerProcess {
     }
 
     /// Starts the process again (after [`Self::kill`] or [`Self::stop`]), with its data kept.
-    pub(crate) fn start(&mut self) -> Result<(), HarnessError> {
-        if self.is_running() {
+    pub(crate) fn start(&self) -> Result<(), HarnessError> {
+        let mut child = self.child();
+        if child.as_mut().is_some_and(|child| matches!(child.try_wait(), Ok(None))) {
             return Ok(());
         }
         let log = fs::OpenOptions::new()
@@ -108,12 +113,12 @@ impl ServerProcess {
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err);
-        self.child = Some(spawn_tied_to_process(command).map_err(HarnessError::JavaNotStarted)?);
+        *child = Some(spawn_tied_to_process(command).map_err(HarnessError::JavaNotStarted)?);
         Ok(())
     }
 
-    pub(crate) fn is_running(&mut self) -> bool {
-        self.child.as_mut().is_some_and(|child| matches!(child.try_wait(), Ok(None)))
+    fn child(&self) -> MutexGuard<'_, Option<Child>> {
+        self.child.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Waits until `ready`, a blocking probe of the server, holds; the probe runs off the
@@ -123,13 +128,14 @@ impl ServerProcess {
     /// [`HarnessError::ExitedEarly`] once the process has exited, [`HarnessError::NotReady`] after
     /// `timeout`; both with the server's last log lines.
     pub(crate) async fn wait_until(
-        &mut self,
+        &self,
         timeout: Duration,
         ready: impl Fn() -> bool + Clone + Send + 'static,
     ) -> Result<(), HarnessError> {
         let started = Instant::now();
         loop {
-            if let Some(status) = self.child.as_mut().and_then(|child| child.try_wait().ok().flatten()) {
+            let exited = self.child().as_mut().and_then(|child| child.try_wait().ok().flatten());
+            if let Some(status) = exited {
                 return Err(HarnessError::ExitedEarly { status, log: self.log_tail(30) });
             }
             if off_runtime(ready.clone()).await {
@@ -144,12 +150,12 @@ impl ServerProcess {
 
     /// The process id, while it runs.
     pub(crate) fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.child().as_ref().map(Child::id)
     }
 
     /// Sends `signal` to the process, if it runs.
-    pub(crate) fn signal(&mut self, signal: libc::c_int) {
-        if let Some(child) = self.child.as_ref() {
+    pub(crate) fn signal(&self, signal: libc::c_int) {
+        if let Some(child) = self.child().as_ref() {
             // SAFETY: kill(2) on our own child's pid.
             unsafe {
                 libc::kill(child.id() as libc::pid_t, signal);
@@ -159,20 +165,20 @@ impl ServerProcess {
 
     /// SIGSTOP, and waits (up to 5 s) until the kernel reports every thread stopped, so that a
     /// caller's next request cannot be answered by a thread that had not stopped yet.
-    pub(crate) fn freeze(&mut self) {
+    pub(crate) fn freeze(&self) {
         self.signal(libc::SIGSTOP);
         self.wait_for_state(|state| state == 'T');
     }
 
     /// SIGCONT, and waits (up to 5 s) until the process runs again.
-    pub(crate) fn thaw(&mut self) {
+    pub(crate) fn thaw(&self) {
         self.signal(libc::SIGCONT);
         self.wait_for_state(|state| state != 'T');
     }
 
     /// Polls the state letter of every thread in /proc until `wanted` holds for all of them.
     fn wait_for_state(&self, wanted: impl Fn(char) -> bool) {
-        let Some(pid) = self.child.as_ref().map(Child::id) else { return };
+        let Some(pid) = self.pid() else { return };
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(5) {
             let states = thread_states(pid);
@@ -184,18 +190,20 @@ impl ServerProcess {
     }
 
     /// SIGKILL, and reap.
-    pub(crate) fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
+    pub(crate) fn kill(&self) {
+        let taken = self.child().take();
+        if let Some(mut child) = taken {
             let _ = child.kill();
             let _ = child.wait();
         }
     }
 
     /// SIGTERM (a clean shutdown), and reap; SIGKILL after 10 s.
-    pub(crate) fn stop(&mut self) {
+    pub(crate) fn stop(&self) {
         self.signal(libc::SIGCONT);
         self.signal(libc::SIGTERM);
-        if let Some(mut child) = self.child.take() {
+        let taken = self.child().take();
+        if let Some(mut child) = taken {
             let started = Instant::now();
             while matches!(child.try_wait(), Ok(None)) && started.elapsed() < Duration::from_secs(10) {
                 std::thread::sleep(Duration::from_millis(20));

@@ -1,6 +1,6 @@
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tempfile::TempDir;
@@ -57,11 +57,14 @@ impl Default for ServerOptions {
 ///
 /// Every four-letter word is enabled (`wchp`, `cons`, `mntr`, ...), the admin HTTP server is off,
 /// and data is written without fsync unless [`ServerOptions::force_sync`] says otherwise. The
-/// server's log is `zookeeper.log` in [`Self::dir`].
+/// server's log is `zookeeper.log` in [`Self::dir`]. It can be restarted in place
+/// ([`Self::restart`]), on its port and with its data.
 #[derive(Debug)]
 pub struct ZooKeeperServer {
-    // Declared before `dir`: the process dies before its directory is removed.
-    process: ServerProcess,
+    // Declared before `dir`: the process dies before its directory is removed. Shared only with
+    // a restart under way on a blocking thread.
+    process: Arc<ServerProcess>,
+    start_timeout: Duration,
     /// The TLS port and its files, when started with [`ServerOptions::tls`].
     secure: Option<(SocketAddr, TlsFiles)>,
     dir: TempDir,
@@ -103,17 +106,56 @@ impl ZooKeeperServer {
     /// removed (a step already running on a blocking thread finishes first, then cleans up).
     pub async fn start_with(options: &ServerOptions) -> Result<Self, HarnessError> {
         let launch = options.clone();
-        let mut server = off_runtime(move || Self::launch(&launch)).await?;
-        let address = server.address();
-        let secure = server.secure.as_ref().map(|(address, _)| *address);
+        let server = off_runtime(move || Self::launch(&launch)).await?;
+        server.wait_until_ready().await?;
+        Ok(server)
+    }
+
+    /// Waits until the server answers `ruok` and its TLS port, if any, accepts connections, for
+    /// at most [`ServerOptions::start_timeout`].
+    async fn wait_until_ready(&self) -> Result<(), HarnessError> {
+        let address = self.address();
+        let secure = self.secure.as_ref().map(|(address, _)| *address);
         // The TLS port is bound by its own Netty channel, which may open after the plain port
         // answers `ruok`: a client let in between met "connection refused".
         let ready = move || {
             answers(address, "ruok", &["imok"])
                 && secure.is_none_or(|secure| TcpStream::connect_timeout(&secure, Duration::from_secs(1)).is_ok())
         };
-        server.process.wait_until(options.start_timeout, ready).await?;
-        Ok(server)
+        self.process.wait_until(self.start_timeout, ready).await
+    }
+
+    /// Stops the server (SIGTERM, a clean shutdown), starts it again at once on the same port
+    /// with the same data directory, and waits until it answers, as [`Self::start_with`] does.
+    ///
+    /// What was written stays: nodes, and the sessions that were open. Those sessions are given
+    /// their whole timeout again from the moment the server is back, so a client that
+    /// reconnects within its session timeout keeps its session, its ephemeral nodes and (once
+    /// its client sets them again) its watches; meanwhile every client is disconnected. A
+    /// session that does not come back in time expires. The restart takes about as long as a
+    /// start: a second or two for the JVM.
+    ///
+    /// Callable through a shared reference, so that a server in a `static` ([`shared_server`])
+    /// can be restarted too; every test that shares it is then disconnected.
+    ///
+    /// # Errors
+    /// As [`Self::start_with`]: [`HarnessError::JavaNotStarted`], [`HarnessError::Io`], and
+    /// [`HarnessError::ExitedEarly`] or [`HarnessError::NotReady`] when it does not come back.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    ///
+    /// # Cancel safety
+    /// Dropped before it returns, the stop and the start (run on a blocking thread) still finish;
+    /// the server is then running, not waited for.
+    pub async fn restart(&self) -> Result<(), HarnessError> {
+        let process = Arc::clone(&self.process);
+        off_runtime(move || {
+            process.stop();
+            process.start()
+        })
+        .await?;
+        self.wait_until_ready().await
     }
 
     /// Starts a server from sync code, blocking the calling thread until it answers: for a
@@ -140,8 +182,8 @@ impl ZooKeeperServer {
         let extra_config = secure.as_ref().map(|(address, files)| files.config(address.port())).unwrap_or_default();
         ServerProcess::configure(dir.path(), ports[0], options, &extra_config)?;
         let address = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0]));
-        let process = ServerProcess::launch(dir.path(), address, options)?;
-        Ok(ZooKeeperServer { process, secure, dir })
+        let process = Arc::new(ServerProcess::launch(dir.path(), address, options)?);
+        Ok(ZooKeeperServer { process, start_timeout: options.start_timeout, secure, dir })
     }
 
     /// `host:port` for [`zookeeper_client::Client::connect`].

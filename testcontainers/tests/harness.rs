@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zklock_testcontainers::{expire_session, Proxy, ServerOptions, ThrottledOperation, ZooKeeperServer};
-use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, SessionState};
+use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, EventType, SessionState};
 
 #[tokio::test]
 async fn server_answers_and_dies_on_drop() {
@@ -225,4 +225,50 @@ async fn an_ensemble_of_five_keeps_quorum_after_losing_two() {
     ensemble.stop(follower);
     ensemble.wait_for_quorum(Duration::from_secs(60)).await.expect("three of five are a quorum");
     assert!(ensemble.leader().is_some_and(|new| new != leader && new != follower));
+}
+
+/// A restart is short and keeps the world: the same port, the nodes written before, and a
+/// session that comes back within its timeout, with its ephemeral node and its watch (a delete
+/// after the restart is told).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restarted_server_keeps_its_port_its_data_and_sessions_that_come_back_in_time() {
+    let server = ZooKeeperServer::start().await.expect("start zookeeper");
+    let address = server.address();
+    let client = Client::connector()
+        .with_session_timeout(Duration::from_secs(6))
+        .connect(&server.connect_string())
+        .await
+        .unwrap();
+    let session = client.session_id();
+    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    client.create("/kept", b"data", &persistent).await.unwrap();
+    client.create("/mine", b"", &ephemeral).await.unwrap();
+    let (_, _, watch) = client.get_and_watch_data("/kept").await.unwrap();
+    let mut states = client.state_watcher();
+    let pid = server.pid();
+
+    let started = std::time::Instant::now();
+    server.restart().await.expect("restart zookeeper");
+    let took = started.elapsed();
+
+    assert_ne!(server.pid(), pid, "a new process");
+    assert_eq!(server.address(), address, "the same port");
+    assert_eq!(server.four_letter_word("ruok").unwrap(), "imok");
+    assert!(took < Duration::from_secs(6), "the restart took {took:?}, longer than the session");
+    // A change (the disconnection, which the reconnection may have overwritten), then connected.
+    let reconnected = async {
+        states.changed().await;
+        while states.peek_state() != SessionState::SyncConnected {
+            states.changed().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(6), reconnected).await.expect("the client reconnects");
+    assert_eq!(client.session_id(), session, "the same session");
+    assert_eq!(client.get_data("/kept").await.unwrap().0, b"data");
+    assert!(client.check_stat("/mine").await.unwrap().is_some(), "the session's ephemeral node stayed");
+    let other = Client::connect(&server.connect_string()).await.unwrap();
+    other.delete("/kept", None).await.unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(5), watch.changed()).await.expect("the watch is told");
+    assert_eq!((event.event_type, event.path.as_str()), (EventType::NodeDeleted, "/kept"), "{event:?}");
 }

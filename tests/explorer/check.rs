@@ -61,7 +61,7 @@ pub struct Memory {
     fenced: HashMap<String, i64>,
 }
 
-impl World {
+impl World<'_> {
     pub async fn check(&self, memory: &mut Memory) -> Vec<String> {
         let mut violations = std::mem::take(&mut self.record.lock().unwrap().violations);
         self.check_begun(memory, &mut violations);

@@ -11,12 +11,13 @@ pub mod ops;
 pub mod slot;
 pub mod world;
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use zklock_testcontainers::{ServerOptions, ZooKeeperServer};
 use zookeeper_client::Client;
 
-use crate::common::{children, connect};
+use crate::common::{children, connect_to};
 use check::Memory;
 use ops::{Op, Step, ACTORS};
 use world::{Actor, Paths, Record, Shared};
@@ -27,8 +28,9 @@ const SETTLE: Duration = Duration::from_millis(150);
 /// How long the end of a case may take to see every node gone.
 const DRAINED_WITHIN: Duration = Duration::from_secs(15);
 
-/// One case's world.
-pub struct World {
+/// One case's world, on `server`.
+pub struct World<'s> {
+    pub server: &'s ZooKeeperServer,
     pub paths: Arc<Paths>,
     /// A session of its own straight to the server: the operator, and the checks' eyes.
     pub observer: Client,
@@ -46,6 +48,8 @@ pub struct Tally {
     pub terms: u64,
     pub deletions: u64,
     pub expiries: u64,
+    pub restarts: u64,
+    pub restart_expiries: u64,
 }
 
 /// A case that broke an invariant: at which step, and how.
@@ -55,15 +59,22 @@ pub struct Failure {
     pub violations: Vec<String>,
 }
 
-impl World {
-    async fn start() -> World {
+/// A server of the explorer's own: the random cases restart it (`Op::Restart`), and no other
+/// test of the binary is on it to be disconnected.
+pub fn restartable_server() -> &'static ZooKeeperServer {
+    static SERVER: OnceLock<ZooKeeperServer> = OnceLock::new();
+    SERVER.get_or_init(|| ZooKeeperServer::start_blocking(&ServerOptions::default()).expect("start ZooKeeper"))
+}
+
+impl<'s> World<'s> {
+    async fn start(server: &'s ZooKeeperServer) -> World<'s> {
         let paths = Arc::new(Paths::unique());
         let record: Shared = Arc::new(Mutex::new(Record::default()));
         let mut actors = Vec::with_capacity(ACTORS);
         for index in 0..ACTORS {
-            actors.push(Actor::start(index, index == ACTORS - 1, &paths, &record).await);
+            actors.push(Actor::start(index, index == ACTORS - 1, server.address(), &paths, &record).await);
         }
-        World { paths, observer: connect().await, actors, record }
+        World { server, paths, observer: connect_to(&server.connect_string()).await, actors, record }
     }
 
     async fn run(&self, op: Op) {
@@ -109,6 +120,7 @@ impl World {
             Op::Cut { actor, ms } => self.cut(&self.actors[actor], ms),
             Op::Heal { actor } => self.heal(&self.actors[actor]),
             Op::FromExpiredClient => self.session_anew_from_expired_client().await,
+            Op::Restart => self.restart().await,
         }
     }
 
@@ -149,9 +161,11 @@ impl World {
     }
 }
 
-/// Runs `steps` in a new world, checking the invariants after every settled step and at the end.
-pub async fn run_case(steps: &[Step]) -> Result<Tally, Failure> {
-    let world = World::start().await;
+/// Runs `steps` in a new world on `server`, checking the invariants after every settled step and
+/// at the end. A case that restarts the server needs one no other test is on
+/// ([`restartable_server`]).
+pub async fn run_case(server: &ZooKeeperServer, steps: &[Step]) -> Result<Tally, Failure> {
+    let world = World::start(server).await;
     let mut memory = Memory::default();
     let mut outcome = Ok(());
     for (index, step) in steps.iter().enumerate() {
@@ -181,6 +195,8 @@ pub async fn run_case(steps: &[Step]) -> Result<Tally, Failure> {
         terms: record.terms,
         deletions: record.deletions,
         expiries: record.expiries,
+        restarts: record.restarts,
+        restart_expiries: record.restart_expiries,
     };
     drop(record);
     outcome?;
@@ -193,8 +209,8 @@ pub async fn run_case(steps: &[Step]) -> Result<Tally, Failure> {
 /// Makes a failing sequence shorter: drops runs of steps (halves, then quarters, down to single
 /// steps) while the rest still fails, within `budget` reruns. Timing varies, so each candidate
 /// is tried twice before it counts as passing.
-pub async fn shrink(mut steps: Vec<Step>, mut budget: usize) -> (Vec<Step>, Failure) {
-    let mut failure = match run_case(&steps).await {
+pub async fn shrink(server: &ZooKeeperServer, mut steps: Vec<Step>, mut budget: usize) -> (Vec<Step>, Failure) {
+    let mut failure = match run_case(server, &steps).await {
         Err(failure) => failure,
         Ok(_) => return (steps, Failure { step: 0, violations: vec!["did not fail again on replay".into()] }),
     };
@@ -208,7 +224,7 @@ pub async fn shrink(mut steps: Vec<Step>, mut budget: usize) -> (Vec<Step>, Fail
             let mut failed = None;
             for _ in 0..2 {
                 budget = budget.saturating_sub(1);
-                if let Err(found) = run_case(&candidate).await {
+                if let Err(found) = run_case(server, &candidate).await {
                     failed = Some(found);
                     break;
                 }

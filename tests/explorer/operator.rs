@@ -1,7 +1,7 @@
 //! The operations that are not a task's: the operator deleting queue nodes (one, a waiter with
 //! the node it waits for in one transaction, a whole queue as `deleteall` does), revocation
 //! requests answered by their holders, and the faults (expiry, cut, heal, a `Session` made
-//! from an expired client).
+//! from an expired client, a server restart).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -9,16 +9,21 @@ use std::time::{Duration, Instant};
 
 use zklock::{ConnectionState, Session};
 use zklock_testcontainers::{expire_session, Proxy};
+use zookeeper_client::SessionState;
 
 use super::ops::{Deletion, Lock, ACTORS};
-use super::world::{connect_through, Actor, Held, Locks, On, SessionView};
+use super::world::{connect_through, Actor, Held, Locks, On, SessionView, SESSION_TIMEOUT};
 use super::World;
-use crate::common::{children, server};
+use crate::common::children;
+
+/// How long clients may take to be back (or told their session expired) after a restart: the
+/// session timeout, past which the server expires them, and a second to hear it.
+const BACK_WITHIN: Duration = Duration::from_secs(SESSION_TIMEOUT.as_secs() + 1);
 
 /// How long a holder asked to let go may take to hear it.
 const REVOCATION_HEARD: Duration = Duration::from_secs(2);
 
-impl World {
+impl World<'_> {
     /// The nodes of `lock`'s holds under way (not re-entries), or of an election's terms, with
     /// who holds each.
     fn holder_nodes(&self, lock: Lock) -> Vec<(usize, usize, u64, String)> {
@@ -151,7 +156,7 @@ impl World {
     pub async fn session_anew_from_expired_client(&self) {
         let actor = &self.actors[ACTORS - 1];
         let On::Session(view) = &actor.on else { return };
-        let Ok(aside) = Proxy::start(server().address()) else { return };
+        let Ok(aside) = Proxy::start(self.server.address()) else { return };
         let Ok(Ok(client)) =
             tokio::time::timeout(Duration::from_secs(2), connect_through(&aside.connect_string())).await
         else {
@@ -176,6 +181,73 @@ impl World {
         drop(record);
         *actor.locks.lock().unwrap() = Arc::new(Locks::new(&session, &self.paths));
         *view.lock().unwrap() = SessionView::new(session, HashSet::from([expired]));
+    }
+
+    /// Restarts the server (stopped, then started again at once on its port with its data):
+    /// every connection drops, as if every proxy were cut at once, and a session that is not
+    /// back within its timeout expires. Each actor's client is watched across it: an expiry is
+    /// recorded when its client learns it, as the explorer's own are, so the checks hold the
+    /// holds on it to the same bound. Returns once the observer answers again and every actor
+    /// not cut is connected again or knows its session expired.
+    pub async fn restart(&self) {
+        let watchers: Vec<_> = self
+            .actors
+            .iter()
+            .filter(|actor| !matches!(actor.client().state(), SessionState::Expired | SessionState::Closed))
+            .map(|actor| {
+                self.saw_cut(actor);
+                let cut = self.record.lock().unwrap().cut.get(&actor.index).copied().unwrap_or(false);
+                (cut, tokio::spawn(self.watch_across_restart(actor)))
+            })
+            .collect();
+        if let Err(err) = self.server.restart().await {
+            let what = format!("the server did not come back from a restart: {err}");
+            self.record.lock().unwrap().violations.push(what);
+            return;
+        }
+        self.record.lock().unwrap().restarts += 1;
+        let back = async {
+            while self.observer.check_stat("/").await.is_err() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            for (_, watcher) in watchers.into_iter().filter(|(cut, _)| !cut) {
+                let _ = watcher.await;
+            }
+        };
+        if tokio::time::timeout(BACK_WITHIN, back).await.is_err() {
+            let what = format!("a restarted server's clients were not back or told within {BACK_WITHIN:?}");
+            self.record.lock().unwrap().violations.push(what);
+        }
+    }
+
+    /// Waits (within `BACK_WITHIN`) until `actor`'s client is connected again, or learns its
+    /// session expired: then records the expiry, as of now.
+    fn watch_across_restart(&self, actor: &Actor) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let client = actor.client();
+        let mut states = client.state_watcher();
+        let session = match &actor.on {
+            On::Session(view) => Some(Arc::clone(view)),
+            On::Client(_) => None,
+        };
+        let (record, index) = (Arc::clone(&self.record), actor.index);
+        async move {
+            let told = async {
+                loop {
+                    match states.changed().await {
+                        SessionState::SyncConnected | SessionState::ConnectedReadOnly => return,
+                        SessionState::Expired | SessionState::Closed | SessionState::AuthFailed => break,
+                        _ => {}
+                    }
+                }
+                if let Some(view) = session {
+                    view.lock().unwrap().expired.insert(client.session_id().0);
+                }
+                let mut record = record.lock().unwrap();
+                record.restart_expiries += 1;
+                record.expired.insert(index, Instant::now());
+            };
+            let _ = tokio::time::timeout(BACK_WITHIN, told).await;
+        }
     }
 
     /// Cuts `actor`'s proxy, and heals it after `ms` unless a later cut or heal came first.

@@ -141,7 +141,13 @@ pub enum Op {
     /// The `Session` actor's session is made anew by `Session::from_client` from a client whose
     /// session the explorer expired first (the actor's lock objects with it).
     FromExpiredClient,
+    /// The server is stopped and started again at once, on its port with its data: every
+    /// connection drops, and sessions that come back within their timeout live on.
+    Restart,
 }
+
+/// Restarts in one case, at most: each takes a second or two of the case.
+pub const MAX_RESTARTS: usize = 2;
 
 /// An operation and whether the explorer waits for things to settle before the next (else the
 /// next runs at once, racing this one).
@@ -160,12 +166,17 @@ pub fn generate(rng: &mut Rng, len: usize) -> Vec<Step> {
     let first = if rng.bool() { [Lock::HandoffMutex, Lock::Write][rng.usize(..2)] } else { any(rng) };
     let election = (rng.u8(..4) == 0).then(|| Lock::ELECTIONS[rng.usize(..2)]);
     let focus = Focus { locks: [first, any(rng)], actor: rng.usize(..ACTORS), election };
-    let mut steps = Vec::with_capacity(len);
+    let mut steps: Vec<Step> = Vec::with_capacity(len);
     while steps.len() < len {
         if rng.u8(..3) == 0 {
             steps.extend(motif(rng, focus.actor));
         } else {
-            steps.push(Step { op: op(rng, &focus), settle: rng.u8(..4) != 0 });
+            let op = op(rng, &focus);
+            let restarts = steps.iter().filter(|step| matches!(step.op, Op::Restart)).count();
+            if matches!(op, Op::Restart) && restarts >= MAX_RESTARTS {
+                continue;
+            }
+            steps.push(Step { op, settle: rng.u8(..4) != 0 });
         }
     }
     steps.truncate(len);
@@ -314,7 +325,8 @@ fn op(rng: &mut Rng, focus: &Focus) -> Op {
         58..=61 => Op::Reenter { actor, slot },
         62..=66 => Op::Downgrade { actor, slot },
         67..=70 => Op::WatchLoss { actor, slot },
-        71..=87 => {
+        71 => Op::Restart,
+        72..=87 => {
             let how = [Deletion::Holder, Deletion::Waiter, Deletion::WaiterWithPredecessor, Deletion::WholeQueue]
                 [rng.usize(..4)];
             Op::Delete { lock, how, pick: rng.usize(..8) }

@@ -3,6 +3,7 @@
 //! the operator and the faults did, which the checks read.
 
 use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,7 +19,7 @@ use zookeeper_client::Client;
 use super::election::Seat;
 use super::ops::Lock;
 use super::slot::Slot;
-use crate::common::{server, unique_path};
+use crate::common::unique_path;
 
 /// The actors' session timeout: short, so that a server-side expiry fits in a case.
 pub const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
@@ -256,6 +257,9 @@ pub struct Record {
     pub terms: u64,
     pub deletions: u64,
     pub expiries: u64,
+    /// Server restarts, and the sessions that expired across one (not back within their timeout).
+    pub restarts: u64,
+    pub restart_expiries: u64,
 }
 
 pub type Shared = Arc<Mutex<Record>>;
@@ -299,8 +303,14 @@ pub struct Actor {
 }
 
 impl Actor {
-    pub async fn start(index: usize, on_session: bool, paths: &Arc<Paths>, record: &Shared) -> Actor {
-        let proxy = Arc::new(Proxy::start(server().address()).unwrap());
+    pub async fn start(
+        index: usize,
+        on_session: bool,
+        server: SocketAddr,
+        paths: &Arc<Paths>,
+        record: &Shared,
+    ) -> Actor {
+        let proxy = Arc::new(Proxy::start(server).unwrap());
         let through = proxy.connect_string();
         let on = if on_session {
             let session = Session::connect(move || {
