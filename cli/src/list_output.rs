@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::duration::whole_seconds;
 use crate::layout::Kind;
-use crate::queue::Entry;
+use crate::queue::{session_id, Entry};
 
 pub fn to_json(path: &str, held: bool, queues: &[(Kind, Vec<Entry>)], now: SystemTime) -> serde_json::Value {
     let queues: Vec<_> = queues
@@ -33,7 +33,7 @@ fn node_json(entry: &Entry, now: SystemTime) -> serde_json::Value {
         "role": role(entry),
         "data": entry.data,
         "token": entry.token,
-        "session": entry.session.map(session),
+        "session": entry.session.map(session_id),
         "created_ms": created_ms.map(|since| since.as_millis() as u64),
         "for_ms": age(entry, now).map(|age| age.as_millis() as u64),
         "pid": owner.as_ref().map(|owner| owner.pid),
@@ -53,11 +53,6 @@ fn role(entry: &Entry) -> &'static str {
     }
 }
 
-/// A session id as ZooKeeper's tools print it.
-fn session(id: i64) -> String {
-    format!("{id:#x}")
-}
-
 /// How long the node has stood at `now`: a holder has held at most that long (exactly, when it
 /// took a free lock), a waiter has waited that long.
 fn age(entry: &Entry, now: SystemTime) -> Option<Duration> {
@@ -75,7 +70,7 @@ pub fn to_text(path: &str, queues: &[(Kind, Vec<Entry>)], now: SystemTime) -> St
             let token = entry.token.map(|token| token.to_string()).unwrap_or_default();
             let side = entry.side.unwrap_or("");
             let age = age(entry, now).map(whole_seconds).unwrap_or_default();
-            let session = entry.session.map(session).unwrap_or_default();
+            let session = entry.session.map(session_id).unwrap_or_default();
             lines.push(format!(
                 "  {:<6}  {side:<5}  {}  {token:>6}  {age:>6}  {session}  {}",
                 role(entry),

@@ -108,6 +108,11 @@ fn read_write_roles(mut entries: Vec<Entry>) -> Vec<Entry> {
     entries
 }
 
+/// A session id as ZooKeeper's tools print it (`0x1000…`).
+pub fn session_id(id: i64) -> String {
+    format!("{id:#x}")
+}
+
 /// Each node's fencing token (its czxid), session and creation time, read in one pipelined
 /// round of stat requests; a node gone meanwhile has none.
 pub async fn add_stats(client: &Client, entries: &mut [Entry]) {

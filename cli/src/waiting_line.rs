@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use zklock::QueuePosition;
 
 use crate::duration::whole_seconds;
+use crate::queue::session_id;
 use crate::stderr::is_quiet;
 
 /// Runs `acquire`, showing the waiting line on stderr while it waits if stderr is a terminal
@@ -71,8 +72,8 @@ fn said(ahead: Option<usize>, holder: Option<(i64, Duration)>, waited: Duration)
         Some(ahead) => format!("waiting: {ahead} ahead"),
         None => "waiting".to_owned(),
     }];
-    if let Some((session_id, held)) = holder {
-        parts.push(format!("holder 0x{session_id:x} held {}", whole_seconds(held)));
+    if let Some((id, held)) = holder {
+        parts.push(format!("holder {} held {}", session_id(id), whole_seconds(held)));
     }
     parts.push(format!("waited {}", whole_seconds(waited)));
     parts.join(" · ")

@@ -9,7 +9,7 @@ use zookeeper_client::{Client, Error as ZkError};
 
 use crate::exit::Failure;
 use crate::layout::{kinds_present, Kind};
-use crate::queue::queue;
+use crate::queue::{add_stats, queue, session_id};
 use crate::stdout;
 use crate::wait_for::{common, cycles, graph, Cycle, Graph, Node, Session};
 
@@ -76,29 +76,26 @@ async fn lock_paths(client: &Client, root: &str) -> Result<Vec<(String, Kind)>, 
     Ok(found)
 }
 
-/// The queues of `locks`, each node with its session (its ephemeralOwner, read in one pipelined
-/// round of stat requests per lock). A node gone meanwhile neither holds nor waits any more.
+/// The queues of `locks`, each node with its session (its ephemeralOwner, read by `add_stats` in
+/// one pipelined round of stat requests per lock). A node gone meanwhile neither holds nor
+/// waits any more.
 async fn read(client: &Client, locks: &[(String, Kind)]) -> Result<Read, Failure> {
     let mut read = Read::default();
     for (path, kind) in locks {
-        let entries = queue(client, path, *kind).await?;
-        let stats: Vec<_> = entries.iter().map(|entry| client.check_stat(&entry.node)).collect();
+        let mut entries = queue(client, path, *kind).await?;
+        add_stats(client, &mut entries).await;
         let mut nodes = Vec::new();
-        for (entry, stat) in entries.iter().zip(stats) {
-            let Some(stat) = stat.await.ok().flatten().filter(|stat| stat.ephemeral_owner != 0) else { continue };
-            let who = read.who.entry(stat.ephemeral_owner).or_default();
+        for entry in entries {
+            let Some(session) = entry.session.filter(|session| *session != 0) else { continue };
+            let who = read.who.entry(session).or_default();
             if who.is_empty() {
                 who.clone_from(&entry.data);
             }
-            nodes.push(Node { path: entry.node.clone(), session: stat.ephemeral_owner, holds: entry.holds });
+            nodes.push(Node { path: entry.node, session, holds: entry.holds });
         }
         read.locks.push((path.clone(), nodes));
     }
     Ok(read)
-}
-
-fn session(session: Session) -> String {
-    format!("{session:#x}")
 }
 
 fn to_json(root: &str, locks: usize, cycles: &[Cycle], who: &BTreeMap<Session, String>) -> String {
@@ -107,15 +104,15 @@ fn to_json(root: &str, locks: usize, cycles: &[Cycle], who: &BTreeMap<Session, S
         .map(|cycle| {
             let sessions: Vec<_> = cycle
                 .iter()
-                .map(|hop| json!({ "session": session(hop.waiter), "data": who.get(&hop.waiter) }))
+                .map(|hop| json!({ "session": session_id(hop.waiter), "data": who.get(&hop.waiter) }))
                 .collect();
             let waits: Vec<_> = cycle
                 .iter()
                 .flat_map(|hop| hop.waits.iter().map(move |wait| (hop, wait)))
                 .map(|(hop, wait)| {
                     json!({
-                        "waiter": session(hop.waiter),
-                        "holder": session(hop.holder),
+                        "waiter": session_id(hop.waiter),
+                        "holder": session_id(hop.holder),
                         "lock": wait.lock,
                         "waiter_node": wait.waiter_node,
                         "holder_node": wait.holder_node,
@@ -133,12 +130,12 @@ fn to_text(root: &str, locks: usize, cycles: &[Cycle], who: &BTreeMap<Session, S
         return format!("{root}: no deadlock ({locks} locks read)");
     }
     let named = |id: Session| match who.get(&id).filter(|data| !data.is_empty()) {
-        Some(data) => format!("{} ({data})", session(id)),
-        None => session(id),
+        Some(data) => format!("{} ({data})", session_id(id)),
+        None => session_id(id),
     };
     let mut lines = Vec::new();
     for cycle in cycles {
-        let ring: Vec<String> = cycle.iter().chain(cycle.first()).map(|hop| session(hop.waiter)).collect();
+        let ring: Vec<String> = cycle.iter().chain(cycle.first()).map(|hop| session_id(hop.waiter)).collect();
         lines.push(format!("deadlock of {} sessions: {}", cycle.len(), ring.join(" -> ")));
         for hop in cycle {
             for wait in &hop.waits {
