@@ -110,8 +110,9 @@ async fn the_view_follows_the_queue_as_it_moves() {
     third_waits.await.unwrap().unwrap().release().await.unwrap();
 }
 
-/// What the view costs, on the wire: an exists of the queue's head per listing while watched,
-/// nothing for an acquire outside `watch_queue`.
+/// What the view costs, on the wire: an exists of the queue's head when a node comes to head it
+/// while watched (not again when the queue changes behind an unchanged head: a participant that
+/// queues behind and leaves meanwhile), nothing for an acquire outside `watch_queue`.
 #[tokio::test]
 async fn a_watched_wait_reads_the_head_and_an_unwatched_one_sends_nothing_more() {
     let path = unique_path("view-cost");
@@ -122,11 +123,20 @@ async fn a_watched_wait_reads_the_head_and_an_unwatched_one_sends_nothing_more()
         let waiter = connect_through(&proxy, Duration::from_secs(10)).await;
         let mutex = InterProcessMutex::new(&waiter, &path).unwrap();
         let before = proxy.requests_sent().len();
-        let timed_out = match watched {
-            true => watch_queue(watch::channel(None).0, mutex.acquire_timeout(Duration::from_millis(300))).await,
-            false => mutex.acquire_timeout(Duration::from_millis(300)).await,
+        let patience = Duration::from_millis(1500);
+        let waits = async {
+            match watched {
+                true => watch_queue(watch::channel(None).0, mutex.acquire_timeout(patience)).await,
+                false => mutex.acquire_timeout(patience).await,
+            }
         };
+        let behind = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            InterProcessMutex::new(&holder, &path).unwrap().acquire_timeout(Duration::from_millis(300)).await
+        };
+        let (timed_out, behind) = tokio::join!(waits, behind);
         assert!(timed_out.unwrap().is_none());
+        assert!(behind.unwrap().is_none(), "the one behind timed out too");
         let exists = proxy.requests_sent()[before..].iter().filter(|opcode| **opcode == EXISTS).count();
         assert_eq!(exists, usize::from(watched), "watched: {watched}, requests: {:?}", proxy.requests_sent());
     }

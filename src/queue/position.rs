@@ -64,7 +64,7 @@ pub struct QueueHolder {
 ///
 /// It costs what the wait does, plus, while it waits, a listing of the queue with a watch when
 /// the wait starts and at every change of the queue, each followed by one read (an exists) of
-/// the queue's head when it is not ours, to tell whose it is. A watched waiter is told of every
+/// the queue's head when another node comes to head it, to tell whose it is. A watched waiter is told of every
 /// change, where an unwatched one hears only of its predecessor's: watch the waits a person or
 /// a dashboard looks at, not thousands. An acquire outside `watch_queue` sends nothing for it.
 ///
@@ -109,7 +109,8 @@ impl PositionReport {
 
     /// Follows the queue `lock_path` for good (the caller stops it when its wait ends): lists it
     /// with a watch, tells where our node `node` stands among the children as `sort` orders
-    /// them, and again at each change. A failed listing ends the telling, not the acquire.
+    /// them, and again at each change; the head is read again only when another node heads the
+    /// queue. A failed listing ends the telling, not the acquire.
     pub(crate) async fn follow(
         &self,
         client: &Client,
@@ -117,17 +118,20 @@ impl PositionReport {
         node: &str,
         sort: impl Fn(Vec<String>) -> Vec<String>,
     ) -> Infallible {
+        let mut holder: Option<QueueHolder> = None;
         loop {
             let Ok((children, watcher)) = client.list_and_watch_children(lock_path).await else {
                 return std::future::pending().await;
             };
             let queue = sort(children);
             let ahead = queue.iter().position(|name| name == node);
-            let holder = match queue.first() {
-                Some(head) if head != node => head_of(client, lock_path, head).await,
-                _ => None,
+            holder = match queue.first() {
+                Some(head) if head == node => None,
+                Some(head) if holder.as_ref().is_some_and(|holder| holder.node == *head) => holder,
+                Some(head) => head_of(client, lock_path, head).await,
+                None => None,
             };
-            self.tell(lock_path, node, ahead, holder);
+            self.tell(lock_path, node, ahead, holder.clone());
             watcher.changed().await;
         }
     }
