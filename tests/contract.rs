@@ -11,6 +11,8 @@ mod common;
 
 #[path = "contract/exclusion.rs"]
 mod exclusion;
+#[path = "contract/future_size.rs"]
+mod future_size;
 #[path = "contract/ghost.rs"]
 mod ghost;
 #[path = "contract/give_up.rs"]

@@ -150,25 +150,27 @@ fn is_reconnect_event(event: &tracing::Metadata<'_>) -> bool {
     *event.level() == tracing::Level::WARN && event.module_path() == Some("zklock::client::session")
 }
 
-/// Does what the command line asks, once connected.
+/// Does what the command line asks, once connected. Each command's future is boxed: together
+/// they made a state machine of hundreds of kilobytes, which a debug build copies on the main
+/// thread's stack at each poll (`tests/run.rs` runs every mode on an eighth of the usual stack).
 async fn dispatch(client: &Client, cli: Cli) -> Result<ExitCode, Failure> {
     let json = cli.modes.json;
     let command = command(&cli);
     match cli.subcommand {
-        Some(Command::List { lock_path }) => list(client, &lock_path, json).await,
-        Some(Command::Deadlocks { root }) => deadlocks(client, &root, json).await,
-        Some(Command::Revoke { node }) => revoke(client, &node).await,
-        Some(Command::Leader { election_path }) => leader(client, &election_path, json).await,
-        Some(Command::Hold { lock_path }) => hold(client, &cli.connection, &lock_path, &cli.lock, json).await,
+        Some(Command::List { lock_path }) => Box::pin(list(client, &lock_path, json)).await,
+        Some(Command::Deadlocks { root }) => Box::pin(deadlocks(client, &root, json)).await,
+        Some(Command::Revoke { node }) => Box::pin(revoke(client, &node)).await,
+        Some(Command::Leader { election_path }) => Box::pin(leader(client, &election_path, json)).await,
+        Some(Command::Hold { lock_path }) => Box::pin(hold(client, &cli.connection, &lock_path, &cli.lock, json)).await,
         Some(Command::Elect { election_path, .. }) => {
             let id = cli.modes.id.as_deref();
             let campaign = Campaign { path: &election_path, id, args: &cli.lock, as_json: json };
-            elect(client, &cli.connection, &campaign, &command).await
+            Box::pin(elect(client, &cli.connection, &campaign, &command)).await
         }
         Some(Command::Completions { .. } | Command::Manpage) => Ok(ExitCode::SUCCESS),
         None => {
             let path = cli.lock_path.as_deref().unwrap_or_default();
-            run(client, &cli.connection, path, &cli.lock, &command).await
+            Box::pin(run(client, &cli.connection, path, &cli.lock, &command)).await
         }
     }
 }

@@ -166,3 +166,54 @@ async fn a_semaphore_lease_says_who_holds_it_and_takes_a_loss_policy() {
     holder.wait(Duration::from_secs(30));
     wait_for_children(&client, &leases, 0).await;
 }
+
+/// Every mode runs on an eighth of the usual 8 MiB main-thread stack: a debug build copies a
+/// future's whole state machine onto the stack at each poll, and the semaphore's mode once
+/// overflowed 8 MiB (the main thread polls the command's future). 1 MiB is four times what the
+/// deepest mode uses now (measured with `ulimit -s`), so the check fails on a regression of that
+/// size, not on a small change.
+#[test]
+fn every_mode_runs_on_an_eighth_of_the_usual_stack() {
+    use std::os::unix::process::CommandExt as _;
+    let zk = server().connect_string();
+    let path = unique_path("cli-stack");
+    let (mutex, kazoo, semaphore) = (format!("{path}-mutex"), format!("{path}-kazoo"), format!("{path}-semaphore"));
+    let (election, held) = (format!("{path}-election"), format!("{path}-held"));
+    // Each mode with the exit code it gives here: the runs hold and let go; `hold` finds the
+    // path held (a holder is started beside it), `list` and `leader` find nobody.
+    let modes: [(&[&str], i32); 10] = [
+        (&[&path, "--", "true"], 0),
+        (&["--read", &path, "--", "true"], 0),
+        (&["--mutex", &mutex, "--", "true"], 0),
+        (&["--kazoo", &kazoo, "--", "true"], 0),
+        (&["--semaphore", "2", &semaphore, "--", "true"], 0),
+        (&["elect", &election, "--", "true"], 0),
+        (&["hold", "--timeout", "0", &held], TIMED_OUT),
+        (&["list", &path], 1),
+        (&["leader", &election], 1),
+        (&["deadlocks", &path], 0),
+    ];
+    let (_holder, _) = hold(&zk, &[], &held);
+    for (mode, code) in modes {
+        let mut command = zklock(&zk);
+        command.args(mode);
+        // SAFETY: getrlimit and setrlimit are async-signal-safe; nothing else runs between fork
+        // and exec.
+        unsafe {
+            command.pre_exec(|| {
+                let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+                if libc::getrlimit(libc::RLIMIT_STACK, &mut limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                limit.rlim_cur = limit.rlim_max.min(1 << 20);
+                if libc::setrlimit(libc::RLIMIT_STACK, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let output = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "zklock {mode:?}: {:?} {stderr}", output.status);
+    }
+}

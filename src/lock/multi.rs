@@ -126,7 +126,8 @@ impl InterProcessMultiLock {
     async fn acquire_within(&self, patience: Patience) -> Result<Option<MultiLockGuard>> {
         let paths: Vec<&str> = self.locks.iter().map(InterProcessMutex::path).collect();
         let span = tracing::debug_span!(target: "zklock", "zklock.multi_lock.acquire", paths = ?paths);
-        self.take_all(patience).instrument(span).await
+        // Boxed, as a mutex's attempt is (`mutex.rs`): the futures handed out stay small.
+        Box::pin(self.take_all(patience).instrument(span)).await
     }
 
     async fn take_all(&self, patience: Patience) -> Result<Option<MultiLockGuard>> {
