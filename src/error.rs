@@ -1,4 +1,5 @@
-//! The crate's one error type, and the reason a hold was lost, which it carries.
+//! The crate's one error type, and what it carries: the reason a hold was lost, and the ring of
+//! waits an acquire gave up to break (`rules/wait_for.rs` finds it).
 
 use std::fmt;
 use std::time::Duration;
@@ -59,6 +60,13 @@ pub enum Error {
     #[error("would deadlock: {0}")]
     WouldDeadlock(&'static str),
 
+    /// The acquire waited in a deadlock, a ring of sessions each waiting on a lock the next one
+    /// holds, and gave up to break it: its node was the ring's chosen victim, and it was deleted
+    /// before this returned, so the others go on. Only an acquire built with
+    /// [`MutexBuilder::fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock) returns it.
+    #[error("deadlock: {} sessions wait on each other in a ring; this acquire gave up to break it", .0.hops.len())]
+    Deadlock(Box<Deadlock>),
+
     /// One of the caller's operations in a fenced write
     /// ([`LockGuard::commit`](crate::LockGuard::commit)) failed while the lock was held; the
     /// transaction committed nothing.
@@ -117,6 +125,7 @@ impl Error {
             Error::LockNodeDeleted { .. } => "lock_node_deleted",
             Error::LockLost(_) => "lock_lost",
             Error::WouldDeadlock(_) => "would_deadlock",
+            Error::Deadlock(_) => "deadlock",
             Error::WriteFailed { .. } => "write_failed",
             Error::ElectionNotStarted => "election_not_started",
             Error::ElectionAlreadyStarted => "election_already_started",
@@ -173,6 +182,59 @@ impl fmt::Display for LossReason {
             }
         }
     }
+}
+
+/// A deadlock: sessions in a ring, each waiting on a lock the next one holds, so that none of
+/// them can go on until one gives up. What [`find_deadlocks`](crate::find_deadlocks) returns and
+/// [`Error::Deadlock`] carries.
+///
+/// The ring is of **sessions**, not tasks: the tasks of one process share its session, and
+/// ZooKeeper cannot tell which of them holds a node. A task waiting on a lock that another task
+/// of its own session holds is no edge of the ring (that task lets go when its work is done);
+/// but a session that holds a lock through a task that does not wait itself, while another of
+/// its tasks waits, looks the same as one whose holding task waits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Deadlock {
+    /// The ring's steps: each hop's holder is the next hop's waiter, and the last hop's holder
+    /// the first hop's waiter. It starts at the smallest session id.
+    pub hops: Vec<DeadlockHop>,
+}
+
+impl Deadlock {
+    /// Every wait of the ring, hop by hop.
+    pub fn waits(&self) -> impl Iterator<Item = &LockWait> {
+        self.hops.iter().flat_map(|hop| &hop.waits)
+    }
+}
+
+/// One step of a [`Deadlock`]'s ring: one session waits on another.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeadlockHop {
+    /// The waiting session (its id, a node's `ephemeralOwner`).
+    pub waiter_session: i64,
+    /// The session it waits on.
+    pub holder_session: i64,
+    /// Every node of the waiting session queued on a lock that the other one holds: one or more.
+    pub waits: Vec<LockWait>,
+}
+
+/// A node waiting in a lock's queue while a node of another session holds that lock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockWait {
+    /// The lock path.
+    pub lock: String,
+    /// The waiting node's full path.
+    pub waiter_node: String,
+    /// The waiting node's czxid: the later it was created, the higher.
+    pub waiter_czxid: i64,
+    /// The waiting node's data (for a zklock participant, what
+    /// [`MutexBuilder::node_data`](crate::MutexBuilder::node_data) set).
+    pub waiter_data: Vec<u8>,
+    /// The full path of the holding node it waits on.
+    pub holder_node: String,
 }
 
 #[cfg(test)]

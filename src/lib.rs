@@ -28,6 +28,10 @@
 //! Leader election: [`LeaderLatch`] and [`LeaderSelector`] (Curator's, on the same queue), whose
 //! [`Leadership`] has the locks' loss signal and a fencing token to fence with.
 //!
+//! Deadlocks across processes (two processes that each hold a lock the other waits on):
+//! [`find_deadlocks`] reads them from ZooKeeper, and an acquire built with
+//! [`MutexBuilder::fail_on_deadlock`] gives up with [`Error::Deadlock`] when it is one's victim.
+//!
 //! Runnable versions are in `examples/`; `scripts/example` starts a throwaway ZooKeeper for
 //! them. Every acquire is cancel safe, and [`LockGuard::fencing_token`] gives a strictly
 //! increasing token to fence the resources the lock protects.
@@ -56,7 +60,7 @@ pub use election::participant::ElectionParticipant;
 pub use election::selector::{LeaderSelector, LeaderSelectorBuilder};
 pub use election::state::ElectionState;
 pub use election::term_end::TermEnd;
-pub use error::{Error, LossReason, Result};
+pub use error::{Deadlock, DeadlockHop, Error, LockWait, LossReason, Result};
 pub use hold::fenced_write::FencedWrite;
 pub use hold::hold_trait::{Hold, HoldFuture};
 pub use hold::lease::Lease;
@@ -70,6 +74,7 @@ pub use lock::semaphore::{InterProcessSemaphoreV2, SemaphoreBuilder};
 pub use lock::semaphore_mutex::{InterProcessSemaphoreMutex, SemaphoreMutexBuilder};
 pub use observe::metrics;
 pub use options::{AclProvider, LocalHandoff, LossPolicy};
+pub use queue::deadlock::{find_deadlocks, DeadlockReport};
 pub use queue::participant_node::ParticipantNode;
 pub use queue::position::{watch_queue, QueueHolder, QueuePosition};
 pub use rules::path::validate_lock_path;

@@ -204,6 +204,28 @@ pub(crate) struct LockOptions {
     pub(crate) local_handoff: Option<LocalHandoff>,
     /// Whether metrics carry the lock path.
     pub(crate) path_in_metrics: bool,
+    /// Under which root a waiting acquire looks for a deadlock it is part of (mutexes and
+    /// read-write locks only).
+    pub(crate) deadlock_root: Option<String>,
+    /// How often it looks while it waits; `None` for [`DEADLOCK_SCAN_PERIOD`].
+    pub(crate) deadlock_scan_period: Option<Duration>,
+}
+
+/// How often a waiting acquire built with `fail_on_deadlock` reads the lock folders under its
+/// root again, after the read when it starts waiting: a deadlock that an acquire's node
+/// completes is seen by that first read, one completed later (a lock changing hands) within a
+/// period and a read. A fifth of a second keeps that under two ticks of a test server (tickTime
+/// 200 ms), and a tenth of two ticks of ZooKeeper's default tickTime (2 s).
+pub(crate) const DEADLOCK_SCAN_PERIOD: Duration = Duration::from_millis(200);
+
+/// Where and how often a waiting acquire looks for a deadlock it is part of
+/// (`MutexBuilder::fail_on_deadlock`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DeadlockCheck {
+    /// The root whose lock folders are read.
+    pub(crate) root: String,
+    /// How often they are read again while the acquire waits.
+    pub(crate) period: Duration,
 }
 
 impl LockOptions {
@@ -212,10 +234,20 @@ impl LockOptions {
         LockOptions { reentrant: true, ..LockOptions::default() }
     }
 
-    /// Refuses options no lock can work with.
+    /// Refuses options no lock can work with (the deadlock root's path is the builder's to
+    /// check, with the lock path's rules).
     pub(crate) fn validate(&self) -> Result<()> {
         self.acls.validate()?;
+        if self.deadlock_scan_period.is_some_and(|period| period.is_zero()) {
+            return Err(Error::InvalidOptions("the deadlock scan period must be above zero"));
+        }
         self.local_handoff.as_ref().map_or(Ok(()), LocalHandoff::validate)
+    }
+
+    /// What a waiting acquire checks for deadlocks, if it was asked to.
+    pub(crate) fn deadlock_check(&self) -> Option<DeadlockCheck> {
+        let root = self.deadlock_root.clone()?;
+        Some(DeadlockCheck { root, period: self.deadlock_scan_period.unwrap_or(DEADLOCK_SCAN_PERIOD) })
     }
 }
 

@@ -35,7 +35,6 @@ mod stderr;
 mod stdout;
 mod supervision;
 mod take_alone;
-mod wait_for;
 mod waiting_line;
 mod watchdog;
 

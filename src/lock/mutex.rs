@@ -268,6 +268,7 @@ impl InterProcessMutex {
             opening: opening::usable(state.take_opening(), entry.rule, may_wait),
             level_with: entry.level_with,
             place,
+            deadlock: state.deadlock.as_ref(),
             ..QueueSpec::new(client, &state.path, state.schema, entry.rule, &state.data, &state.acls)
         };
         let placed = take_place(&spec, patience).await;

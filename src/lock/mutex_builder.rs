@@ -85,22 +85,83 @@ impl MutexBuilder {
         self
     }
 
+    /// Fails a waiting acquire with [`Error::Deadlock`](crate::Error::Deadlock) once it is the
+    /// victim of a deadlock among the locks under `root`: a ring of sessions (processes), each
+    /// waiting on a lock that the next one holds, which without it would wait for ever.
+    ///
+    /// While an acquire **waits** (not one that holds at once: the uncontended path sends
+    /// nothing more), it reads the lock folders under `root` as
+    /// [`find_deadlocks`](crate::find_deadlocks) does when it starts waiting, then once every
+    /// [`deadlock_scan_period`](Self::deadlock_scan_period) (200 ms unless set), until it holds,
+    /// gives up or is dropped (a dropped acquire stops looking). A deadlock that our node
+    /// completes is found by the first read; one completed later (a lock changing hands) within
+    /// a period and a read or two.
+    ///
+    /// Exactly one wait of a ring gives up: its victim, which every process computes the same
+    /// way, the newest waiting node (highest czxid) among the ring's hops of one wait. The
+    /// victim's acquire deletes its node and returns the error; the others wait on, and go on
+    /// once the victim's session lets go of what it holds (the victim's caller is expected to
+    /// release its other locks and try again later). So every participant that may close a
+    /// ring should be built with this option on the same root: a ring whose victim did not opt
+    /// in (or is Curator, kazoo, or another root's) stays, and `zklock deadlocks` shows it.
+    ///
+    /// Covers this mutex and, built with [`build_read_write`](Self::build_read_write), both
+    /// sides of the read-write lock, a kazoo-schema mutex, and a multi-lock's locks built so
+    /// (an [`InterProcessMultiLock`](crate::InterProcessMultiLock) of such mutexes). Not a
+    /// semaphore's waits: a semaphore waiter goes on when any lease is let go, so a ring through
+    /// one is no deadlock of the graph; nor a local handoff's tasks waiting in the process behind
+    /// the one that queues (that one looks).
+    ///
+    /// The ring is one of sessions: two tasks of one process share its session, so a task
+    /// waiting on a lock a sibling task holds is no wait in the graph, but a session holding a
+    /// lock through a task that is not waiting looks the same as one whose holding task waits.
+    /// Give each process (or each independent part of one) a session of its own if that can
+    /// happen. Each read costs a `sync`, a listing per folder under `root` and a multi-read per
+    /// lock, from every waiting acquire: choose a root that holds the locks that can deadlock,
+    /// not the whole tree.
+    ///
+    /// `root` is checked by [`build`](Self::build) as a lock path is, but may be `/`.
+    pub fn fail_on_deadlock(mut self, root: &str) -> Self {
+        self.options.deadlock_root = Some(root.to_owned());
+        self
+    }
+
+    /// How often a waiting acquire built with [`fail_on_deadlock`](Self::fail_on_deadlock)
+    /// reads the lock folders under its root again, after the read when it starts waiting.
+    /// Defaults to 200 ms: within two ticks of a test server (tickTime 200 ms) a ring completed
+    /// by a lock changing hands is found, and within a fifth of two ticks of ZooKeeper's
+    /// default (tickTime 2 s). Shorter finds such a ring sooner, at a read per period per
+    /// waiting acquire. Must be above zero.
+    pub fn deadlock_scan_period(mut self, period: std::time::Duration) -> Self {
+        self.options.deadlock_scan_period = Some(period);
+        self
+    }
+
     /// Builds the mutex. Sends nothing to ZooKeeper.
     ///
     /// # Errors
     /// - [`Error::InvalidPath`](crate::Error::InvalidPath) when the path is not a usable lock path (empty, relative,
     ///   trailing `/`, `//`, `.` or `..` segments, NUL and other characters ZooKeeper refuses,
-    ///   the root, or under `/zookeeper`);
-    /// - [`Error::InvalidOptions`](crate::Error::InvalidOptions) when the ACL list is empty, or the local handoff's bound is
-    ///   outside what [`LocalHandoff::new`] takes.
+    ///   the root, or under `/zookeeper`), or the root given to
+    ///   [`fail_on_deadlock`](Self::fail_on_deadlock) is not (`/` aside);
+    /// - [`Error::InvalidOptions`](crate::Error::InvalidOptions) when the ACL list is empty, the local handoff's bound is
+    ///   outside what [`LocalHandoff::new`] takes, or the deadlock scan period is zero.
     pub fn build(self) -> Result<InterProcessMutex> {
-        validate_lock_path(&self.path)?;
-        self.options.validate()?;
+        self.validate()?;
         let schema = self.schema.unwrap_or(match self.node_schema {
             NodeSchema::Curator => MUTEX,
             NodeSchema::Kazoo => KAZOO_MUTEX,
         });
         Ok(InterProcessMutex { state: Arc::new(self.lock_state(Role::Mutex, schema)) })
+    }
+
+    /// Refuses a path or options no lock can work with (see [`build`](Self::build)).
+    pub(crate) fn validate(&self) -> Result<()> {
+        validate_lock_path(&self.path)?;
+        if let Some(root) = self.options.deadlock_root.as_deref().filter(|root| *root != "/") {
+            validate_lock_path(root)?;
+        }
+        self.options.validate()
     }
 
     /// The same mutex on a connection followed past an expiry (a leader election that rejoins:

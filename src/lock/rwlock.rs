@@ -11,7 +11,6 @@ use crate::lock::state::LockState;
 use crate::options::lock_options;
 use crate::rules::entry::Role;
 use crate::rules::naming::{READ, WRITE};
-use crate::rules::path::validate_lock_path;
 
 /// A read-write lock shared by every process that uses the same ZooKeeper path, in the style of
 /// Apache Curator's `InterProcessReadWriteLock`, and wire-compatible with it.
@@ -97,6 +96,18 @@ impl ReadWriteLockBuilder {
         ReadWriteLockBuilder { mutex: self.mutex.reentrant(reentrant) }
     }
 
+    /// Fails a waiting acquire of either side with [`Error::Deadlock`] once it is the victim of
+    /// a deadlock among the locks under `root`; see [`MutexBuilder::fail_on_deadlock`].
+    pub fn fail_on_deadlock(self, root: &str) -> Self {
+        ReadWriteLockBuilder { mutex: self.mutex.fail_on_deadlock(root) }
+    }
+
+    /// How often a waiting acquire looks for a deadlock again; see
+    /// [`MutexBuilder::deadlock_scan_period`].
+    pub fn deadlock_scan_period(self, period: std::time::Duration) -> Self {
+        ReadWriteLockBuilder { mutex: self.mutex.deadlock_scan_period(period) }
+    }
+
     /// Builds the read-write lock. Sends nothing to ZooKeeper.
     ///
     /// # Errors
@@ -114,8 +125,7 @@ impl MutexBuilder {
     /// # Errors
     /// As [`Self::build`].
     pub fn build_read_write(self) -> Result<InterProcessReadWriteLock> {
-        validate_lock_path(&self.path)?;
-        self.options.validate()?;
+        self.validate()?;
         if self.node_schema != NodeSchema::Curator {
             return Err(Error::InvalidOptions("the read-write lock has Curator's node schema only"));
         }

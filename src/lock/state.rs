@@ -18,7 +18,7 @@ use crate::lock::cohort::{fencing_token, Cohort, Handoff};
 use crate::lock::owner::Owner;
 use crate::observe::events::HoldEvents;
 use crate::observe::label::LockLabel;
-use crate::options::{AclProvider, LockOptions};
+use crate::options::{AclProvider, DeadlockCheck, LockOptions};
 use crate::queue::node::LockNode;
 use crate::rules::entry::Role;
 use crate::rules::naming::Schema;
@@ -40,6 +40,8 @@ pub(crate) struct LockState {
     pub(crate) path: String,
     pub(crate) data: Vec<u8>,
     pub(crate) acls: AclProvider,
+    /// Whether, where and how often a waiting acquire looks for a deadlock it is part of.
+    pub(crate) deadlock: Option<DeadlockCheck>,
     /// Names it in events and metrics.
     pub(crate) label: LockLabel,
     /// Whether an owner (task or thread) re-enters its hold; else every acquire queues anew.
@@ -115,6 +117,7 @@ impl LockState {
             sibling: OnceLock::new(),
             connection,
             path,
+            deadlock: options.deadlock_check(),
             data: options.data,
             acls: options.acls,
             reentrant: options.reentrant,

@@ -1,6 +1,7 @@
-//! Reading a queue as its participants: who is in it, in order, with their nodes' data.
+//! Reading a queue as its participants: who is in it, in order, with their nodes' data (and,
+//! for the wait-for graph, their stats).
 
-use zookeeper_client::{Client, Error as ZkError, MultiReadResult};
+use zookeeper_client::{Client, Error as ZkError, MultiReadResult, Stat};
 
 use super::node::list_children;
 use crate::client::retry::retry_transient;
@@ -10,17 +11,36 @@ use crate::rules::naming::Schema;
 
 /// The queue of `lock_path` as full paths, holder first; empty when the path does not exist.
 pub(crate) async fn queue_order(client: &Client, lock_path: &str, schema: Schema) -> Result<Vec<String>> {
-    let children = match list_children(client, lock_path).await {
-        Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => return Ok(Vec::new()),
-        other => other?,
-    };
-    Ok(schema.contenders(children).into_iter().map(|child| format!("{lock_path}/{child}")).collect())
+    Ok(in_queue_order(lock_path, schema, children_or_none(client, lock_path).await?))
+}
+
+/// The children of `path`; none when it does not exist.
+pub(crate) async fn children_or_none(client: &Client, path: &str) -> Result<Vec<String>> {
+    match list_children(client, path).await {
+        Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => Ok(Vec::new()),
+        other => other,
+    }
+}
+
+/// The `children` of `lock_path` that are `schema`'s lock nodes, as full paths in queue order.
+pub(crate) fn in_queue_order(lock_path: &str, schema: Schema, children: Vec<String>) -> Vec<String> {
+    schema.contenders(children).into_iter().map(|child| format!("{lock_path}/{child}")).collect()
 }
 
 /// The queue of `lock_path` with each node's data, holder first: one list, then one multi-read
 /// for every node's data. Nodes that go between the two are left out.
 pub(crate) async fn queue_with_data(client: &Client, lock_path: &str, schema: Schema) -> Result<Vec<ParticipantNode>> {
     let paths = queue_order(client, lock_path, schema).await?;
+    Ok(read_nodes(client, lock_path, paths).await?.into_iter().map(|(node, _)| node).collect())
+}
+
+/// Each of `paths` (nodes of `lock_path`, in the order given) with its data and stat, read in
+/// one multi-read. Nodes gone meanwhile are left out.
+pub(crate) async fn read_nodes(
+    client: &Client,
+    lock_path: &str,
+    paths: Vec<String>,
+) -> Result<Vec<(ParticipantNode, Stat)>> {
     if paths.is_empty() {
         return Ok(Vec::new());
     }
@@ -37,7 +57,7 @@ pub(crate) async fn queue_with_data(client: &Client, lock_path: &str, schema: Sc
         .into_iter()
         .zip(results)
         .filter_map(|(path, result)| match result {
-            MultiReadResult::Data { data, .. } => Some(ParticipantNode { path, data }),
+            MultiReadResult::Data { data, stat } => Some((ParticipantNode { path, data }, stat)),
             _ => None,
         })
         .collect())

@@ -14,7 +14,7 @@ use super::delete::delete_node;
 use crate::client::deadline::{within, CLEANUP_AFTER_DEADLINE};
 use crate::client::retry::{back_off, is_connection_loss, is_transient, retry_transient};
 use crate::error::{Error, LossReason, Result};
-use crate::options::AclProvider;
+use crate::options::{AclProvider, DeadlockCheck};
 use crate::rules::decide::Rule;
 use crate::rules::entry::Level;
 use crate::rules::naming::{sequential_name, Schema};
@@ -42,6 +42,9 @@ pub(crate) struct QueueSpec<'a> {
     /// Told our place in the queue as it takes it (a leader election's `start` returns once our
     /// node is there, and its `close` removes what may exist of it).
     pub(crate) place: Option<&'a PlaceReport>,
+    /// Where and how often to look, while we wait, for a deadlock our node is part of (and to
+    /// give up when it is the deadlock's victim).
+    pub(crate) deadlock: Option<&'a DeadlockCheck>,
 }
 
 impl<'a> QueueSpec<'a> {
@@ -67,6 +70,7 @@ impl<'a> QueueSpec<'a> {
             opening: Opening::Unknown,
             level_with: None,
             place: None,
+            deadlock: None,
         }
     }
 }

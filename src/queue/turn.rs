@@ -8,6 +8,7 @@ use std::task::{Context, Poll, Waker};
 
 use zookeeper_client::{Client, Error as ZkError, EventType, OneshotWatcher, WatchedEvent};
 
+use super::deadlock::DeadlockWatch;
 use super::node::{create_node, list_children, FirstLook, LockNode, NodeCleanup, Place, QueueSpec};
 use super::position::PositionReport;
 use crate::client::deadline::{within, Patience};
@@ -124,7 +125,8 @@ async fn wait_turn<G: Future<Output = Error>>(
 ) -> Result<WaitOutcome> {
     let mut look = first;
     let mut waited = Waited::No;
-    let report = PositionReport::for_this_task();
+    let mut watches =
+        Watches { report: PositionReport::for_this_task(), deadlock: spec.deadlock.map(DeadlockWatch::new) };
     loop {
         let children = match std::mem::replace(&mut look, FirstLook::Nothing) {
             FirstLook::Listing(children) => children,
@@ -134,7 +136,7 @@ async fn wait_turn<G: Future<Output = Error>>(
                     return Ok(WaitOutcome::GaveUp);
                 }
                 waited = Waited::Yes;
-                following(&report, spec, node, changed(watcher)).await?;
+                following(&mut watches, spec, node, changed(watcher)).await?;
                 continue;
             }
             FirstLook::Nothing => match list_children(spec.client, spec.lock_path).await {
@@ -161,37 +163,64 @@ async fn wait_turn<G: Future<Output = Error>>(
         }
         waited = Waited::Yes;
         let Some((predecessor, holds_when_gone)) = watch else {
-            look =
-                FirstLook::Listing(following(&report, spec, node, room_changes(spec, node, gate_lost.as_mut())).await?);
+            look = FirstLook::Listing(
+                following(&mut watches, spec, node, room_changes(spec, node, gate_lost.as_mut())).await?,
+            );
             continue;
         };
         if !holds_when_gone {
-            following(&report, spec, node, predecessor_goes(spec.client, &predecessor)).await?;
+            following(&mut watches, spec, node, predecessor_goes(spec.client, &predecessor)).await?;
             continue;
         }
-        if following(&report, spec, node, succeeds_predecessor(spec.client, node, &predecessor)).await? {
+        if following(&mut watches, spec, node, succeeds_predecessor(spec.client, node, &predecessor)).await? {
             // Held without a listing: nothing known of who is behind.
             return Ok(WaitOutcome::Hold(Opening::Unknown));
         }
     }
 }
 
-/// `wait`, while a watched acquire (`report`) follows every change of its queue and tells where
-/// it stands; the wait alone when nobody watches.
+/// What a wait looks at besides its queue's turn, each only when asked for: the queue's every
+/// change for a watched acquire ([`watch_queue`](crate::queue::position::watch_queue)), and the
+/// deadlocks under a root for an acquire built to fail on one. Made when the acquire starts
+/// waiting and kept through its wait (the deadlock look keeps its period across the waits for
+/// one predecessor after another).
+struct Watches<'a> {
+    report: Option<PositionReport>,
+    deadlock: Option<DeadlockWatch<'a>>,
+}
+
+/// `wait`, while a watched acquire follows every change of its queue and tells where it stands,
+/// and an acquire built to fail on a deadlock looks for one ([`Error::Deadlock`] when our node
+/// is its victim); the wait alone when neither is asked for.
 async fn following<T>(
-    report: &Option<PositionReport>,
+    watches: &mut Watches<'_>,
     spec: &QueueSpec<'_>,
     node: &LockNode,
-    wait: impl Future<Output = T>,
-) -> T {
-    let Some(report) = report else { return wait.await };
+    wait: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    if watches.report.is_none() && watches.deadlock.is_none() {
+        return wait.await;
+    }
     // In sequence order for every rule, leases too (their rule only counts them): the nodes
     // ahead of a lease taker are the leases standing.
     let sort = |children| spec.schema.contenders(children);
+    let report = async {
+        match &watches.report {
+            Some(report) => match report.follow(spec.client, spec.lock_path, node.name(), sort).await {},
+            None => std::future::pending().await,
+        }
+    };
+    let deadlock = async {
+        match &mut watches.deadlock {
+            Some(deadlock) => deadlock.until_victim(spec.client, &node.path).await,
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         biased;
         done = wait => done,
-        never = report.follow(spec.client, spec.lock_path, node.name(), sort) => match never {},
+        never = report => never,
+        victim = deadlock => Err(victim),
     }
 }
 

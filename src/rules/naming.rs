@@ -91,6 +91,11 @@ impl Schema {
         self.sequence_at(child).map(|(_, sequence)| sequence)
     }
 
+    /// Whether `child` is one of this schema's queue nodes (a lock node, a lease, a latch node).
+    pub(crate) fn is_queue_node(&self, child: &str) -> bool {
+        self.sequence_at(child).is_some()
+    }
+
     /// Where the sort key of a lock node starts, and its sequence number; `None` for a child
     /// that is not a lock node.
     fn sequence_at(&self, child: &str) -> Option<(usize, i32)> {
