@@ -8,7 +8,7 @@ use std::mem::size_of_val;
 use std::time::Duration;
 
 use zklock::{
-    revoke, watch_queue, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
+    find_deadlocks, revoke, watch_queue, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
     InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LeaderLatch, LeaderSelector,
 };
 
@@ -51,6 +51,7 @@ async fn every_recipes_futures_stay_under_a_kilobyte() {
         ("selector.start", size_of_val(&selector.start(|_leadership| async {}))),
         ("watch_queue(semaphore.acquire)", size_of_val(&watch_queue(position, semaphore.acquire()))),
         ("revoke", size_of_val(&revoke(client.clone(), &format!("{path}/node")))),
+        ("find_deadlocks", size_of_val(&find_deadlocks(&client, &path))),
     ];
     let large: Vec<_> = sizes.iter().filter(|(_, size)| *size > LARGEST).collect();
     assert!(large.is_empty(), "futures over {LARGEST} bytes: {large:?}");

@@ -1,0 +1,385 @@
+//! Deadlocks across processes, on a real server: acquires built with `fail_on_deadlock` in a
+//! ring of sessions (separate clients, and separate processes), exactly one victim failing with
+//! `Error::Deadlock` within two ticks of the server and leaving no node, the others holding
+//! once it gave up; and no error where there is no ring (a plain contended wait, a task waiting
+//! on its sibling's lock), nor a request on the uncontended path or after a cancelled acquire.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{connect, eventually, server, unique_path, wait_for_children};
+use tokio::task::JoinHandle;
+use zklock::{Deadlock, Error, InterProcessMutex, InterProcessReadWriteLock, LockGuard};
+use zklock_testcontainers::__private::spawn_tied_to_process;
+use zklock_testcontainers::ServerOptions;
+use zookeeper_client::Client;
+
+/// Generous bound for "promptly": a hang exceeds it, a slow machine does not.
+const PROMPTLY: Duration = Duration::from_secs(20);
+
+/// Two ticks of the test server: the bound on finding a ring, from its completion to the error.
+fn two_ticks() -> Duration {
+    2 * ServerOptions::default().tick_time
+}
+
+/// `fail_on_deadlock`'s default scan period, as documented.
+const SCAN_PERIOD: Duration = Duration::from_millis(200);
+
+fn mutex(client: &Client, path: &str, root: &str) -> InterProcessMutex {
+    InterProcessMutex::builder(client, path).fail_on_deadlock(root).build().unwrap()
+}
+
+fn write_lock(client: &Client, path: &str, root: &str) -> InterProcessMutex {
+    let lock = InterProcessReadWriteLock::builder(client, path).fail_on_deadlock(root).build().unwrap();
+    lock.write_lock().clone()
+}
+
+/// `waiting` (a spawned acquire) holds once `held` is let go, within [`PROMPTLY`]; then lets go.
+async fn holds_once_released(held: LockGuard, waiting: JoinHandle<zklock::Result<LockGuard>>) {
+    held.release().await.unwrap();
+    let guard = tokio::time::timeout(PROMPTLY, waiting).await.expect("holds once released").unwrap();
+    guard.unwrap().release().await.unwrap();
+}
+
+/// A root of its own with two lock paths under it, and two sessions.
+async fn two_locks_two_sessions(name: &str) -> (String, [String; 2], Client, Client) {
+    let root = unique_path(name);
+    let paths = [0, 1].map(|i| format!("{root}/lock-{i}"));
+    (root, paths, connect().await, connect().await)
+}
+
+/// The deadlock `err` carries; panics on any other outcome.
+fn deadlock<T: std::fmt::Debug>(outcome: zklock::Result<T>) -> Deadlock {
+    match outcome {
+        Err(Error::Deadlock(deadlock)) => *deadlock,
+        other => panic!("expected Error::Deadlock, got {other:?}"),
+    }
+}
+
+/// `n` sessions in a ring: session i holds lock i, then waits on lock i+1; the last one's wait
+/// completes the ring. It is the victim (its node is the newest): its error comes within two
+/// ticks of the start of its acquire (from the look its wait takes when it starts), names every session, leaves no node; and once it lets go
+/// of its own lock, the session before it holds, and so on round the ring.
+async fn a_ring_has_one_victim(name: &str, n: usize, lock: fn(&Client, &str, &str) -> InterProcessMutex) {
+    let root = unique_path(name);
+    let paths: Vec<String> = (0..n).map(|i| format!("{root}/lock-{i}")).collect();
+    let mut clients = Vec::new();
+    let mut holds: Vec<Option<LockGuard>> = Vec::new();
+    for path in &paths {
+        let client = connect().await;
+        holds.push(Some(lock(&client, path, &root).acquire().await.unwrap()));
+        clients.push(client);
+    }
+    let observer = connect().await;
+    let mut waiting = Vec::new();
+    for (i, client) in clients.iter().enumerate().take(n - 1) {
+        let next = lock(client, &paths[i + 1], &root);
+        waiting.push(tokio::spawn(async move { next.acquire().await }));
+        wait_for_children(&observer, &paths[i + 1], 2).await;
+    }
+    let last = lock(&clients[n - 1], &paths[0], &root);
+    let started = Instant::now();
+    let outcome = tokio::time::timeout(PROMPTLY, last.acquire()).await.expect("the ring is found");
+    let took = started.elapsed();
+    let found = deadlock(outcome);
+    eprintln!("{name}: a ring of {n} sessions found {took:?} after its last wait began (two ticks: {:?})", two_ticks());
+    assert!(took < two_ticks(), "found after {took:?}, over two ticks ({:?})", two_ticks());
+    // Found by the look the wait takes when it starts, not one a scan period later.
+    assert!(took < SCAN_PERIOD, "found after {took:?}, not by the first look");
+    let sessions: std::collections::BTreeSet<i64> = found.hops.iter().map(|hop| hop.waiter_session).collect();
+    let expected = clients.iter().map(|client| client.session_id().0).collect();
+    assert_eq!(sessions, expected, "{found:?}");
+    assert_eq!(last.participants().await.unwrap().len(), 1, "the victim's node is gone, the holder's stays");
+    // Nobody else gave up: every other wait is still under way.
+    tokio::time::sleep(ServerOptions::default().tick_time).await;
+    assert!(waiting.iter().all(|wait| !wait.is_finished()), "only the victim gave up");
+    // The victim lets go of its lock: the session before it holds, and the ring unwinds.
+    holds[n - 1].take().unwrap().release().await.unwrap();
+    for i in (0..n - 1).rev() {
+        let wait = waiting.pop().unwrap();
+        let guard = tokio::time::timeout(PROMPTLY, wait).await.expect("holds once the victim gave up");
+        let guard = guard.unwrap().unwrap_or_else(|err| panic!("session {i}'s wait failed: {err}"));
+        guard.release().await.unwrap();
+        holds[i].take().unwrap().release().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sessions_in_a_ring_one_victim_fails_within_two_ticks_and_the_other_holds() {
+    a_ring_has_one_victim("deadlock-two", 2, mutex).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_sessions_in_a_ring_of_write_locks_one_victim_fails_within_two_ticks() {
+    a_ring_has_one_victim("deadlock-three", 3, write_lock).await;
+}
+
+/// Only the victim gives up: a ring whose victim (the newest wait) did not opt in stands, and
+/// the member that did looks at it period after period and waits on, as documented; it holds
+/// once the victim's own patience runs out and it lets go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_that_is_not_the_victim_never_gives_up() {
+    let (root, [first, second], a, b) = two_locks_two_sessions("deadlock-not-victim").await;
+    let a_holds = mutex(&a, &first, &root).acquire().await.unwrap();
+    let b_holds = InterProcessMutex::new(&b, &second).unwrap().acquire().await.unwrap();
+    let a_waits = mutex(&a, &second, &root);
+    let a_waiting = tokio::spawn(async move { a_waits.acquire().await });
+    let observer = connect().await;
+    wait_for_children(&observer, &second, 2).await;
+    let b_waits = InterProcessMutex::new(&b, &first).unwrap();
+    assert!(b_waits.acquire_timeout(4 * two_ticks()).await.unwrap().is_none(), "the ring stood");
+    assert!(!a_waiting.is_finished(), "A looked at the ring period after period and waited on");
+    holds_once_released(b_holds, a_waiting).await;
+    a_holds.release().await.unwrap();
+}
+
+/// The regression the opt-in answers: the same ring without it waits for ever (here until a
+/// timeout), both sides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_opt_in_a_ring_waits_until_it_times_out() {
+    let (_root, [first, second], a, b) = two_locks_two_sessions("deadlock-plain").await;
+    let _a_holds = InterProcessMutex::new(&a, &first).unwrap().acquire().await.unwrap();
+    let _b_holds = InterProcessMutex::new(&b, &second).unwrap().acquire().await.unwrap();
+    let a_waits = InterProcessMutex::new(&a, &second).unwrap();
+    let b_waits = InterProcessMutex::new(&b, &first).unwrap();
+    let patience = 3 * two_ticks();
+    let (a_got, b_got) = tokio::join!(a_waits.acquire_timeout(patience), b_waits.acquire_timeout(patience));
+    assert!(a_got.unwrap().is_none() && b_got.unwrap().is_none(), "a ring holds nobody");
+}
+
+/// A ring completed by a lock changing hands, not by a new wait: the victim finds it on a
+/// later look, within a scan period and a read (under two ticks of the test server). One task
+/// of A waits on two locks at once (`join!`): on L1 behind C, on L2 behind B; B holds L2 and
+/// waits on L1 behind A. When C lets go, A holds L1 and the ring is closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ring_closed_by_a_release_is_found_within_two_ticks() {
+    let root = unique_path("deadlock-handover");
+    let [l1, l2] = [1, 2].map(|i| format!("{root}/lock-{i}"));
+    let (a, b, c) = (connect().await, connect().await, connect().await);
+    let observer = connect().await;
+    let c_holds = mutex(&c, &l1, &root).acquire().await.unwrap();
+    let b_holds = mutex(&b, &l2, &root).acquire().await.unwrap();
+    let (a1, a2) = (mutex(&a, &l1, &root), mutex(&a, &l2, &root));
+    let a_waits = tokio::spawn(async move {
+        let (first, second) = tokio::join!(a1.acquire(), a2.acquire());
+        (first, second)
+    });
+    wait_for_children(&observer, &l1, 2).await;
+    wait_for_children(&observer, &l2, 2).await;
+    let b1 = mutex(&b, &l1, &root);
+    let b_waits = tokio::spawn(async move {
+        let outcome = b1.acquire().await;
+        (outcome, Instant::now())
+    });
+    wait_for_children(&observer, &l1, 3).await;
+    // Several looks find no ring while C holds.
+    tokio::time::sleep(2 * two_ticks()).await;
+    assert!(!b_waits.is_finished() && !a_waits.is_finished(), "no ring while C holds L1");
+    let closed = Instant::now();
+    c_holds.release().await.unwrap();
+    let (outcome, failed) = tokio::time::timeout(PROMPTLY, b_waits).await.expect("the ring is found").unwrap();
+    let took = failed - closed;
+    let found = deadlock(outcome);
+    eprintln!("a ring closed by a release found {took:?} after it (two ticks: {:?})", two_ticks());
+    assert!(took < two_ticks(), "found after {took:?}, over two ticks ({:?})", two_ticks());
+    assert_eq!(found.hops.len(), 2, "{found:?}");
+    b_holds.release().await.unwrap();
+    let (first, second) = tokio::time::timeout(PROMPTLY, a_waits).await.expect("A holds both").unwrap();
+    first.unwrap().release().await.unwrap();
+    second.unwrap().release().await.unwrap();
+}
+
+/// A lock under a root of its own (its path returned), held by one session while another,
+/// opted in, waits on it (queued once this returns).
+async fn a_contended_wait(name: &str) -> (String, Client, LockGuard, JoinHandle<zklock::Result<LockGuard>>) {
+    let root = unique_path(name);
+    let path = format!("{root}/lock");
+    let (holder, waiter) = (connect().await, connect().await);
+    let held = mutex(&holder, &path, &root).acquire().await.unwrap();
+    let waits = mutex(&waiter, &path, &root);
+    let waiting = tokio::spawn(async move { waits.acquire().await });
+    wait_for_children(&holder, &path, 2).await;
+    (path, waiter, held, waiting)
+}
+
+/// A plain contended wait with the opt-in, looked at for several periods: no error, and the
+/// lock once its holder lets go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contended_wait_with_the_opt_in_is_no_deadlock() {
+    let (_path, _waiter, held, waiting) = a_contended_wait("deadlock-none").await;
+    tokio::time::sleep(3 * two_ticks()).await;
+    assert!(!waiting.is_finished(), "still waiting, no error");
+    holds_once_released(held, waiting).await;
+}
+
+/// Tasks of one process share its session: a task waiting on a lock its sibling holds waits on
+/// its own session, which is no edge. The sibling also waits (on a lock another session holds,
+/// which waits on nothing): a graph that kept the self-wait would have a ring of one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_waiting_on_its_siblings_lock_is_no_deadlock() {
+    let (root, [l1, l2], process, other) = two_locks_two_sessions("deadlock-siblings").await;
+    let other_holds = mutex(&other, &l2, &root).acquire().await.unwrap();
+    let sibling = mutex(&process, &l1, &root);
+    let sibling_l2 = mutex(&process, &l2, &root);
+    let sibling_done = tokio::spawn(async move {
+        let held = sibling.acquire().await.unwrap();
+        let second = sibling_l2.acquire().await.unwrap();
+        second.release().await.unwrap();
+        held.release().await.unwrap();
+    });
+    let observer = connect().await;
+    wait_for_children(&observer, &l2, 2).await;
+    let task = mutex(&process, &l1, &root);
+    let waiting = tokio::spawn(async move { task.acquire().await });
+    wait_for_children(&observer, &l1, 2).await;
+    tokio::time::sleep(3 * two_ticks()).await;
+    assert!(!waiting.is_finished() && !sibling_done.is_finished(), "both still wait, no error");
+    other_holds.release().await.unwrap();
+    tokio::time::timeout(PROMPTLY, sibling_done).await.unwrap().unwrap();
+    let guard = tokio::time::timeout(PROMPTLY, waiting).await.unwrap().unwrap();
+    guard.unwrap().release().await.unwrap();
+}
+
+/// Requests the server has received from `client`'s session.
+fn requests(client: &Client) -> u64 {
+    server().session_requests(client.session_id().0).expect("the session in the server's cons")
+}
+
+/// The opt-in costs nothing on the uncontended path: an acquire that holds at once sends what
+/// one without it sends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncontended_acquire_sends_nothing_for_the_opt_in() {
+    let root = unique_path("deadlock-free");
+    let client = connect().await;
+    let mut cost = Vec::new();
+    for opted_in in [false, true] {
+        let path = format!("{root}/lock-{opted_in}");
+        // A persistent lock path: neither acquire creates parents, nor finds them reaped.
+        let persistent = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+        client.mkdir(&path, &persistent).await.unwrap();
+        let builder = InterProcessMutex::builder(&client, &path);
+        let lock = if opted_in { builder.fail_on_deadlock(&root) } else { builder }.build().unwrap();
+        let before = requests(&client);
+        lock.acquire().await.unwrap().release().await.unwrap();
+        cost.push(requests(&client) - before);
+    }
+    assert_eq!(cost[0], cost[1], "requests of an acquire and release without, then with the opt-in");
+}
+
+/// A cancelled acquire stops looking: its session sends nothing more once the cancelled wait's
+/// node is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_acquire_stops_looking_for_deadlocks() {
+    let (path, waiter, _held, waiting) = a_contended_wait("deadlock-cancel").await;
+    let observer = connect().await;
+    let before = requests(&waiter);
+    tokio::time::sleep(5 * ServerOptions::default().tick_time).await;
+    let looking = requests(&waiter) - before;
+    assert!(looking >= 6, "a waiting acquire looks every period: {looking} requests in five ticks");
+    waiting.abort();
+    wait_for_children(&observer, &path, 1).await;
+    tokio::time::sleep(ServerOptions::default().tick_time).await;
+    let before = requests(&waiter);
+    tokio::time::sleep(5 * ServerOptions::default().tick_time).await;
+    // A ping may fall in the span (one every third of the 20 s session at most).
+    assert!(requests(&waiter) - before <= 1, "a cancelled acquire sends nothing more");
+}
+
+// Separate processes: this binary run again as two children, each holding its own lock and
+// then waiting on the other's.
+
+const ROLE: &str = "ZKLOCK_DEADLOCK_CHILD";
+const ZK: &str = "ZKLOCK_DEADLOCK_ZK";
+const ROOT: &str = "ZKLOCK_DEADLOCK_ROOT";
+const DIR: &str = "ZKLOCK_DEADLOCK_DIR";
+
+/// What a child tells its parent, in `{dir}/outcome-{party}`: `deadlock {micros}` (the victim:
+/// how long after its wait began) or `held`.
+fn outcome_file(dir: &Path, party: usize) -> PathBuf {
+    dir.join(format!("outcome-{party}"))
+}
+
+/// A child's part (run only as a child, else it returns at once): hold lock `party`, say ready,
+/// wait for the parent's go, then wait on the other lock; write the outcome; once the victim
+/// has spoken, let go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deadlock_child() {
+    let Ok(party) = std::env::var(ROLE) else { return };
+    let party: usize = party.parse().unwrap();
+    let var = |name| std::env::var(name).unwrap_or_else(|_| panic!("{name} unset in a child"));
+    let (connect_string, root, dir) = (var(ZK), var(ROOT), PathBuf::from(var(DIR)));
+    let client = common::connect_to(&connect_string).await;
+    let own = mutex(&client, &format!("{root}/lock-{party}"), &root).acquire().await.unwrap();
+    std::fs::write(dir.join(format!("ready-{party}")), b"").unwrap();
+    let deadline = Instant::now() + PROMPTLY;
+    while !dir.join("go").exists() {
+        assert!(Instant::now() < deadline, "no go from the parent");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let other = mutex(&client, &format!("{root}/lock-{}", 1 - party), &root);
+    let started = Instant::now();
+    let outcome = tokio::time::timeout(PROMPTLY, other.acquire()).await.expect("the ring is broken in time");
+    let told = match outcome {
+        Err(Error::Deadlock(_)) => format!("deadlock {}", started.elapsed().as_micros()),
+        Ok(guard) => {
+            guard.release().await.unwrap();
+            "held".to_owned()
+        }
+        Err(err) => panic!("child {party}: {err}"),
+    };
+    std::fs::write(outcome_file(&dir, party), told).unwrap();
+    own.release().await.unwrap();
+}
+
+fn spawn_child(root: &str, dir: &Path, party: usize) -> Child {
+    let stderr = std::fs::File::create(dir.join(format!("child-{party}.err"))).unwrap();
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
+        .args(["--exact", "deadlock_child", "--nocapture", "--test-threads", "1"])
+        .env(ROLE, party.to_string())
+        .env(ZK, server().connect_string())
+        .env(ROOT, root)
+        .env(DIR, dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    spawn_tied_to_process(command).unwrap()
+}
+
+/// Two processes, each holding one lock and then waiting on the other's, at once: exactly one
+/// is the victim, within two ticks of the start of its wait, and the other holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_in_a_ring_one_victim_fails_and_the_other_holds() {
+    if std::env::var(ROLE).is_ok() {
+        return;
+    }
+    let root = unique_path("deadlock-processes");
+    let dir = std::env::temp_dir().join(root.trim_start_matches('/').replace('/', "-"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut children: Vec<Child> = (0..2).map(|party| spawn_child(&root, &dir, party)).collect();
+    eventually("both children hold their lock", || async {
+        (0..2).all(|party| dir.join(format!("ready-{party}")).exists())
+    })
+    .await;
+    std::fs::write(dir.join("go"), b"").unwrap();
+    eventually("both children told their outcome", || async { (0..2).all(|party| outcome_file(&dir, party).exists()) })
+        .await;
+    for (party, child) in children.iter_mut().enumerate() {
+        let status = child.wait().unwrap();
+        let stderr = std::fs::read_to_string(dir.join(format!("child-{party}.err"))).unwrap_or_default();
+        assert!(status.success(), "child {party} failed ({status}):\n{stderr}");
+    }
+    let outcomes: Vec<String> =
+        (0..2).map(|party| std::fs::read_to_string(outcome_file(&dir, party)).unwrap()).collect();
+    let victims: Vec<&String> = outcomes.iter().filter(|outcome| outcome.starts_with("deadlock")).collect();
+    assert_eq!(victims.len(), 1, "exactly one victim: {outcomes:?}");
+    assert!(outcomes.contains(&"held".to_owned()), "the other holds: {outcomes:?}");
+    let micros: u64 = victims[0].trim_start_matches("deadlock ").parse().unwrap();
+    let took = Duration::from_micros(micros);
+    eprintln!("two processes: the victim gave up {took:?} after its wait began (two ticks: {:?})", two_ticks());
+    assert!(took < two_ticks(), "found after {took:?}, over two ticks ({:?})", two_ticks());
+    let _ = std::fs::remove_dir_all(&dir);
+}
