@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use common::{connect, eventually, server, unique_path, wait_for_children};
 use tokio::task::JoinHandle;
-use zklock::{Deadlock, Error, InterProcessMutex, InterProcessReadWriteLock, LockGuard};
+use zklock::{
+    watch_queue, Deadlock, Error, InterProcessMutex, InterProcessReadWriteLock, LocalHandoff, LockGuard, QueuePosition,
+};
 use zklock_testcontainers::__private::spawn_tied_to_process;
 use zklock_testcontainers::ServerOptions;
 use zookeeper_client::Client;
@@ -122,6 +124,30 @@ async fn two_sessions_in_a_ring_one_victim_fails_within_two_ticks_and_the_other_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_sessions_in_a_ring_of_write_locks_one_victim_fails_within_two_ticks() {
     a_ring_has_one_victim("deadlock-three", 3, write_lock_first_look).await;
+}
+
+/// Where the opt-in meets the others that shape a wait: a victim whose acquire is watched
+/// (`watch_queue`, which follows the queue in the same wait) and whose mutex hands off between
+/// its tasks (the task that queues looks) still gives up, and is told its place before it does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_victim_with_local_handoff_gives_up_too() {
+    let (root, [first, second], a, b) = two_locks_two_sessions("deadlock-meets").await;
+    let _a_holds = mutex(&a, &first, &root).acquire().await.unwrap();
+    let b_holds = mutex(&b, &second, &root).acquire().await.unwrap();
+    let a_waits = mutex(&a, &second, &root);
+    let a_waiting = tokio::spawn(async move { a_waits.acquire().await });
+    wait_for_children(&b, &second, 2).await;
+    let b_waits = InterProcessMutex::builder(&b, &first)
+        .fail_on_deadlock(&root)
+        .local_handoff(LocalHandoff::default())
+        .build()
+        .unwrap();
+    let (position, seen) = tokio::sync::watch::channel(None::<QueuePosition>);
+    let outcome = tokio::time::timeout(PROMPTLY, watch_queue(position, b_waits.acquire())).await.unwrap();
+    deadlock(outcome);
+    assert_eq!(seen.borrow().as_ref().and_then(|position| position.ahead), Some(1), "told its place first");
+    assert!(!a_waiting.is_finished(), "only the victim gave up");
+    holds_once_released(b_holds, a_waiting).await;
 }
 
 /// Only the victim gives up: a ring whose victim (the newest wait) did not opt in stands, and
