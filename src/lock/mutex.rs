@@ -92,6 +92,9 @@ impl InterProcessMutex {
     ///   error: the acquire queues again on the new session, within its patience;
     /// - [`Error::LockLost`]: a reentrant acquire by an owner whose hold is lost (drop its guards
     ///   first);
+    /// - [`Error::Deadlock`]: built with
+    ///   [`fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock), the wait was the victim of
+    ///   a ring of sessions waiting on each other; its node is gone;
     /// - [`Error::ZooKeeper`]: ZooKeeper refused an operation (for example `NoAuth`).
     ///
     /// Connection loss is not an error: every step is retried while the session lives.
