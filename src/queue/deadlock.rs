@@ -166,12 +166,14 @@ impl<'a> DeadlockWatch<'a> {
     ///
     /// # Cancel safety
     /// Cancel safe, and dropping it stops the looking: a look under way is cut short, and the
-    /// next one is due when the watch is polled again.
+    /// next one is due a period after it began.
     pub(crate) async fn until_victim(&mut self, client: &Client, node: &str) -> Error {
         loop {
             tokio::time::sleep_until(self.next.into()).await;
-            let found = find_deadlocks(client, &self.check.root).await;
+            // Due a period after this one began, even if it is cut short: a queue that moves
+            // ends a wait after wait, and must not start a look at each.
             self.next = Instant::now() + self.check.period;
+            let found = find_deadlocks(client, &self.check.root).await;
             match found {
                 Ok(report) => {
                     if let Some(ours) =
