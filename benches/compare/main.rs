@@ -1,6 +1,7 @@
 //! zklock beside the other ways to lock, in one run.
 //!
-//! `cargo bench --bench compare` (add `-- --quick` for a seconds-long smoke run, as CI does;
+//! `cargo bench --bench compare` (add `-- --quick` for a seconds-long smoke run; CI runs it built as a test,
+//! `cargo test --bench compare -- --quick`;
 //! `-- --only uncontended|contended|handoff|scale|failover|cohort` for one scenario; `-- --rounds N` for
 //! more or fewer rounds; `-- --skip TAG` to leave a row out on purpose; `-- --markdown
 //! BENCHMARKS.md` to write the tables into that file between its `bench:begin`/`bench:end`
