@@ -234,11 +234,11 @@ async fn an_ensemble_of_five_keeps_quorum_after_losing_two() {
 async fn a_restarted_server_keeps_its_port_its_data_and_sessions_that_come_back_in_time() {
     let server = ZooKeeperServer::start().await.expect("start zookeeper");
     let address = server.address();
-    let client = Client::connector()
-        .with_session_timeout(Duration::from_secs(6))
-        .connect(&server.connect_string())
-        .await
-        .unwrap();
+    // Long enough for a restart on a loaded machine (8 s seen with a build beside the tests):
+    // what is tested is what a session that comes back in time keeps, not how fast a JVM starts.
+    let session_timeout = Duration::from_secs(30);
+    let client =
+        Client::connector().with_session_timeout(session_timeout).connect(&server.connect_string()).await.unwrap();
     let session = client.session_id();
     let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
     let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
@@ -255,7 +255,7 @@ async fn a_restarted_server_keeps_its_port_its_data_and_sessions_that_come_back_
     assert_ne!(server.pid(), pid, "a new process");
     assert_eq!(server.address(), address, "the same port");
     assert_eq!(server.four_letter_word("ruok").unwrap(), "imok");
-    assert!(took < Duration::from_secs(6), "the restart took {took:?}, longer than the session");
+    assert!(took < session_timeout, "the restart took {took:?}, longer than the session");
     // A change (the disconnection, which the reconnection may have overwritten), then connected.
     let reconnected = async {
         states.changed().await;
@@ -263,7 +263,7 @@ async fn a_restarted_server_keeps_its_port_its_data_and_sessions_that_come_back_
             states.changed().await;
         }
     };
-    tokio::time::timeout(Duration::from_secs(6), reconnected).await.expect("the client reconnects");
+    tokio::time::timeout(session_timeout, reconnected).await.expect("the client reconnects within its session");
     assert_eq!(client.session_id(), session, "the same session");
     assert_eq!(client.get_data("/kept").await.unwrap().0, b"data");
     assert!(client.check_stat("/mine").await.unwrap().is_some(), "the session's ephemeral node stayed");
