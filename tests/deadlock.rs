@@ -54,6 +54,55 @@ async fn holds_once_released(held: LockGuard, waiting: JoinHandle<zklock::Result
     guard.unwrap().release().await.unwrap();
 }
 
+/// How a party of a ring ended: its own hold, the outcome of its wait, how long the wait took
+/// and when it ended.
+struct PartyEnd {
+    own: LockGuard,
+    outcome: zklock::Result<LockGuard>,
+    waited: Duration,
+    ended: Instant,
+}
+
+impl PartyEnd {
+    /// Lets go of both holds; panics unless the wait held.
+    async fn release_both(self, who: &str) {
+        let next = self.outcome.unwrap_or_else(|err| panic!("{who}'s wait failed: {err}"));
+        next.release().await.unwrap();
+        self.own.release().await.unwrap();
+    }
+}
+
+/// A party of a ring, as a process is one: a task of its own that holds `own` (returned once it
+/// does), waits for the go, then waits on `next`, `watched` by `watch_queue` when given. One
+/// task holds and waits, so the nodes it creates carry one owner tag: a ring of such parties is
+/// a ring of tasks, not only of sessions.
+async fn party(
+    own: InterProcessMutex,
+    next: InterProcessMutex,
+    watched: Option<tokio::sync::watch::Sender<Option<QueuePosition>>>,
+) -> (tokio::sync::oneshot::Sender<()>, JoinHandle<PartyEnd>) {
+    let (holds, held) = tokio::sync::oneshot::channel();
+    let (go, gone) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let own = own.acquire().await.unwrap();
+        holds.send(()).unwrap();
+        gone.await.unwrap();
+        let started = Instant::now();
+        let outcome = match watched {
+            Some(position) => watch_queue(position, next.acquire()).await,
+            None => next.acquire().await,
+        };
+        PartyEnd { own, outcome, waited: started.elapsed(), ended: Instant::now() }
+    });
+    held.await.expect("the party holds its own lock");
+    (go, task)
+}
+
+/// The end of `party` within [`PROMPTLY`].
+async fn ended(party: JoinHandle<PartyEnd>, what: &str) -> PartyEnd {
+    tokio::time::timeout(PROMPTLY, party).await.unwrap_or_else(|_| panic!("{what} in time")).unwrap()
+}
+
 /// A root of its own with two lock paths under it, and two sessions.
 async fn two_locks_two_sessions(name: &str) -> (String, [String; 2], Client, Client) {
     let root = unique_path(name);
@@ -69,50 +118,50 @@ fn deadlock<T: std::fmt::Debug>(outcome: zklock::Result<T>) -> Deadlock {
     }
 }
 
-/// `n` sessions in a ring: session i holds lock i, then waits on lock i+1; the last one's wait
-/// completes the ring. It is the victim (its node is the newest): its error comes within two
-/// ticks of the start of its acquire, from the look its wait takes when it starts (`lock` looks
-/// again only after [`FIRST_LOOK_ONLY`]), names every session, leaves no node; and once it lets
-/// go of its own lock, the session before it holds, and so on round the ring.
+/// `n` sessions in a ring, one task each (a party): party i holds lock i, then waits on lock
+/// i+1; the last one's wait completes the ring. It is the victim (its node is the newest): its
+/// error comes within two ticks of the start of its acquire, from the look its wait takes when
+/// it starts (`lock` looks again only after [`FIRST_LOOK_ONLY`]), names every session, leaves
+/// no node; and once it lets go of its own lock, the party before it holds, and so on round
+/// the ring.
 async fn a_ring_has_one_victim(name: &str, n: usize, lock: fn(&Client, &str, &str) -> InterProcessMutex) {
     let root = unique_path(name);
     let paths: Vec<String> = (0..n).map(|i| format!("{root}/lock-{i}")).collect();
+    let observer = connect().await;
     let mut clients = Vec::new();
-    let mut holds: Vec<Option<LockGuard>> = Vec::new();
-    for path in &paths {
+    let mut gos = Vec::new();
+    let mut waiting = Vec::new();
+    for (i, path) in paths.iter().enumerate() {
         let client = connect().await;
-        holds.push(Some(lock(&client, path, &root).acquire().await.unwrap()));
+        let (go, task) = party(lock(&client, path, &root), lock(&client, &paths[(i + 1) % n], &root), None).await;
+        gos.push(go);
+        waiting.push(task);
         clients.push(client);
     }
-    let observer = connect().await;
-    let mut waiting = Vec::new();
-    for (i, client) in clients.iter().enumerate().take(n - 1) {
-        let next = lock(client, &paths[i + 1], &root);
-        waiting.push(tokio::spawn(async move { next.acquire().await }));
-        wait_for_children(&observer, &paths[i + 1], 2).await;
+    for (i, go) in gos.into_iter().enumerate() {
+        go.send(()).unwrap();
+        if i + 1 < n {
+            wait_for_children(&observer, &paths[i + 1], 2).await;
+        }
     }
-    let last = lock(&clients[n - 1], &paths[0], &root);
-    let started = Instant::now();
-    let outcome = tokio::time::timeout(PROMPTLY, last.acquire()).await.expect("the ring is found");
-    let took = started.elapsed();
-    let found = deadlock(outcome);
+    let last = ended(waiting.pop().unwrap(), "the ring is found").await;
+    let took = last.waited;
+    let found = deadlock(last.outcome);
     eprintln!("{name}: a ring of {n} sessions found {took:?} after its last wait began (two ticks: {:?})", two_ticks());
     assert!(took < two_ticks(), "found after {took:?}, over two ticks ({:?})", two_ticks());
     let sessions: std::collections::BTreeSet<i64> = found.hops.iter().map(|hop| hop.waiter_session).collect();
     let expected = clients.iter().map(|client| client.session_id().0).collect();
     assert_eq!(sessions, expected, "{found:?}");
-    assert_eq!(last.participants().await.unwrap().len(), 1, "the victim's node is gone, the holder's stays");
+    assert!(found.hops.iter().all(|hop| hop.waiter_owner.is_some()), "each party told as its task: {found:?}");
+    let first = lock(&observer, &paths[0], &root);
+    assert_eq!(first.participants().await.unwrap().len(), 1, "the victim's node is gone, the holder's stays");
     // Nobody else gave up: every other wait is still under way.
     tokio::time::sleep(ServerOptions::default().tick_time).await;
     assert!(waiting.iter().all(|wait| !wait.is_finished()), "only the victim gave up");
-    // The victim lets go of its lock: the session before it holds, and the ring unwinds.
-    holds[n - 1].take().unwrap().release().await.unwrap();
+    // The victim lets go of its lock: the party before it holds, and the ring unwinds.
+    last.own.release().await.unwrap();
     for i in (0..n - 1).rev() {
-        let wait = waiting.pop().unwrap();
-        let guard = tokio::time::timeout(PROMPTLY, wait).await.expect("holds once the victim gave up");
-        let guard = guard.unwrap().unwrap_or_else(|err| panic!("session {i}'s wait failed: {err}"));
-        guard.release().await.unwrap();
-        holds[i].take().unwrap().release().await.unwrap();
+        ended(waiting.pop().unwrap(), "holds once the victim gave up").await.release_both(&format!("party {i}")).await;
     }
 }
 
@@ -129,25 +178,28 @@ async fn three_sessions_in_a_ring_of_write_locks_one_victim_fails_within_two_tic
 /// Where the opt-in meets the others that shape a wait: a victim whose acquire is watched
 /// (`watch_queue`, which follows the queue in the same wait) and whose mutex hands off between
 /// its tasks (the task that queues looks) still gives up, and is told its place before it does.
+/// Local handoff writes no owner tag (a hold passes from task to task behind one node), so B's
+/// session is read whole, as before tags.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watched_victim_with_local_handoff_gives_up_too() {
     let (root, [first, second], a, b) = two_locks_two_sessions("deadlock-meets").await;
-    let _a_holds = mutex(&a, &first, &root).acquire().await.unwrap();
-    let b_holds = mutex(&b, &second, &root).acquire().await.unwrap();
-    let a_waits = mutex(&a, &second, &root);
-    let a_waiting = tokio::spawn(async move { a_waits.acquire().await });
-    wait_for_children(&b, &second, 2).await;
+    let (a_go, a_party) = party(mutex(&a, &first, &root), mutex(&a, &second, &root), None).await;
     let b_waits = InterProcessMutex::builder(&b, &first)
         .fail_on_deadlock(&root)
         .local_handoff(LocalHandoff::default())
         .build()
         .unwrap();
     let (position, seen) = tokio::sync::watch::channel(None::<QueuePosition>);
-    let outcome = tokio::time::timeout(PROMPTLY, watch_queue(position, b_waits.acquire())).await.unwrap();
-    deadlock(outcome);
+    let (b_go, b_party) = party(mutex(&b, &second, &root), b_waits, Some(position)).await;
+    a_go.send(()).unwrap();
+    wait_for_children(&b, &second, 2).await;
+    b_go.send(()).unwrap();
+    let b_end = ended(b_party, "the ring is found").await;
+    deadlock(b_end.outcome);
     assert_eq!(seen.borrow().as_ref().and_then(|position| position.ahead), Some(1), "told its place first");
-    assert!(!a_waiting.is_finished(), "only the victim gave up");
-    holds_once_released(b_holds, a_waiting).await;
+    assert!(!a_party.is_finished(), "only the victim gave up");
+    b_end.own.release().await.unwrap();
+    ended(a_party, "A holds once B let go").await.release_both("A").await;
 }
 
 /// Only the victim gives up: a ring whose victim (the newest wait) did not opt in stands, and
@@ -156,17 +208,16 @@ async fn a_watched_victim_with_local_handoff_gives_up_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_that_is_not_the_victim_never_gives_up() {
     let (root, [first, second], a, b) = two_locks_two_sessions("deadlock-not-victim").await;
-    let a_holds = mutex(&a, &first, &root).acquire().await.unwrap();
+    let (a_go, a_party) = party(mutex(&a, &first, &root), mutex(&a, &second, &root), None).await;
     let b_holds = InterProcessMutex::new(&b, &second).unwrap().acquire().await.unwrap();
-    let a_waits = mutex(&a, &second, &root);
-    let a_waiting = tokio::spawn(async move { a_waits.acquire().await });
+    a_go.send(()).unwrap();
     let observer = connect().await;
     wait_for_children(&observer, &second, 2).await;
     let b_waits = InterProcessMutex::new(&b, &first).unwrap();
     assert!(b_waits.acquire_timeout(4 * two_ticks()).await.unwrap().is_none(), "the ring stood");
-    assert!(!a_waiting.is_finished(), "A looked at the ring period after period and waited on");
-    holds_once_released(b_holds, a_waiting).await;
-    a_holds.release().await.unwrap();
+    assert!(!a_party.is_finished(), "A looked at the ring period after period and waited on");
+    b_holds.release().await.unwrap();
+    ended(a_party, "A holds once B let go").await.release_both("A").await;
 }
 
 /// The regression the opt-in answers: the same ring without it waits for ever (here until a
@@ -185,8 +236,8 @@ async fn without_the_opt_in_a_ring_waits_until_it_times_out() {
 
 /// A ring completed by a lock changing hands, not by a new wait: the victim finds it on a
 /// later look, within a scan period and a read (under two ticks of the test server). One task
-/// of A waits on two locks at once (`join!`): on L1 behind C, on L2 behind B; B holds L2 and
-/// waits on L1 behind A. When C lets go, A holds L1 and the ring is closed.
+/// of A waits on two locks at once (`join!`): on L1 behind C, on L2 behind B; B's task holds L2
+/// and waits on L1 behind A. When C lets go, A holds L1 and the ring is closed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ring_closed_by_a_release_is_found_within_two_ticks() {
     let root = unique_path("deadlock-handover");
@@ -194,7 +245,7 @@ async fn a_ring_closed_by_a_release_is_found_within_two_ticks() {
     let (a, b, c) = (connect().await, connect().await, connect().await);
     let observer = connect().await;
     let c_holds = mutex(&c, &l1, &root).acquire().await.unwrap();
-    let b_holds = mutex(&b, &l2, &root).acquire().await.unwrap();
+    let (b_go, b_party) = party(mutex(&b, &l2, &root), mutex(&b, &l1, &root), None).await;
     let (a1, a2) = (mutex(&a, &l1, &root), mutex(&a, &l2, &root));
     let a_waits = tokio::spawn(async move {
         let (first, second) = tokio::join!(a1.acquire(), a2.acquire());
@@ -202,24 +253,20 @@ async fn a_ring_closed_by_a_release_is_found_within_two_ticks() {
     });
     wait_for_children(&observer, &l1, 2).await;
     wait_for_children(&observer, &l2, 2).await;
-    let b1 = mutex(&b, &l1, &root);
-    let b_waits = tokio::spawn(async move {
-        let outcome = b1.acquire().await;
-        (outcome, Instant::now())
-    });
+    b_go.send(()).unwrap();
     wait_for_children(&observer, &l1, 3).await;
     // Several looks find no ring while C holds.
     tokio::time::sleep(2 * two_ticks()).await;
-    assert!(!b_waits.is_finished() && !a_waits.is_finished(), "no ring while C holds L1");
+    assert!(!b_party.is_finished() && !a_waits.is_finished(), "no ring while C holds L1");
     let closed = Instant::now();
     c_holds.release().await.unwrap();
-    let (outcome, failed) = tokio::time::timeout(PROMPTLY, b_waits).await.expect("the ring is found").unwrap();
-    let took = failed - closed;
-    let found = deadlock(outcome);
+    let b_end = ended(b_party, "the ring is found").await;
+    let took = b_end.ended - closed;
+    let found = deadlock(b_end.outcome);
     eprintln!("a ring closed by a release found {took:?} after it (two ticks: {:?})", two_ticks());
     assert!(took < two_ticks(), "found after {took:?}, over two ticks ({:?})", two_ticks());
     assert_eq!(found.hops.len(), 2, "{found:?}");
-    b_holds.release().await.unwrap();
+    b_end.own.release().await.unwrap();
     let (first, second) = tokio::time::timeout(PROMPTLY, a_waits).await.expect("A holds both").unwrap();
     first.unwrap().release().await.unwrap();
     second.unwrap().release().await.unwrap();
@@ -415,4 +462,37 @@ async fn two_processes_in_a_ring_one_victim_fails_and_the_other_holds() {
     eprintln!("two processes: the victim gave up {took:?} after its wait began (two ticks: {:?})", two_ticks());
     assert!(took < two_ticks(), "found after {took:?}, over two ticks ({:?})", two_ticks());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The ring of sessions that is no deadlock: process P's task A holds L1 and waits on nothing,
+/// its task B waits on L2; process Q holds L2 and waits on L1. Sessions make a ring (P -> Q ->
+/// P), tasks do not: A lets go, Q goes on, then B. With the opt-in on every lock (each node
+/// tagged with its task), nobody gets `Error::Deadlock` over several scan periods, and all three
+/// hold once A lets go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_ring_through_a_task_that_does_not_wait_is_no_deadlock() {
+    let (root, [l1, l2], p, q) = two_locks_two_sessions("deadlock-tasks").await;
+    let observer = connect().await;
+    let (a_lock, b_lock) = (mutex(&p, &l1, &root), mutex(&p, &l2, &root));
+    let (a_holds, a_held) = tokio::sync::oneshot::channel();
+    let (let_a_go, a_may_go) = tokio::sync::oneshot::channel::<()>();
+    let a = tokio::spawn(async move {
+        let held = a_lock.acquire().await?;
+        a_holds.send(()).unwrap();
+        let _ = a_may_go.await;
+        held.release().await
+    });
+    a_held.await.unwrap();
+    let (q_go, q_party) = party(mutex(&q, &l2, &root), mutex(&q, &l1, &root), None).await;
+    let b = tokio::spawn(async move { b_lock.acquire().await?.release().await });
+    wait_for_children(&observer, &l2, 2).await;
+    q_go.send(()).unwrap();
+    wait_for_children(&observer, &l1, 2).await;
+    tokio::time::sleep(3 * two_ticks()).await;
+    assert!(!q_party.is_finished() && !b.is_finished(), "Q and B still wait, no error");
+    let_a_go.send(()).unwrap();
+    tokio::time::timeout(PROMPTLY, a).await.expect("A lets go in time").unwrap().unwrap();
+    ended(q_party, "Q holds once A let go").await.release_both("Q").await;
+    let b_got = tokio::time::timeout(PROMPTLY, b).await.expect("B holds once Q let go").unwrap();
+    b_got.unwrap_or_else(|err| panic!("B: {err}"));
 }
