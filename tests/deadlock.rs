@@ -41,6 +41,13 @@ fn mutex_first_look(client: &Client, path: &str, root: &str) -> InterProcessMute
     builder.deadlock_scan_period(FIRST_LOOK_ONLY).build().unwrap()
 }
 
+/// A mutex that is not reentrant (each acquire its own owner) and looks for a deadlock only
+/// when its wait starts.
+fn mutex_not_reentrant_first_look(client: &Client, path: &str, root: &str) -> InterProcessMutex {
+    let builder = InterProcessMutex::builder(client, path).reentrant(false).fail_on_deadlock(root);
+    builder.deadlock_scan_period(FIRST_LOOK_ONLY).build().unwrap()
+}
+
 /// A write lock that looks for a deadlock only when its wait starts.
 fn write_lock_first_look(client: &Client, path: &str, root: &str) -> InterProcessMutex {
     let builder = InterProcessReadWriteLock::builder(client, path).fail_on_deadlock(root);
@@ -175,6 +182,43 @@ async fn three_sessions_in_a_ring_of_write_locks_one_victim_fails_within_two_tic
     a_ring_has_one_victim("deadlock-three", 3, write_lock_first_look).await;
 }
 
+/// Not reentrant, each acquire counts its holds alone, but its node carries its task's tag:
+/// the task that holds one lock and waits on the other is one vertex, and the ring is found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sessions_in_a_ring_of_mutexes_that_are_not_reentrant_one_victim_fails_within_two_ticks() {
+    a_ring_has_one_victim("deadlock-not-reentrant", 2, mutex_not_reentrant_first_look).await;
+}
+
+/// A real ring through two tasks of one process: P's task A holds L1 and waits on L2, held by
+/// its sibling B, which waits on L3, held by Q, which waits on L1. Its tags tell A and B apart,
+/// so the ring is found, with a hop from one task of P to the other; Q, the newest wait, gives
+/// up, and B, then A, hold once it lets go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ring_through_two_tasks_of_one_process_and_another_process_is_found() {
+    let root = unique_path("deadlock-sibling-ring");
+    let [l1, l2, l3] = [1, 2, 3].map(|i| format!("{root}/lock-{i}"));
+    let (p, q, observer) = (connect().await, connect().await, connect().await);
+    let (a_go, a_party) = party(mutex(&p, &l1, &root), mutex(&p, &l2, &root), None).await;
+    let (b_go, b_party) = party(mutex(&p, &l2, &root), mutex(&p, &l3, &root), None).await;
+    let (q_go, q_party) = party(mutex(&q, &l3, &root), mutex(&q, &l1, &root), None).await;
+    a_go.send(()).unwrap();
+    wait_for_children(&observer, &l2, 2).await;
+    b_go.send(()).unwrap();
+    wait_for_children(&observer, &l3, 2).await;
+    q_go.send(()).unwrap();
+    let q_end = ended(q_party, "the ring is found").await;
+    let found = deadlock(q_end.outcome);
+    assert_eq!(found.hops.len(), 3, "{found:?}");
+    let p_session = p.session_id().0;
+    let within_p = found.hops.iter().find(|hop| hop.waiter_session == p_session && hop.holder_session == p_session);
+    let within_p = within_p.unwrap_or_else(|| panic!("a hop from one task of P to the other: {found:?}"));
+    assert!(within_p.waiter_owner.is_some() && within_p.waiter_owner != within_p.holder_owner, "{found:?}");
+    assert!(!a_party.is_finished() && !b_party.is_finished(), "only the victim gave up");
+    q_end.own.release().await.unwrap();
+    ended(b_party, "B holds once Q let go").await.release_both("B").await;
+    ended(a_party, "A holds once B let go").await.release_both("A").await;
+}
+
 /// Where the opt-in meets the others that shape a wait: a victim whose acquire is watched
 /// (`watch_queue`, which follows the queue in the same wait) and whose mutex hands off between
 /// its tasks (the task that queues looks) still gives up, and is told its place before it does.
@@ -200,6 +244,54 @@ async fn a_watched_victim_with_local_handoff_gives_up_too() {
     assert!(!a_party.is_finished(), "only the victim gave up");
     b_end.own.release().await.unwrap();
     ended(a_party, "A holds once B let go").await.release_both("A").await;
+}
+
+/// Local handoff passes a hold from task to task behind one node, so its nodes carry no tag (a
+/// tag names the task that created the node, which may no longer hold it) and its session is
+/// read whole. The case a creator's tag gets wrong, all in one process: T1 takes L1 through a
+/// handoff mutex and passes it to T2 (the node stays; T2 holds and waits on nothing); U holds L2
+/// and waits on L1 behind that node; then T1 waits on L2. Tagged with T1, the node would make
+/// T1 and U a ring, and T1 the victim; there is none: no error, and all hold once T2 lets go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_handed_to_another_task_is_no_deadlock_of_the_task_that_created_its_node() {
+    let root = unique_path("deadlock-handoff-tag");
+    let [l1, l2] = [1, 2].map(|i| format!("{root}/lock-{i}"));
+    let (p, observer) = (connect().await, connect().await);
+    let handoff = InterProcessMutex::builder(&p, &l1)
+        .fail_on_deadlock(&root)
+        .local_handoff(LocalHandoff::new(8, PROMPTLY))
+        .build()
+        .unwrap();
+    let t1_holds = handoff.acquire().await.unwrap();
+    let created = t1_holds.node_path().to_owned();
+    let (t2_holds, t2_held) = tokio::sync::oneshot::channel();
+    let (let_t2_go, t2_may_go) = tokio::sync::oneshot::channel::<()>();
+    let t2 = tokio::spawn(async move {
+        let held = handoff.acquire().await.unwrap();
+        t2_holds.send(held.node_path().to_owned()).unwrap();
+        let _ = t2_may_go.await;
+        held.release().await.unwrap();
+    });
+    // T2 queues in the process's line, behind T1 (the path check below proves it did).
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    t1_holds.release().await.unwrap();
+    assert_eq!(t2_held.await.unwrap(), created, "T1 handed its node to T2");
+    let (u_go, u_party) = party(mutex(&p, &l2, &root), mutex(&p, &l1, &root), None).await;
+    u_go.send(()).unwrap();
+    wait_for_children(&observer, &l1, 2).await;
+    let t1_waits = mutex(&p, &l2, &root);
+    let both = async {
+        tokio::join!(t1_waits.acquire(), async {
+            tokio::time::sleep(3 * two_ticks()).await;
+            assert_eq!(common::children(&observer, &l2).await.len(), 2, "T1 still waits on L2, no error");
+            assert!(!u_party.is_finished(), "U still waits, no error");
+            let_t2_go.send(()).unwrap();
+            ended(u_party, "U holds once T2 let go").await.release_both("U").await;
+        })
+    };
+    let (t1_got, ()) = tokio::time::timeout(PROMPTLY, both).await.expect("T1 holds once U let go");
+    tokio::time::timeout(PROMPTLY, t2).await.unwrap().unwrap();
+    t1_got.unwrap_or_else(|err| panic!("T1: {err}")).release().await.unwrap();
 }
 
 /// Only the victim gives up: a ring whose victim (the newest wait) did not opt in stands, and
