@@ -116,10 +116,9 @@ impl MutexBuilder {
     /// The tasks of one process share its session, and ZooKeeper alone cannot tell which of
     /// them holds a node; so each node this lock creates carries its owner's tag (a 48-bit hash
     /// of the tokio task, or of the thread outside a task, even when the lock is not reentrant:
-    /// what waits is the task) in the uuid of its protected prefix,
-    /// an RFC 9562 version 8 uuid where it would be a random version 4 one. Curator and kazoo
-    /// use that uuid only to find their own node again, so the nodes stay theirs to read and
-    /// wait for. A session whose nodes all carry tags is read as its tasks: a task holding a
+    /// what waits is the task) in the uuid of its protected prefix, an RFC 9562 version 8 uuid
+    /// where it would be a random version 4 one. Curator and kazoo use that uuid only to find
+    /// their own node again, so the nodes stay theirs to read and wait for. A session whose nodes all carry tags is read as its tasks: a task holding a
     /// lock while not waiting is no part of a ring its sibling's wait seems to close, and two
     /// tasks of one process waiting on each other are a ring. What stays a whole session, one
     /// vertex as if its tasks were one: a session with any node under `root` that carries no

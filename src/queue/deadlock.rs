@@ -1,7 +1,7 @@
 //! Deadlocks across processes, read from ZooKeeper: the lock folders under a root read as a
-//! wait-for graph of tasks and sessions (`rules/wait_for.rs`), its rings found ([`find_deadlocks`], what
-//! `zklock deadlocks` prints), and the look a waiting acquire takes at them when it was built
-//! to fail on a deadlock ([`DeadlockWatch`]).
+//! wait-for graph of tasks and sessions (`rules/wait_for.rs`), its rings found
+//! ([`find_deadlocks`], what `zklock deadlocks` prints), and the look a waiting acquire takes at
+//! them when it was built to fail on a deadlock ([`DeadlockWatch`]).
 
 use std::collections::BTreeSet;
 use std::time::Instant;
@@ -45,9 +45,8 @@ pub struct DeadlockReport {
 /// [`fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock) writes into the uuid of each
 /// node it creates; a session with a node that carries none is one vertex, read whole (see
 /// [`Deadlock`]). A task (or session) waiting on a lock it holds itself through another node
-/// is no edge. A semaphore's leases and an election's
-/// participants are left out: a waiter there goes on when any holder lets go, or waits for
-/// leadership, not for a lock.
+/// is no edge. A semaphore's leases and an election's participants are left out: a waiter
+/// there goes on when any holder lets go, or waits for leadership, not for a lock.
 ///
 /// It costs a `sync`, one listing per folder and one multi-read per lock; when a ring is
 /// suspected, the locks on it are read once more, and a ring is reported only if each of its

@@ -1,7 +1,8 @@
 //! The wait-for graph of tasks (or whole sessions) over lock queues, its cycles (deadlocks) and
 //! each cycle's victim. Pure: the queues come in read, each node with its session, its owner tag,
 //! its czxid and whether it holds (`queue/deadlock.rs` reads them; `zklock deadlocks` and the
-//! acquires built with [`MutexBuilder::fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock) ask it).
+//! acquires built with
+//! [`MutexBuilder::fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock) ask it).
 //!
 //! A vertex is a task where the nodes tell it, else a session. The tasks of one process share
 //! its session, so ZooKeeper alone cannot tell them apart; a lock built with `fail_on_deadlock`
