@@ -60,11 +60,11 @@ pub enum Error {
     #[error("would deadlock: {0}")]
     WouldDeadlock(&'static str),
 
-    /// The acquire waited in a deadlock, a ring of sessions each waiting on a lock the next one
-    /// holds, and gave up to break it: its node was the ring's chosen victim, and it was deleted
+    /// The acquire waited in a deadlock, a ring of tasks (or whole sessions, see [`Deadlock`])
+    /// each waiting on a lock the next one holds, and gave up to break it: its node was the ring's chosen victim, and it was deleted
     /// before this returned, so the others go on. Only an acquire built with
     /// [`MutexBuilder::fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock) returns it.
-    #[error("deadlock: {} sessions wait on each other in a ring; this acquire gave up to break it", .0.hops.len())]
+    #[error("deadlock: {} tasks or sessions wait on each other in a ring; this acquire gave up to break it", .0.hops.len())]
     Deadlock(Box<Deadlock>),
 
     /// One of the caller's operations in a fenced write
@@ -184,20 +184,26 @@ impl fmt::Display for LossReason {
     }
 }
 
-/// A deadlock: sessions in a ring, each waiting on a lock the next one holds, so that none of
-/// them can go on until one gives up. What [`find_deadlocks`](crate::find_deadlocks) returns and
-/// [`Error::Deadlock`] carries.
+/// A deadlock: tasks (or whole sessions) in a ring, each waiting on a lock the next one holds,
+/// so that none of them can go on until one gives up. What
+/// [`find_deadlocks`](crate::find_deadlocks) returns and [`Error::Deadlock`] carries.
 ///
-/// The ring is of **sessions**, not tasks: the tasks of one process share its session, and
-/// ZooKeeper cannot tell which of them holds a node. A task waiting on a lock that another task
-/// of its own session holds is no edge of the ring (that task lets go when its work is done);
-/// but a session that holds a lock through a task that does not wait itself, while another of
-/// its tasks waits, looks the same as one whose holding task waits.
+/// The tasks of one process share its session, and ZooKeeper alone cannot tell which of them
+/// holds a node. A lock built with
+/// [`fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock) tells: each node it creates
+/// carries its task's owner tag in the uuid of its protected prefix (see
+/// [`DeadlockHop::waiter_owner`]), and a session whose nodes all carry one is read as its
+/// tasks. A session with a node that carries none (a lock without the opt-in, one with local
+/// handoff, a Curator or kazoo participant) is read whole, as one: a task of it waiting on a
+/// lock another of its tasks holds is no edge (that task lets go when its work is done), but it
+/// holding a lock through a task that does not wait, while another of its tasks waits, looks
+/// the same as one whose holding task waits.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Deadlock {
     /// The ring's steps: each hop's holder is the next hop's waiter, and the last hop's holder
-    /// the first hop's waiter. It starts at the smallest session id.
+    /// the first hop's waiter. It starts at the smallest session id (then the smallest owner
+    /// tag, a session read whole first).
     pub hops: Vec<DeadlockHop>,
 }
 
@@ -208,7 +214,9 @@ impl Deadlock {
     }
 }
 
-/// One step of a [`Deadlock`]'s ring: one session waits on another.
+/// One step of a [`Deadlock`]'s ring: one task (or session) waits on another. Two tasks of one
+/// session may make a hop, so `waiter_session` and `holder_session` may be equal; the owners
+/// then differ.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DeadlockHop {
@@ -216,11 +224,20 @@ pub struct DeadlockHop {
     pub waiter_session: i64,
     /// The session it waits on.
     pub holder_session: i64,
-    /// Every node of the waiting session queued on a lock that the other one holds: one or more.
+    /// The waiting task's owner tag, a 48-bit hash of the tokio task (or thread) that acquires,
+    /// written by a lock built with [`fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock)
+    /// into the uuid of each node it creates (an RFC 9562 version 8 uuid whose first 12 hex
+    /// digits are the tag). It tells apart the tasks of one session,
+    /// and means nothing across sessions. `None` when the session is read whole.
+    pub waiter_owner: Option<u64>,
+    /// The holding task's owner tag, as [`waiter_owner`](Self::waiter_owner).
+    pub holder_owner: Option<u64>,
+    /// Every node of the waiting task (or session) queued on a lock that the other one holds:
+    /// one or more.
     pub waits: Vec<LockWait>,
 }
 
-/// A node waiting in a lock's queue while a node of another session holds that lock.
+/// A node waiting in a lock's queue while a node of another task (or session) holds that lock.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LockWait {

@@ -41,6 +41,13 @@ fn mutex_first_look(client: &Client, path: &str, root: &str) -> InterProcessMute
     builder.deadlock_scan_period(FIRST_LOOK_ONLY).build().unwrap()
 }
 
+/// A mutex that is not reentrant (each acquire its own owner) and looks for a deadlock only
+/// when its wait starts.
+fn mutex_not_reentrant_first_look(client: &Client, path: &str, root: &str) -> InterProcessMutex {
+    let builder = InterProcessMutex::builder(client, path).reentrant(false).fail_on_deadlock(root);
+    builder.deadlock_scan_period(FIRST_LOOK_ONLY).build().unwrap()
+}
+
 /// A write lock that looks for a deadlock only when its wait starts.
 fn write_lock_first_look(client: &Client, path: &str, root: &str) -> InterProcessMutex {
     let builder = InterProcessReadWriteLock::builder(client, path).fail_on_deadlock(root);
@@ -52,6 +59,55 @@ async fn holds_once_released(held: LockGuard, waiting: JoinHandle<zklock::Result
     held.release().await.unwrap();
     let guard = tokio::time::timeout(PROMPTLY, waiting).await.expect("holds once released").unwrap();
     guard.unwrap().release().await.unwrap();
+}
+
+/// How a party of a ring ended: its own hold, the outcome of its wait, how long the wait took
+/// and when it ended.
+struct PartyEnd {
+    own: LockGuard,
+    outcome: zklock::Result<LockGuard>,
+    waited: Duration,
+    ended: Instant,
+}
+
+impl PartyEnd {
+    /// Lets go of both holds; panics unless the wait held.
+    async fn release_both(self, who: &str) {
+        let next = self.outcome.unwrap_or_else(|err| panic!("{who}'s wait failed: {err}"));
+        next.release().await.unwrap();
+        self.own.release().await.unwrap();
+    }
+}
+
+/// A party of a ring, as a process is one: a task of its own that holds `own` (returned once it
+/// does), waits for the go, then waits on `next`, `watched` by `watch_queue` when given. One
+/// task holds and waits, so the nodes it creates carry one owner tag: a ring of such parties is
+/// a ring of tasks, not only of sessions.
+async fn party(
+    own: InterProcessMutex,
+    next: InterProcessMutex,
+    watched: Option<tokio::sync::watch::Sender<Option<QueuePosition>>>,
+) -> (tokio::sync::oneshot::Sender<()>, JoinHandle<PartyEnd>) {
+    let (holds, held) = tokio::sync::oneshot::channel();
+    let (go, gone) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let own = own.acquire().await.unwrap();
+        holds.send(()).unwrap();
+        gone.await.unwrap();
+        let started = Instant::now();
+        let outcome = match watched {
+            Some(position) => watch_queue(position, next.acquire()).await,
+            None => next.acquire().await,
+        };
+        PartyEnd { own, outcome, waited: started.elapsed(), ended: Instant::now() }
+    });
+    held.await.expect("the party holds its own lock");
+    (go, task)
+}
+
+/// The end of `party` within [`PROMPTLY`].
+async fn ended(party: JoinHandle<PartyEnd>, what: &str) -> PartyEnd {
+    tokio::time::timeout(PROMPTLY, party).await.unwrap_or_else(|_| panic!("{what} in time")).unwrap()
 }
 
 /// A root of its own with two lock paths under it, and two sessions.
@@ -69,50 +125,50 @@ fn deadlock<T: std::fmt::Debug>(outcome: zklock::Result<T>) -> Deadlock {
     }
 }
 
-/// `n` sessions in a ring: session i holds lock i, then waits on lock i+1; the last one's wait
-/// completes the ring. It is the victim (its node is the newest): its error comes within two
-/// ticks of the start of its acquire, from the look its wait takes when it starts (`lock` looks
-/// again only after [`FIRST_LOOK_ONLY`]), names every session, leaves no node; and once it lets
-/// go of its own lock, the session before it holds, and so on round the ring.
+/// `n` sessions in a ring, one task each (a party): party i holds lock i, then waits on lock
+/// i+1; the last one's wait completes the ring. It is the victim (its node is the newest): its
+/// error comes within two ticks of the start of its acquire, from the look its wait takes when
+/// it starts (`lock` looks again only after [`FIRST_LOOK_ONLY`]), names every session, leaves
+/// no node; and once it lets go of its own lock, the party before it holds, and so on round
+/// the ring.
 async fn a_ring_has_one_victim(name: &str, n: usize, lock: fn(&Client, &str, &str) -> InterProcessMutex) {
     let root = unique_path(name);
     let paths: Vec<String> = (0..n).map(|i| format!("{root}/lock-{i}")).collect();
+    let observer = connect().await;
     let mut clients = Vec::new();
-    let mut holds: Vec<Option<LockGuard>> = Vec::new();
-    for path in &paths {
+    let mut gos = Vec::new();
+    let mut waiting = Vec::new();
+    for (i, path) in paths.iter().enumerate() {
         let client = connect().await;
-        holds.push(Some(lock(&client, path, &root).acquire().await.unwrap()));
+        let (go, task) = party(lock(&client, path, &root), lock(&client, &paths[(i + 1) % n], &root), None).await;
+        gos.push(go);
+        waiting.push(task);
         clients.push(client);
     }
-    let observer = connect().await;
-    let mut waiting = Vec::new();
-    for (i, client) in clients.iter().enumerate().take(n - 1) {
-        let next = lock(client, &paths[i + 1], &root);
-        waiting.push(tokio::spawn(async move { next.acquire().await }));
-        wait_for_children(&observer, &paths[i + 1], 2).await;
+    for (i, go) in gos.into_iter().enumerate() {
+        go.send(()).unwrap();
+        if i + 1 < n {
+            wait_for_children(&observer, &paths[i + 1], 2).await;
+        }
     }
-    let last = lock(&clients[n - 1], &paths[0], &root);
-    let started = Instant::now();
-    let outcome = tokio::time::timeout(PROMPTLY, last.acquire()).await.expect("the ring is found");
-    let took = started.elapsed();
-    let found = deadlock(outcome);
+    let last = ended(waiting.pop().unwrap(), "the ring is found").await;
+    let took = last.waited;
+    let found = deadlock(last.outcome);
     eprintln!("{name}: a ring of {n} sessions found {took:?} after its last wait began (two ticks: {:?})", two_ticks());
     assert!(took < two_ticks(), "found after {took:?}, over two ticks ({:?})", two_ticks());
     let sessions: std::collections::BTreeSet<i64> = found.hops.iter().map(|hop| hop.waiter_session).collect();
     let expected = clients.iter().map(|client| client.session_id().0).collect();
     assert_eq!(sessions, expected, "{found:?}");
-    assert_eq!(last.participants().await.unwrap().len(), 1, "the victim's node is gone, the holder's stays");
+    assert!(found.hops.iter().all(|hop| hop.waiter_owner.is_some()), "each party told as its task: {found:?}");
+    let first = lock(&observer, &paths[0], &root);
+    assert_eq!(first.participants().await.unwrap().len(), 1, "the victim's node is gone, the holder's stays");
     // Nobody else gave up: every other wait is still under way.
     tokio::time::sleep(ServerOptions::default().tick_time).await;
     assert!(waiting.iter().all(|wait| !wait.is_finished()), "only the victim gave up");
-    // The victim lets go of its lock: the session before it holds, and the ring unwinds.
-    holds[n - 1].take().unwrap().release().await.unwrap();
+    // The victim lets go of its lock: the party before it holds, and the ring unwinds.
+    last.own.release().await.unwrap();
     for i in (0..n - 1).rev() {
-        let wait = waiting.pop().unwrap();
-        let guard = tokio::time::timeout(PROMPTLY, wait).await.expect("holds once the victim gave up");
-        let guard = guard.unwrap().unwrap_or_else(|err| panic!("session {i}'s wait failed: {err}"));
-        guard.release().await.unwrap();
-        holds[i].take().unwrap().release().await.unwrap();
+        ended(waiting.pop().unwrap(), "holds once the victim gave up").await.release_both(&format!("party {i}")).await;
     }
 }
 
@@ -126,28 +182,116 @@ async fn three_sessions_in_a_ring_of_write_locks_one_victim_fails_within_two_tic
     a_ring_has_one_victim("deadlock-three", 3, write_lock_first_look).await;
 }
 
+/// Not reentrant, each acquire counts its holds alone, but its node carries its task's tag:
+/// the task that holds one lock and waits on the other is one vertex, and the ring is found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sessions_in_a_ring_of_mutexes_that_are_not_reentrant_one_victim_fails_within_two_ticks() {
+    a_ring_has_one_victim("deadlock-not-reentrant", 2, mutex_not_reentrant_first_look).await;
+}
+
+/// A real ring through two tasks of one process: P's task A holds L1 and waits on L2, held by
+/// its sibling B, which waits on L3, held by Q, which waits on L1. Its tags tell A and B apart,
+/// so the ring is found, with a hop from one task of P to the other; Q, the newest wait, gives
+/// up, and B, then A, hold once it lets go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ring_through_two_tasks_of_one_process_and_another_process_is_found() {
+    let root = unique_path("deadlock-sibling-ring");
+    let [l1, l2, l3] = [1, 2, 3].map(|i| format!("{root}/lock-{i}"));
+    let (p, q, observer) = (connect().await, connect().await, connect().await);
+    let (a_go, a_party) = party(mutex(&p, &l1, &root), mutex(&p, &l2, &root), None).await;
+    let (b_go, b_party) = party(mutex(&p, &l2, &root), mutex(&p, &l3, &root), None).await;
+    let (q_go, q_party) = party(mutex(&q, &l3, &root), mutex(&q, &l1, &root), None).await;
+    a_go.send(()).unwrap();
+    wait_for_children(&observer, &l2, 2).await;
+    b_go.send(()).unwrap();
+    wait_for_children(&observer, &l3, 2).await;
+    q_go.send(()).unwrap();
+    let q_end = ended(q_party, "the ring is found").await;
+    let found = deadlock(q_end.outcome);
+    assert_eq!(found.hops.len(), 3, "{found:?}");
+    let p_session = p.session_id().0;
+    let within_p = found.hops.iter().find(|hop| hop.waiter_session == p_session && hop.holder_session == p_session);
+    let within_p = within_p.unwrap_or_else(|| panic!("a hop from one task of P to the other: {found:?}"));
+    assert!(within_p.waiter_owner.is_some() && within_p.waiter_owner != within_p.holder_owner, "{found:?}");
+    assert!(!a_party.is_finished() && !b_party.is_finished(), "only the victim gave up");
+    q_end.own.release().await.unwrap();
+    ended(b_party, "B holds once Q let go").await.release_both("B").await;
+    ended(a_party, "A holds once B let go").await.release_both("A").await;
+}
+
 /// Where the opt-in meets the others that shape a wait: a victim whose acquire is watched
 /// (`watch_queue`, which follows the queue in the same wait) and whose mutex hands off between
 /// its tasks (the task that queues looks) still gives up, and is told its place before it does.
+/// Local handoff writes no owner tag (a hold passes from task to task behind one node), so B's
+/// session is read whole, as before tags.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watched_victim_with_local_handoff_gives_up_too() {
     let (root, [first, second], a, b) = two_locks_two_sessions("deadlock-meets").await;
-    let _a_holds = mutex(&a, &first, &root).acquire().await.unwrap();
-    let b_holds = mutex(&b, &second, &root).acquire().await.unwrap();
-    let a_waits = mutex(&a, &second, &root);
-    let a_waiting = tokio::spawn(async move { a_waits.acquire().await });
-    wait_for_children(&b, &second, 2).await;
+    let (a_go, a_party) = party(mutex(&a, &first, &root), mutex(&a, &second, &root), None).await;
     let b_waits = InterProcessMutex::builder(&b, &first)
         .fail_on_deadlock(&root)
         .local_handoff(LocalHandoff::default())
         .build()
         .unwrap();
     let (position, seen) = tokio::sync::watch::channel(None::<QueuePosition>);
-    let outcome = tokio::time::timeout(PROMPTLY, watch_queue(position, b_waits.acquire())).await.unwrap();
-    deadlock(outcome);
+    let (b_go, b_party) = party(mutex(&b, &second, &root), b_waits, Some(position)).await;
+    a_go.send(()).unwrap();
+    wait_for_children(&b, &second, 2).await;
+    b_go.send(()).unwrap();
+    let b_end = ended(b_party, "the ring is found").await;
+    deadlock(b_end.outcome);
     assert_eq!(seen.borrow().as_ref().and_then(|position| position.ahead), Some(1), "told its place first");
-    assert!(!a_waiting.is_finished(), "only the victim gave up");
-    holds_once_released(b_holds, a_waiting).await;
+    assert!(!a_party.is_finished(), "only the victim gave up");
+    b_end.own.release().await.unwrap();
+    ended(a_party, "A holds once B let go").await.release_both("A").await;
+}
+
+/// Local handoff passes a hold from task to task behind one node, so its nodes carry no tag (a
+/// tag names the task that created the node, which may no longer hold it) and its session is
+/// read whole. The case a creator's tag gets wrong, all in one process: T1 takes L1 through a
+/// handoff mutex and passes it to T2 (the node stays; T2 holds and waits on nothing); U holds L2
+/// and waits on L1 behind that node; then T1 waits on L2. Tagged with T1, the node would make
+/// T1 and U a ring, and T1 the victim; there is none: no error, and all hold once T2 lets go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_handed_to_another_task_is_no_deadlock_of_the_task_that_created_its_node() {
+    let root = unique_path("deadlock-handoff-tag");
+    let [l1, l2] = [1, 2].map(|i| format!("{root}/lock-{i}"));
+    let (p, observer) = (connect().await, connect().await);
+    let handoff = InterProcessMutex::builder(&p, &l1)
+        .fail_on_deadlock(&root)
+        .local_handoff(LocalHandoff::new(8, PROMPTLY))
+        .build()
+        .unwrap();
+    let t1_holds = handoff.acquire().await.unwrap();
+    let created = t1_holds.node_path().to_owned();
+    let (t2_holds, t2_held) = tokio::sync::oneshot::channel();
+    let (let_t2_go, t2_may_go) = tokio::sync::oneshot::channel::<()>();
+    let t2 = tokio::spawn(async move {
+        let held = handoff.acquire().await.unwrap();
+        t2_holds.send(held.node_path().to_owned()).unwrap();
+        let _ = t2_may_go.await;
+        held.release().await.unwrap();
+    });
+    // T2 queues in the process's line, behind T1 (the path check below proves it did).
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    t1_holds.release().await.unwrap();
+    assert_eq!(t2_held.await.unwrap(), created, "T1 handed its node to T2");
+    let (u_go, u_party) = party(mutex(&p, &l2, &root), mutex(&p, &l1, &root), None).await;
+    u_go.send(()).unwrap();
+    wait_for_children(&observer, &l1, 2).await;
+    let t1_waits = mutex(&p, &l2, &root);
+    let both = async {
+        tokio::join!(t1_waits.acquire(), async {
+            tokio::time::sleep(3 * two_ticks()).await;
+            assert_eq!(common::children(&observer, &l2).await.len(), 2, "T1 still waits on L2, no error");
+            assert!(!u_party.is_finished(), "U still waits, no error");
+            let_t2_go.send(()).unwrap();
+            ended(u_party, "U holds once T2 let go").await.release_both("U").await;
+        })
+    };
+    let (t1_got, ()) = tokio::time::timeout(PROMPTLY, both).await.expect("T1 holds once U let go");
+    tokio::time::timeout(PROMPTLY, t2).await.unwrap().unwrap();
+    t1_got.unwrap_or_else(|err| panic!("T1: {err}")).release().await.unwrap();
 }
 
 /// Only the victim gives up: a ring whose victim (the newest wait) did not opt in stands, and
@@ -156,17 +300,16 @@ async fn a_watched_victim_with_local_handoff_gives_up_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_that_is_not_the_victim_never_gives_up() {
     let (root, [first, second], a, b) = two_locks_two_sessions("deadlock-not-victim").await;
-    let a_holds = mutex(&a, &first, &root).acquire().await.unwrap();
+    let (a_go, a_party) = party(mutex(&a, &first, &root), mutex(&a, &second, &root), None).await;
     let b_holds = InterProcessMutex::new(&b, &second).unwrap().acquire().await.unwrap();
-    let a_waits = mutex(&a, &second, &root);
-    let a_waiting = tokio::spawn(async move { a_waits.acquire().await });
+    a_go.send(()).unwrap();
     let observer = connect().await;
     wait_for_children(&observer, &second, 2).await;
     let b_waits = InterProcessMutex::new(&b, &first).unwrap();
     assert!(b_waits.acquire_timeout(4 * two_ticks()).await.unwrap().is_none(), "the ring stood");
-    assert!(!a_waiting.is_finished(), "A looked at the ring period after period and waited on");
-    holds_once_released(b_holds, a_waiting).await;
-    a_holds.release().await.unwrap();
+    assert!(!a_party.is_finished(), "A looked at the ring period after period and waited on");
+    b_holds.release().await.unwrap();
+    ended(a_party, "A holds once B let go").await.release_both("A").await;
 }
 
 /// The regression the opt-in answers: the same ring without it waits for ever (here until a
@@ -185,8 +328,8 @@ async fn without_the_opt_in_a_ring_waits_until_it_times_out() {
 
 /// A ring completed by a lock changing hands, not by a new wait: the victim finds it on a
 /// later look, within a scan period and a read (under two ticks of the test server). One task
-/// of A waits on two locks at once (`join!`): on L1 behind C, on L2 behind B; B holds L2 and
-/// waits on L1 behind A. When C lets go, A holds L1 and the ring is closed.
+/// of A waits on two locks at once (`join!`): on L1 behind C, on L2 behind B; B's task holds L2
+/// and waits on L1 behind A. When C lets go, A holds L1 and the ring is closed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ring_closed_by_a_release_is_found_within_two_ticks() {
     let root = unique_path("deadlock-handover");
@@ -194,7 +337,7 @@ async fn a_ring_closed_by_a_release_is_found_within_two_ticks() {
     let (a, b, c) = (connect().await, connect().await, connect().await);
     let observer = connect().await;
     let c_holds = mutex(&c, &l1, &root).acquire().await.unwrap();
-    let b_holds = mutex(&b, &l2, &root).acquire().await.unwrap();
+    let (b_go, b_party) = party(mutex(&b, &l2, &root), mutex(&b, &l1, &root), None).await;
     let (a1, a2) = (mutex(&a, &l1, &root), mutex(&a, &l2, &root));
     let a_waits = tokio::spawn(async move {
         let (first, second) = tokio::join!(a1.acquire(), a2.acquire());
@@ -202,24 +345,20 @@ async fn a_ring_closed_by_a_release_is_found_within_two_ticks() {
     });
     wait_for_children(&observer, &l1, 2).await;
     wait_for_children(&observer, &l2, 2).await;
-    let b1 = mutex(&b, &l1, &root);
-    let b_waits = tokio::spawn(async move {
-        let outcome = b1.acquire().await;
-        (outcome, Instant::now())
-    });
+    b_go.send(()).unwrap();
     wait_for_children(&observer, &l1, 3).await;
     // Several looks find no ring while C holds.
     tokio::time::sleep(2 * two_ticks()).await;
-    assert!(!b_waits.is_finished() && !a_waits.is_finished(), "no ring while C holds L1");
+    assert!(!b_party.is_finished() && !a_waits.is_finished(), "no ring while C holds L1");
     let closed = Instant::now();
     c_holds.release().await.unwrap();
-    let (outcome, failed) = tokio::time::timeout(PROMPTLY, b_waits).await.expect("the ring is found").unwrap();
-    let took = failed - closed;
-    let found = deadlock(outcome);
+    let b_end = ended(b_party, "the ring is found").await;
+    let took = b_end.ended - closed;
+    let found = deadlock(b_end.outcome);
     eprintln!("a ring closed by a release found {took:?} after it (two ticks: {:?})", two_ticks());
     assert!(took < two_ticks(), "found after {took:?}, over two ticks ({:?})", two_ticks());
     assert_eq!(found.hops.len(), 2, "{found:?}");
-    b_holds.release().await.unwrap();
+    b_end.own.release().await.unwrap();
     let (first, second) = tokio::time::timeout(PROMPTLY, a_waits).await.expect("A holds both").unwrap();
     first.unwrap().release().await.unwrap();
     second.unwrap().release().await.unwrap();
@@ -415,4 +554,37 @@ async fn two_processes_in_a_ring_one_victim_fails_and_the_other_holds() {
     eprintln!("two processes: the victim gave up {took:?} after its wait began (two ticks: {:?})", two_ticks());
     assert!(took < two_ticks(), "found after {took:?}, over two ticks ({:?})", two_ticks());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The ring of sessions that is no deadlock: process P's task A holds L1 and waits on nothing,
+/// its task B waits on L2; process Q holds L2 and waits on L1. Sessions make a ring (P -> Q ->
+/// P), tasks do not: A lets go, Q goes on, then B. With the opt-in on every lock (each node
+/// tagged with its task), nobody gets `Error::Deadlock` over several scan periods, and all three
+/// hold once A lets go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_ring_through_a_task_that_does_not_wait_is_no_deadlock() {
+    let (root, [l1, l2], p, q) = two_locks_two_sessions("deadlock-tasks").await;
+    let observer = connect().await;
+    let (a_lock, b_lock) = (mutex(&p, &l1, &root), mutex(&p, &l2, &root));
+    let (a_holds, a_held) = tokio::sync::oneshot::channel();
+    let (let_a_go, a_may_go) = tokio::sync::oneshot::channel::<()>();
+    let a = tokio::spawn(async move {
+        let held = a_lock.acquire().await?;
+        a_holds.send(()).unwrap();
+        let _ = a_may_go.await;
+        held.release().await
+    });
+    a_held.await.unwrap();
+    let (q_go, q_party) = party(mutex(&q, &l2, &root), mutex(&q, &l1, &root), None).await;
+    let b = tokio::spawn(async move { b_lock.acquire().await?.release().await });
+    wait_for_children(&observer, &l2, 2).await;
+    q_go.send(()).unwrap();
+    wait_for_children(&observer, &l1, 2).await;
+    tokio::time::sleep(3 * two_ticks()).await;
+    assert!(!q_party.is_finished() && !b.is_finished(), "Q and B still wait, no error");
+    let_a_go.send(()).unwrap();
+    tokio::time::timeout(PROMPTLY, a).await.expect("A lets go in time").unwrap().unwrap();
+    ended(q_party, "Q holds once A let go").await.release_both("Q").await;
+    let b_got = tokio::time::timeout(PROMPTLY, b).await.expect("B holds once Q let go").unwrap();
+    b_got.unwrap_or_else(|err| panic!("B: {err}"));
 }

@@ -10,6 +10,7 @@ use common::{connect, unique_path};
 use zklock::{
     revoke, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
 };
+use zookeeper_client::Client;
 
 const ITERATIONS: u32 = 15;
 /// Bounds every wait for a lock and for a peer to finish its rounds.
@@ -19,8 +20,32 @@ const SWITCHES: usize = 5;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zklock_mutex_and_curator_mutex_exclude_each_other() {
-    let path = unique_path("curator-mutex");
-    let log = temp_log("curator-mutex");
+    mutexes_exclude_curators("curator-mutex", |client, path| InterProcessMutex::new(client, path).unwrap()).await;
+}
+
+/// A mutex built with `fail_on_deadlock` names its nodes with an owner-tagged uuid (version 8,
+/// not Curator's version 4): Curator still sees them as lock nodes, waits for them and is
+/// waited for, and zklock's looks for deadlocks read Curator's untagged nodes beside them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zklock_mutex_with_owner_tags_and_curator_mutex_exclude_each_other() {
+    let client = connect().await;
+    let path = unique_path("curator-tagged-name");
+    let guard = InterProcessMutex::builder(&client, &path).fail_on_deadlock(&path).build().unwrap().acquire().await;
+    let guard = guard.unwrap();
+    assert!(guard.node_path().contains("-87a6-"), "a tagged uuid: {}", guard.node_path());
+    guard.release().await.unwrap();
+    mutexes_exclude_curators("curator-tagged", |client, path| {
+        InterProcessMutex::builder(client, path).fail_on_deadlock(path).build().unwrap()
+    })
+    .await;
+}
+
+/// Two Curator peers and two zklock tasks (each its own session, its mutex made by `mutex`)
+/// take turns on one path: the log shows every round, none overlapping, and turns switching
+/// between the two libraries.
+async fn mutexes_exclude_curators(name: &str, mutex: fn(&Client, &str) -> InterProcessMutex) {
+    let path = unique_path(name);
+    let log = temp_log(name);
     let start = StartLine::new(2);
     let mut peers = [
         Peer::curator("curator-1", &path, "mutex", ITERATIONS, 5, &log),
@@ -31,7 +56,7 @@ async fn zklock_mutex_and_curator_mutex_exclude_each_other() {
         let (path, log, start) = (path.clone(), log.clone(), start.clone());
         rust.push(tokio::spawn(async move {
             let client = connect().await;
-            let mutex = InterProcessMutex::new(&client, &path).unwrap();
+            let mutex = mutex(&client, &path);
             start.ready().await;
             for _ in 0..ITERATIONS {
                 let guard = mutex.acquire_timeout(PEER_TIMEOUT).await.unwrap().expect("zklock starved");

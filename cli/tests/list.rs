@@ -101,3 +101,27 @@ async fn list_json_shows_a_semaphores_holders_with_token_pid_and_host() {
         assert!(node["token"].as_i64().unwrap() > 0, "{json}");
     }
 }
+
+/// A lock built with `fail_on_deadlock` names its nodes with an owner-tagged uuid (version 8,
+/// not version 4): `zklock list` reads them as any lock nodes, holder and waiter in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_shows_nodes_whose_uuids_carry_owner_tags() {
+    let path = unique_path("cli-list-tagged");
+    let zk = server().connect_string();
+    let (client, other) = (connect().await, connect().await);
+    let tagged = |client| zklock::InterProcessMutex::builder(client, &path).fail_on_deadlock(&path).build().unwrap();
+    let held = tagged(&client).acquire().await.unwrap();
+    let waiter = tagged(&other);
+    let waiting = tokio::spawn(async move { waiter.acquire().await.map(drop) });
+    wait_for_children(&client, &path, 2).await;
+    let listed = zklock(&zk).args(["list", "--json", &path]).output().unwrap();
+    assert!(listed.status.success(), "{listed:?}");
+    let json: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let nodes = json["queues"][0]["nodes"].as_array().unwrap();
+    let roles: Vec<&str> = nodes.iter().map(|node| node["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["holder", "waiter"], "{json}");
+    assert!(nodes.iter().all(|node| node["node"].as_str().unwrap().contains("-87a6-")), "tagged: {json}");
+    assert!(held.node_path().ends_with(nodes[0]["node"].as_str().unwrap()), "{json}");
+    held.release().await.unwrap();
+    waiting.await.unwrap().unwrap();
+}

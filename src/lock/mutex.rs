@@ -94,7 +94,7 @@ impl InterProcessMutex {
     ///   first);
     /// - [`Error::Deadlock`]: built with
     ///   [`fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock), the wait was the victim of
-    ///   a ring of sessions waiting on each other; its node is gone;
+    ///   a ring of tasks (or sessions) waiting on each other; its node is gone;
     /// - [`Error::ZooKeeper`]: ZooKeeper refused an operation (for example `NoAuth`).
     ///
     /// Connection loss is not an error: every step is retried while the session lives.
@@ -272,6 +272,7 @@ impl InterProcessMutex {
             level_with: entry.level_with,
             place,
             deadlock: state.deadlock.as_ref(),
+            owner: state.node_owner_tag(),
             ..QueueSpec::new(client, &state.path, state.schema, entry.rule, &state.data, &state.acls)
         };
         let placed = take_place(&spec, patience).await;

@@ -86,8 +86,9 @@ impl MutexBuilder {
     }
 
     /// Fails a waiting acquire with [`Error::Deadlock`](crate::Error::Deadlock) once it is the
-    /// victim of a deadlock among the locks under `root`: a ring of sessions (processes), each
-    /// waiting on a lock that the next one holds, which without it would wait for ever.
+    /// victim of a deadlock among the locks under `root`: a ring of tasks (of one process or
+    /// several), each waiting on a lock that the next one holds, which without it would wait
+    /// for ever.
     ///
     /// While an acquire **waits** (not one that holds at once: the uncontended path sends
     /// nothing more), it reads the lock folders under `root` as
@@ -112,13 +113,27 @@ impl MutexBuilder {
     /// one is no deadlock of the graph; nor a local handoff's tasks waiting in the process behind
     /// the one that queues (that one looks).
     ///
-    /// The ring is one of sessions: two tasks of one process share its session, so a task
-    /// waiting on a lock a sibling task holds is no wait in the graph, but a session holding a
-    /// lock through a task that is not waiting looks the same as one whose holding task waits.
-    /// Give each process (or each independent part of one) a session of its own if that can
-    /// happen. Each read costs a `sync`, a listing per folder under `root` and a multi-read per
-    /// lock, from every waiting acquire: choose a root that holds the locks that can deadlock,
-    /// not the whole tree.
+    /// The tasks of one process share its session, and ZooKeeper alone cannot tell which of
+    /// them holds a node; so each node this lock creates carries its owner's tag (a 48-bit hash
+    /// of the tokio task, or of the thread outside a task, even when the lock is not reentrant:
+    /// what waits is the task) in the uuid of its protected prefix, an RFC 9562 version 8 uuid
+    /// where it would be a random version 4 one. Curator and kazoo use that uuid only to find
+    /// their own node again, so the nodes stay theirs to read and wait for. A session whose nodes all carry tags is read as its tasks: a task holding a
+    /// lock while not waiting is no part of a ring its sibling's wait seems to close, and two
+    /// tasks of one process waiting on each other are a ring. What stays a whole session, one
+    /// vertex as if its tasks were one: a session with any node under `root` that carries no
+    /// tag (a lock without this option, one with [`local_handoff`](Self::local_handoff), whose
+    /// hold passes between tasks behind one node, a Curator or kazoo participant); there a
+    /// task waiting on a lock a sibling holds is no wait, but a session holding through a task
+    /// that does not wait looks like one whose holding task waits (opt in on every lock of the
+    /// session, or give such parts sessions of their own). And a task is one owner only as far
+    /// as it waits itself: a task that holds a lock and then waits for another task that
+    /// acquires (a spawned task it awaits) is two owners, so a ring through it is missed, never
+    /// a false one reported.
+    ///
+    /// Each read costs a `sync`, a listing per folder under `root` and a multi-read per lock,
+    /// from every waiting acquire: choose a root that holds the locks that can deadlock, not
+    /// the whole tree.
     ///
     /// `root` is checked by [`build`](Self::build) as a lock path is, but may be `/`.
     pub fn fail_on_deadlock(mut self, root: &str) -> Self {

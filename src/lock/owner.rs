@@ -1,9 +1,12 @@
 //! Who is asking for a lock: the identity that reentrancy is counted for.
 
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::ThreadId;
 
 use tokio::task::Id as TaskId;
+
+use crate::rules::owner_tag::OwnerTag;
 
 /// The current tokio task, or the current thread outside of a task (as in `block_on`).
 ///
@@ -33,6 +36,15 @@ impl Owner {
             None => Owner::Thread(std::thread::current().id()),
         }
     }
+
+    /// The owner tag that the nodes this owner creates carry when its lock looks for deadlocks
+    /// (`rules/owner_tag.rs`): a hash of it, the same for every lock of the process (the
+    /// hasher has fixed keys), compared only within its session.
+    pub(crate) fn tag(self) -> OwnerTag {
+        let mut hasher = DefaultHasher::new();
+        self.hash(&mut hasher);
+        OwnerTag::from_hash(hasher.finish())
+    }
 }
 
 #[cfg(test)]
@@ -46,6 +58,14 @@ mod tests {
         let there = tokio::spawn(async { Owner::current() }).await.unwrap();
         assert_ne!(here.0, there);
         assert!(matches!(there, Owner::Task(_)));
+    }
+
+    #[tokio::test]
+    async fn a_task_has_one_tag_and_tasks_have_their_own() {
+        let here = tokio::spawn(async { (Owner::current().tag(), Owner::current().tag()) }).await.unwrap();
+        assert_eq!(here.0, here.1);
+        let there = tokio::spawn(async { Owner::current().tag() }).await.unwrap();
+        assert_ne!(here.0, there);
     }
 
     #[test]

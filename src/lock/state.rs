@@ -23,6 +23,7 @@ use crate::queue::node::LockNode;
 use crate::rules::entry::Role;
 use crate::rules::naming::Schema;
 use crate::rules::opening::Opening;
+use crate::rules::owner_tag::OwnerTag;
 
 /// Shards of a hold table (DashMap wants a power of two above one).
 const HOLD_TABLE_SHARDS: usize = 2;
@@ -129,6 +130,17 @@ impl LockState {
             next_hold_id: AtomicU64::new(1),
             next_opening: std::sync::Mutex::new(Opening::Unknown),
         }
+    }
+
+    /// The owner tag the current acquire's node carries: the current task's (or thread's),
+    /// when this lock looks for deadlocks, so that the graph tells the tasks of our session
+    /// apart. The task, even when the lock is not reentrant: what waits and holds is the task,
+    /// and a task holding one lock while it waits on another is one vertex, whatever counts its
+    /// holds. None with local handoff: a hold passes from task to task behind one node, which
+    /// would then name a task that no longer holds it (a ring no task is on); the session is
+    /// read whole instead.
+    pub(crate) fn node_owner_tag(&self) -> Option<OwnerTag> {
+        (self.deadlock.is_some() && self.cohort.is_none()).then(|| Owner::current().tag())
     }
 
     /// Who the current acquire counts for: the current task (or thread), or, when this

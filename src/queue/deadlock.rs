@@ -1,8 +1,9 @@
 //! Deadlocks across processes, read from ZooKeeper: the lock folders under a root read as a
-//! wait-for graph of sessions (`rules/wait_for.rs`), its rings found ([`find_deadlocks`], what
-//! `zklock deadlocks` prints), and the look a waiting acquire takes at them when it was built
-//! to fail on a deadlock ([`DeadlockWatch`]).
+//! wait-for graph of tasks and sessions (`rules/wait_for.rs`), its rings found
+//! ([`find_deadlocks`], what `zklock deadlocks` prints), and the look a waiting acquire takes at
+//! them when it was built to fail on a deadlock ([`DeadlockWatch`]).
 
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 use zookeeper_client::Client;
@@ -11,8 +12,10 @@ use super::listing::{children_or_none, in_queue_order, read_nodes};
 use crate::client::retry::retry_transient;
 use crate::error::{Deadlock, Error, Result};
 use crate::options::DeadlockCheck;
+use crate::rules::lock_kind::LockKind;
 use crate::rules::naming::{Schema, KAZOO_MUTEX, LATCH, LEASE, MUTEX, READ};
-use crate::rules::wait_for::{common, cycles, graph, victim, Graph, LockKind, Node};
+use crate::rules::owner_tag::OwnerTag;
+use crate::rules::wait_for::{common, cycles, graph, victim, whole_sessions, Graph, Node, Session};
 
 /// The most deadlocks one read reports: a few tell an operator where to start, and an acquire
 /// needs only the ones it is on.
@@ -33,15 +36,17 @@ pub struct DeadlockReport {
     pub deadlocks: Vec<Deadlock>,
 }
 
-/// Finds the deadlocks among the locks under `root`: rings of sessions, each queued on a lock
-/// (a mutex, either side of a read-write lock, a kazoo lock, a semaphore's `locks` gate) that
-/// the next one holds, so that none can go on until one of them gives up. `root` itself may be
-/// a lock; every folder under it is read.
+/// Finds the deadlocks among the locks under `root`: rings of tasks (or sessions), each queued
+/// on a lock (a mutex, either side of a read-write lock, a kazoo lock, a semaphore's `locks`
+/// gate) that the next one holds, so that none can go on until one of them gives up. `root`
+/// itself may be a lock; every folder under it is read.
 ///
-/// Each session is one vertex: a session waiting on a lock it holds itself through another
-/// node (another task of the process) is no edge. A semaphore's leases and an election's
-/// participants are left out: a waiter there goes on when any holder lets go, or waits for
-/// leadership, not for a lock.
+/// A task is told by the owner tag that a lock built with
+/// [`fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock) writes into the uuid of each
+/// node it creates; a session with a node that carries none is one vertex, read whole (see
+/// [`Deadlock`]). A task (or session) waiting on a lock it holds itself through another node
+/// is no edge. A semaphore's leases and an election's participants are left out: a waiter
+/// there goes on when any holder lets go, or waits for leadership, not for a lock.
 ///
 /// It costs a `sync`, one listing per folder and one multi-read per lock; when a ring is
 /// suspected, the locks on it are read once more, and a ring is reported only if each of its
@@ -75,14 +80,18 @@ pub struct DeadlockReport {
 pub async fn find_deadlocks(client: &Client, root: &str) -> Result<DeadlockReport> {
     let first = Read::locks(client, &lock_folders(client, root).await?).await?;
     let locks_read = first.read.len();
-    let suspects = cycles(&first.graph(), MOST_DEADLOCKS);
+    let whole = first.whole_sessions();
+    let suspects = cycles(&first.graph(&whole), MOST_DEADLOCKS);
     if suspects.is_empty() {
         return Ok(DeadlockReport { locks_read, deadlocks: suspects });
     }
     let on_a_ring = |lock: &&(String, LockKind)| suspects.iter().flat_map(Deadlock::waits).any(|w| w.lock == lock.0);
     let again: Vec<(String, LockKind)> = first.read.iter().filter(on_a_ring).cloned().collect();
     let second = Read::locks(client, &again).await?;
-    Ok(DeadlockReport { locks_read, deadlocks: cycles(&common(&first.graph(), &second.graph()), MOST_DEADLOCKS) })
+    Ok(DeadlockReport {
+        locks_read,
+        deadlocks: cycles(&common(&first.graph(&whole), &second.graph(&whole)), MOST_DEADLOCKS),
+    })
 }
 
 /// Every lock under `root` (itself included) with its kind, walking every child that is not a
@@ -128,6 +137,7 @@ impl Read {
             let holds = kind.holders(&names);
             let nodes = nodes.into_iter().zip(holds).filter(|((_, stat), _)| stat.ephemeral_owner != 0);
             let nodes = nodes.map(|((node, stat), holds)| Node {
+                owner: OwnerTag::of_node(&node.path),
                 path: node.path,
                 session: stat.ephemeral_owner,
                 czxid: stat.czxid,
@@ -139,8 +149,18 @@ impl Read {
         Ok(Read { read: locks.to_vec(), queues })
     }
 
-    fn graph(&self) -> Graph {
-        graph(self.queues.iter().map(|(lock, nodes)| (lock.as_str(), nodes.as_slice())))
+    fn queues(&self) -> impl Iterator<Item = (&str, &[Node])> {
+        self.queues.iter().map(|(lock, nodes)| (lock.as_str(), nodes.as_slice()))
+    }
+
+    /// The sessions this read shows a node without an owner tag of: read whole, in this read
+    /// and in the one that confirms it.
+    fn whole_sessions(&self) -> BTreeSet<Session> {
+        whole_sessions(self.queues())
+    }
+
+    fn graph(&self, whole: &BTreeSet<Session>) -> Graph {
+        graph(self.queues(), whole)
     }
 }
 

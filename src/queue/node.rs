@@ -19,6 +19,7 @@ use crate::rules::decide::Rule;
 use crate::rules::entry::Level;
 use crate::rules::naming::{sequential_name, Schema};
 use crate::rules::opening::{alone_proof, Opening, Ours, Proof};
+use crate::rules::owner_tag::OwnerTag;
 
 /// Which queue, and how our node in it looks.
 #[derive(Debug)]
@@ -45,6 +46,10 @@ pub(crate) struct QueueSpec<'a> {
     /// Where and how often to look, while we wait, for a deadlock our node is part of (and to
     /// give up when it is the deadlock's victim).
     pub(crate) deadlock: Option<&'a DeadlockCheck>,
+    /// The owner tag the uuid of our node carries (`rules/owner_tag.rs`): set by a lock that
+    /// looks for deadlocks, so that the graph tells its tasks apart; `None` for a plain
+    /// version 4 uuid.
+    pub(crate) owner: Option<OwnerTag>,
 }
 
 impl<'a> QueueSpec<'a> {
@@ -71,6 +76,7 @@ impl<'a> QueueSpec<'a> {
             level_with: None,
             place: None,
             deadlock: None,
+            owner: None,
         }
     }
 }

@@ -1,63 +1,32 @@
-//! The wait-for graph of sessions over lock queues, its cycles (deadlocks) and each cycle's
-//! victim. Pure: the queues come in read, each node with its session, its czxid and whether it
-//! holds (`queue/deadlock.rs` reads them; `zklock deadlocks` and the acquires built with
+//! The wait-for graph of tasks (or whole sessions) over lock queues, its cycles (deadlocks) and
+//! each cycle's victim. Pure: the queues come in read, each node with its session, its owner tag,
+//! its czxid and whether it holds (`queue/deadlock.rs` reads them; `zklock deadlocks` and the
+//! acquires built with
 //! [`MutexBuilder::fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock) ask it).
 //!
-//! A session is one vertex: the tasks of one process that share a session cannot be told apart
-//! from ZooKeeper. So a session waiting on a lock it holds through another node (a second task,
-//! a read node behind its own write node after a downgrade) waits on itself, which is no
-//! deadlock: the other task lets go when its work is done. Those waits are left out.
+//! A vertex is a task where the nodes tell it, else a session. The tasks of one process share
+//! its session, so ZooKeeper alone cannot tell them apart; a lock built with `fail_on_deadlock`
+//! writes its task's [`OwnerTag`] into each node's uuid (`owner_tag.rs`), and a session whose
+//! every node read carries a tag is read as its tasks, one vertex each. A session with a node
+//! that carries none (a lock without the opt-in, local handoff, Curator, kazoo) is read whole,
+//! one vertex, as before: which of its tasks holds or waits is unknown, so none is told apart.
+//! A vertex waiting on itself (a task behind its own node, a downgrade's read node behind its
+//! own write node; for a session read whole, any two of its tasks) is left out: it is no
+//! deadlock of the graph's kind.
+//!
+//! Why whole sessions and never a mix: a session's untagged vertex would stand for any of its
+//! tasks, the tagged ones included, so an edge between it and one of its own tagged tasks
+//! could close a ring no task is on. Reading the session whole keeps what the graph reports
+//! for it exactly what a session-level graph would.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::{Deadlock, DeadlockHop, LockWait};
 
-use super::decide::{decide, Decision, Rule};
-use super::naming::{Schema, KAZOO_MUTEX, MUTEX, READ, WRITE_NAME};
+use super::owner_tag::OwnerTag;
 
 /// A ZooKeeper session id, a node's `ephemeralOwner`.
 pub(crate) type Session = i64;
-
-/// The kinds of lock whose waits make the graph, each told by its nodes' names. A semaphore's
-/// waiter goes on when any one lease is let go, so a ring through it is no deadlock unless
-/// every lease holder is stuck (its `locks/` folder, a plain mutex, is read as one); an
-/// election's participants wait for leadership, not for a lock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum LockKind {
-    /// Curator's `InterProcessMutex` (zklock's default schema).
-    Mutex,
-    /// kazoo's `Lock` (zklock's kazoo schema).
-    Kazoo,
-    /// Curator's read-write layout.
-    ReadWrite,
-}
-
-impl LockKind {
-    /// Every kind, in the order a folder's kinds are read.
-    pub(crate) const ALL: [LockKind; 3] = [LockKind::Mutex, LockKind::Kazoo, LockKind::ReadWrite];
-
-    /// How its nodes are named and ordered (a read-write lock's two sides share one order).
-    pub(crate) fn schema(self) -> Schema {
-        match self {
-            LockKind::Mutex => MUTEX,
-            LockKind::Kazoo => KAZOO_MUTEX,
-            LockKind::ReadWrite => READ,
-        }
-    }
-
-    /// Which nodes of `sorted` (queue order, as [`Schema::contenders`] gives it) hold, as each
-    /// node's own rule decides: the first of a mutex; a writer when first, a reader when no
-    /// writer is ahead (a downgrade's read node, level with its owner's write node, may show
-    /// waiting behind it: a wait on its own session, left out of the graph).
-    pub(crate) fn holders(self, sorted: &[String]) -> Vec<bool> {
-        let rule = |node: &str| match self {
-            LockKind::Mutex | LockKind::Kazoo => Rule::First,
-            LockKind::ReadWrite if node.contains(WRITE_NAME) => Rule::Writer { writer_name: WRITE_NAME },
-            LockKind::ReadWrite => Rule::Reader { writer_name: WRITE_NAME },
-        };
-        sorted.iter().map(|node| decide(sorted, node, rule(node)) == Decision::Hold).collect()
-    }
-}
 
 /// One node of a lock's queue, as read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,6 +34,8 @@ pub(crate) struct Node {
     /// The full path.
     pub(crate) path: String,
     pub(crate) session: Session,
+    /// The tag its uuid carries (see `owner_tag.rs`).
+    pub(crate) owner: Option<OwnerTag>,
     pub(crate) czxid: i64,
     pub(crate) data: Vec<u8>,
     pub(crate) holds: bool,
@@ -86,16 +57,39 @@ fn key(wait: &LockWait) -> (&str, &str, &str) {
     (&wait.lock, &wait.waiter_node, &wait.holder_node)
 }
 
-/// waiter -> holder -> the waits that make the edge.
-pub(crate) type Graph = BTreeMap<Session, BTreeMap<Session, Vec<LockWait>>>;
+/// A vertex of the graph: a task (its session and owner tag), or a session read whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Vertex {
+    pub(crate) session: Session,
+    /// `None` for a session read whole.
+    pub(crate) owner: Option<OwnerTag>,
+}
 
-/// The graph of `locks` (each a lock path and its queue): an edge from every session with a
-/// queued node to every other session holding on that lock.
-pub(crate) fn graph<'a>(locks: impl IntoIterator<Item = (&'a str, &'a [Node])>) -> Graph {
+/// waiter -> holder -> the waits that make the edge.
+pub(crate) type Graph = BTreeMap<Vertex, BTreeMap<Vertex, Vec<LockWait>>>;
+
+/// The sessions of `locks` that are read whole: those with a node that carries no owner tag.
+pub(crate) fn whole_sessions<'a>(locks: impl IntoIterator<Item = (&'a str, &'a [Node])>) -> BTreeSet<Session> {
+    let nodes = locks.into_iter().flat_map(|(_, nodes)| nodes);
+    nodes.filter(|node| node.owner.is_none()).map(|node| node.session).collect()
+}
+
+/// The graph of `locks` (each a lock path and its queue): an edge from the vertex of every
+/// queued node to the vertex of every node holding that lock, but none from a vertex to itself.
+/// The sessions of `whole`, and those with an untagged node in `locks`, are read whole (a second
+/// read passes the first one's, so that a session is the same vertex in both).
+pub(crate) fn graph<'a>(locks: impl IntoIterator<Item = (&'a str, &'a [Node])>, whole: &BTreeSet<Session>) -> Graph {
+    let locks: Vec<(&str, &[Node])> = locks.into_iter().collect();
+    let mut whole = whole.clone();
+    whole.extend(whole_sessions(locks.iter().copied()));
+    let vertex = |node: &Node| Vertex {
+        session: node.session,
+        owner: if whole.contains(&node.session) { None } else { node.owner },
+    };
     let mut graph = Graph::new();
     for (lock, nodes) in locks {
         for waiter in nodes.iter().filter(|node| !node.holds) {
-            for holder in nodes.iter().filter(|node| node.holds && node.session != waiter.session) {
+            for holder in nodes.iter().filter(|node| node.holds && vertex(node) != vertex(waiter)) {
                 let wait = LockWait {
                     lock: lock.to_owned(),
                     waiter_node: waiter.path.clone(),
@@ -103,7 +97,7 @@ pub(crate) fn graph<'a>(locks: impl IntoIterator<Item = (&'a str, &'a [Node])>) 
                     waiter_data: waiter.data.clone(),
                     holder_node: holder.path.clone(),
                 };
-                graph.entry(waiter.session).or_default().entry(holder.session).or_default().push(wait);
+                graph.entry(vertex(waiter)).or_default().entry(vertex(holder)).or_default().push(wait);
             }
         }
     }
@@ -114,7 +108,9 @@ pub(crate) fn graph<'a>(locks: impl IntoIterator<Item = (&'a str, &'a [Node])>) 
 /// waits waits until it holds or is deleted; so a wait seen in a first read and again in a
 /// second stood all along between them, and waits that each stood through two reads made one
 /// after the other all stood at once, when the first read ended. A cycle of them is no artefact
-/// of reading one lock after another.
+/// of reading one lock after another. A wait counts only between the same two vertices both
+/// times (a session read whole in one read and as its tasks in the other is not matched: a
+/// ring missed for one look, never one made up).
 pub(crate) fn common(first: &Graph, second: &Graph) -> Graph {
     let mut graph = Graph::new();
     for (waiter, holders) in first {
@@ -131,7 +127,7 @@ pub(crate) fn common(first: &Graph, second: &Graph) -> Graph {
 }
 
 /// The graph's elementary cycles, at most `limit` of them, each once: it starts at its smallest
-/// session.
+/// vertex (by session, then owner tag).
 pub(crate) fn cycles(graph: &Graph, limit: usize) -> Vec<Deadlock> {
     let mut found = Vec::new();
     for &start in graph.keys() {
@@ -141,9 +137,9 @@ pub(crate) fn cycles(graph: &Graph, limit: usize) -> Vec<Deadlock> {
     found
 }
 
-/// Extends `path` (from `start`, every other session above it) by each edge of its last session.
-fn search(graph: &Graph, start: Session, path: &mut Vec<Session>, found: &mut Vec<Deadlock>, limit: usize) {
-    let last = *path.last().expect("a path starts at a session");
+/// Extends `path` (from `start`, every other vertex above it) by each edge of its last vertex.
+fn search(graph: &Graph, start: Vertex, path: &mut Vec<Vertex>, found: &mut Vec<Deadlock>, limit: usize) {
+    let last = *path.last().expect("a path starts at a vertex");
     for &next in graph.get(&last).into_iter().flat_map(BTreeMap::keys) {
         if found.len() >= limit {
             return;
@@ -158,12 +154,14 @@ fn search(graph: &Graph, start: Session, path: &mut Vec<Session>, found: &mut Ve
     }
 }
 
-fn ring(graph: &Graph, sessions: &[Session]) -> Deadlock {
-    let next = sessions.iter().skip(1).chain(sessions.first());
-    let pairs = sessions.iter().zip(next);
+fn ring(graph: &Graph, vertices: &[Vertex]) -> Deadlock {
+    let next = vertices.iter().skip(1).chain(vertices.first());
+    let pairs = vertices.iter().zip(next);
     let hops = pairs.map(|(&waiter, &holder)| DeadlockHop {
-        waiter_session: waiter,
-        holder_session: holder,
+        waiter_session: waiter.session,
+        holder_session: holder.session,
+        waiter_owner: waiter.owner.map(OwnerTag::value),
+        holder_owner: holder.owner.map(OwnerTag::value),
         waits: graph[&waiter][&holder].clone(),
     });
     Deadlock { hops: hops.collect() }
@@ -175,12 +173,15 @@ mod tests {
 
     use super::*;
 
-    fn sessions(cycle: &Deadlock) -> BTreeSet<Session> {
-        cycle.hops.iter().map(|hop| hop.waiter_session).collect()
+    /// A node without an owner tag: its session is read whole.
+    fn node(session: Session, task: usize, holds: bool) -> Node {
+        Node { path: format!("s{session}t{task}"), session, owner: None, czxid: 0, data: Vec::new(), holds }
     }
 
-    fn node(session: Session, task: usize, holds: bool) -> Node {
-        Node { path: format!("s{session}t{task}"), session, czxid: 0, data: Vec::new(), holds }
+    /// A node of task `tag` of `session`, tagged (`n` tells its nodes apart).
+    fn tagged(session: Session, tag: u64, n: usize, holds: bool) -> Node {
+        let owner = Some(OwnerTag::from_hash(tag));
+        Node { path: format!("s{session}o{tag}n{n}"), owner, ..node(session, 0, holds) }
     }
 
     /// A lock where `holder` holds and `waiter` waits.
@@ -191,7 +192,7 @@ mod tests {
     fn found(locks: &[Vec<Node>]) -> Vec<Deadlock> {
         let named: Vec<(String, &[Node])> =
             locks.iter().enumerate().map(|(i, nodes)| (format!("/l{i}"), nodes.as_slice())).collect();
-        cycles(&graph(named.iter().map(|(name, nodes)| (name.as_str(), *nodes))), usize::MAX)
+        cycles(&graph(named.iter().map(|(name, nodes)| (name.as_str(), *nodes)), &BTreeSet::new()), usize::MAX)
     }
 
     #[test]
@@ -221,9 +222,9 @@ mod tests {
     fn a_session_waiting_behind_itself_is_no_cycle() {
         let queue = vec![node(1, 0, true), node(2, 0, false), node(1, 1, false)];
         assert!(found(std::slice::from_ref(&queue)).is_empty());
-        let edges: Vec<(Session, Vec<Session>)> = graph([("/l", queue.as_slice())])
+        let edges: Vec<(Session, Vec<Session>)> = graph([("/l", queue.as_slice())], &BTreeSet::new())
             .into_iter()
-            .map(|(waiter, holders)| (waiter, holders.into_keys().collect()))
+            .map(|(waiter, holders)| (waiter.session, holders.into_keys().map(|holder| holder.session).collect()))
             .collect();
         assert_eq!(edges, [(2, vec![1])], "only the other session's wait is an edge");
         // Readers of one session beside each other's writer-in-waiting: no self-loop either.
@@ -232,8 +233,9 @@ mod tests {
 
     #[test]
     fn a_wait_not_seen_twice_is_dropped() {
-        let first = graph([("/a", lock(1, 2).as_slice()), ("/b", lock(2, 1).as_slice())]);
-        let second = graph([("/a", lock(1, 2).as_slice()), ("/b", lock(2, 3).as_slice())]);
+        let none = BTreeSet::new();
+        let first = graph([("/a", lock(1, 2).as_slice()), ("/b", lock(2, 1).as_slice())], &none);
+        let second = graph([("/a", lock(1, 2).as_slice()), ("/b", lock(2, 3).as_slice())], &none);
         assert_eq!(cycles(&common(&first, &first), 10).len(), 1);
         assert!(cycles(&common(&first, &second), 10).is_empty());
     }
@@ -259,38 +261,108 @@ mod tests {
         assert_eq!(victim(&found(&both)[0]).waiter_czxid, 9);
     }
 
+    /// The case: process P (session 1) has task A holding L1 and waiting on nothing,
+    /// and task B waiting on L2; process Q (session 2) holds L2 and waits on L1. Sessions make
+    /// a ring (1 -> 2 -> 1); tasks do not: A lets go, then Q goes on, then B.
     #[test]
-    fn holders_follow_each_nodes_rule() {
-        let queue = |names: &[&str]| names.iter().map(|name| (*name).to_owned()).collect::<Vec<_>>();
-        let mutex = queue(&["_c_a-lock-0000000001", "_c_b-lock-0000000002"]);
-        assert_eq!(LockKind::Mutex.holders(&mutex), [true, false]);
-        let read_write = queue(&[
-            "_c_a-__READ__0000000001",
-            "_c_b-__READ__0000000002",
-            "_c_c-__WRIT__0000000003",
-            "_c_d-__READ__0000000004",
-        ]);
-        assert_eq!(LockKind::ReadWrite.holders(&read_write), [true, true, false, false]);
-        let writers = queue(&["_c_a-__WRIT__0000000001", "_c_b-__WRIT__0000000002", "_c_c-__READ__0000000003"]);
-        assert_eq!(LockKind::ReadWrite.holders(&writers), [true, false, false]);
+    fn a_session_ring_through_a_task_that_does_not_wait_is_no_cycle() {
+        let (a, b, q) = (1, 2, 3);
+        let l1 = vec![tagged(1, a, 0, true), tagged(2, q, 1, false)];
+        let l2 = vec![tagged(2, q, 2, true), tagged(1, b, 3, false)];
+        assert!(found(&[l1.clone(), l2.clone()]).is_empty(), "no ring of tasks");
+        // Untagged, the same waits are the ring that session-level vertices see.
+        assert_eq!(found(&untagged(&[l1, l2])).len(), 1);
     }
 
-    /// Sessions, several tasks each, on random locks: a session waits only on sessions later
-    /// in a random order (or on itself), so the graph has no cycle by construction.
-    fn acyclic(rng: &mut fastrand::Rng) -> (Vec<Vec<Node>>, Vec<Session>) {
-        let mut order: Vec<Session> = (1..=rng.i64(2..=8)).map(|s| 0x1000_0000 + s).collect();
+    /// A real ring through two tasks of one session: task A of session 1 holds L1 and waits on
+    /// L2, held by its sibling B, which waits on L3, held by Q of session 2, which waits on L1.
+    /// And two tasks of one session alone in a ring are one too.
+    #[test]
+    fn a_ring_through_two_tasks_of_one_session_and_another_session_is_found() {
+        let (a, b, q) = (1, 2, 3);
+        let locks = [
+            vec![tagged(1, a, 0, true), tagged(2, q, 1, false)],
+            vec![tagged(1, b, 2, true), tagged(1, a, 3, false)],
+            vec![tagged(2, q, 4, true), tagged(1, b, 5, false)],
+        ];
+        let cycles = found(&locks);
+        assert_eq!(cycles.len(), 1, "{cycles:?}");
+        let hops: Vec<(Session, Option<u64>, Session, Option<u64>)> = cycles[0]
+            .hops
+            .iter()
+            .map(|hop| (hop.waiter_session, hop.waiter_owner, hop.holder_session, hop.holder_owner))
+            .collect();
+        let tag = |t| Some(OwnerTag::from_hash(t).value());
+        assert_eq!(hops, [(1, tag(a), 1, tag(b)), (1, tag(b), 2, tag(q)), (2, tag(q), 1, tag(a))]);
+        let siblings =
+            [vec![tagged(1, a, 0, true), tagged(1, b, 1, false)], vec![tagged(1, b, 2, true), tagged(1, a, 3, false)]];
+        assert_eq!(found(&siblings).len(), 1, "two tasks of one process in a ring");
+    }
+
+    /// A session with a node that carries no tag is read whole: none of its tasks is told
+    /// apart (an edge between its untagged vertex and a tagged task of its own could close a
+    /// ring no task is on), so it is what a session-level graph makes of it.
+    #[test]
+    fn a_session_with_an_untagged_node_is_read_whole() {
+        // Task A (session 1) holds L1 through a lock without the opt-in; its sibling B waits on
+        // L2, held by Q (session 2), which waits on L1: the session-level ring, as before.
+        let locks =
+            [vec![node(1, 0, true), tagged(2, 3, 1, false)], vec![tagged(2, 3, 2, true), tagged(1, 2, 3, false)]];
+        let cycles = found(&locks);
+        assert_eq!(cycles.len(), 1, "{cycles:?}");
+        assert_eq!(cycles[0].hops[0].waiter_owner, None, "session 1 is one vertex");
+        assert!(cycles[0].hops[1].waiter_owner.is_some(), "session 2 is told as its task");
+        // An untagged task U holds L1 and waits on nothing; an untagged W waits on L3, held by
+        // tagged T, which waits on L1. All of session 1: no edge, as before.
+        let one = [vec![node(1, 0, true), tagged(1, 5, 1, false)], vec![tagged(1, 5, 2, true), node(1, 1, false)]];
+        assert!(found(&one).is_empty(), "{:?}", found(&one));
+        // The second read, of the ring's locks only, keeps the first read's whole sessions.
+        let elsewhere = vec![node(1, 7, true)];
+        let mut first_read: Vec<(&str, &[Node])> = vec![("/a", &locks[1]), ("/other", &elsewhere)];
+        let tagged_l1 = vec![tagged(1, 4, 0, true), tagged(2, 3, 1, false)];
+        first_read.insert(0, ("/l1", &tagged_l1));
+        let second_read: Vec<(&str, &[Node])> = vec![("/l1", &tagged_l1), ("/a", &locks[1])];
+        let whole = whole_sessions(first_read.iter().copied());
+        assert_eq!(whole, BTreeSet::from([1]));
+        let both = common(&graph(first_read.iter().copied(), &whole), &graph(second_read.iter().copied(), &whole));
+        assert_eq!(super::cycles(&both, 10).len(), 1, "the ring seen in both reads");
+    }
+
+    /// `locks` with every owner tag taken off: what session-level vertices see.
+    fn untagged(locks: &[Vec<Node>]) -> Vec<Vec<Node>> {
+        locks.iter().map(|queue| queue.iter().map(|n| Node { owner: None, ..n.clone() }).collect()).collect()
+    }
+
+    /// Participants on random locks: each waits only on locks held by participants later in a
+    /// random order (or by itself), so there is no ring of them by construction. Tagged, a
+    /// participant is a task, several to a session, whose tags repeat across sessions (one task
+    /// holding through two clients has one tag in both): rings of sessions there are, often.
+    /// Untagged, a participant is a whole session, its nodes from several tasks.
+    fn acyclic(rng: &mut fastrand::Rng, tagged: bool) -> (Vec<Vec<Node>>, Vec<Vertex>) {
+        let mut order = Vec::new();
+        for session in (1..=if tagged { rng.i64(1..=4) } else { rng.i64(2..=8) }).map(|s| 0x1000_0000 + s) {
+            let owners: Vec<Option<OwnerTag>> = if tagged {
+                (0..rng.u64(1..=4)).map(|tag| Some(OwnerTag::from_hash(tag))).collect()
+            } else {
+                vec![None]
+            };
+            order.extend(owners.into_iter().map(|owner| Vertex { session, owner }));
+        }
         rng.shuffle(&mut order);
-        let tasks = rng.usize(1..=4);
+        let mut n = 0;
+        let mut node_of = |Vertex { session, owner }: Vertex, holds| {
+            n += 1;
+            Node { path: format!("s{session}o{owner:?}n{n}"), session, owner, czxid: 0, data: Vec::new(), holds }
+        };
         let mut locks = Vec::new();
         for _ in 0..rng.usize(1..=8) {
-            // Holders: one (a mutex, a writer) or several (readers), of any sessions.
+            // Holders: one (a mutex, a writer) or several (readers), of any participants.
             let holders: Vec<usize> = (0..rng.usize(1..=3)).map(|_| rng.usize(..order.len())).collect();
             let first_holder = *holders.iter().min().expect("one holder at least");
-            let mut queue: Vec<Node> =
-                holders.iter().map(|&rank| node(order[rank], rng.usize(..tasks), true)).collect();
-            // Waiters: sessions no later than the first holder (that one waits on itself).
+            let mut queue: Vec<Node> = holders.iter().map(|&rank| node_of(order[rank], true)).collect();
+            // Waiters: participants no later than the first holder (that one waits on itself).
             for _ in 0..rng.usize(0..=4) {
-                queue.push(node(order[rng.usize(..=first_holder)], rng.usize(..tasks), false));
+                queue.push(node_of(order[rng.usize(..=first_holder)], false));
             }
             locks.push(queue);
         }
@@ -298,37 +370,57 @@ mod tests {
     }
 
     #[test]
-    fn random_acyclic_waits_have_no_cycle_and_a_ring_added_is_found() {
+    fn random_acyclic_waits_of_tasks_and_sessions_have_no_cycle_and_a_ring_added_is_found() {
         let base =
             std::env::var("WAIT_FOR_SEED").ok().and_then(|seed| seed.parse().ok()).unwrap_or_else(|| fastrand::u64(..));
+        let mut session_rings = 0;
         for case in 0..2_000u64 {
             let seed = base.wrapping_add(case);
             let mut rng = fastrand::Rng::with_seed(seed);
-            let (mut locks, order) = acyclic(&mut rng);
-            assert!(found(&locks).is_empty(), "seed {seed} (WAIT_FOR_SEED={seed}): a cycle in {locks:#?}");
-            // A ring of 2 or more sessions, each waiting on a lock the next holds.
-            let mut ring = order.clone();
-            rng.shuffle(&mut ring);
-            ring.truncate(rng.usize(2..=order.len()));
-            for (i, &waiter) in ring.iter().enumerate() {
-                let holder = ring[(i + 1) % ring.len()];
-                locks.push(vec![node(holder, 0, true), node(waiter, 1, false)]);
-            }
-            let cycles = found(&locks);
-            let wanted: BTreeSet<Session> = ring.iter().copied().collect();
-            assert!(
-                cycles.iter().any(|cycle| sessions(cycle) == wanted),
-                "seed {seed}: ring {ring:?} not in {cycles:?}"
-            );
-            for cycle in &cycles {
-                for (hop, next) in cycle.hops.iter().zip(cycle.hops.iter().cycle().skip(1)) {
-                    assert_eq!(hop.holder_session, next.waiter_session, "seed {seed}: a broken cycle {cycle:?}");
-                    assert!(
-                        !hop.waits.is_empty() && hop.waiter_session != hop.holder_session,
-                        "seed {seed}: {cycle:?}"
-                    );
+            for tagged in [true, false] {
+                let (mut locks, order) = acyclic(&mut rng, tagged);
+                assert!(
+                    found(&locks).is_empty(),
+                    "seed {seed} (WAIT_FOR_SEED={seed}), {tagged}: a cycle in {locks:#?}"
+                );
+                session_rings += usize::from(tagged && !found(&untagged(&locks)).is_empty());
+                if order.len() < 2 {
+                    continue;
+                }
+                // A ring of 2 or more participants (tasks of one session or of several), each
+                // waiting on a lock the next one holds.
+                let mut ring = order.clone();
+                rng.shuffle(&mut ring);
+                ring.truncate(rng.usize(2..=order.len()));
+                for (i, &waiter) in ring.iter().enumerate() {
+                    let holder = ring[(i + 1) % ring.len()];
+                    let node = |at: Vertex, holds| Node {
+                        path: format!("ring{i}{holds}"),
+                        owner: at.owner,
+                        ..node(at.session, 0, holds)
+                    };
+                    locks.push(vec![node(holder, true), node(waiter, false)]);
+                }
+                let cycles = found(&locks);
+                let vertex = |session, owner: Option<u64>| Vertex { session, owner: owner.map(OwnerTag::from_hash) };
+                let vertices = |cycle: &Deadlock| -> BTreeSet<Vertex> {
+                    cycle.hops.iter().map(|hop| vertex(hop.waiter_session, hop.waiter_owner)).collect()
+                };
+                let wanted: BTreeSet<Vertex> = ring.iter().copied().collect();
+                assert!(
+                    cycles.iter().any(|cycle| vertices(cycle) == wanted),
+                    "seed {seed}: {ring:?} not in {cycles:?}"
+                );
+                for cycle in &cycles {
+                    for (hop, next) in cycle.hops.iter().zip(cycle.hops.iter().cycle().skip(1)) {
+                        let waiter = vertex(hop.waiter_session, hop.waiter_owner);
+                        let holder = vertex(hop.holder_session, hop.holder_owner);
+                        assert_eq!(holder, vertex(next.waiter_session, next.waiter_owner), "seed {seed}: {cycle:?}");
+                        assert!(!hop.waits.is_empty() && waiter != holder, "seed {seed}: {cycle:?}");
+                    }
                 }
             }
         }
+        assert!(session_rings > 200, "{session_rings} of 2,000 cases had a ring of sessions: the test proves little");
     }
 }
