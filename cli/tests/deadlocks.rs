@@ -144,3 +144,53 @@ async fn waits_in_a_line_are_no_deadlock() {
     })
     .await;
 }
+
+/// A ring through a task of a session whose nodes carry owner tags (a library lock built with
+/// `fail_on_deadlock`) and a session without: the tagged session is shown as its task. The
+/// untagged session's wait is the newest, the ring's victim, and did not opt in, so the ring
+/// stands for the command to read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ring_through_a_task_with_an_owner_tag_names_the_task() {
+    bounded(async {
+        let root = unique_path("deadlocks-task");
+        let [a, b] = ["a", "b"].map(|name| format!("{root}/{name}"));
+        let tagged = connect().await;
+        let opted = |path: &str| InterProcessMutex::builder(&tagged, path).fail_on_deadlock(&root).build().unwrap();
+        let (first, second) = (opted(&a), opted(&b));
+        let observer = connect().await;
+        let (held, holding) = tokio::sync::oneshot::channel();
+        let (go, going) = tokio::sync::oneshot::channel::<()>();
+        // One task holds a and then, once the other session holds b, waits on b: the ring goes
+        // through it.
+        let task = tokio::spawn(async move {
+            let _a = first.acquire().await.unwrap();
+            let _ = held.send(());
+            let _ = going.await;
+            let _never = second.acquire().await;
+        });
+        holding.await.unwrap();
+        let other = party(&b, None, false).await;
+        go.send(()).unwrap();
+        wait_for_children(&observer, &b, 2).await;
+        let waits = lock(&other.client, &a, false);
+        let waiting = tokio::spawn(async move {
+            let _never = waits.acquire().await;
+        });
+        wait_for_children(&observer, &a, 2).await;
+        let text = deadlocks(&root, false).await;
+        assert_eq!(text.status.code(), Some(1), "{text:?}");
+        let stdout = String::from_utf8_lossy(&text.stdout);
+        assert!(stdout.starts_with("deadlock of 2 tasks or sessions"), "{stdout}");
+        let tagged_session = tagged.session_id().to_string();
+        let task_line = stdout.lines().find(|line| line.contains(&tagged_session) && line.contains("waits on"));
+        assert!(task_line.is_some_and(|line| line.contains(" task ")), "{stdout}");
+        let json = deadlocks(&root, true).await;
+        let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        let sessions = json["deadlocks"][0]["sessions"].as_array().unwrap().clone();
+        let tasks: Vec<bool> = sessions.iter().map(|session| session["task"].is_string()).collect();
+        assert_eq!(tasks.iter().filter(|tagged| **tagged).count(), 1, "{json}");
+        task.abort();
+        waiting.abort();
+    })
+    .await;
+}

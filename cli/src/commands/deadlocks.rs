@@ -46,7 +46,13 @@ fn to_json(root: &str, locks: usize, deadlocks: &[Deadlock], who: &BTreeMap<i64,
             let sessions: Vec<_> = deadlock
                 .hops
                 .iter()
-                .map(|hop| json!({ "session": session_id(hop.waiter_session), "data": who.get(&hop.waiter_session) }))
+                .map(|hop| {
+                    json!({
+                        "session": session_id(hop.waiter_session),
+                        "task": hop.waiter_owner.map(task_id),
+                        "data": who.get(&hop.waiter_session),
+                    })
+                })
                 .collect();
             let waits: Vec<_> = deadlock
                 .hops
@@ -55,7 +61,9 @@ fn to_json(root: &str, locks: usize, deadlocks: &[Deadlock], who: &BTreeMap<i64,
                 .map(|(hop, wait)| {
                     json!({
                         "waiter": session_id(hop.waiter_session),
+                        "waiter_task": hop.waiter_owner.map(task_id),
                         "holder": session_id(hop.holder_session),
+                        "holder_task": hop.holder_owner.map(task_id),
                         "lock": wait.lock,
                         "waiter_node": wait.waiter_node,
                         "holder_node": wait.holder_node,
@@ -72,21 +80,43 @@ fn to_text(root: &str, locks: usize, deadlocks: &[Deadlock], who: &BTreeMap<i64,
     if deadlocks.is_empty() {
         return format!("{root}: no deadlock ({locks} locks read)");
     }
-    let named = |id: i64| match who.get(&id).filter(|data| !data.is_empty()) {
-        Some(data) => format!("{} ({data})", session_id(id)),
-        None => session_id(id),
+    // A session, or one task of it when its nodes carry owner tags (a library built with
+    // `fail_on_deadlock`): then two tasks of one session may both be on the ring.
+    let vertex = |session: i64, owner: Option<u64>| match owner {
+        Some(owner) => format!("{} task {}", session_id(session), task_id(owner)),
+        None => session_id(session),
+    };
+    let named = |session: i64, owner: Option<u64>| match who.get(&session).filter(|data| !data.is_empty()) {
+        Some(data) => format!("{} ({data})", vertex(session, owner)),
+        None => vertex(session, owner),
     };
     let mut lines = Vec::new();
     for deadlock in deadlocks {
-        let ring: Vec<String> =
-            deadlock.hops.iter().chain(deadlock.hops.first()).map(|hop| session_id(hop.waiter_session)).collect();
-        lines.push(format!("deadlock of {} sessions: {}", deadlock.hops.len(), ring.join(" -> ")));
+        let ring: Vec<String> = deadlock
+            .hops
+            .iter()
+            .chain(deadlock.hops.first())
+            .map(|hop| vertex(hop.waiter_session, hop.waiter_owner))
+            .collect();
+        let tasks = deadlock.hops.iter().any(|hop| hop.waiter_owner.is_some());
+        let of = if tasks { "tasks or sessions" } else { "sessions" };
+        lines.push(format!("deadlock of {} {of}: {}", deadlock.hops.len(), ring.join(" -> ")));
         for hop in &deadlock.hops {
             for wait in &hop.waits {
-                lines.push(format!("  {} waits on {} ({})", named(hop.waiter_session), wait.lock, wait.waiter_node));
-                lines.push(format!("    held by {} ({})", named(hop.holder_session), wait.holder_node));
+                let waiter = named(hop.waiter_session, hop.waiter_owner);
+                lines.push(format!("  {waiter} waits on {} ({})", wait.lock, wait.waiter_node));
+                lines.push(format!(
+                    "    held by {} ({})",
+                    named(hop.holder_session, hop.holder_owner),
+                    wait.holder_node
+                ));
             }
         }
     }
     lines.join("\n")
+}
+
+/// An owner tag as the node's uuid shows it: its first 12 hex digits.
+fn task_id(owner: u64) -> String {
+    format!("{owner:012x}")
 }
