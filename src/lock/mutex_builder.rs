@@ -129,7 +129,9 @@ impl MutexBuilder {
     /// session, or give such parts sessions of their own). And a task is one owner only as far
     /// as it waits itself: a task that holds a lock and then waits for another task that
     /// acquires (a spawned task it awaits) is two owners, so a ring through it is missed, never
-    /// a false one reported.
+    /// a false one reported. A guard moved to another task keeps the tag of the task that took
+    /// it: should that task then wait in a ring the new holder is not on, the ring is reported
+    /// though the new holder will let go; keep guards in the task that acquired them.
     ///
     /// Each read costs a `sync`, a listing per folder under `root` and a multi-read per lock,
     /// from every waiting acquire: choose a root that holds the locks that can deadlock, not
