@@ -81,17 +81,15 @@ pub async fn find_deadlocks(client: &Client, root: &str) -> Result<DeadlockRepor
     let first = Read::locks(client, &lock_folders(client, root).await?).await?;
     let locks_read = first.read.len();
     let whole = first.whole_sessions();
-    let suspects = cycles(&first.graph(&whole), MOST_DEADLOCKS);
+    let first_graph = first.graph(&whole);
+    let suspects = cycles(&first_graph, MOST_DEADLOCKS);
     if suspects.is_empty() {
         return Ok(DeadlockReport { locks_read, deadlocks: suspects });
     }
     let on_a_ring = |lock: &&(String, LockKind)| suspects.iter().flat_map(Deadlock::waits).any(|w| w.lock == lock.0);
     let again: Vec<(String, LockKind)> = first.read.iter().filter(on_a_ring).cloned().collect();
     let second = Read::locks(client, &again).await?;
-    Ok(DeadlockReport {
-        locks_read,
-        deadlocks: cycles(&common(&first.graph(&whole), &second.graph(&whole)), MOST_DEADLOCKS),
-    })
+    Ok(DeadlockReport { locks_read, deadlocks: cycles(&common(&first_graph, &second.graph(&whole)), MOST_DEADLOCKS) })
 }
 
 /// Every lock under `root` (itself included) with its kind, walking every child that is not a
