@@ -7,8 +7,8 @@ mod support;
 
 use std::time::Duration;
 
+use zklock::Client;
 use zklock::InterProcessMutex;
-use zookeeper_client::Client;
 
 const LOCK_PATH: &str = "/examples/locks/nightly-report";
 

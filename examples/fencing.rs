@@ -11,9 +11,9 @@ use std::net::ToSocketAddrs;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use zklock::Client;
 use zklock::InterProcessMutex;
 use zklock_testcontainers::Proxy;
-use zookeeper_client::Client;
 
 const LOCK_PATH: &str = "/examples/locks/fenced-storage";
 

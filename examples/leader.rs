@@ -11,7 +11,7 @@
 //! with its token, left) as it happens, without polling. Then a leader's session expires: the latch cannot join again, and a new
 //! client with a new latch leads; a latch built with `rejoin_after_expiry` does that by itself. The selector: each leader's closure leads for a moment and
 //! returns, and `auto_requeue` puts it back in the queue, so leadership goes round; the third
-//! leader's node is deleted mid-term, and its closure's future, which watches `lost()`, is
+//! leader's node is deleted mid-term, and its closure's future, which watches `ended()`, is
 //! dropped at once.
 
 mod support;
@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
-use zklock::zookeeper_client::Client;
+use zklock::Client;
 use zklock::{ElectionState, LeaderLatch, LeaderSelector, Leadership};
 use zklock_testcontainers::{expire_session, Proxy};
 

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use zklock::Client;
 use zklock::{InterProcessMutex, LocalHandoff};
-use zookeeper_client::Client;
 
 const LOCK_PATH: &str = "/examples/locks/tenant-42";
 const HANDLERS: usize = 8;

@@ -11,7 +11,7 @@ mod support;
 use std::net::ToSocketAddrs;
 use std::time::Duration;
 
-use zklock::zookeeper_client::Client;
+use zklock::Client;
 use zklock::{ConnectionState, InterProcessMutex, Session};
 use zklock_testcontainers::{expire_session, Proxy};
 
@@ -31,7 +31,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         async move { Client::connector().with_session_timeout(Duration::from_secs(6)).connect(&through).await }
     })
     .await?;
-    let mut states = session.state();
+    let mut states = session.subscribe();
     tokio::spawn(async move {
         while states.changed().await.is_ok() {
             let state = *states.borrow_and_update();

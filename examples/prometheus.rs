@@ -11,8 +11,8 @@ mod support;
 use std::time::Duration;
 
 use metrics_exporter_prometheus::PrometheusBuilder;
+use zklock::Client;
 use zklock::{InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch};
-use zookeeper_client::Client;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

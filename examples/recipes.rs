@@ -8,8 +8,8 @@ mod support;
 
 use std::time::Duration;
 
+use zklock::Client;
 use zklock::{revoke, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2};
-use zookeeper_client::Client;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

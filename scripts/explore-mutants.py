@@ -5,8 +5,8 @@ code.
   explore-mutants.py apply TREE MUTANT                 breaks TREE's code as MUTANT says
   explore-mutants.py check TREE                        applies every mutant to a copy of TREE's
                                                        src/ (CI: a mutant that no longer applies)
-  explore-mutants.py record README MUTANT LOG SECONDS COMMIT
-                                                       writes MUTANT's row of README's table from
+  explore-mutants.py record FILE MUTANT LOG SECONDS COMMIT
+                                                       writes MUTANT's row of FILE's table (CONTRIBUTING.md) from
                                                        the explorer's LOG (its explore: lines)
 """
 import datetime
@@ -15,6 +15,7 @@ import sys
 
 SESSION = "src/client/session.rs"
 COHORT = "src/lock/cohort.rs"
+HELD = "src/hold/held_node.rs"
 PASSES = "node.is_held() && !node.is_revocation_requested() && !node.is_downgraded()"
 
 # name -> (the item of issue 29, or who found it; the fix that is reverted; its edits, each a
@@ -23,7 +24,10 @@ MUTANTS = {
     "ghost-multi": ("1", "a waiter deleted with its predecessor in one `multi` holds (own-node watch sent beside the predecessor's)", []),
     "handoff-downgrade": ("2", "local handoff after a downgrade", [(COHORT, PASSES, "node.is_held() && !node.is_revocation_requested()")]),
     "handoff-unwatched": ("3", "local handoff of a node deleted before its watch answered", [
-        (COHORT, "Some(node) => Some(within(deadline, node.watched()).await?),", "Some(_node) => Some(true),")]),
+        (COHORT, "Some(node) => Some(within(deadline, node.known_to_exist()).await?),", "Some(_node) => Some(true),")]),
+    # Issue 43 reverted: a watch answered before a disconnection is trusted after it.
+    "handoff-disconnected": ("issue 43", "local handoff of a node deleted while the connection was down (the watch's old answer trusted)", [
+        (HELD, "        if self.signal.armed_unbroken() {\n", "        if !self.signal.armed_unbroken() || true {\n")]),
     "handoff-revoked": ("4", "local handoff of a revoked node", [(COHORT, PASSES, "node.is_held() && !node.is_downgraded()")]),
     "session-try-waits": ("5", "a try on a `Session` with no live session waits for the next", [
         (SESSION, "            Source::Session(session) if patience == Patience::NoWait => {\n                let client = session.client();\n"
@@ -33,7 +37,7 @@ MUTANTS = {
         (SESSION, "            Some(SessionEnd::Expired) => ConnectionState::Lost,\n", ""),
         (SESSION, "    let mut state = states.state();\n    loop {", "    let mut state = SessionState::SyncConnected;\n    loop {")]),
     # 414c4d4 reverted: Reconnected does not count the sessions lost.
-    "session-expiries-uncounted": ("7", "`Reconnected` does not count the expiries (a late `state()` reader cannot tell a loss)", [
+    "session-expiries-uncounted": ("7", "`Reconnected` does not count the expiries (a late `subscribe()` reader cannot tell a loss)", [
         (SESSION, "                    expiries += 1;\n", "")]),
     "session-no-ride-over": ("8", "an acquire on a `Session` fails with the expiry it could ride over", [
         (SESSION, "matches!((outcome, &self.0), (Err(Error::SessionExpired), Source::Session(_)))",

@@ -9,9 +9,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What can go wrong with a zklock lock.
 ///
-/// `Display` says what happened; the client's error behind it is the
-/// [`source`](std::error::Error::source), so that a chain (`{:#}` of anyhow, eyre's reports)
-/// prints each cause once. To print it without such a crate, walk `source()`.
+/// `Display` says what failed, on which path, and why: a variant with a ZooKeeper client error
+/// behind it ends with that error's text (`zookeeper create /app/lock failed: not authorized`),
+/// so that `println!("{err}")` alone tells the whole story. The client's error is kept as the
+/// [`source`](std::error::Error::source) too, for code that matches on it; a reporter that
+/// walks the chain (`{:#}` of anyhow) prints its short text once more.
 ///
 /// Timing out is not an error: [`acquire_timeout`](crate::InterProcessMutex::acquire_timeout)
 /// returns `Ok(None)`.
@@ -70,7 +72,7 @@ pub enum Error {
     /// One of the caller's operations in a fenced write
     /// ([`LockGuard::commit`](crate::LockGuard::commit)) failed while the lock was held; the
     /// transaction committed nothing.
-    #[error("fenced write: operation {index} failed")]
+    #[error("fenced write: operation {index} failed: {source}")]
     WriteFailed {
         /// Which of the caller's operations failed, counting from 0 (the lock check not counted).
         index: usize,
@@ -95,11 +97,12 @@ pub enum Error {
 
     /// ZooKeeper refused an operation, or it failed in a way zklock does not retry
     /// (for example `NoAuth` when the ACL of the lock path forbids us).
-    #[error("zookeeper {operation} {path} failed")]
+    #[error("zookeeper {operation}{} failed: {source}", on_path(path))]
     ZooKeeper {
-        /// What zklock was doing: `create`, `list`, `watch`, `delete`, ...
+        /// What zklock was doing: `connect`, `create`, `list`, `watch`, `delete`, ...
         operation: &'static str,
-        /// The path it was done on.
+        /// The path it was done on; for `connect`, the connect string when zklock was given it
+        /// (empty when a caller's closure connected).
         path: String,
         /// The client's error.
         #[source]
@@ -108,9 +111,9 @@ pub enum Error {
 }
 
 impl Error {
-    /// This error and each of its causes, `: `-separated, for one line of a log or of a
-    /// command's output (what zklock's own logs print). `Display` says only what happened, so
-    /// that error reporters such as anyhow print each cause once.
+    /// This error and each of its causes, `: `-separated and each once, for one line of a log
+    /// or of a command's output (what zklock's own logs print). `Display` already ends with its
+    /// direct cause; this adds the causes of that cause, if any.
     pub fn with_causes(&self) -> impl std::fmt::Display + '_ {
         WithCauses(self)
     }
@@ -141,12 +144,22 @@ pub(crate) struct WithCauses<'a>(&'a Error);
 impl std::fmt::Display for WithCauses<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.0)?;
-        let mut cause = std::error::Error::source(self.0);
+        // The direct source is the end of our own Display.
+        let mut cause = std::error::Error::source(self.0).and_then(std::error::Error::source);
         while let Some(next) = cause {
             write!(f, ": {next}")?;
             cause = next.source();
         }
         Ok(())
+    }
+}
+
+/// ` {path}` after the operation's name, or nothing when there is no path to name.
+fn on_path(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!(" {path}")
     }
 }
 
@@ -184,9 +197,10 @@ impl fmt::Display for LossReason {
     }
 }
 
-/// A deadlock: tasks (or whole sessions) in a ring, each waiting on a lock the next one holds,
-/// so that none of them can go on until one gives up. What
-/// [`find_deadlocks`](crate::find_deadlocks) returns and [`Error::Deadlock`] carries.
+/// A deadlock: tasks (or whole sessions) in a ring, each waiting on a lock the next one holds
+/// (or queued behind a node of the next one that must hold and go first), so that none of them
+/// can go on until one gives up. What [`find_deadlocks`](crate::find_deadlocks) returns and
+/// [`Error::Deadlock`] carries.
 ///
 /// The tasks of one process share its session, and ZooKeeper alone cannot tell which of them
 /// holds a node. A lock built with
@@ -194,10 +208,17 @@ impl fmt::Display for LossReason {
 /// carries its task's owner tag in the uuid of its protected prefix (see
 /// [`DeadlockHop::waiter_owner`]), and a session whose nodes all carry one is read as its
 /// tasks. A session with a node that carries none (a lock without the opt-in, one with local
-/// handoff, a Curator or kazoo participant) is read whole, as one: a task of it waiting on a
-/// lock another of its tasks holds is no edge (that task lets go when its work is done), but it
-/// holding a lock through a task that does not wait, while another of its tasks waits, looks
-/// the same as one whose holding task waits.
+/// handoff, a semaphore's gate, a Curator or kazoo participant, Curator's `LeaderSelector`) is
+/// read whole, as one: a task of it waiting on a lock another of its tasks holds is no edge
+/// (that task lets go when its work is done), but it holding a lock through a task that does
+/// not wait, while another of its tasks waits, looks the same as one whose holding task waits.
+///
+/// Hence two kinds of ring ([`is_certain`](Self::is_certain)): a **certain** one, every vertex
+/// on it a task told by its tag, where each task waits in fact on the next; and a **possible**
+/// one, through a session read whole, which is a deadlock only if the tasks of that session
+/// that hold are the ones that wait. A possible ring may dissolve by itself (a task of the
+/// session that holds and waits on nothing lets go), so an acquire built with `fail_on_deadlock`
+/// fails only on a certain ring: a false alarm would fail a healthy acquire.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Deadlock {
@@ -211,6 +232,12 @@ impl Deadlock {
     /// Every wait of the ring, hop by hop.
     pub fn waits(&self) -> impl Iterator<Item = &LockWait> {
         self.hops.iter().flat_map(|hop| &hop.waits)
+    }
+
+    /// Whether the ring is certain: every vertex on it is a task told by its owner tag, none a
+    /// session read whole (see [`Deadlock`]). A ring that is not is only possible.
+    pub fn is_certain(&self) -> bool {
+        self.hops.iter().all(|hop| hop.waiter_owner.is_some())
     }
 }
 
@@ -232,12 +259,14 @@ pub struct DeadlockHop {
     pub waiter_owner: Option<u64>,
     /// The holding task's owner tag, as [`waiter_owner`](Self::waiter_owner).
     pub holder_owner: Option<u64>,
-    /// Every node of the waiting task (or session) queued on a lock that the other one holds:
-    /// one or more.
+    /// Every node of the waiting task (or session) queued on a lock behind a node of the other
+    /// one (holding, or waiting ahead of it): one or more.
     pub waits: Vec<LockWait>,
 }
 
-/// A node waiting in a lock's queue while a node of another task (or session) holds that lock.
+/// A node waiting in a lock's queue behind a node of another task (or session) that holds that
+/// lock, or that waits ahead of it and must hold and go first (a writer ahead of a reader, any
+/// node ahead of a mutex's or a writer's).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LockWait {
@@ -250,8 +279,11 @@ pub struct LockWait {
     /// The waiting node's data (for a zklock participant, what
     /// [`MutexBuilder::node_data`](crate::MutexBuilder::node_data) set).
     pub waiter_data: Vec<u8>,
-    /// The full path of the holding node it waits on.
+    /// The full path of the node it waits on, holding or waiting ahead of it.
     pub holder_node: String,
+    /// Whether [`holder_node`](Self::holder_node) waits itself (it is queued ahead of the
+    /// waiter), rather than holds.
+    pub holder_waiting: bool,
 }
 
 #[cfg(test)]
@@ -262,42 +294,31 @@ mod tests {
         Error::ZooKeeper { operation: "create", path: "/a".to_owned(), source: zookeeper_client::Error::NoAuth }
     }
 
-    /// Each cause of `err` and of its sources, joined as error reporters join them.
-    fn chain(err: &dyn std::error::Error) -> String {
-        let mut text = err.to_string();
-        let mut cause = err.source();
-        while let Some(next) = cause {
-            text += &format!(": {next}");
-            cause = next.source();
-        }
-        text
-    }
-
     #[test]
-    fn our_logs_print_the_error_with_its_causes() {
-        let err = no_auth_on_create();
-        assert_eq!(err.with_causes().to_string(), chain(&err));
-        assert_eq!(err.with_causes().to_string(), "zookeeper create /a failed: not authorized");
-    }
-
-    #[test]
-    fn a_chain_prints_each_cause_once() {
-        #[derive(Debug, thiserror::Error)]
-        #[error("publishing the nightly report")]
-        struct Job(#[source] Error);
-
-        let zookeeper = Job(no_auth_on_create());
-        assert_eq!(chain(&zookeeper), "publishing the nightly report: zookeeper create /a failed: not authorized");
-        let write = Job(Error::WriteFailed { index: 1, source: zookeeper_client::Error::BadVersion });
+    fn display_says_what_failed_where_and_why() {
+        assert_eq!(no_auth_on_create().to_string(), "zookeeper create /a failed: not authorized");
+        let connect =
+            Error::ZooKeeper { operation: "connect", path: String::new(), source: zookeeper_client::Error::Timeout };
+        assert_eq!(connect.to_string(), format!("zookeeper connect failed: {}", zookeeper_client::Error::Timeout));
+        let write = Error::WriteFailed { index: 1, source: zookeeper_client::Error::BadVersion };
         assert_eq!(
-            chain(&write),
-            format!(
-                "publishing the nightly report: fenced write: operation 1 failed: {}",
-                zookeeper_client::Error::BadVersion
-            )
+            write.to_string(),
+            format!("fenced write: operation 1 failed: {}", zookeeper_client::Error::BadVersion)
         );
-        let lost = Job(Error::LockLost(LossReason::NodeDeleted));
-        assert_eq!(chain(&lost), format!("publishing the nightly report: lock lost: {}", LossReason::NodeDeleted));
+    }
+
+    #[test]
+    fn the_client_error_stays_the_source() {
+        let err = no_auth_on_create();
+        let source = std::error::Error::source(&err).expect("a source");
+        assert!(matches!(source.downcast_ref::<zookeeper_client::Error>(), Some(zookeeper_client::Error::NoAuth)));
+    }
+
+    #[test]
+    fn our_logs_print_each_cause_once() {
+        assert_eq!(no_auth_on_create().with_causes().to_string(), "zookeeper create /a failed: not authorized");
+        let lost = Error::LockLost(LossReason::NodeDeleted);
+        assert_eq!(lost.with_causes().to_string(), format!("lock lost: {}", LossReason::NodeDeleted));
     }
 
     #[test]

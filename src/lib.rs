@@ -13,7 +13,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let client = zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+//! let client = zklock::Client::connect("127.0.0.1:2181").await?;
 //! let mutex = InterProcessMutex::new(&client, "/app/locks/migrations")?;
 //! let guard = mutex.acquire().await?;
 //! // ... the critical section: no other participant is here ...
@@ -83,7 +83,48 @@ pub use rules::path::validate_lock_path;
 /// `MultiWriteResult` are always the very types zklock takes and returns.
 pub use zookeeper_client;
 
+/// The ZooKeeper client every recipe can be built on (`&client` where a builder takes a
+/// connection): `zklock::Client::connect("host:2181")` connects one with the client's defaults,
+/// `zklock::Client::connector()` with options. It is [`zookeeper_client::Client`], named here so
+/// that a program needs no dependency but zklock. For a client that outlives its session's
+/// expiry, see [`Session`].
+pub use zookeeper_client::Client;
+
 /// README.md's Rust examples, compiled as doctests so that they cannot rot.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The guide's pages (docs/), each compiled as doctests, as README.md is.
+#[cfg(doctest)]
+mod guide {
+    /// Declares one doctest item per page.
+    macro_rules! pages {
+        ($($name:ident = $file:literal;)*) => {
+            $( #[doc = include_str!(concat!("../docs/", $file))] pub struct $name; )*
+        };
+    }
+    pages! {
+        Contents = "README.md";
+        Mutex = "mutex.md";
+        ReadWriteLock = "read-write-lock.md";
+        Semaphores = "semaphores.md";
+        MultiLock = "multi-lock.md";
+        Revocation = "revocation.md";
+        LeaderLatch = "leader-latch.md";
+        LeaderSelector = "leader-selector.md";
+        Sessions = "sessions.md";
+        LossAndFencing = "loss-and-fencing.md";
+        LocalHandoff = "local-handoff.md";
+        Deadlocks = "deadlocks.md";
+        QueueView = "queue-view.md";
+        Acls = "acls.md";
+        Observability = "observability.md";
+        Cli = "cli.md";
+        SystemdCron = "systemd-cron.md";
+        Testing = "testing.md";
+        Interop = "interop.md";
+        Guarantees = "guarantees.md";
+        Versions = "versions.md";
+    }
+}

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 /// container zklock created is deleted by the server once it is empty, and then anyone who may
 /// create in its parent may create it anew with an ACL of their own: create the lock path's
 /// parent yourself (a persistent node with a locked-down ACL) for a lock nobody else can take.
-/// See README.md, "Locking down a lock".
+/// See the guide, docs/acls.md.
 ///
 /// Defaults to [`Acls::anyone_all`] for both, as Curator's default provider.
 ///
@@ -34,8 +34,8 @@ use crate::error::{Error, Result};
 /// let locked_down = AclProvider::creator_all_anyone_read();
 /// // The same, given explicitly: one list for the lock nodes, one for the parents.
 /// let explicit = AclProvider::new(
-///     zookeeper_client::Acls::creator_all().to_vec(),
-///     zookeeper_client::Acls::creator_all().to_vec(),
+///     zklock::zookeeper_client::Acls::creator_all().to_vec(),
+///     zklock::zookeeper_client::Acls::creator_all().to_vec(),
 /// );
 /// assert_ne!(locked_down, explicit);
 /// ```
@@ -126,7 +126,7 @@ impl Default for AclProvider {
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let client = zklock::Client::connect("127.0.0.1:2181").await?;
 /// // One mutex object for every request handler of this process.
 /// let tenant = InterProcessMutex::builder(&client, "/app/locks/tenant-42")
 ///     .local_handoff(LocalHandoff::new(64, Duration::from_millis(20)))
@@ -209,6 +209,9 @@ pub(crate) struct LockOptions {
     pub(crate) deadlock_root: Option<String>,
     /// How often it looks while it waits; `None` for [`DEADLOCK_SCAN_PERIOD`].
     pub(crate) deadlock_scan_period: Option<Duration>,
+    /// Whether its nodes are a leader selector's, which the deadlock scan must tell from a
+    /// mutex's (`rules/owner_tag.rs`, `NodeMark::Election`).
+    pub(crate) election: bool,
 }
 
 /// How often a waiting acquire built with `fail_on_deadlock` reads the lock folders under its
@@ -318,7 +321,7 @@ pub(crate) use {lock_options, recipe_options};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let client = zklock::Client::connect("127.0.0.1:2181").await?;
 /// // Stop at the first disconnection, as Curator users do on SUSPENDED.
 /// let mutex = InterProcessMutex::builder(&client, "/app/locks/payments")
 ///     .loss_policy(LossPolicy::AnyDisconnection)

@@ -219,22 +219,16 @@ async fn a_ring_through_two_tasks_of_one_process_and_another_process_is_found() 
     ended(a_party, "A holds once B let go").await.release_both("A").await;
 }
 
-/// Where the opt-in meets the others that shape a wait: a victim whose acquire is watched
-/// (`watch_queue`, which follows the queue in the same wait) and whose mutex hands off between
-/// its tasks (the task that queues looks) still gives up, and is told its place before it does.
-/// Local handoff writes no owner tag (a hold passes from task to task behind one node), so B's
-/// session is read whole, as before tags.
+/// A victim whose wait is watched (`watch_queue`) gives up as any victim does, its place told
+/// first. With local handoff on its waiting lock, its nodes carry no owner tag (a hold passes
+/// from task to task behind one node), its session is read whole, and the same ring is only
+/// possible: nobody gives up (`a_possible_ring_through_a_session_read_whole_fails_no_acquire`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_watched_victim_with_local_handoff_gives_up_too() {
+async fn a_watched_victim_gives_up_too() {
     let (root, [first, second], a, b) = two_locks_two_sessions("deadlock-meets").await;
     let (a_go, a_party) = party(mutex(&a, &first, &root), mutex(&a, &second, &root), None).await;
-    let b_waits = InterProcessMutex::builder(&b, &first)
-        .fail_on_deadlock(&root)
-        .local_handoff(LocalHandoff::default())
-        .build()
-        .unwrap();
     let (position, seen) = tokio::sync::watch::channel(None::<QueuePosition>);
-    let (b_go, b_party) = party(mutex(&b, &second, &root), b_waits, Some(position)).await;
+    let (b_go, b_party) = party(mutex(&b, &second, &root), mutex(&b, &first, &root), Some(position)).await;
     a_go.send(()).unwrap();
     wait_for_children(&b, &second, 2).await;
     b_go.send(()).unwrap();
@@ -326,18 +320,19 @@ async fn without_the_opt_in_a_ring_waits_until_it_times_out() {
     assert!(a_got.unwrap().is_none() && b_got.unwrap().is_none(), "a ring holds nobody");
 }
 
-/// A ring completed by a lock changing hands, not by a new wait: the victim finds it on a
-/// later look, within a scan period and a read (under two ticks of the test server). One task
-/// of A waits on two locks at once (`join!`): on L1 behind C, on L2 behind B; B's task holds L2
-/// and waits on L1 behind A. When C lets go, A holds L1 and the ring is closed.
+/// A waiter waits on every node ahead of it, not only on the holder: one task of A waits on
+/// two locks at once (`join!`), on L1 behind C and on L2 behind B; B's task holds L2 and waits
+/// on L1 behind C and A. A holds L1 next, then waits on B: a ring of A and B whatever C does,
+/// found by B's first look (its wait closes it) while C still holds; before issue 38 the graph
+/// drew waits to holders only and saw it only once C let go.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_ring_closed_by_a_release_is_found_within_two_ticks() {
-    let root = unique_path("deadlock-handover");
+async fn a_ring_through_a_waiting_node_ahead_is_found_before_the_holder_lets_go() {
+    let root = unique_path("deadlock-ahead");
     let [l1, l2] = [1, 2].map(|i| format!("{root}/lock-{i}"));
     let (a, b, c) = (connect().await, connect().await, connect().await);
     let observer = connect().await;
     let c_holds = mutex(&c, &l1, &root).acquire().await.unwrap();
-    let (b_go, b_party) = party(mutex(&b, &l2, &root), mutex(&b, &l1, &root), None).await;
+    let (b_go, b_party) = party(mutex(&b, &l2, &root), mutex_first_look(&b, &l1, &root), None).await;
     let (a1, a2) = (mutex(&a, &l1, &root), mutex(&a, &l2, &root));
     let a_waits = tokio::spawn(async move {
         let (first, second) = tokio::join!(a1.acquire(), a2.acquire());
@@ -346,22 +341,49 @@ async fn a_ring_closed_by_a_release_is_found_within_two_ticks() {
     wait_for_children(&observer, &l1, 2).await;
     wait_for_children(&observer, &l2, 2).await;
     b_go.send(()).unwrap();
-    wait_for_children(&observer, &l1, 3).await;
-    // Several looks find no ring while C holds.
-    tokio::time::sleep(2 * two_ticks()).await;
-    assert!(!b_party.is_finished() && !a_waits.is_finished(), "no ring while C holds L1");
-    let closed = Instant::now();
-    c_holds.release().await.unwrap();
     let b_end = ended(b_party, "the ring is found").await;
-    let took = b_end.ended - closed;
     let found = deadlock(b_end.outcome);
-    eprintln!("a ring closed by a release found {took:?} after it (two ticks: {:?})", two_ticks());
-    assert!(took < two_ticks(), "found after {took:?}, over two ticks ({:?})", two_ticks());
+    assert!(b_end.waited < two_ticks(), "found by its first look: {:?}", b_end.waited);
     assert_eq!(found.hops.len(), 2, "{found:?}");
+    assert!(found.is_certain(), "{found:?}");
+    assert!(!a_waits.is_finished(), "only the victim gave up");
+    c_holds.release().await.unwrap();
     b_end.own.release().await.unwrap();
     let (first, second) = tokio::time::timeout(PROMPTLY, a_waits).await.expect("A holds both").unwrap();
     first.unwrap().release().await.unwrap();
     second.unwrap().release().await.unwrap();
+}
+
+/// A ring no create closes, seen by a later look: two tasks of one process in a ring (T1 holds
+/// L1 and waits on L2, T2 holds L2 and waits on L1), while the process also holds L3 through a
+/// lock without the opt-in. That untagged node makes the session one vertex, and a session
+/// waiting on itself is no edge: no ring. Once L3 is let go the session is read as its tasks,
+/// and the victim finds the ring within a scan period and a read (under two ticks).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ring_revealed_by_a_release_is_found_within_two_ticks() {
+    let root = unique_path("deadlock-revealed");
+    let [l1, l2, l3] = [1, 2, 3].map(|i| format!("{root}/lock-{i}"));
+    let (process, observer) = (connect().await, connect().await);
+    let untagged = InterProcessMutex::new(&process, &l3).unwrap().acquire().await.unwrap();
+    let (t1_go, t1) = party(mutex(&process, &l1, &root), mutex(&process, &l2, &root), None).await;
+    let (t2_go, t2) = party(mutex(&process, &l2, &root), mutex(&process, &l1, &root), None).await;
+    t1_go.send(()).unwrap();
+    wait_for_children(&observer, &l2, 2).await;
+    t2_go.send(()).unwrap();
+    wait_for_children(&observer, &l1, 2).await;
+    tokio::time::sleep(2 * two_ticks()).await;
+    assert!(!t1.is_finished() && !t2.is_finished(), "no ring while the session is read whole");
+    let revealed = Instant::now();
+    untagged.release().await.unwrap();
+    let t2_end = ended(t2, "the ring is found").await;
+    let took = t2_end.ended - revealed;
+    let found = deadlock(t2_end.outcome);
+    eprintln!("a ring revealed by a release found {took:?} after it (two ticks: {:?})", two_ticks());
+    assert!(took < two_ticks(), "found after {took:?}, over two ticks ({:?})", two_ticks());
+    assert!(found.is_certain() && found.hops.len() == 2, "{found:?}");
+    assert!(!t1.is_finished(), "only the victim, the newest wait, gave up");
+    t2_end.own.release().await.unwrap();
+    ended(t1, "T1 holds once T2 let go").await.release_both("T1").await;
 }
 
 /// A lock under a root of its own (its path returned), held by one session while another,
@@ -563,9 +585,18 @@ async fn two_processes_in_a_ring_one_victim_fails_and_the_other_holds() {
 /// hold once A lets go.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_ring_through_a_task_that_does_not_wait_is_no_deadlock() {
-    let (root, [l1, l2], p, q) = two_locks_two_sessions("deadlock-tasks").await;
+    a_ring_through_a_task_that_does_not_wait("deadlock-tasks", true).await;
+}
+
+/// P's task A holds L1 (through a lock with the opt-in when `a_opts_in`) and waits on nothing;
+/// P's task B waits on L2; Q holds L2 and waits on L1. Nobody gets `Error::Deadlock` over
+/// several scan periods, `find_deadlocks` reports no ring (A tagged) or one possible ring (A
+/// untagged: P read whole), and all three hold once A lets go.
+async fn a_ring_through_a_task_that_does_not_wait(name: &str, a_opts_in: bool) {
+    let (root, [l1, l2], p, q) = two_locks_two_sessions(name).await;
     let observer = connect().await;
-    let (a_lock, b_lock) = (mutex(&p, &l1, &root), mutex(&p, &l2, &root));
+    let a_lock = if a_opts_in { mutex(&p, &l1, &root) } else { InterProcessMutex::new(&p, &l1).unwrap() };
+    let b_lock = mutex(&p, &l2, &root);
     let (a_holds, a_held) = tokio::sync::oneshot::channel();
     let (let_a_go, a_may_go) = tokio::sync::oneshot::channel::<()>();
     let a = tokio::spawn(async move {
@@ -582,9 +613,129 @@ async fn a_session_ring_through_a_task_that_does_not_wait_is_no_deadlock() {
     wait_for_children(&observer, &l1, 2).await;
     tokio::time::sleep(3 * two_ticks()).await;
     assert!(!q_party.is_finished() && !b.is_finished(), "Q and B still wait, no error");
+    let report = zklock::find_deadlocks(&observer, &root).await.unwrap();
+    assert_eq!(report.certain().count(), 0, "{report:?}");
+    assert_eq!(
+        report.deadlocks.len(),
+        usize::from(!a_opts_in),
+        "a possible ring only when P is read whole: {report:?}"
+    );
     let_a_go.send(()).unwrap();
     tokio::time::timeout(PROMPTLY, a).await.expect("A lets go in time").unwrap().unwrap();
     ended(q_party, "Q holds once A let go").await.release_both("Q").await;
     let b_got = tokio::time::timeout(PROMPTLY, b).await.expect("B holds once Q let go").unwrap();
     b_got.unwrap_or_else(|err| panic!("B: {err}"));
+}
+
+/// Issue 38, item 1: a leader selector is an election named like a mutex (as Curator's), and
+/// its nodes carry no owner tag. Read as a lock, the follower's session waited on the leader's
+/// and the leader's work, waiting on a lock a follower's task holds while waiting on nothing,
+/// closed a ring of sessions: the work failed with `Error::Deadlock`. An election is not a
+/// lock: its participant waits in a task that holds nothing but its place. The work waits,
+/// `find_deadlocks` reports nothing, and the work holds once the follower's task lets go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaders_work_waiting_on_a_lock_a_followers_task_holds_is_no_deadlock() {
+    let root = unique_path("deadlock-selector");
+    let (election, lock) = (format!("{root}/election"), format!("{root}/work"));
+    let (leader_client, follower_client, observer) = (connect().await, connect().await, connect().await);
+    let (outcomes, mut outcome) = tokio::sync::mpsc::unbounded_channel();
+    let go = std::sync::Arc::new(tokio::sync::Notify::new());
+    let leader = zklock::LeaderSelector::new(&leader_client, &election, "leader").unwrap();
+    let work_lock = mutex(&leader_client, &lock, &root);
+    let work_go = std::sync::Arc::clone(&go);
+    leader
+        .start(move |_leadership| {
+            let (work_lock, go, outcomes) = (work_lock.clone(), std::sync::Arc::clone(&work_go), outcomes.clone());
+            async move {
+                go.notified().await;
+                let held = work_lock.acquire().await;
+                let _ = outcomes.send(held.as_ref().map(|_| ()).map_err(|err| format!("{err:?}")));
+                if let Ok(held) = held {
+                    held.release().await.unwrap();
+                }
+                std::future::pending::<()>().await;
+            }
+        })
+        .await
+        .unwrap();
+    eventually("the first selector leads", || async { leader.has_leadership() }).await;
+    let follower_task_holds = mutex(&follower_client, &lock, &root).acquire().await.unwrap();
+    let follower = zklock::LeaderSelector::new(&follower_client, &election, "follower").unwrap();
+    follower.start(|_leadership| std::future::pending::<()>()).await.unwrap();
+    wait_for_children(&observer, &election, 2).await;
+    go.notify_one();
+    wait_for_children(&observer, &lock, 2).await;
+    tokio::time::sleep(3 * two_ticks()).await;
+    assert!(outcome.try_recv().is_err(), "the leader's work still waits, no error");
+    let report = zklock::find_deadlocks(&observer, &root).await.unwrap();
+    assert!(report.deadlocks.is_empty(), "an election is not read as a lock: {report:?}");
+    follower_task_holds.release().await.unwrap();
+    let held = tokio::time::timeout(PROMPTLY, outcome.recv()).await.expect("the work holds in time");
+    assert_eq!(held, Some(Ok(())), "the leader's work holds once the follower's task let go");
+    follower.close().await.unwrap();
+    leader.close().await.unwrap();
+}
+
+/// Issue 38, item 2: a read-write lock that is not reentrant, with the opt-in. Task T holds a
+/// read lock; another session's writer queues behind it; T reads again and waits behind that
+/// writer, which waits behind T's first read: a ring of T and the writer, never found while a
+/// waiter's edges went to holders only (T's own). T's second read, the newest wait, is the
+/// victim; the writer never gives up, and holds once T lets go of its first read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_behind_a_writer_that_waits_behind_its_own_read_is_the_victim() {
+    let root = unique_path("deadlock-reread");
+    let path = format!("{root}/rw");
+    let (t_client, w_client, observer) = (connect().await, connect().await, connect().await);
+    let rw = |client: &Client| {
+        let builder = InterProcessReadWriteLock::builder(client, &path).reentrant(false).fail_on_deadlock(&root);
+        builder.build().unwrap()
+    };
+    let (t_lock, w_lock) = (rw(&t_client), rw(&w_client));
+    let (first_held, first_holds) = tokio::sync::oneshot::channel();
+    let (go, gone) = tokio::sync::oneshot::channel::<()>();
+    let t = tokio::spawn(async move {
+        let first = t_lock.read_lock().acquire().await.unwrap();
+        first_held.send(()).unwrap();
+        gone.await.unwrap();
+        let again = t_lock.read_lock().acquire().await;
+        (first, again)
+    });
+    first_holds.await.unwrap();
+    let writer = tokio::spawn(async move { w_lock.write_lock().acquire().await });
+    wait_for_children(&observer, &path, 2).await;
+    go.send(()).unwrap();
+    let (first, again) = tokio::time::timeout(PROMPTLY, t).await.expect("T's second read is the victim").unwrap();
+    let ring = deadlock(again);
+    assert!(ring.is_certain(), "T and the writer are tasks, told by their tags: {ring:?}");
+    assert_eq!(ring.hops.len(), 2, "{ring:?}");
+    assert!(ring.waits().any(|wait| wait.holder_waiting), "T waits on the writer's waiting node: {ring:?}");
+    wait_for_children(&observer, &path, 2).await;
+    assert!(!writer.is_finished(), "the writer is not the victim");
+    first.release().await.unwrap();
+    let held = tokio::time::timeout(PROMPTLY, writer).await.expect("the writer holds in time").unwrap();
+    held.unwrap().release().await.unwrap();
+}
+
+/// Issue 38, item 4: the ring of sessions through a task that does not wait, where that task's
+/// lock has no opt-in: its session is read whole, so the ring is only possible. `find_deadlocks`
+/// reports it as such, and no acquire fails on it (a false alarm fails a healthy wait): all
+/// three hold once A lets go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_possible_ring_through_a_session_read_whole_fails_no_acquire() {
+    a_ring_through_a_task_that_does_not_wait("deadlock-possible", false).await;
+}
+
+/// Issue 38, item 6: a root that does not exist, or holds no lock, says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_root_or_one_without_locks_says_so() {
+    let client = connect().await;
+    let root = unique_path("deadlock-empty");
+    let missing = zklock::find_deadlocks(&client, &root).await.unwrap();
+    assert!(!missing.root_exists && missing.locks_read == 0 && missing.deadlocks.is_empty(), "{missing:?}");
+    client
+        .create(&root, b"", &zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()))
+        .await
+        .unwrap();
+    let empty = zklock::find_deadlocks(&client, &root).await.unwrap();
+    assert!(empty.root_exists && empty.locks_read == 0, "{empty:?}");
 }

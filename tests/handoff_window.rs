@@ -1,5 +1,5 @@
 //! The one window local handoff leaves open, measured: a node deleted by an operator is passed
-//! on until the deletion's notification reaches the process (README, "Many tasks, one lock").
+//! on until the deletion's notification reaches the process (docs/local-handoff.md).
 //! This measures that delay, from the operator sending its delete to the holder being told, on
 //! the test server with a task waiting for the hold (so the node is watched, as a pass needs),
 //! and holds it below `NOTIFICATION_WINDOW` (100 ms), the window the fault soak forgives. A

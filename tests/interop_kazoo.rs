@@ -1,7 +1,7 @@
 //! zklock and the real kazoo (Debian's python3-kazoo) share one lock when zklock uses kazoo's
 //! node schema; with Curator's schema they do not see each other, which is why the option exists.
 //! zklock's read-write lock and semaphore have only Curator's layout: the last tests show that
-//! kazoo's `WriteLock` and `Semaphore` do not exclude them, as README's matrix says.
+//! kazoo's `WriteLock` and `Semaphore` do not exclude them, as docs/interop.md's matrix says.
 
 mod common;
 

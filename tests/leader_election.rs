@@ -1,4 +1,4 @@
-//! The leader recipes' own rules (their lock contract is in `tests/contract.rs`): epochs that
+//! The leader recipes' own rules (their lock contract is in `tests/contract.rs`): fencing tokens that
 //! fence one leader from the next, what a latch does when its node or its session goes, leaving
 //! the election by itself, misuse, the queue as participants see it, Curator's node names; and for
 //! the selector, that the leader's future is cancelled the moment leadership is lost. How terms and
@@ -38,7 +38,7 @@ async fn expect_curator_node(observer: &Client, path: &str, kind: &str, id: &str
     assert_eq!(leadership.node_path(), format!("{path}/{}", names[0]));
     let (data, stat) = observer.get_data(leadership.node_path()).await.unwrap();
     assert_eq!(data, id.as_bytes(), "the node's data is the participant's id");
-    assert_eq!(leadership.fencing_token(), stat.czxid, "the epoch is the node's czxid");
+    assert_eq!(leadership.fencing_token(), stat.czxid, "the fencing token is the node's czxid");
 }
 
 #[test]
@@ -52,21 +52,24 @@ fn the_name_check_rejects_what_curator_would_not_write() {
 }
 
 #[tokio::test]
-async fn epochs_strictly_increase_from_leader_to_leader() {
-    let path = unique_path("leader-epochs");
+async fn fencing_tokens_strictly_increase_from_leader_to_leader() {
+    let path = unique_path("leader-tokens");
     let mut latches = Vec::new();
     for party in 0..3 {
         latches.push(started_latch(&path, &format!("party-{party}")).await);
     }
     let observer = connect().await;
-    let mut last_epoch = 0;
+    let mut last_token = 0;
     for (index, (_, latch)) in latches.iter().enumerate() {
         let leadership = leads(latch).await;
         assert!(latches.iter().filter(|(_, other)| other.has_leadership()).count() == 1, "two leaders at once");
         let (_, stat) = observer.get_data(leadership.node_path()).await.unwrap();
-        assert_eq!(leadership.fencing_token(), stat.czxid, "the epoch is the leader's node's czxid");
-        assert!(leadership.fencing_token() > last_epoch, "leader {index}'s epoch is not above its predecessor's");
-        last_epoch = leadership.fencing_token();
+        assert_eq!(leadership.fencing_token(), stat.czxid, "the fencing token is the leader's node's czxid");
+        assert!(
+            leadership.fencing_token() > last_token,
+            "leader {index}'s fencing token is not above its predecessor's"
+        );
+        last_token = leadership.fencing_token();
         latch.close().await.unwrap();
         assert!(!leadership.is_held(), "a closed latch's leadership is still held");
     }
@@ -74,7 +77,7 @@ async fn epochs_strictly_increase_from_leader_to_leader() {
 }
 
 #[tokio::test]
-async fn a_deleted_node_is_lost_and_the_latch_reenters_to_lead_again_with_a_greater_epoch() {
+async fn a_deleted_node_is_lost_and_the_latch_reenters_to_lead_again_with_a_greater_fencing_token() {
     let path = unique_path("leader-deleted");
     let (_a_client, a) = started_latch(&path, "a").await;
     let first_term = leads(&a).await;
@@ -141,8 +144,8 @@ async fn a_leader_cut_off_past_its_policy_is_told_first_then_rejoins_behind_the_
     assert!(children(&observer, &path).await.is_empty());
 }
 
-/// After `a` lost `first_term`: `b` (queued behind it) leads with a greater epoch, `a` rejoins
-/// behind `b` with a new node, and once `b` closes, `a` leads again with a greater epoch still.
+/// After `a` lost `first_term`: `b` (queued behind it) leads with a greater fencing token, `a` rejoins
+/// behind `b` with a new node, and once `b` closes, `a` leads again with a greater fencing token still.
 async fn takes_turns_after_a_lost_term(a: &LeaderLatch, first_term: &Leadership, b: &LeaderLatch) {
     let b_term = leads(b).await;
     assert!(b_term.fencing_token() > first_term.fencing_token());

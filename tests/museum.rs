@@ -3,7 +3,7 @@
 //! zklock with its trigger (a cut, black-holed or reply-losing proxy, a session expiry, a pause,
 //! an operator) and checked for what the peer got wrong: at most one holder or leader, no node
 //! left behind, the loss told, the acquire's error typed. One module per library; each test's
-//! doc comment names the bug. README's "Proven against the bugs of others" is the table.
+//! doc comment names the bug. docs/guarantees.md, "Proven against the bugs of others", is the table.
 
 mod common;
 

@@ -139,8 +139,12 @@ async fn an_uncontended_cycle_costs_at_most_three_requests_and_reentry_none() {
         .connect(&server().connect_string())
         .await
         .unwrap();
+    // A persistent lock path: the shared server reaps an empty container every second, and a
+    // path reaped between the cycles would make the measured acquire create it again.
+    let persistent = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    client.mkdir(&path, &persistent).await.unwrap();
     let mutex = InterProcessMutex::new(&client, &path).unwrap();
-    // The first cycle creates the parents; measure the second.
+    // The first cycle arms the uncontended shortcut; measure the second.
     mutex.acquire().await.unwrap().release().await.unwrap();
     let before = requests_received(&client);
     let guard = mutex.acquire().await.unwrap();

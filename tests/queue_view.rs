@@ -11,7 +11,7 @@ use zklock::{
     watch_queue, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2, QueuePosition,
 };
-use zklock_testcontainers::Proxy;
+use zklock_testcontainers::{Proxy, ThrottledOperation};
 use zookeeper_client::Client;
 
 /// Generous bound for a view to be told: a hang would exceed it.
@@ -141,4 +141,35 @@ async fn a_watched_wait_reads_the_head_and_an_unwatched_one_sends_nothing_more()
         assert_eq!(exists, usize::from(watched), "watched: {watched}, requests: {:?}", proxy.requests_sent());
     }
     held.release().await.unwrap();
+}
+
+/// Issue 38 item 5: one refused listing froze the view for good. The holder, then a waiter,
+/// then a watched waiter through a proxy (two ahead); the server refuses the view's next listing
+/// (`Throttled`, the path a lost connection takes too) and the holder lets go: the view is
+/// listed again and tells the truth, one ahead, while the acquire still waits.
+#[tokio::test]
+async fn a_refused_listing_does_not_freeze_the_view() {
+    let path = unique_path("view-throttled");
+    let (first, second) = (connect().await, connect().await);
+    let held = InterProcessMutex::new(&first, &path).unwrap().acquire().await.unwrap();
+    let second_mutex = InterProcessMutex::new(&second, &path).unwrap();
+    let second_waits = tokio::spawn(async move { second_mutex.acquire().await });
+    common::wait_for_children(&first, &path, 2).await;
+    let proxy = Proxy::start(server().address()).unwrap();
+    let third = connect_through(&proxy, Duration::from_secs(10)).await;
+    let (position, mut seen) = watch::channel(None);
+    let third_mutex = InterProcessMutex::new(&third, &path).unwrap();
+    let third_waits = tokio::spawn(watch_queue(position, async move { third_mutex.acquire().await }));
+    told(&mut seen, |position| position.ahead == Some(2) && position.holder.is_some()).await;
+
+    // The third watches the second's node, so the next listing on its session is the view's.
+    proxy.throttle_next(ThrottledOperation::GetChildren);
+    held.release().await.unwrap();
+    let moved = told(&mut seen, |position| position.ahead == Some(1)).await;
+    assert_eq!(proxy.throttled_count(), 1, "the view's listing was not the one refused");
+    assert_eq!(moved.holder.as_ref().map(|holder| holder.session_id), Some(second.session_id().0));
+    assert!(!third_waits.is_finished(), "the third holds beside the second");
+    second_waits.await.unwrap().unwrap().release().await.unwrap();
+    let third_guard = tokio::time::timeout(PROMPTLY, third_waits).await.expect("the third never held").unwrap();
+    third_guard.unwrap().release().await.unwrap();
 }

@@ -15,9 +15,18 @@ use zklock::InterProcessMutex;
 use zklock_testcontainers::{ServerOptions, ZooKeeperServer};
 use zookeeper_client::{Acls, Client, CreateMode};
 
+/// The server whose request counts these tests read. It never reaps empty containers while
+/// they run: a lock path reaped between two cycles is re-created by the next acquire (its create
+/// fails, the parents are made, the create and a listing follow), so a reaper tick inside a
+/// measured cycle turned its one request into four (the harness's default reaps every second).
+/// The reaped path's own test runs on the shared server, which does reap.
 fn server() -> &'static ZooKeeperServer {
     static SERVER: OnceLock<ZooKeeperServer> = OnceLock::new();
-    SERVER.get_or_init(|| ZooKeeperServer::start_blocking(&ServerOptions::default()).expect("start zookeeper"))
+    SERVER.get_or_init(|| {
+        let mut options = ServerOptions::default();
+        options.container_check_interval = Duration::from_secs(3600);
+        ZooKeeperServer::start_blocking(&options).expect("start zookeeper")
+    })
 }
 
 async fn connect() -> Client {
@@ -87,7 +96,7 @@ async fn on_a_busy_server_a_cycle_still_costs_what_the_floor_costs() {
     let _ = busy.create("/shortcut-busy-writes", b"", &CreateMode::Persistent.with_acls(Acls::anyone_all())).await;
     // A lock path in use: the proof tolerates as many unrelated transactions between two cycles
     // as the path has had children (fewer on a fresh path, where a recreated path could fake
-    // the sequence), and this server's container reaper runs every second.
+    // the sequence).
     for _ in 0..30 {
         mutex.acquire().await.unwrap().release().await.unwrap();
     }
@@ -137,15 +146,14 @@ async fn after_a_miss_the_listing_goes_with_the_create_until_the_proof_holds_aga
 /// is not empty. The czxid gap (a reap and a create between) keeps the shortcut from holding.
 #[tokio::test]
 async fn a_reaped_and_recreated_lock_path_does_not_fool_the_shortcut() {
-    let _quiet = QUIET.lock().await;
-    let (client, other) = (connect().await, connect().await);
+    // The shared server, which reaps empty containers every second; no count is read here.
+    let (client, other) = (common::connect().await, common::connect().await);
     let path = "/shortcut-reaped/lock"; // a container under a container: both reaped when empty
     let mine = InterProcessMutex::new(&client, path).unwrap();
     let theirs = InterProcessMutex::new(&other, path).unwrap();
     let first = mine.acquire().await.unwrap();
     assert!(first.node_path().ends_with("0000000000"), "{}", first.node_path());
     first.release().await.unwrap(); // armed: sequence 0
-                                    // The test server reaps empty containers every second.
     for _ in 0..100 {
         if client.check_stat(path).await.unwrap().is_none() {
             break;

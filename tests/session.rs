@@ -127,7 +127,7 @@ async fn a_session_tells_its_states_in_order() {
     let proxy = Proxy::start(server().address()).unwrap();
     let session = session_through(&proxy).await;
     let first = session.session_id();
-    let mut states = session.state();
+    let mut states = session.subscribe();
     assert_eq!(*states.borrow_and_update(), ConnectionState::Connected { session_id: first });
     let seen = tokio::spawn({
         let mut states = states.clone();
@@ -198,7 +198,7 @@ async fn a_session_from_a_client_of_ones_own_moves_on_after_its_expiry() {
     })
     .unwrap();
     assert_eq!(session.session_id(), client.session_id().0);
-    let mut states = session.state();
+    let mut states = session.subscribe();
     let mutex = InterProcessMutex::new(&session, &unique_path("session-from-client")).unwrap();
     mutex.acquire().await.unwrap().release().await.unwrap();
     let new = expire(&session, &proxy, &mut states).await;
@@ -206,6 +206,45 @@ async fn a_session_from_a_client_of_ones_own_moves_on_after_its_expiry() {
     let guard = mutex.acquire().await.unwrap();
     assert_eq!(owner_of(&connect().await, guard.node_path()).await, new);
     guard.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_from_a_connect_string_connects_its_next_session_to_it() {
+    let proxy = Proxy::start(server().address()).unwrap();
+    let session = Session::connect_to(&proxy.connect_string()).await.unwrap();
+    let mut states = session.subscribe();
+    let mutex = InterProcessMutex::new(&session, &unique_path("session-connect-to")).unwrap();
+    let first = session.session_id();
+    let new = expire(&session, &proxy, &mut states).await;
+    assert_ne!(new, first);
+    let guard = mutex.acquire().await.unwrap();
+    assert_eq!(owner_of(&connect().await, guard.node_path()).await, new);
+    guard.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_from_a_connector_connects_its_next_session_with_the_same_options() {
+    let proxy = Proxy::start(server().address()).unwrap();
+    // Not the client's default (6 s): a next session connected without the connector differs.
+    let timeout = Duration::from_secs(17);
+    let connector = zklock::Client::connector().with_session_timeout(timeout);
+    let session = Session::connect_with(connector, &proxy.connect_string()).await.unwrap();
+    assert_eq!(session.client().session_timeout(), timeout);
+    let mut states = session.subscribe();
+    expire(&session, &proxy, &mut states).await;
+    assert_eq!(session.client().session_timeout(), timeout);
+}
+
+#[tokio::test]
+async fn a_first_connect_with_a_connector_that_fails_is_the_callers_error() {
+    let connector = zklock::Client::connector()
+        .with_connection_timeout(Duration::from_millis(500))
+        .with_session_timeout(Duration::from_secs(2));
+    let outcome = Session::connect_with(connector, "127.0.0.1:1").await;
+    let Err(err @ Error::ZooKeeper { operation: "connect", .. }) = outcome else { panic!("{outcome:?}") };
+    // What failed, where, and why.
+    let why = std::error::Error::source(&err).unwrap().to_string();
+    assert_eq!(err.to_string(), format!("zookeeper connect 127.0.0.1:1 failed: {why}"));
 }
 
 #[test]
@@ -228,7 +267,7 @@ async fn a_session_from_an_already_expired_client_connects_a_new_one() {
     })
     .unwrap();
     // It starts where the client stands: lost, not connected on a session that is gone.
-    assert_ne!(*session.state().borrow(), ConnectionState::Connected { session_id: client.session_id().0 });
+    assert_ne!(*session.subscribe().borrow(), ConnectionState::Connected { session_id: client.session_id().0 });
     let mutex = InterProcessMutex::new(&session, &unique_path("session-from-expired-client")).unwrap();
     let guard = tokio::time::timeout(Duration::from_secs(20), mutex.acquire())
         .await
@@ -243,7 +282,7 @@ async fn a_session_from_an_already_expired_client_connects_a_new_one() {
 async fn a_reader_that_looks_only_after_the_new_sessions_are_up_still_knows_they_were_lost() {
     let (proxy, session, mut states, _observer) = expirable().await;
     let first = session.session_id();
-    let late = session.state();
+    let late = session.subscribe();
     expire(&session, &proxy, &mut states).await;
     let second = expire(&session, &proxy, &mut states).await;
     // The late reader never saw `Lost`: the latest state alone must tell it.
@@ -256,7 +295,7 @@ async fn a_cut_connection_is_suspended_then_reconnected_on_the_same_session() {
     let proxy = Proxy::start(server().address()).unwrap();
     let session = session_through(&proxy).await;
     let id = session.session_id();
-    let mut states = session.state();
+    let mut states = session.subscribe();
     proxy.cut();
     let suspended =
         tokio::time::timeout(Duration::from_secs(10), states.wait_for(|s| *s == ConnectionState::Suspended));

@@ -77,3 +77,38 @@ async fn a_waiter_whose_session_expires_gets_an_error_and_leaves_no_node() {
     assert_eq!(children(&holder_client, &path).await.len(), 1, "only the holder's node is left");
     holder.release().await.unwrap();
 }
+
+/// What a user prints is the whole story: the operation, where, and the server's reason, in
+/// `Display` alone (the client's error stays the `source()`).
+#[tokio::test]
+async fn a_refused_acquire_says_what_failed_where_and_why() {
+    let base = unique_path("refused");
+    let client = connect().await;
+    let open = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    client.mkdir(&base, &open).await.unwrap();
+    let parent = format!("{base}/read-only");
+    let read_only = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_read());
+    client.create(&parent, b"", &read_only).await.unwrap();
+    let mutex = InterProcessMutex::new(&client, &format!("{parent}/lock")).unwrap();
+    let err = mutex.acquire().await.expect_err("the parent's ACL forbids creating the lock path");
+    let text = err.to_string();
+    assert!(text.starts_with("zookeeper create parents of ") && text.contains(&parent), "what and where: {text}");
+    assert!(text.ends_with(&zookeeper_client::Error::NoAuth.to_string()), "why: {text}");
+    assert!(std::error::Error::source(&err).is_some_and(|source| source.is::<zookeeper_client::Error>()));
+}
+
+/// A first connect that fails says why (here: nothing listens on the port).
+#[tokio::test]
+async fn a_failed_connect_says_why() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let outcome = zklock::Session::connect(move || {
+        let closed = closed.clone();
+        async move { zookeeper_client::Client::connector().with_fail_eagerly().connect(&closed).await }
+    })
+    .await;
+    let Err(err) = outcome else { panic!("nothing listens there") };
+    let text = err.to_string();
+    assert!(text.starts_with("zookeeper connect"), "{text}");
+    let why = std::error::Error::source(&err).expect("the client's error").to_string();
+    assert!(text.ends_with(&format!("failed: {why}")), "{text}");
+}

@@ -78,11 +78,11 @@ pub struct Connection {
     pub zk: Option<String>,
 
     /// ZooKeeper session timeout: a holder that dies releases the lock after about this long.
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_session_timeout, env = "ZKLOCK_SESSION_TIMEOUT", global = true)]
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_session_timeout, allow_hyphen_values = true, env = "ZKLOCK_SESSION_TIMEOUT", global = true)]
     pub session_timeout: Duration,
 
     /// How long to try to reach ZooKeeper before giving up (exit 69).
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, env = "ZKLOCK_CONNECT_TIMEOUT", global = true)]
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true, env = "ZKLOCK_CONNECT_TIMEOUT", global = true)]
     pub connect_timeout: Duration,
 
     /// Authenticate as SCHEME:CREDENTIALS, e.g. digest:user:password (may be repeated).
@@ -174,7 +174,7 @@ pub struct LockArgs {
 pub struct HoldOptions {
     /// Give up after waiting this long for the lock or leadership (exit 75, or -E's code).
     /// Default: wait for ever.
-    #[arg(long, short = 'w', value_name = "DUR", value_parser = parse_duration, env = "ZKLOCK_TIMEOUT", global = true)]
+    #[arg(long, short = 'w', value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true, env = "ZKLOCK_TIMEOUT", global = true)]
     pub timeout: Option<Duration>,
 
     /// The exit code when the lock is busy (-n) or not ours within --timeout.
@@ -205,7 +205,7 @@ pub struct HoldOptions {
     /// later than the moment the server could first expire the session; so a loss after which
     /// another may already hold (session expired, node deleted) gets SIGKILL at once, without
     /// this grace.
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, env = "ZKLOCK_KILL_AFTER", global = true)]
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true, env = "ZKLOCK_KILL_AFTER", global = true)]
     pub kill_after: Duration,
 }
 
@@ -274,9 +274,13 @@ pub enum Command {
         /// The lock path.
         lock_path: String,
     },
-    /// Find deadlocks under ROOT: sessions that each wait on a lock the next holds, in a ring
-    /// (mutex, read-write and kazoo locks; not semaphores). Exits 1 when one is found, 0 when
-    /// none is.
+    /// Find deadlocks under ROOT: sessions (or tasks) that each wait on a lock behind a node of
+    /// the next, in a ring (mutex, read-write and kazoo locks; not semaphores' leases, nor
+    /// elections). A ring is certain when every member is a task told by its owner tag (a zklock
+    /// lock with fail_on_deadlock, a zklock command), possible when it passes through a session
+    /// read whole (untagged: Curator, kazoo, a lock without the option), whose holding task may
+    /// not be the one that waits. Exits 0 when none is found, 1 when a certain one is, 2 when
+    /// only possible ones are, 3 when ROOT does not exist or holds no lock.
     Deadlocks {
         /// The subtree to search, e.g. /locks (`/` for all).
         #[arg(value_name = "ROOT")]

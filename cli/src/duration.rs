@@ -1,22 +1,22 @@
-//! Durations on the command line: `500ms`, `10s`, `2m`, `1h`, or plain seconds (`1.5`); and
-//! durations in messages, rounded to what a person reads (`3.3s`, not `3.333333333s`).
+//! Durations on the command line: every form the command prints (`500ms`, `3.3s`, `1m30s`,
+//! `1h0m5s`) and humantime's (`2min`, `1h 30m`), or plain seconds (`1.5`); and durations in
+//! messages, rounded to what a person reads (`3.3s`, not `3.333333333s`).
 
 use std::time::Duration;
 
-/// Parses a duration as the options take it.
+/// Parses a duration as the options take it: humantime's forms, which include all that
+/// [`human`] prints, or a plain number of seconds (the options took those first).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number.parse().map_err(|_| format!("{text:?} is not a duration (try 500ms, 10s, 2m)"))?;
-    let seconds = match unit.trim() {
-        "ms" => value / 1000.0,
-        "" | "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        other => return Err(format!("unknown unit {other:?} in {text:?} (use ms, s, m or h)")),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|_| format!("{text:?} is out of range"))
+    if text.starts_with('-') {
+        return Err(format!("{text:?} is negative: give a duration >= 0 (500ms, 10s, 1m30s)"));
+    }
+    if let Ok(seconds) = text.parse::<f64>() {
+        if text.bytes().all(|byte| byte.is_ascii_digit() || byte == b'.') {
+            return Duration::try_from_secs_f64(seconds).map_err(|_| format!("{text:?} is out of range"));
+        }
+    }
+    humantime::parse_duration(text).map_err(|err| format!("{text:?} is not a duration ({err}; try 500ms, 10s, 1m30s)"))
 }
 
 /// A session timeout: a duration ZooKeeper can take (whole milliseconds in an i32, not zero).
@@ -74,6 +74,22 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
         assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("2min"), Ok(Duration::from_secs(120)));
+    }
+
+    /// Issue 39 item 7: `--timeout 1m30s` was refused while messages said `1m30s`.
+    #[test]
+    fn reads_back_every_duration_it_prints() {
+        let millis = [0, 1, 250, 999, 1000, 1234, 3333, 9960, 10_000, 33_333, 60_000, 90_000, 3_605_000, 7_200_000];
+        for duration in millis.map(Duration::from_millis) {
+            for say in [human, whole_seconds] {
+                let said = say(duration);
+                let read = parse_duration(&said).unwrap_or_else(|err| panic!("{said}: {err}"));
+                assert_eq!(say(read), said);
+            }
+        }
     }
 
     #[test]
@@ -81,7 +97,10 @@ mod tests {
         assert!(parse_duration("").is_err());
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("10 parsecs").is_err());
-        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("-1s").is_err_and(|err| err.contains(">= 0")));
+        assert!(parse_duration("1.5.2").is_err());
+        assert!(parse_duration("NaN").is_err());
+        assert!(parse_duration("inf").is_err());
         assert!(parse_duration("1e400").is_err());
         assert!(parse_session_timeout("0").is_err());
         assert!(parse_session_timeout("3000000").is_err());

@@ -42,7 +42,7 @@ const EXAMPLES: &str = "\
   zklock list --json /locks/nightly
   zklock revoke /locks/nightly/_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-__WRIT__0000000007
 
-  # Processes that each hold a lock another waits on, in a ring (exit 1 if any)
+  # Processes that each hold a lock another waits on, in a ring (exit 1 certain, 2 possible only)
   zklock deadlocks /locks
 
   # A secured ensemble
@@ -104,7 +104,9 @@ data back. `zklock hold` lets go at once when the reader of its stdout goes away
 const EXIT_STATUS: &[(&str, &str)] = &[
     ("N", "the command's own status (128+N if it died of signal N)"),
     ("128+N", "`hold`, `elect` without a command: ended by signal N (SIGTERM: 143), waiting or holding"),
-    ("1", "`list`: nobody holds; `revoke`: no such node; `deadlocks`: a deadlock found"),
+    ("1", "`list`: nobody holds; `revoke`: no such node; `deadlocks`: a certain deadlock found"),
+    ("2", "`deadlocks`: only possible deadlocks found (each through a session read whole, untagged)"),
+    ("3", "`deadlocks`: the root does not exist or holds no lock (nothing to read: a typo?)"),
     ("64", "bad usage (an option, a path, a connect string) or a mode the path cannot take"),
     (
         "69",

@@ -85,6 +85,26 @@ fn bad_input_is_one_line_and_a_documented_code() {
     assert_eq!(output.status.code(), Some(127));
 }
 
+/// `-w -1` is a duration below zero, said so (clap took `-1` for an option and suggested
+/// `-- -1`, which would make `-1` the command); and every form the command prints in its
+/// messages (`1m30s`, `3.3s`) is one its options read (issue 39: `--timeout 1m30s` exited 64).
+#[test]
+fn durations_read_what_the_command_prints_and_refuse_negatives_plainly() {
+    for args in [["-w", "-1"], ["--timeout", "-1s"], ["--kill-after", "-2"]] {
+        let output = zklock("127.0.0.1:1").args(args).args(["/x", "--", "true"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(USAGE), "{args:?}");
+        assert!(stderr.contains("a duration >= 0") && !stderr.contains("-- -1"), "{args:?}: {stderr}");
+    }
+    let zk = server().connect_string();
+    let path = unique_path("cli-durations");
+    for duration in ["1m30s", "3.3s", "1h0m5s", "250ms", "1.5", "2min"] {
+        let output = zklock(&zk).args(["--timeout", duration, "--kill-after", duration, &path, "--", "true"]).output();
+        let output = output.unwrap();
+        assert!(output.status.success(), "{duration}: {}", String::from_utf8_lossy(&output.stderr));
+    }
+}
+
 /// TLS end to end, against a server with a TLS port (the harness makes a throwaway CA): with
 /// `--tls-ca` the command runs under the lock; without it, plaintext to the TLS port cannot
 /// connect, and zklock says so with exit 69.

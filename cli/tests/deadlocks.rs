@@ -16,6 +16,10 @@ use tokio::task::JoinHandle;
 use zklock::{InterProcessMutex, LockGuard};
 use zookeeper_client::Client;
 
+/// The exit codes of `zklock deadlocks` (the manual's EXIT STATUS; 1 is a certain ring).
+const POSSIBLE: i32 = 2;
+const NO_LOCKS: i32 = 3;
+
 /// Each test ends within this, or fails.
 const BOUND: Duration = Duration::from_secs(60);
 
@@ -73,8 +77,9 @@ async fn deadlocks(root: &str, json: bool) -> Output {
     command.kill_on_drop(true).output().await.unwrap()
 }
 
-/// `n` sessions in a ring, each holding lock i and waiting on lock i+1: exit 1, and the one
-/// cycle names every session, in text and in JSON.
+/// `n` sessions in a ring, each holding lock i and waiting on lock i+1, their nodes untagged
+/// (each session read whole): a possible ring, exit 2, and the one cycle names every session,
+/// in text and in JSON.
 async fn a_ring_is_found(name: &str, n: usize, read_write: bool) {
     let root = unique_path(name);
     let locks: Vec<String> = (0..n).map(|i| format!("{root}/app/lock-{i}")).collect();
@@ -94,18 +99,23 @@ async fn a_ring_is_found(name: &str, n: usize, read_write: bool) {
     }
     let sessions: BTreeSet<String> = parties.iter().map(Party::session).collect();
     let text = deadlocks(&root, false).await;
-    assert_eq!(text.status.code(), Some(1), "{text:?}");
+    assert_eq!(text.status.code(), Some(POSSIBLE), "{text:?}");
     let stdout = String::from_utf8_lossy(&text.stdout);
-    assert!(stdout.starts_with(&format!("deadlock of {n} sessions")), "{stdout}");
+    assert!(stdout.starts_with(&format!("possible deadlock of {n} sessions")), "{stdout}");
     for session in &sessions {
         assert!(stdout.contains(session.as_str()), "{session} in {stdout}");
     }
     let json = deadlocks(&root, true).await;
-    assert_eq!(json.status.code(), Some(1), "{json:?}");
+    assert_eq!(json.status.code(), Some(POSSIBLE), "{json:?}");
     let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert_eq!(json["deadlocked"], true, "{json}");
+    assert_eq!(
+        (&json["version"], &json["found"], &json["deadlocked"]),
+        (&1.into(), &"possible".into(), &false.into()),
+        "{json}"
+    );
     let cycles = json["deadlocks"].as_array().unwrap();
     assert_eq!(cycles.len(), 1, "{json}");
+    assert_eq!(cycles[0]["certain"], false, "{json}");
     let named: BTreeSet<String> =
         cycles[0]["sessions"].as_array().unwrap().iter().map(|s| s["session"].as_str().unwrap().to_owned()).collect();
     assert_eq!(named, sessions, "{json}");
@@ -147,8 +157,8 @@ async fn waits_in_a_line_are_no_deadlock() {
 
 /// A ring through a task of a session whose nodes carry owner tags (a library lock built with
 /// `fail_on_deadlock`) and a session without: the tagged session is shown as its task. The
-/// untagged session's wait is the newest, the ring's victim, and did not opt in, so the ring
-/// stands for the command to read.
+/// untagged session is read whole, so the ring is only possible (exit 2), and no acquire fails
+/// on it: it stands for the command to read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ring_through_a_task_with_an_owner_tag_names_the_task() {
     bounded(async {
@@ -178,9 +188,9 @@ async fn a_ring_through_a_task_with_an_owner_tag_names_the_task() {
         });
         wait_for_children(&observer, &a, 2).await;
         let text = deadlocks(&root, false).await;
-        assert_eq!(text.status.code(), Some(1), "{text:?}");
+        assert_eq!(text.status.code(), Some(POSSIBLE), "{text:?}");
         let stdout = String::from_utf8_lossy(&text.stdout);
-        assert!(stdout.starts_with("deadlock of 2 tasks or sessions"), "{stdout}");
+        assert!(stdout.starts_with("possible deadlock of 2 tasks or sessions"), "{stdout}");
         let tagged_session = tagged.session_id().to_string();
         let task_line = stdout.lines().find(|line| line.contains(&tagged_session) && line.contains("waits on"));
         assert!(task_line.is_some_and(|line| line.contains(" task ")), "{stdout}");
@@ -191,6 +201,31 @@ async fn a_ring_through_a_task_with_an_owner_tag_names_the_task() {
         assert_eq!(tasks.iter().filter(|tagged| **tagged).count(), 1, "{json}");
         task.abort();
         waiting.abort();
+    })
+    .await;
+}
+
+/// Issue 38, item 6: a root that does not exist (a typo) or holds no lock said "no deadlock
+/// (0 locks read)" and exited 0, as a healthy tree does. It now says which, and exits 3, in
+/// text and in JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_root_or_a_root_without_locks_exits_3() {
+    bounded(async {
+        let root = unique_path("deadlocks-typo");
+        let missing = deadlocks(&root, false).await;
+        assert_eq!(missing.status.code(), Some(NO_LOCKS), "{missing:?}");
+        assert_eq!(String::from_utf8_lossy(&missing.stdout).trim(), format!("{root}: no such node, no lock read"));
+        let json = deadlocks(&root, true).await;
+        assert_eq!(json.status.code(), Some(NO_LOCKS), "{json:?}");
+        let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        assert_eq!((&json["root_exists"], &json["found"]), (&false.into(), &"no locks".into()), "{json}");
+        let client = connect().await;
+        let persistent = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+        client.create(&root, b"", &persistent).await.unwrap();
+        client.create(&format!("{root}/config"), b"data", &persistent).await.unwrap();
+        let empty = deadlocks(&root, false).await;
+        assert_eq!(empty.status.code(), Some(NO_LOCKS), "{empty:?}");
+        assert!(String::from_utf8_lossy(&empty.stdout).starts_with(&format!("{root}: holds no locks")), "{empty:?}");
     })
     .await;
 }

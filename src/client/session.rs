@@ -10,7 +10,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
-use zookeeper_client::{Client, SessionState};
+use zookeeper_client::{Client, Connector, SessionState};
 
 use super::deadline::{within, Patience};
 use super::session_end::{check_session_ended, SessionEnd};
@@ -48,7 +48,7 @@ const MAX_RECONNECT_PAUSE: Duration = Duration::from_secs(5);
 
 /// Where a [`Session`] stands, as Curator's `ConnectionState` says it.
 ///
-/// [`Session::state`] is a `watch` channel: it keeps only the latest state, so a reader that
+/// [`Session::subscribe`] is a `watch` channel: it keeps only the latest state, so a reader that
 /// looks late may miss [`Lost`](Self::Lost) and see only the `Reconnected` after it, as after a
 /// plain [`Suspended`](Self::Suspended). `Reconnected` therefore carries `expiries`, the number
 /// of sessions lost so far (0 in `Connected`): a reader that remembers the count it last saw
@@ -83,7 +83,7 @@ pub enum ConnectionState {
 /// A ZooKeeper session for the life of a service: it hands out the current [`Client`], and when
 /// the server expires the session (a long pause, a partition longer than the session timeout),
 /// it connects a new client, backing off with jitter up to 5 s between tries, until it
-/// connects or the `Session` is dropped. [`state`](Self::state) tells where it stands.
+/// connects or the `Session` is dropped. [`subscribe`](Self::subscribe) tells where it stands.
 ///
 /// Every recipe can be built on a `Session` instead of a `Client` (`&session` wherever a builder
 /// takes `&client`). Such a recipe object survives expiry, with no code of the caller's: holds
@@ -104,15 +104,8 @@ pub enum ConnectionState {
 /// ```no_run
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use std::time::Duration;
-/// use zklock::zookeeper_client::Client;
-///
-/// // How every session connects: the connector's options (session timeout, auth, TLS, a chroot
-/// // in the connect string) are the caller's.
-/// let session = zklock::Session::connect(|| async {
-///     Client::connector().with_session_timeout(Duration::from_secs(10)).connect("127.0.0.1:2181").await
-/// })
-/// .await?;
+/// // Every later session connects the same way (`connect_with` takes a connector's options).
+/// let session = zklock::Session::connect_to("127.0.0.1:2181").await?;
 /// let mutex = zklock::InterProcessMutex::new(&session, "/app/locks/nightly")?;
 /// loop {
 ///     // After an expiry this still works: it queues on the new session.
@@ -143,9 +136,8 @@ impl Drop for Shared {
 }
 
 impl Session {
-    /// Connects a first session with `connect` (for example a
-    /// [`Connector`](zookeeper_client::Connector) with its session timeout, auth, TLS and
-    /// chroot), and connects every later session the same way.
+    /// Connects a first session with `connect` (code of the caller's: a connect string read
+    /// anew, a connector chosen per try), and connects every later session the same way.
     ///
     /// # Errors
     /// [`Error::ZooKeeper`] (operation `connect`) when the first connect fails: nothing is
@@ -155,9 +147,69 @@ impl Session {
         F: Fn() -> Fut + Send + Sync + 'static,
         Fut: Future<Output = std::result::Result<Client, zookeeper_client::Error>> + Send + 'static,
     {
-        let connect = Connect::new(connect);
-        let client = connect.connect().await.map_err(|source| Error::zookeeper("connect", "/", source))?;
+        Session::connect_first(Connect::new(connect), "").await
+    }
+
+    /// Connects the first session with `connect`; a failure names `address` (empty when a
+    /// caller's closure hides it).
+    async fn connect_first(connect: Connect, address: &str) -> Result<Session> {
+        let client = connect.connect().await.map_err(Error::on("connect", address))?;
         Session::start(client, connect)
+    }
+
+    /// Connects a first session to `connect_string` (`"host:2181,host2:2181/chroot"`, the
+    /// client's defaults: a 6 s session timeout, no auth), and every later session the same
+    /// way. [`connect_with`](Self::connect_with) takes a connector with options of its own;
+    /// [`connect`](Self::connect) any connecting code.
+    ///
+    /// # Errors
+    /// [`Error::ZooKeeper`] (operation `connect`, its path the connect string) when the first
+    /// connect fails.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let session = zklock::Session::connect_to("127.0.0.1:2181").await?;
+    /// let mutex = zklock::InterProcessMutex::new(&session, "/app/locks/nightly")?;
+    /// # let _ = mutex;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn connect_to(connect_string: &str) -> Result<Session> {
+        Session::connect_with(Client::connector(), connect_string).await
+    }
+
+    /// Connects a first session with `connector` (its session timeout, auth, TLS) to
+    /// `connect_string`, and every later session with a clone of it. A connector told to resume
+    /// a session ([`with_session`](zookeeper_client::Connector::with_session)) would try the
+    /// expired one again after each expiry: leave that to [`from_client`](Self::from_client).
+    ///
+    /// # Errors
+    /// [`Error::ZooKeeper`] (operation `connect`, its path the connect string) when the first
+    /// connect fails.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    ///
+    /// let connector = zklock::Client::connector().with_session_timeout(Duration::from_secs(10));
+    /// let session = zklock::Session::connect_with(connector, "127.0.0.1:2181").await?;
+    /// # let _ = session;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn connect_with(connector: Connector, connect_string: &str) -> Result<Session> {
+        let address: Arc<str> = connect_string.into();
+        let connect = Connect::new(move || {
+            let (connector, address) = (connector.clone(), Arc::clone(&address));
+            async move { connector.connect(&address).await }
+        });
+        Session::connect_first(connect, connect_string).await
     }
 
     /// A session that starts from `client` and connects every later session with `connect` (a
@@ -214,7 +266,8 @@ impl Session {
     /// The session's state from now on: each change is sent as it happens (a receiver that
     /// reads late sees the latest; compare [`Reconnected`](ConnectionState::Reconnected)'s
     /// `expiries` with the count last seen to know whether a session was lost in between).
-    pub fn state(&self) -> watch::Receiver<ConnectionState> {
+    #[must_use = "a receiver does nothing unless it is read"]
+    pub fn subscribe(&self) -> watch::Receiver<ConnectionState> {
         self.shared.state.subscribe()
     }
 

@@ -141,7 +141,7 @@ mod tests {
         assert!(matches!(Error::zookeeper("create", "/a", Zk::SessionExpired), Error::SessionExpired));
         assert!(matches!(Error::zookeeper("create", "/a", Zk::ClientClosed), Error::SessionClosed));
         let other = Error::zookeeper("create", "/a", Zk::NoAuth);
-        assert_eq!(other.to_string(), "zookeeper create /a failed");
+        assert_eq!(other.to_string(), "zookeeper create /a failed: not authorized");
         assert!(std::error::Error::source(&other).is_some(), "the client error is kept as the source");
     }
 }

@@ -25,8 +25,8 @@ use crate::rules::naming::LATCH;
 ///
 /// - [`start`](Self::start) joins; a task in the background keeps the participant in the
 ///   election until [`close`](Self::close) (or until the latch is dropped).
-/// - Leadership comes as a [`Leadership`]: its [`lost`](Leadership::ended) signal resolves when it
-///   is lost under the latch's [`LossPolicy`](crate::LossPolicy) (by default once the client
+/// - Leadership comes as a [`Leadership`]: its [`ended`](Leadership::ended) signal resolves when
+///   the term ends: when it is lost under the latch's [`LossPolicy`](crate::LossPolicy) (by default once the client
 ///   has been disconnected for a third of the session timeout, before the server can expire the
 ///   session and let another participant lead), and also when the latch is closed or dropped,
 ///   with a [`TermEnd`](crate::TermEnd) that says which; its [`fencing_token`](Leadership::fencing_token) fences
@@ -48,7 +48,7 @@ use crate::rules::naming::LATCH;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # async fn schedule_jobs(_token: i64) {}
-/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let client = zklock::Client::connect("127.0.0.1:2181").await?;
 /// let latch = LeaderLatch::new(&client, "/app/leader/scheduler", "host-1")?;
 /// latch.start().await?;
 /// let leadership = latch.await_leadership().await?;
@@ -161,7 +161,7 @@ impl LeaderLatch {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # async fn schedule_jobs(_token: i64) {}
-    /// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+    /// let client = zklock::Client::connect("127.0.0.1:2181").await?;
     /// let latch = LeaderLatch::new(&client, "/app/leader/scheduler", "host-1")?;
     /// let mut states = latch.subscribe();
     /// latch.start().await?;
@@ -169,7 +169,7 @@ impl LeaderLatch {
     ///     let state = states.borrow_and_update().clone();
     ///     match state {
     ///         ElectionState::Leading(term) => {
-    ///             // Runs while the term lasts: `lost()` resolves however it ends.
+    ///             // Runs while the term lasts: `ended()` resolves however it ends.
     ///             tokio::spawn(async move {
     ///                 tokio::select! {
     ///                     () = schedule_jobs(term.fencing_token()) => {}

@@ -29,7 +29,7 @@ use crate::hold::held_node::{fenced_writes, HeldNode};
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # async fn compact_shards(_token: i64) {}
-/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let client = zklock::Client::connect("127.0.0.1:2181").await?;
 /// let latch = zklock::LeaderLatch::new(&client, "/app/leader/compactor", "host-1")?;
 /// latch.start().await?;
 /// let leadership = latch.await_leadership().await?;

@@ -47,7 +47,7 @@ use crate::options::recipe_options;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let client = zklock::Client::connect("127.0.0.1:2181").await?;
 /// let selector = LeaderSelector::builder(&client, "/app/leader/compactor", "host-1").auto_requeue(true).build()?;
 /// selector
 ///     .start(|leadership| async move {
@@ -96,7 +96,8 @@ impl LeaderSelectorBuilder {
     /// (see [`MutexBuilder::build`]), [`Error::InvalidOptions`](crate::Error::InvalidOptions) when
     /// the ACL list is empty.
     pub fn build(self) -> Result<LeaderSelector> {
-        let mutex = self.mutex.node_data(self.id.as_bytes()).reentrant(false).serving(Recipe::LeaderSelector);
+        let mutex =
+            self.mutex.node_data(self.id.as_bytes()).reentrant(false).serving(Recipe::LeaderSelector).electing();
         let election = Election::new(mutex, self.id, self.auto_requeue, self.rejoin)?;
         Ok(LeaderSelector { election: Arc::new(election) })
     }
@@ -161,7 +162,7 @@ impl LeaderSelector {
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # async fn compact(_token: i64) {}
     /// # fn announce(_leading: Option<i64>) {}
-    /// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+    /// let client = zklock::Client::connect("127.0.0.1:2181").await?;
     /// let selector = LeaderSelector::builder(&client, "/app/leader/compactor", "host-1").auto_requeue(true).build()?;
     /// let mut states = selector.subscribe();
     /// selector.start(|term| async move { compact(term.fencing_token()).await }).await?;

@@ -20,7 +20,7 @@ use crate::election::leadership::Leadership;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let client = zklock::Client::connect("127.0.0.1:2181").await?;
 /// let latch = LeaderLatch::new(&client, "/app/leader/scheduler", "host-1")?;
 /// let mut states = latch.subscribe();
 /// latch.start().await?;
@@ -44,7 +44,7 @@ pub enum ElectionState {
     /// In the queue, or joining it (again), waiting to lead.
     Queued,
     /// Leading: the term, with its [`fencing_token`](Leadership::fencing_token) and its
-    /// [`lost`](Leadership::ended) signal.
+    /// [`ended`](Leadership::ended) signal.
     Leading(Leadership),
     /// Left the election for good: closed, dropped, or ended by its session (`close` says
     /// which). The last state; told from the moment the participant starts leaving, while our

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use zookeeper_client::{Client, MultiWriteResult};
 
-use crate::client::session_end::check_session_ended;
+use crate::client::session_end::{check_session_ended, SessionEnd};
 use crate::error::{Error, LossReason, Result};
 use crate::hold::fenced_write::FencedWrite;
 use crate::hold::hold_signal::HoldSignal;
@@ -106,6 +106,39 @@ impl HeldNode {
     pub(crate) async fn watched(&self) -> bool {
         self.watch_for_deletion();
         self.signal.watched().await
+    }
+
+    /// Resolves once the node is known to exist since the last moment a deletion of it could
+    /// have gone unheard (`true`), or known not to be (`false`: lost, unwatchable, or the check
+    /// failed). The node watch's answer proves it while the connection is unchanged since;
+    /// after any change (a disconnection, however short, in which the deletion's notification
+    /// could not come), one exists-read does, which the server answers after every event the
+    /// reconnection's re-set watches fired.
+    pub(crate) async fn known_to_exist(&self) -> bool {
+        if !self.watched().await {
+            return false;
+        }
+        if self.signal.armed_unbroken() {
+            return true;
+        }
+        let since = self.client.state_watcher();
+        match self.client.check_stat(&self.path).await {
+            Ok(Some(_)) if self.is_held() => {
+                self.signal.mark_armed(since);
+                true
+            }
+            Ok(Some(_)) => false,
+            Ok(None) => {
+                self.mark_lost(LossReason::NodeDeleted);
+                false
+            }
+            Err(err) => {
+                if let Some(end) = SessionEnd::of_error(&err) {
+                    self.mark_lost(end.loss());
+                }
+                false
+            }
+        }
     }
 
     /// Whether someone has asked for the lock back, as far as the node watch has read.

@@ -1,10 +1,13 @@
 //! The loss state of one hold: a one-way latch from "held" to "lost, because ...", the
 //! revocation flag, and whether our own release deleted the node.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Waker};
 
 use tokio::sync::watch;
+use zookeeper_client::StateWatcher;
 
 use crate::error::LossReason;
 use crate::observe::events::HoldEvents;
@@ -18,8 +21,13 @@ pub(crate) struct HoldSignal {
     released: AtomicBool,
     node_watch_started: AtomicBool,
     /// Whether the node watch is set on the server, on a node that was there when it was set:
-    /// `None` not yet known, `Some(false)` it could not be set.
+    /// `None` not yet known (or spent by a data change, until it is read again), `Some(false)`
+    /// it could not be set.
     watched: watch::Sender<Option<bool>>,
+    /// The client's connection as it was when the node was last known to exist with the watch
+    /// armed: any change since (a disconnection, however short) is a moment in which a deletion
+    /// could have been missed.
+    armed_on: Mutex<Option<StateWatcher>>,
     /// Tells the operator (tracing, metrics) which lock was released, lost or asked for.
     events: Arc<HoldEvents>,
 }
@@ -32,6 +40,7 @@ impl HoldSignal {
             released: AtomicBool::new(false),
             node_watch_started: AtomicBool::new(false),
             watched: watch::Sender::new(None),
+            armed_on: Mutex::new(None),
             events,
         })
     }
@@ -87,10 +96,36 @@ impl HoldSignal {
         !self.node_watch_started.swap(true, Ordering::SeqCst) && !self.is_released()
     }
 
-    /// The node watch is set on the server, on the node as it was then (`true`), or could not be
-    /// set (`false`).
-    pub(crate) fn mark_watched(&self, set: bool) {
-        self.watched.send_replace(Some(set));
+    /// The node watch could not be set.
+    pub(crate) fn mark_unwatchable(&self) {
+        self.watched.send_replace(Some(false));
+    }
+
+    /// The node existed, with the watch armed, when the server answered a request sent while
+    /// the connection was as `since` saw it (a state watcher made before the request).
+    pub(crate) fn mark_armed(&self, since: StateWatcher) {
+        *self.armed_on.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(since);
+        self.watched.send_replace(Some(true));
+    }
+
+    /// The watch fired on a data change: it is spent until the node is read again.
+    pub(crate) fn mark_spent(&self) {
+        self.watched.send_replace(None);
+    }
+
+    /// Whether the connection is unchanged since the node was last known to exist with the watch
+    /// armed (see [`Self::mark_armed`]): then a deletion since is told, or its notification is
+    /// on its way. No request.
+    pub(crate) fn armed_unbroken(&self) -> bool {
+        let armed_on = self.armed_on.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Some(mut since) = armed_on.clone() else {
+            return false;
+        };
+        drop(armed_on);
+        // A watch channel's receiver sees that a value was sent since, not only the latest:
+        // a disconnection and its reconnection both count as a change.
+        let changed = std::pin::pin!(since.changed());
+        changed.poll(&mut Context::from_waker(Waker::noop())).is_pending()
     }
 
     /// Resolves once the node watch is known set (`true`: from then on a deletion is told within

@@ -19,8 +19,8 @@ pub type HoldFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// [`Leadership`](crate::Leadership) each stand for one node of ours in a queue, and tell the
 /// same things of it. Write code that runs under any of them against this trait (or
 /// `&dyn Hold`); each type's own methods of the same names say the same, and a
-/// [`Leadership`](crate::Leadership)'s own [`lost`](crate::Leadership::ended) tells every end of
-/// the term, not only a loss.
+/// [`Leadership`](crate::Leadership)'s own [`ended`](crate::Leadership::ended) tells every end
+/// of the term, not only a loss.
 ///
 /// Sealed: only zklock's holds implement it.
 ///
@@ -39,7 +39,7 @@ pub type HoldFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// }
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let client = zklock::Client::connect("127.0.0.1:2181").await?;
 /// let guard = zklock::InterProcessMutex::new(&client, "/app/locks/import")?.acquire().await?;
 /// copy_under(&guard).await;
 /// let lease = zklock::InterProcessSemaphoreV2::new(&client, "/app/semaphores/import", 2)?.acquire().await?;

@@ -19,7 +19,7 @@ use crate::hold::held_node::{fenced_writes, HeldNode};
 /// ```no_run
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let client = zklock::Client::connect("127.0.0.1:2181").await?;
 /// let exports = zklock::InterProcessSemaphoreV2::new(&client, "/app/semaphores/exports", 3)?;
 /// let lease = exports.acquire().await?;
 /// let worker = tokio::spawn(async move {

@@ -25,13 +25,16 @@ pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<Hol
     let (client, node_path, signal) = (client.clone(), Arc::clone(node_path), Arc::clone(signal));
     runtime.spawn(async move {
         loop {
+            // Made before the request: a disconnection after it, even one healed before the
+            // answer, shows as a change (see `HoldSignal::armed_unbroken`).
+            let since = client.state_watcher();
             let (data, watcher) = match retry_transient(|| client.get_and_watch_data(&node_path)).await {
                 Ok((data, _stat, watcher)) => (data, watcher),
                 Err(ZkError::NoNode) => return signal.mark_lost(LossReason::NodeDeleted),
                 Err(err) => match SessionEnd::of_error(&err) {
                     Some(end) => return signal.mark_lost(end.loss()),
                     None => {
-                        signal.mark_watched(false);
+                        signal.mark_unwatchable();
                         return tracing::warn!(node = %node_path, error = %err, "cannot watch the lock node");
                     }
                 },
@@ -40,7 +43,7 @@ pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<Hol
                 signal.mark_revocation_requested();
             }
             // After the revocation flag: whoever waits for the watch then sees both.
-            signal.mark_watched(true);
+            signal.mark_armed(since);
             let event = watcher.changed().await;
             if event.event_type == EventType::NodeDeleted {
                 return signal.mark_lost(LossReason::NodeDeleted);
@@ -52,6 +55,8 @@ pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<Hol
             if signal.is_released() {
                 return;
             }
+            // Spent: until the read below answers, a deletion would go unheard.
+            signal.mark_spent();
         }
     });
 }

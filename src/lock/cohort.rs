@@ -178,6 +178,23 @@ fn may_pass(node: &HeldNode) -> bool {
     node.is_held() && !node.is_revocation_requested() && !node.is_downgraded()
 }
 
+/// Whether the waiter given `node` may hold on it: the one decision that lets a task hold with
+/// no request of its own, so it carries the invariant of every pass.
+///
+/// **Invariant.** A task of ours takes a node passed on only if the node is known to exist
+/// since the last moment its deletion could have gone unheard (`known_to_exist`, from
+/// [`HeldNode::known_to_exist`]), and [`may_pass`] still holds. Known to exist means the server
+/// answered a read of the node (the watch's getData, or one exists-read) with the node's watch
+/// armed, and since that answer the watch has not been spent and the connection has not
+/// changed. Then a deletion before the take is told already (the hold is lost: no take) or its
+/// notification is on its way (the notification window, `tests/handoff_window.rs`); without
+/// it, a node deleted by an operator before the watch was answered, or while the connection
+/// was down, would be held beside the holder that the deletion let in. When it is not known,
+/// the check is made now, and when the check fails the waiter queues in ZooKeeper.
+fn may_take(known_to_exist: Option<bool>, node: &HeldNode) -> bool {
+    known_to_exist == Some(true) && may_pass(node)
+}
+
 /// Nothing to pass on: the first waiter queues in ZooKeeper, or the line is idle.
 fn give_queue_turn(line: &mut Line) {
     match line.waiting.pop_front() {
@@ -202,18 +219,16 @@ struct LocalWait {
 impl LocalWait {
     async fn turn(mut self, deadline: Option<Instant>) -> Option<Turn> {
         loop {
-            // A hold passed on sends no request, so only the node's watch can tell that the node
-            // is gone: it is taken once that watch is set (at once, unless the node was passed
-            // on before the watch's getData was answered). Nobody else takes what was given to
-            // this waiter; dropped meanwhile, it passes the hold on.
-            let watched = match self.node_given() {
-                Some(node) => Some(within(deadline, node.watched()).await?),
+            // See `may_take`. Nobody else takes what was given to this waiter; dropped
+            // meanwhile, it passes the hold on.
+            let known_to_exist = match self.node_given() {
+                Some(node) => Some(within(deadline, node.known_to_exist()).await?),
                 None => None,
             };
-            if let Some(given) = self.take_given(watched.is_some()) {
+            if let Some(given) = self.take_given(known_to_exist.is_some()) {
                 self.done = true;
                 return Some(match given {
-                    Given::Hold(handoff) if watched == Some(true) && may_pass(&handoff.node) => Turn::Hold(handoff),
+                    Given::Hold(handoff) if may_take(known_to_exist, &handoff.node) => Turn::Hold(handoff),
                     // Lost, unwatchable or asked back since it was passed on: nobody may hold on
                     // it; queue anew instead.
                     Given::Hold(handoff) => {

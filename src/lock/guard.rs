@@ -37,7 +37,7 @@ use crate::lock::state::{LockState, OwnerHold};
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # async fn copy_batch(_token: i64) {}
-/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let client = zklock::Client::connect("127.0.0.1:2181").await?;
 /// let guard = zklock::InterProcessMutex::new(&client, "/app/locks/import")?.acquire().await?;
 /// tokio::select! {
 ///     // The storage refuses tokens lower than the highest it has seen.
@@ -162,7 +162,7 @@ impl LockGuard {
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// use zklock::zookeeper_client::{Acls, CreateMode};
     ///
-    /// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+    /// let client = zklock::Client::connect("127.0.0.1:2181").await?;
     /// let guard = zklock::InterProcessMutex::new(&client, "/app/locks/leader")?.acquire().await?;
     /// let mut write = guard.multi_writer();
     /// write.add_set_data("/app/state/leader", b"host-1", None)?;

@@ -32,7 +32,7 @@ use crate::queue::participant_node::ParticipantNode;
 /// ```no_run
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let client = zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let client = zklock::Client::connect("127.0.0.1:2181").await?;
 /// let both = zklock::InterProcessMultiLock::from_paths(&client, &["/app/locks/account-1", "/app/locks/account-2"])?;
 /// let guard = both.acquire().await?;
 /// // ... move money between the two accounts ...

@@ -46,8 +46,8 @@ use crate::rules::opening;
 /// - **Round trips**: an uncontended acquire costs one (the create and the first listing are
 ///   sent together; right after our own release, the create alone), a release one, a reentrant
 ///   acquire none. The next in line takes the lock on the holder's release without listing
-///   again (a watch on its own node, sent with the one on the holder's, proves its node is still
-///   there); a participant that held with others queued behind it queues again watching the
+///   again (a read of its own node, sent once the holder's node is gone, proves its node is
+///   still there); a participant that held with others queued behind it queues again watching the
 ///   last of them instead of listing (DESIGN.md, "Round trips").
 /// - **No ghost holders**: a waiter whose node someone else deletes (an operator "unsticking"
 ///   the lock) never holds on it: it queues again at the back with a new node, within the
@@ -62,7 +62,7 @@ use crate::rules::opening;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let client = zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let client = zklock::Client::connect("127.0.0.1:2181").await?;
 /// let mutex = InterProcessMutex::new(&client, "/app/locks/nightly-report")?;
 /// match mutex.acquire_timeout(Duration::from_secs(5)).await? {
 ///     Some(guard) => {
@@ -272,7 +272,7 @@ impl InterProcessMutex {
             level_with: entry.level_with,
             place,
             deadlock: state.deadlock.as_ref(),
-            owner: state.node_owner_tag(),
+            mark: state.node_mark(),
             ..QueueSpec::new(client, &state.path, state.schema, entry.rule, &state.data, &state.acls)
         };
         let placed = take_place(&spec, patience).await;

@@ -194,6 +194,13 @@ impl MutexBuilder {
         self
     }
 
+    /// Our nodes are an election's (a leader selector's, named like a mutex's): their uuids say
+    /// so, and the deadlock scan never reads their queue as a lock.
+    pub(crate) fn electing(mut self) -> Self {
+        self.options.election = true;
+        self
+    }
+
     /// Our nodes take `schema`'s names, whatever `node_schema` says (a leader latch queues with
     /// Curator's `latch-` names).
     pub(crate) fn named(mut self, schema: Schema) -> Self {

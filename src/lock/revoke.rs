@@ -23,7 +23,7 @@ use crate::rules::naming::REVOKE_MARKER;
 /// ```no_run
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let client = zklock::Client::connect("127.0.0.1:2181").await?;
 /// let mutex = zklock::InterProcessMutex::new(&client, "/app/locks/nightly-report")?;
 /// if let Some(holder) = mutex.participants().await?.first() {
 ///     zklock::revoke(&client, holder).await?; // the holder hears it through revocation_requested()

@@ -36,7 +36,7 @@ use crate::rules::naming::{READ, WRITE};
 /// ```no_run
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let client = zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let client = zklock::Client::connect("127.0.0.1:2181").await?;
 /// let lock = zklock::InterProcessReadWriteLock::new(&client, "/app/locks/catalog")?;
 /// let reading = lock.read_lock().acquire().await?; // shared with other readers
 /// reading.release().await?;

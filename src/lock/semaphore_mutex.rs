@@ -30,7 +30,7 @@ use crate::queue::participant_node::ParticipantNode;
 /// ```no_run
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let client = zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let client = zklock::Client::connect("127.0.0.1:2181").await?;
 /// let mutex = zklock::InterProcessSemaphoreMutex::new(&client, "/app/locks/compaction")?;
 /// let lease = mutex.acquire().await?;
 /// // Hand the lease to a background task; it releases when it is done.

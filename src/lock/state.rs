@@ -23,7 +23,7 @@ use crate::queue::node::LockNode;
 use crate::rules::entry::Role;
 use crate::rules::naming::Schema;
 use crate::rules::opening::Opening;
-use crate::rules::owner_tag::OwnerTag;
+use crate::rules::owner_tag::NodeMark;
 
 /// Shards of a hold table (DashMap wants a power of two above one).
 const HOLD_TABLE_SHARDS: usize = 2;
@@ -45,6 +45,8 @@ pub(crate) struct LockState {
     pub(crate) deadlock: Option<DeadlockCheck>,
     /// Names it in events and metrics.
     pub(crate) label: LockLabel,
+    /// Whether its nodes are an election's (a leader selector's), marked as such.
+    election: bool,
     /// Whether an owner (task or thread) re-enters its hold; else every acquire queues anew.
     reentrant: bool,
     pub(crate) session_watch: LatestSessionWatch,
@@ -122,6 +124,7 @@ impl LockState {
             data: options.data,
             acls: options.acls,
             reentrant: options.reentrant,
+            election: options.election,
             session_watch,
             // A hold table has an entry per owner holding or acquiring: a few at most. DashMap's
             // default of four shards per core (each padded to a cache line) would cost a
@@ -132,15 +135,22 @@ impl LockState {
         }
     }
 
-    /// The owner tag the current acquire's node carries: the current task's (or thread's),
+    /// What the uuid of the current acquire's node carries: the owner tag the current task's (or thread's),
     /// when this lock looks for deadlocks, so that the graph tells the tasks of our session
     /// apart. The task, even when the lock is not reentrant: what waits and holds is the task,
     /// and a task holding one lock while it waits on another is one vertex, whatever counts its
     /// holds. None with local handoff: a hold passes from task to task behind one node, which
     /// would then name a task that no longer holds it (a ring no task is on); the session is
     /// read whole instead.
-    pub(crate) fn node_owner_tag(&self) -> Option<OwnerTag> {
-        (self.deadlock.is_some() && self.cohort.is_none()).then(|| Owner::current().tag())
+    ///
+    /// A leader selector's node carries the election's mark instead, whatever else is set:
+    /// its queue is an election named like a mutex, and the deadlock scan must not read it as
+    /// a lock (`queue/deadlock.rs`).
+    pub(crate) fn node_mark(&self) -> Option<NodeMark> {
+        if self.election {
+            return Some(NodeMark::Election);
+        }
+        (self.deadlock.is_some() && self.cohort.is_none()).then(|| NodeMark::Owner(Owner::current().tag()))
     }
 
     /// Who the current acquire counts for: the current task (or thread), or, when this

@@ -9,13 +9,15 @@ use std::time::Instant;
 use zookeeper_client::Client;
 
 use super::listing::{children_or_none, in_queue_order, read_nodes};
+use super::node::list_children;
 use crate::client::retry::retry_transient;
 use crate::error::{Deadlock, Error, Result};
 use crate::options::DeadlockCheck;
 use crate::rules::lock_kind::LockKind;
 use crate::rules::naming::{Schema, KAZOO_MUTEX, LATCH, LEASE, MUTEX, READ};
-use crate::rules::owner_tag::OwnerTag;
-use crate::rules::wait_for::{common, cycles, graph, victim, whole_sessions, Graph, Node, Session};
+use crate::rules::owner_tag::{NodeMark, OwnerTag};
+use crate::rules::rings::{common, cycles, victim};
+use crate::rules::wait_for::{graph, whole_sessions, Graph, Node, Session};
 
 /// The most deadlocks one read reports: a few tell an operator where to start, and an acquire
 /// needs only the ones it is on.
@@ -29,24 +31,47 @@ const QUEUE_NODES: [Schema; 5] = [MUTEX, KAZOO_MUTEX, READ, LATCH, LEASE];
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DeadlockReport {
+    /// Whether the root exists. When it does not, nothing was read: a mistyped root says so
+    /// here instead of looking like a healthy tree.
+    pub root_exists: bool,
     /// How many locks were read: each lock path once per kind of lock with nodes in it (a
-    /// mutex, a read-write lock, a kazoo lock).
+    /// mutex, a read-write lock, a kazoo lock). 0 for a root that holds no lock (a typo, or a
+    /// tree of elections, semaphores' leases or data only).
     pub locks_read: usize,
-    /// The deadlocks, each once (at most 100).
+    /// The deadlocks, each once (at most 100), certain and possible alike (see
+    /// [`Deadlock::is_certain`]).
     pub deadlocks: Vec<Deadlock>,
+}
+
+impl DeadlockReport {
+    /// The deadlocks that are certain: every vertex on the ring a task told by its owner tag.
+    pub fn certain(&self) -> impl Iterator<Item = &Deadlock> {
+        self.deadlocks.iter().filter(|deadlock| deadlock.is_certain())
+    }
 }
 
 /// Finds the deadlocks among the locks under `root`: rings of tasks (or sessions), each queued
 /// on a lock (a mutex, either side of a read-write lock, a kazoo lock, a semaphore's `locks`
-/// gate) that the next one holds, so that none can go on until one of them gives up. `root`
-/// itself may be a lock; every folder under it is read.
+/// gate) behind a node of the next one, holding or itself waiting ahead, so that none can go on
+/// until one of them gives up. `root` itself may be a lock; every folder under it is read.
 ///
 /// A task is told by the owner tag that a lock built with
 /// [`fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock) writes into the uuid of each
 /// node it creates; a session with a node that carries none is one vertex, read whole (see
-/// [`Deadlock`]). A task (or session) waiting on a lock it holds itself through another node
-/// is no edge. A semaphore's leases and an election's participants are left out: a waiter
-/// there goes on when any holder lets go, or waits for leadership, not for a lock.
+/// [`Deadlock`]), and a ring through it is only possible, not certain
+/// ([`Deadlock::is_certain`]). A task (or session) waiting on a lock it holds itself through
+/// another node is no edge.
+///
+/// What is not read: a semaphore's leases (a waiter goes on when any lease is let go, whoever
+/// holds the others) and elections. A participant of an election waits in a task of its own
+/// that holds nothing but its place (zklock's election task, the executor thread of Curator's
+/// `LeaderSelector`), so only later participants of the same election wait on it, and no ring
+/// of tasks passes through an election: its waits can only make false rings of sessions. A
+/// `LeaderLatch`'s nodes are named `latch-`, never a lock's; a zklock `LeaderSelector`'s are
+/// named like a mutex's (as Curator's) but carry an election mark in their uuid, and a queue
+/// with such a node is not read. A queue of Curator's `LeaderSelector` alone cannot be told
+/// from a mutex: it is read as one, and its sessions, untagged, are read whole, so a ring
+/// through it is at most possible, never certain.
 ///
 /// It costs a `sync`, one listing per folder and one multi-read per lock; when a ring is
 /// suspected, the locks on it are read once more, and a ring is reported only if each of its
@@ -78,23 +103,29 @@ pub struct DeadlockReport {
 /// # Cancel safety
 /// Cancel safe: it only reads.
 pub async fn find_deadlocks(client: &Client, root: &str) -> Result<DeadlockReport> {
-    let first = Read::locks(client, &lock_folders(client, root).await?).await?;
+    let Some(folders) = lock_folders(client, root).await? else {
+        return Ok(DeadlockReport { root_exists: false, locks_read: 0, deadlocks: Vec::new() });
+    };
+    let first = Read::locks(client, &folders).await?;
     let locks_read = first.read.len();
     let whole = first.whole_sessions();
     let first_graph = first.graph(&whole);
     let suspects = cycles(&first_graph, MOST_DEADLOCKS);
     if suspects.is_empty() {
-        return Ok(DeadlockReport { locks_read, deadlocks: suspects });
+        return Ok(DeadlockReport { root_exists: true, locks_read, deadlocks: suspects });
     }
     let on_a_ring = |lock: &&(String, LockKind)| suspects.iter().flat_map(Deadlock::waits).any(|w| w.lock == lock.0);
     let again: Vec<(String, LockKind)> = first.read.iter().filter(on_a_ring).cloned().collect();
     let second = Read::locks(client, &again).await?;
-    Ok(DeadlockReport { locks_read, deadlocks: cycles(&common(&first_graph, &second.graph(&whole)), MOST_DEADLOCKS) })
+    let deadlocks = cycles(&common(&first_graph, &second.graph(&whole)), MOST_DEADLOCKS);
+    Ok(DeadlockReport { root_exists: true, locks_read, deadlocks })
 }
 
 /// Every lock under `root` (itself included) with its kind, walking every child that is not a
-/// queue node; a folder with several kinds of nodes is one lock of each.
-async fn lock_folders(client: &Client, root: &str) -> Result<Vec<(String, LockKind)>> {
+/// queue node; a folder with several kinds of nodes is one lock of each. A queue with a node
+/// that carries the election mark is an election, not a lock (see [`find_deadlocks`]). `None`
+/// when `root` does not exist.
+async fn lock_folders(client: &Client, root: &str) -> Result<Option<Vec<(String, LockKind)>>> {
     retry_transient(|| client.sync(root)).await.or_else(|err| match err {
         zookeeper_client::Error::NoNode => Ok(()),
         err => Err(Error::zookeeper("sync", root, err)),
@@ -102,9 +133,15 @@ async fn lock_folders(client: &Client, root: &str) -> Result<Vec<(String, LockKi
     let mut found = Vec::new();
     let mut pending = vec![root.to_owned()];
     while let Some(path) = pending.pop() {
-        let children = children_or_none(client, &path).await?;
+        let children = match list_children(client, &path).await {
+            Err(Error::ZooKeeper { source: zookeeper_client::Error::NoNode, .. }) if path == root => return Ok(None),
+            Err(Error::ZooKeeper { source: zookeeper_client::Error::NoNode, .. }) => Vec::new(),
+            other => other?,
+        };
         for kind in LockKind::ALL {
-            if !kind.schema().contenders(children.clone()).is_empty() {
+            let contenders = kind.schema().contenders(children.clone());
+            let election = contenders.iter().any(|node| NodeMark::of_node(node) == Some(NodeMark::Election));
+            if !contenders.is_empty() && !election {
                 found.push((path.clone(), kind));
             }
         }
@@ -113,7 +150,7 @@ async fn lock_folders(client: &Client, root: &str) -> Result<Vec<(String, LockKi
         pending.extend(folders.map(|child| format!("{}/{child}", path.trim_end_matches('/'))));
     }
     found.sort();
-    Ok(found)
+    Ok(Some(found))
 }
 
 /// The queues of some locks as read, each node with its session and whether it holds.
@@ -132,15 +169,28 @@ impl Read {
             let order = in_queue_order(path, kind.schema(), children_or_none(client, path).await?);
             let nodes = read_nodes(client, path, order).await?;
             let names: Vec<String> = nodes.iter().map(|(node, _)| node.path.clone()).collect();
-            let holds = kind.holders(&names);
-            let nodes = nodes.into_iter().zip(holds).filter(|((_, stat), _)| stat.ephemeral_owner != 0);
-            let nodes = nodes.map(|((node, stat), holds)| Node {
+            let behind = kind.waits_behind(&names);
+            // A node that is nobody's (not ephemeral: session 0) still keeps those behind it
+            // waiting, as it would keep Curator's waiters, but it is no vertex: left out, and
+            // with it the waits behind it (stuck, but on no one).
+            let kept: Vec<Option<usize>> = nodes
+                .iter()
+                .scan(0, |next, (_, stat)| {
+                    Some((stat.ephemeral_owner != 0).then(|| {
+                        *next += 1;
+                        *next - 1
+                    }))
+                })
+                .collect();
+            let behind = behind.into_iter().map(|ahead| ahead.into_iter().filter_map(|i| kept[i]).collect());
+            let nodes = nodes.into_iter().zip(behind).filter(|((_, stat), _)| stat.ephemeral_owner != 0);
+            let nodes = nodes.map(|((node, stat), behind): (_, Vec<usize>)| Node {
                 owner: OwnerTag::of_node(&node.path),
                 path: node.path,
                 session: stat.ephemeral_owner,
                 czxid: stat.czxid,
                 data: node.data,
-                holds,
+                behind,
             });
             queues.push((path.clone(), nodes.collect()));
         }
@@ -176,10 +226,11 @@ impl<'a> DeadlockWatch<'a> {
         DeadlockWatch { check, next: Instant::now() }
     }
 
-    /// Looks, as often as the check says, until a deadlock is found whose victim is our node
-    /// `node` (a full path: tasks of one process share a session, so the node tells which wait
-    /// is ours), and returns [`Error::Deadlock`] with it. A deadlock we are on but whose victim
-    /// is another wait is left to that one. A failed look is logged and tried again a period
+    /// Looks, as often as the check says, until a certain deadlock is found whose victim is our
+    /// node `node` (a full path: tasks of one process share a session, so the node tells which
+    /// wait is ours), and returns [`Error::Deadlock`] with it. A deadlock we are on but whose
+    /// victim is another wait is left to that one; a possible one (through a session read
+    /// whole) fails nothing: it may dissolve by itself, and a false alarm fails a healthy wait. A failed look is logged and tried again a period
     /// later: the wait itself learns of its session's end.
     ///
     /// # Cancel safety
@@ -194,9 +245,8 @@ impl<'a> DeadlockWatch<'a> {
             let found = find_deadlocks(client, &self.check.root).await;
             match found {
                 Ok(report) => {
-                    if let Some(ours) =
-                        report.deadlocks.into_iter().find(|deadlock| victim(deadlock).waiter_node == node)
-                    {
+                    let certain = report.deadlocks.into_iter().filter(Deadlock::is_certain);
+                    if let Some(ours) = certain.into_iter().find(|deadlock| victim(deadlock).waiter_node == node) {
                         tracing::info!(node, root = %self.check.root, sessions = ours.hops.len(), "in a deadlock; giving up to break it");
                         return Error::Deadlock(Box::new(ours));
                     }

@@ -19,7 +19,7 @@ use crate::rules::decide::Rule;
 use crate::rules::entry::Level;
 use crate::rules::naming::{sequential_name, Schema};
 use crate::rules::opening::{alone_proof, Opening, Ours, Proof};
-use crate::rules::owner_tag::OwnerTag;
+use crate::rules::owner_tag::NodeMark;
 
 /// Which queue, and how our node in it looks.
 #[derive(Debug)]
@@ -46,10 +46,10 @@ pub(crate) struct QueueSpec<'a> {
     /// Where and how often to look, while we wait, for a deadlock our node is part of (and to
     /// give up when it is the deadlock's victim).
     pub(crate) deadlock: Option<&'a DeadlockCheck>,
-    /// The owner tag the uuid of our node carries (`rules/owner_tag.rs`): set by a lock that
-    /// looks for deadlocks, so that the graph tells its tasks apart; `None` for a plain
-    /// version 4 uuid.
-    pub(crate) owner: Option<OwnerTag>,
+    /// What the uuid of our node carries (`rules/owner_tag.rs`): the owner tag of a lock that
+    /// looks for deadlocks, so that the graph tells its tasks apart, or a leader selector's
+    /// mark, so that it never reads the election as a lock; `None` for a plain version 4 uuid.
+    pub(crate) mark: Option<NodeMark>,
 }
 
 impl<'a> QueueSpec<'a> {
@@ -76,7 +76,7 @@ impl<'a> QueueSpec<'a> {
             level_with: None,
             place: None,
             deadlock: None,
-            owner: None,
+            mark: None,
         }
     }
 }

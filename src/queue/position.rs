@@ -8,7 +8,9 @@ use std::future::Future;
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::watch;
-use zookeeper_client::Client;
+use zookeeper_client::{Client, Error as ZkError};
+
+use crate::client::retry::{back_off, retry_transient};
 
 tokio::task_local! {
     /// Where the acquire running in [`watch_queue`]'s scope publishes its position.
@@ -34,8 +36,11 @@ pub struct QueuePosition {
     /// Our node's name.
     pub node: String,
     /// How many nodes of the queue sort before ours, holders included (for a read-write lock,
-    /// readers and writers alike; for a semaphore, the leases and their takers). `None` when the
-    /// listing failed.
+    /// readers and writers alike; for a semaphore, the leases and their takers). `None` when our
+    /// node is not in the queue as last listed (an operator deleted it, or the lock path with
+    /// it): the acquire finds that out on its next look, and queues anew or fails. A listing the
+    /// server refuses or loses (`Throttled`, a connection loss) is tried again, as the acquire's
+    /// own requests are; the position told stays as it was meanwhile.
     pub ahead: Option<usize>,
     /// The first node of the queue: the holder of a mutex, the first holder of the other locks.
     /// `None` when unknown (not listed yet, or gone before it could be read).
@@ -110,7 +115,9 @@ impl PositionReport {
     /// Follows the queue `lock_path` for good (the caller stops it when its wait ends): lists it
     /// with a watch, tells where our node `node` stands among the children as `sort` orders
     /// them, and again at each change; the head is read again only when another node heads the
-    /// queue. A failed listing ends the telling, not the acquire.
+    /// queue. It never stops telling while the wait lasts: a transient failure is retried at
+    /// once (as the acquire's own requests are), any other listing failure after a back-off, and
+    /// a lock path gone is told as our node gone (`ahead: None`).
     pub(crate) async fn follow(
         &self,
         client: &Client,
@@ -119,10 +126,26 @@ impl PositionReport {
         sort: impl Fn(Vec<String>) -> Vec<String>,
     ) -> Infallible {
         let mut holder: Option<QueueHolder> = None;
+        let mut failures = 0;
         loop {
-            let Ok((children, watcher)) = client.list_and_watch_children(lock_path).await else {
-                return std::future::pending().await;
+            let (children, watcher) = match retry_transient(|| client.list_and_watch_children(lock_path)).await {
+                Ok(listing) => listing,
+                Err(ZkError::NoNode) => {
+                    // Our node went with the lock path; the acquire's own wait hears of it too,
+                    // and ends (dropping this) or queues anew.
+                    self.tell(lock_path, node, None, None);
+                    return std::future::pending().await;
+                }
+                Err(err) => {
+                    // Not transient (a session ending, an ACL): the acquire's wait fails on it
+                    // soon, or the next try succeeds. Told as it stands until then.
+                    tracing::debug!(lock_path, error = %err, "cannot list the queue for its view");
+                    failures += 1;
+                    back_off(failures).await;
+                    continue;
+                }
             };
+            failures = 0;
             let queue = sort(children);
             let ahead = queue.iter().position(|name| name == node);
             holder = match queue.first() {
@@ -147,10 +170,12 @@ impl PositionReport {
     }
 }
 
-/// The queue's head `name`, read (an exists); `None` if it is gone or the read failed (the view
-/// is a courtesy: its failure never fails the acquire).
+/// The queue's head `name`, read (an exists, tried again on a transient failure); `None` if it
+/// is gone or the read failed otherwise (the view is a courtesy: its failure never fails the
+/// acquire).
 async fn head_of(client: &Client, lock_path: &str, name: &str) -> Option<QueueHolder> {
-    let stat = client.check_stat(&format!("{lock_path}/{name}")).await.ok()??;
+    let path = format!("{lock_path}/{name}");
+    let stat = retry_transient(|| client.check_stat(&path)).await.ok()??;
     let since = SystemTime::UNIX_EPOCH + Duration::from_millis(u64::try_from(stat.ctime).ok()?);
     Some(QueueHolder { node: name.to_owned(), session_id: stat.ephemeral_owner, since })
 }

@@ -62,7 +62,7 @@ async fn enter(
     let mut gate_lost = std::pin::pin!(gate_lost);
     loop {
         let random = uuid::Uuid::new_v4();
-        let prefix = spec.schema.protected_prefix(&spec.owner.map_or(random, |owner| owner.uuid(random)));
+        let prefix = spec.schema.protected_prefix(&spec.mark.map_or(random, |mark| mark.uuid(random)));
         let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
         // Only an election asks: a lock's acquire allocates nothing for it.
         let report = |node: Option<&str>| {

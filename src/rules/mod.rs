@@ -2,9 +2,9 @@
 //! decision "hold, watch whom, or wait for room" (`decide.rs`), how each kind of lock object
 //! enters the queue, read-write rules included (`entry.rs`), and the opening: what an acquire
 //! sends with its create (`opening.rs`), the wait-for graph of tasks and sessions over lock
-//! queues with its cycles, the deadlocks (`wait_for.rs`), the kinds of lock it reads and which
-//! of their nodes hold (`lock_kind.rs`), and the owner tag a lock node's uuid
-//! carries for it (`owner_tag.rs`). Everything here is unit tested without a server.
+//! queues (`wait_for.rs`) and its rings, the deadlocks (`rings.rs`), the kinds of lock it reads
+//! and what each of their nodes waits behind (`lock_kind.rs`), and the owner tag (or election
+//! mark) a lock node's uuid carries for it (`owner_tag.rs`). Everything here is unit tested without a server.
 
 pub(crate) mod decide;
 pub(crate) mod entry;
@@ -13,4 +13,5 @@ pub(crate) mod naming;
 pub(crate) mod opening;
 pub(crate) mod owner_tag;
 pub mod path;
+pub(crate) mod rings;
 pub(crate) mod wait_for;

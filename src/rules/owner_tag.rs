@@ -21,7 +21,10 @@
 //! | 57..0   | random, from a fresh version 4 uuid (58 bits)          |
 //!
 //! In text: `tttttttt-tttt-87a6-{a..f}{c..f}rr-rrrrrrrrrrrr` (`t` the tag, `r` random), with
-//! the marker `0x7a6b`. 48 bits of hash are enough: a tag is compared only with the tags of
+//! the marker `0x7a6b`. A leader selector's node (an election named like a mutex, as Curator's
+//! `LeaderSelector` names its nodes) carries the marker `0x7a6e` instead, random bits where the
+//! tag would be: the deadlock scan reads a queue with such a node as an election, not a lock
+//! (`queue/deadlock.rs`). 48 bits of hash are enough: a tag is compared only with the tags of
 //! one session (two owners of one process would have to collide). 58 random bits keep two
 //! creates of one owner apart, which is all the protection asks of the uuid: a create finds
 //! its node again by its whole prefix, among the nodes of its own session.
@@ -32,14 +35,63 @@ use super::naming::PROTECTED_MARKER;
 
 /// The 16 bits every tagged uuid carries, split around the variant.
 const MARKER: u128 = 0x7a6b;
+/// The 16 bits an election participant's uuid carries instead.
+const ELECTION_MARKER: u128 = 0x7a6e;
 /// Where the parts go in the 128-bit value.
 const TAG_SHIFT: u32 = 80;
 const TAG_BITS: u32 = 48;
 const RANDOM_BITS: u32 = 58;
 /// Version 8, the marker's first 12 bits, the variant and the marker's last 4, in place: the
 /// bits between the tag and the random ones that every tagged uuid shares.
-const FIXED: u128 = (0x8 << 76) | ((MARKER >> 4) << 64) | (0b10 << 62) | ((MARKER & 0xf) << RANDOM_BITS);
+const FIXED: u128 = fixed(MARKER);
+const ELECTION_FIXED: u128 = fixed(ELECTION_MARKER);
 const FIXED_MASK: u128 = ((1 << TAG_SHIFT) - 1) & !((1 << RANDOM_BITS) - 1);
+
+/// The bits between the tag and the random ones, for `marker`.
+const fn fixed(marker: u128) -> u128 {
+    (0x8 << 76) | ((marker >> 4) << 64) | (0b10 << 62) | ((marker & 0xf) << RANDOM_BITS)
+}
+
+/// What the uuid of a node we create says of it, beyond being ours: who created it, or that it
+/// is an election participant's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NodeMark {
+    /// A lock's node, created by this owner (a lock built to look for deadlocks).
+    Owner(OwnerTag),
+    /// A leader selector's node: an election's, never to be read as a lock's.
+    Election,
+}
+
+impl NodeMark {
+    /// A uuid for one create so marked, its random bits from `random` (a fresh version 4 uuid).
+    pub(crate) fn uuid(self, random: Uuid) -> Uuid {
+        match self {
+            NodeMark::Owner(owner) => owner.uuid(random),
+            NodeMark::Election => {
+                let random = random.as_u128();
+                let tag_bits = (random >> RANDOM_BITS) & ((1 << TAG_BITS) - 1);
+                Uuid::from_u128((tag_bits << TAG_SHIFT) | ELECTION_FIXED | (random & ((1 << RANDOM_BITS) - 1)))
+            }
+        }
+    }
+
+    /// The mark a node (its name, or its full path) carries in the uuid of its protected
+    /// prefix, Curator's `_c_{uuid}-` or kazoo's `{uuid as 32 hex digits}__`; `None` for a node
+    /// without one, or whose uuid carries none.
+    pub(crate) fn of_node(node: &str) -> Option<NodeMark> {
+        let name = node.rsplit('/').next().unwrap_or(node);
+        let id = match name.strip_prefix(PROTECTED_MARKER) {
+            Some(rest) if rest.get(36..37) == Some("-") => Uuid::try_parse(&rest[..36]).ok()?,
+            Some(_) => return None,
+            None if name.get(32..34) == Some("__") => Uuid::try_parse(&name[..32]).ok()?,
+            None => return None,
+        };
+        match id.as_u128() & FIXED_MASK {
+            ELECTION_FIXED => Some(NodeMark::Election),
+            _ => OwnerTag::of_uuid(&id).map(NodeMark::Owner),
+        }
+    }
+}
 
 /// Who created a lock node, within its session: a 48-bit hash of the task (or thread) that
 /// acquires.
@@ -71,18 +123,13 @@ impl OwnerTag {
         (bits & FIXED_MASK == FIXED).then_some(OwnerTag(tag))
     }
 
-    /// The tag a lock node (its name, or its full path) carries in its protected prefix,
-    /// Curator's `_c_{uuid}-` or kazoo's `{uuid as 32 hex digits}__`; `None` for a node without
-    /// one, or whose uuid carries none.
+    /// The tag a lock node (its name, or its full path) carries in its protected prefix (see
+    /// [`NodeMark::of_node`]); `None` for a node without one, or whose uuid carries none.
     pub(crate) fn of_node(node: &str) -> Option<OwnerTag> {
-        let name = node.rsplit('/').next().unwrap_or(node);
-        let id = match name.strip_prefix(PROTECTED_MARKER) {
-            Some(rest) if rest.get(36..37) == Some("-") => Uuid::try_parse(&rest[..36]).ok()?,
-            Some(_) => return None,
-            None if name.get(32..34) == Some("__") => Uuid::try_parse(&name[..32]).ok()?,
-            None => return None,
-        };
-        OwnerTag::of_uuid(&id)
+        match NodeMark::of_node(node)? {
+            NodeMark::Owner(owner) => Some(owner),
+            NodeMark::Election => None,
+        }
     }
 }
 
@@ -131,6 +178,28 @@ mod tests {
         let foreign = Uuid::from_u128(OwnerTag::from_hash(5).uuid(Uuid::new_v4()).as_u128() ^ (1 << 70));
         assert_eq!(foreign.get_version_num(), 8);
         assert_eq!(OwnerTag::of_uuid(&foreign), None);
+    }
+
+    #[test]
+    fn an_election_uuid_is_a_version_8_uuid_told_from_a_tag_and_from_a_plain_one() {
+        let ids: std::collections::BTreeSet<Uuid> =
+            (0..1_000).map(|_| NodeMark::Election.uuid(Uuid::new_v4())).collect();
+        assert_eq!(ids.len(), 1_000, "every create's uuid is its own");
+        for id in ids {
+            assert_eq!(id.get_version_num(), 8, "{id}");
+            assert_eq!(id.get_variant(), uuid::Variant::RFC4122, "{id}");
+            assert_eq!(OwnerTag::of_uuid(&id), None, "{id} carries no owner tag");
+            for schema in [MUTEX, KAZOO_MUTEX] {
+                let name = format!("{}0000000007", schema.protected_prefix(&id));
+                assert_eq!(NodeMark::of_node(&name), Some(NodeMark::Election), "{name}");
+                assert_eq!(OwnerTag::of_node(&name), None, "{name}");
+            }
+        }
+        let tagged = NodeMark::Owner(OwnerTag::from_hash(9)).uuid(Uuid::new_v4());
+        let name = format!("{}0000000001", MUTEX.protected_prefix(&tagged));
+        assert_eq!(NodeMark::of_node(&name), Some(NodeMark::Owner(OwnerTag::from_hash(9))));
+        let plain = format!("{}0000000001", MUTEX.protected_prefix(&Uuid::new_v4()));
+        assert_eq!(NodeMark::of_node(&plain), None);
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! The wait-for graph of tasks (or whole sessions) over lock queues, its cycles (deadlocks) and
-//! each cycle's victim. Pure: the queues come in read, each node with its session, its owner tag,
-//! its czxid and whether it holds (`queue/deadlock.rs` reads them; `zklock deadlocks` and the
+//! The wait-for graph of tasks (or whole sessions) over lock queues (its rings, the deadlocks,
+//! are `rings.rs`'s). Pure: the queues come in read, each node with its session, its owner tag,
+//! its czxid and what it waits behind (`queue/deadlock.rs` reads them; `zklock deadlocks` and the
 //! acquires built with
 //! [`MutexBuilder::fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock) ask it).
 //!
@@ -10,9 +10,12 @@
 //! every node read carries a tag is read as its tasks, one vertex each. A session with a node
 //! that carries none (a lock without the opt-in, local handoff, Curator, kazoo) is read whole,
 //! one vertex, as before: which of its tasks holds or waits is unknown, so none is told apart.
-//! A vertex waiting on itself (a task behind its own node, a downgrade's read node behind its
-//! own write node; for a session read whole, any two of its tasks) is left out: it is no
-//! deadlock of the graph's kind.
+//! An edge runs from a waiting node's vertex to the vertex of each node it waits behind, by its
+//! rule (`lock_kind.rs`): the holders, and the nodes queued ahead of it that must hold and go
+//! first, which wait themselves (a reader behind a writer that waits behind the reader's own
+//! task's read hold is a ring of that task and the writer's). A vertex waiting on itself (a
+//! task behind its own node, a downgrade's read node behind its own write node; for a session
+//! read whole, any two of its tasks) is left out: it is no deadlock of the graph's kind.
 //!
 //! Why whole sessions and never a mix: a session's untagged vertex would stand for any of its
 //! tasks, the tagged ones included, so an edge between it and one of its own tagged tasks
@@ -21,7 +24,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::error::{Deadlock, DeadlockHop, LockWait};
+use crate::error::LockWait;
 
 use super::owner_tag::OwnerTag;
 
@@ -38,23 +41,9 @@ pub(crate) struct Node {
     pub(crate) owner: Option<OwnerTag>,
     pub(crate) czxid: i64,
     pub(crate) data: Vec<u8>,
-    pub(crate) holds: bool,
-}
-
-/// The wait that gives up to break `ring`, the same for every process that sees it: the newest
-/// waiting node (highest czxid) among the hops of one wait, whose going breaks the ring; when
-/// every hop has several waits, the newest of all (the ring then stands until each wait of one
-/// hop has gone, and the next read picks the next).
-pub(crate) fn victim(ring: &Deadlock) -> &LockWait {
-    let single = ring.hops.iter().filter(|hop| hop.waits.len() == 1).flat_map(|hop| &hop.waits);
-    single.max_by_key(|wait| wait.waiter_czxid).unwrap_or_else(|| {
-        ring.waits().max_by_key(|wait| wait.waiter_czxid).expect("a deadlock has a wait on each hop")
-    })
-}
-
-/// What tells a wait from another, read again: its lock and its two nodes.
-fn key(wait: &LockWait) -> (&str, &str, &str) {
-    (&wait.lock, &wait.waiter_node, &wait.holder_node)
+    /// The indices, in its queue, of the nodes it waits behind (`LockKind::waits_behind`):
+    /// none when it holds.
+    pub(crate) behind: Vec<usize>,
 }
 
 /// A vertex of the graph: a task (its session and owner tag), or a session read whole.
@@ -75,7 +64,8 @@ pub(crate) fn whole_sessions<'a>(locks: impl IntoIterator<Item = (&'a str, &'a [
 }
 
 /// The graph of `locks` (each a lock path and its queue): an edge from the vertex of every
-/// queued node to the vertex of every node holding that lock, but none from a vertex to itself.
+/// waiting node to the vertex of every node it waits behind (holding, or waiting ahead of it),
+/// but none from a vertex to itself.
 /// The sessions of `whole`, and those with an untagged node in `locks`, are read whole (a second
 /// read passes the first one's, so that a session is the same vertex in both).
 pub(crate) fn graph<'a>(locks: impl IntoIterator<Item = (&'a str, &'a [Node])>, whole: &BTreeSet<Session>) -> Graph {
@@ -88,14 +78,16 @@ pub(crate) fn graph<'a>(locks: impl IntoIterator<Item = (&'a str, &'a [Node])>, 
     };
     let mut graph = Graph::new();
     for (lock, nodes) in locks {
-        for waiter in nodes.iter().filter(|node| !node.holds) {
-            for holder in nodes.iter().filter(|node| node.holds && vertex(node) != vertex(waiter)) {
+        for waiter in nodes {
+            let ahead = waiter.behind.iter().filter_map(|&i| nodes.get(i));
+            for holder in ahead.filter(|node| vertex(node) != vertex(waiter)) {
                 let wait = LockWait {
                     lock: lock.to_owned(),
                     waiter_node: waiter.path.clone(),
                     waiter_czxid: waiter.czxid,
                     waiter_data: waiter.data.clone(),
                     holder_node: holder.path.clone(),
+                    holder_waiting: !holder.behind.is_empty(),
                 };
                 graph.entry(vertex(waiter)).or_default().entry(vertex(holder)).or_default().push(wait);
             }
@@ -104,78 +96,29 @@ pub(crate) fn graph<'a>(locks: impl IntoIterator<Item = (&'a str, &'a [Node])>, 
     graph
 }
 
-/// The waits seen in both graphs. A node that holds holds until it is deleted, and one that
-/// waits waits until it holds or is deleted; so a wait seen in a first read and again in a
-/// second stood all along between them, and waits that each stood through two reads made one
-/// after the other all stood at once, when the first read ended. A cycle of them is no artefact
-/// of reading one lock after another. A wait counts only between the same two vertices both
-/// times (a session read whole in one read and as its tasks in the other is not matched: a
-/// ring missed for one look, never one made up).
-pub(crate) fn common(first: &Graph, second: &Graph) -> Graph {
-    let mut graph = Graph::new();
-    for (waiter, holders) in first {
-        for (holder, waits) in holders {
-            let again = second.get(waiter).and_then(|holders| holders.get(holder));
-            let seen_again = |wait: &&LockWait| again.is_some_and(|again| again.iter().any(|w| key(w) == key(wait)));
-            let kept: Vec<LockWait> = waits.iter().filter(seen_again).cloned().collect();
-            if !kept.is_empty() {
-                graph.entry(*waiter).or_default().insert(*holder, kept);
-            }
-        }
-    }
-    graph
-}
-
-/// The graph's elementary cycles, at most `limit` of them, each once: it starts at its smallest
-/// vertex (by session, then owner tag).
-pub(crate) fn cycles(graph: &Graph, limit: usize) -> Vec<Deadlock> {
-    let mut found = Vec::new();
-    for &start in graph.keys() {
-        let mut path = vec![start];
-        search(graph, start, &mut path, &mut found, limit);
-    }
-    found
-}
-
-/// Extends `path` (from `start`, every other vertex above it) by each edge of its last vertex.
-fn search(graph: &Graph, start: Vertex, path: &mut Vec<Vertex>, found: &mut Vec<Deadlock>, limit: usize) {
-    let last = *path.last().expect("a path starts at a vertex");
-    for &next in graph.get(&last).into_iter().flat_map(BTreeMap::keys) {
-        if found.len() >= limit {
-            return;
-        }
-        if next == start {
-            found.push(ring(graph, path));
-        } else if next > start && !path.contains(&next) {
-            path.push(next);
-            search(graph, start, path, found, limit);
-            path.pop();
-        }
-    }
-}
-
-fn ring(graph: &Graph, vertices: &[Vertex]) -> Deadlock {
-    let next = vertices.iter().skip(1).chain(vertices.first());
-    let pairs = vertices.iter().zip(next);
-    let hops = pairs.map(|(&waiter, &holder)| DeadlockHop {
-        waiter_session: waiter.session,
-        holder_session: holder.session,
-        waiter_owner: waiter.owner.map(OwnerTag::value),
-        holder_owner: holder.owner.map(OwnerTag::value),
-        waits: graph[&waiter][&holder].clone(),
-    });
-    Deadlock { hops: hops.collect() }
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
+    use crate::error::Deadlock;
+    use crate::rules::lock_kind::LockKind;
+    use crate::rules::rings::{common, cycles, victim};
 
-    /// A node without an owner tag: its session is read whole.
+    /// What a node that holds, or waits behind the first node of its queue, waits behind.
+    fn behind(holds: bool) -> Vec<usize> {
+        if holds {
+            Vec::new()
+        } else {
+            vec![0]
+        }
+    }
+
+    /// A node without an owner tag: its session is read whole. One that does not hold waits
+    /// behind the first node of its queue.
     fn node(session: Session, task: usize, holds: bool) -> Node {
-        Node { path: format!("s{session}t{task}"), session, owner: None, czxid: 0, data: Vec::new(), holds }
+        let path = format!("s{session}t{task}");
+        Node { path, session, owner: None, czxid: 0, data: Vec::new(), behind: behind(holds) }
     }
 
     /// A node of task `tag` of `session`, tagged (`n` tells its nodes apart).
@@ -325,7 +268,80 @@ mod tests {
         let whole = whole_sessions(first_read.iter().copied());
         assert_eq!(whole, BTreeSet::from([1]));
         let both = common(&graph(first_read.iter().copied(), &whole), &graph(second_read.iter().copied(), &whole));
-        assert_eq!(super::cycles(&both, 10).len(), 1, "the ring seen in both reads");
+        assert_eq!(crate::rules::rings::cycles(&both, 10).len(), 1, "the ring seen in both reads");
+    }
+
+    /// A queue as its rules read it (`lock_kind.rs`): each node named `name` (queue order), of
+    /// `session`, tagged `tag` when given.
+    fn ruled(kind: LockKind, nodes: &[(&str, Session, Option<u64>)]) -> Vec<Node> {
+        let names: Vec<String> = nodes.iter().map(|(name, _, _)| (*name).to_owned()).collect();
+        let behind = kind.waits_behind(&names);
+        let nodes = nodes.iter().zip(behind).zip(1..).map(|((&(name, session, tag), behind), czxid)| Node {
+            path: name.to_owned(),
+            owner: tag.map(OwnerTag::from_hash),
+            czxid,
+            behind,
+            ..node(session, 0, true)
+        });
+        nodes.collect()
+    }
+
+    /// The case: task T (session 1) holds a read lock, a writer W of session 2 queues
+    /// behind it, and T reads again (not reentrant): its new read node waits behind W, which
+    /// waits behind T's first read. A ring of T and W, though T only waits on a waiting node
+    /// and W only on T itself; certain, both tagged.
+    #[test]
+    fn a_reader_behind_a_writer_that_waits_behind_its_own_read_is_a_certain_ring() {
+        let (t, w) = (Some(1), Some(2));
+        let queue = [("__READ__0000000001", 1, t), ("__WRIT__0000000002", 2, w), ("__READ__0000000003", 1, t)];
+        let cycles = found(&[ruled(LockKind::ReadWrite, &queue)]);
+        assert_eq!(cycles.len(), 1, "{cycles:?}");
+        assert!(cycles[0].is_certain());
+        let waits: Vec<(&str, &str, bool)> = cycles[0]
+            .waits()
+            .map(|wait| (wait.waiter_node.as_str(), wait.holder_node.as_str(), wait.holder_waiting))
+            .collect();
+        assert_eq!(
+            waits,
+            [("__READ__0000000003", "__WRIT__0000000002", true), ("__WRIT__0000000002", "__READ__0000000001", false)]
+        );
+        assert_eq!(victim(&cycles[0]).waiter_node, "__READ__0000000003", "T's wait is the newest");
+        // Without the writer, T's second read holds beside its first: nothing waits.
+        assert!(found(&[ruled(LockKind::ReadWrite, &[queue[0], queue[2]])]).is_empty());
+        // Untagged, the same ring is one of sessions: only possible.
+        let untagged_queue = queue.map(|(name, session, _)| (name, session, None));
+        assert!(!found(&[ruled(LockKind::ReadWrite, &untagged_queue)])[0].is_certain());
+    }
+
+    /// A mutex's waiter waits on every node ahead, waiting ones too: H (session 3) holds M and
+    /// waits on nothing; Y (session 2) waits on M behind H, and X (session 1) behind Y; X holds
+    /// N, which Y waits on too. A ring of X and Y, though Y only waits on X and X waits on a
+    /// node that waits: once H lets go, Y holds M and still waits on N, and X waits behind Y.
+    #[test]
+    fn a_waiter_waits_on_the_waiting_nodes_ahead_of_it() {
+        let (x, y, h) = (Some(1), Some(2), Some(3));
+        let m =
+            ruled(LockKind::Mutex, &[("lock-0000000001", 3, h), ("lock-0000000002", 2, y), ("lock-0000000003", 1, x)]);
+        let n = ruled(LockKind::Mutex, &[("lock-0000000004", 1, x), ("lock-0000000005", 2, y)]);
+        let cycles = found(&[m.clone(), n]);
+        assert_eq!(cycles.len(), 1, "{cycles:?}");
+        let ring: Vec<(Session, Session)> =
+            cycles[0].hops.iter().map(|hop| (hop.waiter_session, hop.holder_session)).collect();
+        assert_eq!(ring, [(1, 2), (2, 1)]);
+        assert!(cycles[0].hops[0].waits[0].holder_waiting, "X waits on Y's waiting node");
+        // Without N, everyone waits on H, which waits on nothing.
+        assert!(found(&[m]).is_empty());
+    }
+
+    #[test]
+    fn a_ring_is_certain_only_when_every_vertex_on_it_is_a_task() {
+        let tagged_ring =
+            [vec![tagged(1, 1, 0, true), tagged(2, 2, 1, false)], vec![tagged(2, 2, 2, true), tagged(1, 1, 3, false)]];
+        assert!(found(&tagged_ring)[0].is_certain());
+        let half = [vec![tagged(1, 1, 0, true), node(2, 1, false)], vec![node(2, 2, true), tagged(1, 1, 3, false)]];
+        let cycles = found(&half);
+        assert_eq!(cycles.len(), 1);
+        assert!(!cycles[0].is_certain(), "session 2 is read whole");
     }
 
     /// `locks` with every owner tag taken off: what session-level vertices see.
@@ -350,19 +366,23 @@ mod tests {
         }
         rng.shuffle(&mut order);
         let mut n = 0;
-        let mut node_of = |Vertex { session, owner }: Vertex, holds| {
+        let mut node_of = |Vertex { session, owner }: Vertex, behind| {
             n += 1;
-            Node { path: format!("s{session}o{owner:?}n{n}"), session, owner, czxid: 0, data: Vec::new(), holds }
+            Node { path: format!("s{session}o{owner:?}n{n}"), session, owner, czxid: 0, data: Vec::new(), behind }
         };
         let mut locks = Vec::new();
         for _ in 0..rng.usize(1..=8) {
             // Holders: one (a mutex, a writer) or several (readers), of any participants.
             let holders: Vec<usize> = (0..rng.usize(1..=3)).map(|_| rng.usize(..order.len())).collect();
             let first_holder = *holders.iter().min().expect("one holder at least");
-            let mut queue: Vec<Node> = holders.iter().map(|&rank| node_of(order[rank], true)).collect();
-            // Waiters: participants no later than the first holder (that one waits on itself).
-            for _ in 0..rng.usize(0..=4) {
-                queue.push(node_of(order[rng.usize(..=first_holder)], false));
+            let mut queue: Vec<Node> = holders.iter().map(|&rank| node_of(order[rank], Vec::new())).collect();
+            // Waiters: participants no later than the first holder (that one waits on itself),
+            // each behind every node ahead, the later in the order ahead of the earlier.
+            let mut waiters: Vec<usize> = (0..rng.usize(0..=4)).map(|_| rng.usize(..=first_holder)).collect();
+            waiters.sort_unstable_by(|a, b| b.cmp(a));
+            for rank in waiters {
+                let ahead = (0..queue.len()).collect();
+                queue.push(node_of(order[rank], ahead));
             }
             locks.push(queue);
         }

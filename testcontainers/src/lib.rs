@@ -1,16 +1,25 @@
 //! Real, throwaway ZooKeeper servers for tests, in the spirit of Curator's `TestingServer`.
 //!
-//! [`ZooKeeperServer::start`] finds the ZooKeeper jars, writes a configuration into a temporary
-//! directory of its own, picks a free loopback port, starts the server with `java`, and returns
-//! once the server answers `ruok`. Dropping the server kills the process and removes its
-//! directory. The process is also killed when the test process dies in any other way (a panic
-//! that aborts, `SIGKILL`, a server kept in a `static`): it is started with Linux's
-//! parent-death signal from a thread that lives as long as the process.
+//! **No Docker, no containers**: despite the crate's name, each server is a local `java` process
+//! running the ZooKeeper jars installed on the machine. What it needs, on Linux only:
 //!
-//! Where the jars come from, first match wins:
-//! 1. `ZOOKEEPER_CLASSPATH`: a Java classpath used as it is;
-//! 2. `ZOOKEEPER_HOME`: an unpacked Apache ZooKeeper release (`lib/*.jar` and its own jar);
-//! 3. Debian's `zookeeper` package (`apt-get install -y zookeeper`): `/usr/share/java/zookeeper.jar`.
+//! - **Java** (a Java runtime): `$JAVA_HOME/bin/java`, else `java` on `PATH`;
+//! - **the ZooKeeper server jars**, found in this order, first match wins:
+//!   1. `ZOOKEEPER_CLASSPATH`: a Java classpath used as it is;
+//!   2. `ZOOKEEPER_HOME`: an unpacked Apache ZooKeeper release (`lib/*.jar` and its own jar);
+//!   3. Debian's `zookeeper` package: `/usr/share/java/zookeeper.jar` (and its logging jars).
+//!
+//! On Debian or Ubuntu, `apt-get install -y default-jre-headless zookeeper` installs both (in
+//! zklock's repository, `scripts/install-deps` does it, with what zklock's own tests need
+//! beside). Without the jars, starting a server fails with
+//! [`HarnessError::JarsNotFound`], whose message says what to set or install.
+//!
+//! [`ZooKeeperServer::start`] writes a configuration into a temporary directory of its own, picks
+//! a free loopback port, starts the server, and returns once the server answers `ruok`.
+//! Dropping the server kills the process and removes its directory. The process is also killed
+//! when the test process dies in any other way (a panic that aborts, `SIGKILL`, a server kept in
+//! a `static`): it is started with Linux's parent-death signal from a thread that lives as long
+//! as the process.
 //!
 //! ```no_run
 //! use zklock_testcontainers::ZooKeeperServer;
@@ -18,7 +27,7 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let server = ZooKeeperServer::start().await?;
-//! let client = zookeeper_client::Client::connect(&server.connect_string()).await?;
+//! let client = zklock::Client::connect(&server.connect_string()).await?;
 //! assert_eq!(server.four_letter_word("ruok")?, "imok");
 //! drop(client);
 //! // The server process is killed here.
@@ -39,6 +48,11 @@
 //! refused as `Throttled`; [`expire_session`]
 //! expires a client's session at once and deterministically.
 #![deny(missing_docs, missing_debug_implementations)]
+
+/// README.md's Rust examples, compiled as doctests so that they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 // Linux only: every child is started with Linux's parent-death signal (`prctl`), and the
 // pause and resume helpers read threads' states from `/proc`. Elsewhere the crate says so, once,

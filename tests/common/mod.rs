@@ -15,7 +15,7 @@ use zklock_testcontainers::{shared_server, Proxy, ZooKeeperServer};
 use zookeeper_client::Client;
 
 /// How long after an operator deleted a node a local handoff may still pass that node on: the
-/// notification's delay, in which the process cannot know (README, "Many tasks, one lock").
+/// notification's delay, in which the process cannot know (docs/local-handoff.md).
 /// `tests/handoff_window.rs` measures that delay on the test server and holds it below this;
 /// the fault soak forgives a pass only inside it, which is half the soak's handoff time.
 pub const NOTIFICATION_WINDOW: Duration = Duration::from_millis(100);

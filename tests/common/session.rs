@@ -45,7 +45,7 @@ pub async fn expire(session: &Session, proxy: &Proxy, states: &mut watch::Receiv
 pub async fn expirable() -> (Proxy, Session, watch::Receiver<ConnectionState>, Client) {
     let proxy = Proxy::start(server().address()).unwrap();
     let session = session_through(&proxy).await;
-    let states = session.state();
+    let states = session.subscribe();
     (proxy, session, states, connect().await)
 }
 
@@ -76,6 +76,6 @@ pub async fn gated() -> (Proxy, Session, watch::Receiver<ConnectionState>, watch
     .await
     .unwrap();
     open.send_replace(false);
-    let states = session.state();
+    let states = session.subscribe();
     (proxy, session, states, open)
 }

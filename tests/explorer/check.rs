@@ -8,7 +8,7 @@
 //!   alone but for its own downgrade, at most `MAX_LEASES` leases;
 //! - fencing tokens strictly rise from holder to holder on every exclusive lock;
 //! - no acquire runs past its patience (and what the tasks saw themselves);
-//! - a `Session`'s `state()`, read late (only at the checks), counts every expiry the explorer
+//! - a `Session`'s `subscribe()` channel, read late (only at the checks), counts every expiry the explorer
 //!   caused in `Reconnected`'s `expiries`, and says `Lost` while its client's session is expired
 //!   and only then (within a second);
 //! - elections as holds: one leader at a time (a term believed on a node that stands), epochs
@@ -172,7 +172,7 @@ impl World<'_> {
         }
     }
 
-    /// What a subscriber to the `Session` actor's `state()` that reads only now learns: a count
+    /// What a subscriber to the `Session` actor's `subscribe()` channel that reads only now learns: a count
     /// of the sessions lost that is not below those the explorer expired (it cannot tell a loss
     /// from a plain suspension otherwise, having missed `Lost`), never going down; and a state
     /// that agrees with the client's on whether the session is lost, within `TOLD_BOUND`.
@@ -186,7 +186,7 @@ impl World<'_> {
                 let lost = lost_before(session_id);
                 if expiries < lost {
                     violations.push(format!(
-                        "a late reader of the Session's state() saw Reconnected {{ expiries: {expiries} }} after {lost} of its sessions expired"
+                        "a late reader of the Session's subscribe() channel saw Reconnected {{ expiries: {expiries} }} after {lost} of its sessions expired"
                     ));
                 }
                 if expiries < view.expiries_seen {

@@ -172,7 +172,7 @@ impl World<'_> {
             async move { connect_through(&through).await }
         })
         .expect("in a runtime");
-        let told = *session.state().borrow();
+        let told = *session.subscribe().borrow();
         let mut record = self.record.lock().unwrap();
         if told != ConnectionState::Lost {
             record.violations.push(format!("a Session made from a client whose session had expired says {told:?}"));

@@ -271,7 +271,7 @@ pub enum On {
     Session(Arc<Mutex<SessionView>>),
 }
 
-/// The actor's `Session`, and what a subscriber to its `state()` that reads only at the checks
+/// The actor's `Session`, and what a subscriber to its `subscribe()` channel that reads only at the checks
 /// (late, missing whatever came and went between two) remembers.
 pub struct SessionView {
     pub session: Session,
@@ -286,7 +286,7 @@ pub struct SessionView {
 
 impl SessionView {
     pub fn new(session: Session, expired: HashSet<i64>) -> SessionView {
-        let late_reader = session.state();
+        let late_reader = session.subscribe();
         SessionView { session, late_reader, expired, expiries_seen: 0, at_odds_since: None }
     }
 }

@@ -1,30 +1,77 @@
-//! `zklock deadlocks ROOT`: sessions under ROOT that wait on each other in a ring, each queued
-//! on a lock the next one holds, so that none of them can go on. zklock finds them
-//! (`zklock::find_deadlocks`); this prints them.
+//! `zklock deadlocks ROOT`: sessions (or tasks) under ROOT that wait on each other in a ring,
+//! each queued on a lock behind a node of the next one, so that none of them can go on. zklock
+//! finds them (`zklock::find_deadlocks`); this prints them, each certain (every member a task
+//! told by its owner tag) or only possible (through a session read whole), and exits with what
+//! it found (see [`Found`]).
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use serde_json::json;
-use zklock::{find_deadlocks, Deadlock};
+use zklock::{find_deadlocks, Deadlock, DeadlockReport};
 use zookeeper_client::Client;
 
 use crate::exit::Failure;
 use crate::queue::session_id;
 use crate::stdout;
 
-/// Prints each deadlock under `root`; exit 0 when there is none, 1 when there is one.
+/// The version of the JSON's layout: raised when a field changes meaning or goes.
+const JSON_VERSION: u32 = 1;
+
+/// What the command found, and the exit code that says it (the manual lists them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Found {
+    /// Locks read, no ring: 0.
+    None,
+    /// At least one certain ring: 1.
+    Certain,
+    /// Possible rings only (each through a session read whole): 2.
+    Possible,
+    /// The root does not exist, or holds no lock: 3. A mistyped root must not look healthy.
+    NoLocks,
+}
+
+impl Found {
+    fn of(report: &DeadlockReport) -> Found {
+        if report.locks_read == 0 {
+            Found::NoLocks
+        } else if report.certain().next().is_some() {
+            Found::Certain
+        } else if report.deadlocks.is_empty() {
+            Found::None
+        } else {
+            Found::Possible
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            Found::None => 0,
+            Found::Certain => 1,
+            Found::Possible => 2,
+            Found::NoLocks => 3,
+        }
+    }
+
+    /// Its name in the JSON's `found`.
+    fn name(self) -> &'static str {
+        match self {
+            Found::None => "none",
+            Found::Certain => "certain",
+            Found::Possible => "possible",
+            Found::NoLocks => "no locks",
+        }
+    }
+}
+
+/// Prints each deadlock under `root`; exits with [`Found`]'s code.
 pub async fn deadlocks(client: &Client, root: &str, as_json: bool) -> Result<ExitCode, Failure> {
     let report = find_deadlocks(client, root).await.map_err(Failure::from_lock_error)?;
-    let found = &report.deadlocks;
-    let who = who(found);
-    let text = if as_json {
-        to_json(root, report.locks_read, found, &who)
-    } else {
-        to_text(root, report.locks_read, found, &who)
-    };
+    let found = Found::of(&report);
+    let who = who(&report.deadlocks);
+    let text = if as_json { to_json(root, &report, found, &who) } else { to_text(root, &report, &who) };
     stdout::line(&text)?;
-    Ok(if found.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(ExitCode::from(found.code()))
 }
 
 /// Who each session on a ring is: the data of its waiting node (pid and host for zklock).
@@ -39,8 +86,9 @@ fn who(deadlocks: &[Deadlock]) -> BTreeMap<i64, String> {
     who
 }
 
-fn to_json(root: &str, locks: usize, deadlocks: &[Deadlock], who: &BTreeMap<i64, String>) -> String {
-    let deadlocks: Vec<_> = deadlocks
+fn to_json(root: &str, report: &DeadlockReport, found: Found, who: &BTreeMap<i64, String>) -> String {
+    let deadlocks: Vec<_> = report
+        .deadlocks
         .iter()
         .map(|deadlock| {
             let sessions: Vec<_> = deadlock
@@ -67,16 +115,33 @@ fn to_json(root: &str, locks: usize, deadlocks: &[Deadlock], who: &BTreeMap<i64,
                         "lock": wait.lock,
                         "waiter_node": wait.waiter_node,
                         "holder_node": wait.holder_node,
+                        "holder_waiting": wait.holder_waiting,
                     })
                 })
                 .collect();
-            json!({ "sessions": sessions, "waits": waits })
+            json!({ "certain": deadlock.is_certain(), "sessions": sessions, "waits": waits })
         })
         .collect();
-    json!({ "root": root, "locks": locks, "deadlocked": !deadlocks.is_empty(), "deadlocks": deadlocks }).to_string()
+    json!({
+        "version": JSON_VERSION,
+        "root": root,
+        "root_exists": report.root_exists,
+        "locks": report.locks_read,
+        "found": found.name(),
+        "deadlocked": found == Found::Certain,
+        "deadlocks": deadlocks,
+    })
+    .to_string()
 }
 
-fn to_text(root: &str, locks: usize, deadlocks: &[Deadlock], who: &BTreeMap<i64, String>) -> String {
+fn to_text(root: &str, report: &DeadlockReport, who: &BTreeMap<i64, String>) -> String {
+    let (locks, deadlocks) = (report.locks_read, &report.deadlocks);
+    if !report.root_exists {
+        return format!("{root}: no such node, no lock read");
+    }
+    if locks == 0 {
+        return format!("{root}: holds no locks (no mutex, read-write or kazoo lock under it)");
+    }
     if deadlocks.is_empty() {
         return format!("{root}: no deadlock ({locks} locks read)");
     }
@@ -98,18 +163,26 @@ fn to_text(root: &str, locks: usize, deadlocks: &[Deadlock], who: &BTreeMap<i64,
             .chain(deadlock.hops.first())
             .map(|hop| vertex(hop.waiter_session, hop.waiter_owner))
             .collect();
+        let (n, ring) = (deadlock.hops.len(), ring.join(" -> "));
         let tasks = deadlock.hops.iter().any(|hop| hop.waiter_owner.is_some());
-        let of = if tasks { "tasks or sessions" } else { "sessions" };
-        lines.push(format!("deadlock of {} {of}: {}", deadlock.hops.len(), ring.join(" -> ")));
+        if deadlock.is_certain() {
+            lines.push(format!("deadlock of {n} tasks: {ring}"));
+        } else {
+            let of = if tasks { "tasks or sessions" } else { "sessions" };
+            lines.push(format!("possible deadlock of {n} {of}: {ring}"));
+            lines.push(
+                "  (a session read whole: its nodes carry no owner tag, so the tasks of it that hold may not be \
+                 the ones that wait)"
+                    .to_owned(),
+            );
+        }
         for hop in &deadlock.hops {
             for wait in &hop.waits {
                 let waiter = named(hop.waiter_session, hop.waiter_owner);
                 lines.push(format!("  {waiter} waits on {} ({})", wait.lock, wait.waiter_node));
-                lines.push(format!(
-                    "    held by {} ({})",
-                    named(hop.holder_session, hop.holder_owner),
-                    wait.holder_node
-                ));
+                let how = if wait.holder_waiting { "behind, waiting too," } else { "held by" };
+                let holder = named(hop.holder_session, hop.holder_owner);
+                lines.push(format!("    {how} {holder} ({})", wait.holder_node));
             }
         }
     }
