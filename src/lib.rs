@@ -64,6 +64,7 @@ pub use error::{Deadlock, DeadlockHop, Error, LockWait, LossReason, Result};
 pub use hold::fenced_write::FencedWrite;
 pub use hold::hold_trait::{Hold, HoldFuture};
 pub use hold::lease::Lease;
+pub use hold::while_held::{RunEnd, WhileHeld};
 pub use lock::guard::LockGuard;
 pub use lock::multi::{InterProcessMultiLock, MultiLockBuilder, MultiLockGuard};
 pub use lock::mutex::InterProcessMutex;

@@ -5,7 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::election::term_end::{EndSignal, TermEnd};
+use crate::error::LossReason;
 use crate::hold::held_node::{fenced_writes, HeldNode};
+use crate::hold::hold_trait::HoldFuture;
 
 /// One term of leadership: held from the moment our node is first in the election's queue until
 /// it is lost or given up.
@@ -148,6 +150,10 @@ impl crate::hold::hold_trait::sealed::Sealed for Leadership {
 
     fn given_up(&self) -> bool {
         self.end.get().is_some()
+    }
+
+    fn ends(&self) -> HoldFuture<'_, Option<LossReason>> {
+        Box::pin(async move { self.ended().await.loss() })
     }
 
     /// Leadership cannot be revoked: nobody may ask a leader to step down through its node.
