@@ -274,13 +274,14 @@ pub enum Command {
         /// The lock path.
         lock_path: String,
     },
-    /// Find deadlocks under ROOT: sessions (or tasks) that each wait on a lock behind a node of
-    /// the next, in a ring (mutex, read-write and kazoo locks; not semaphores' leases, nor
-    /// elections). A ring is certain when every member is a task told by its owner tag (a zklock
-    /// lock with fail_on_deadlock, a zklock command), possible when it passes through a session
-    /// read whole (untagged: Curator, kazoo, a lock without the option), whose holding task may
-    /// not be the one that waits. Exits 0 when none is found, 1 when a certain one is, 2 when
-    /// only possible ones are, 3 when ROOT does not exist or holds no lock.
+    /// Find deadlocks under ROOT: sessions (or tasks, or chains) that each wait on a lock behind
+    /// a node of the next, in a ring (mutex, read-write and kazoo locks; not semaphores' leases,
+    /// nor elections). A ring is certain when every member is a task told by its owner tag (a
+    /// zklock lock with fail_on_deadlock) or a chain of zklock commands, one run by another's
+    /// command (ZKLOCK_CHAIN), possible when it passes through a session read whole (untagged:
+    /// Curator, kazoo, a lock without the option), whose holding task may not be the one that
+    /// waits. Exits 0 when none is found, 1 when a certain one is, 2 when only possible ones
+    /// are, 3 when ROOT does not exist or holds no lock.
     Deadlocks {
         /// The subtree to search, e.g. /locks (`/` for all).
         #[arg(value_name = "ROOT")]

@@ -53,6 +53,15 @@ const NOTES: &str = "\
 The command sees ZKLOCK_PATH, ZKLOCK_NODE and ZKLOCK_FENCING_TOKEN (the lock node's czxid,
 which grows from holder to holder: pass it to what you write, and refuse older ones).
 
+A zklock run by a zklock's command (directly, or through a shell or a script) is one owner with
+it: the outer one holds its lock until the inner one, which waits, has ended. The outermost
+zklock picks a chain id at random and passes it on in ZKLOCK_CHAIN; each zklock of the chain
+writes it into its lock node's name, and `zklock deadlocks` reads the whole chain as one member
+of a ring, so `zklock /a -- zklock /b -- job` beside `zklock /b -- zklock /a -- job` is found, a
+certain deadlock of two chains. A chain is one owner only while its zklocks run one inside the
+other: for zklocks a command runs side by side (in the background, in parallel), unset
+ZKLOCK_CHAIN (`env -u ZKLOCK_CHAIN zklock ...`) so that each starts a chain of its own.
+
 The command runs in a process group of its own, led by a watchdog process: if zklock dies, of
 any signal including SIGKILL, the kernel tells the watchdog, which kills the whole group at once,
 before the session can expire and anyone else can hold the lock. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
@@ -130,6 +139,13 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "Which log lines to write on stderr, e.g. zklock=debug (default: zklock's warnings, with -v its steps).",
     ),
     ("NO_COLOR", "Set to anything, log lines on a terminal are not coloured."),
+    (
+        "ZKLOCK_CHAIN",
+        "Read, and set for the command: the id of the chain of zklocks this one is a link of (1 to 12 hex \
+         digits; the outermost zklock picks one at random). Its lock node carries it, and `zklock \
+         deadlocks` reads a chain as one owner. Unset or empty, zklock starts a chain of its own; any other \
+         value that is no id is refused with exit 64.",
+    ),
     ("ZKLOCK_PATH", "Set for the command: the lock (or election) path."),
     ("ZKLOCK_NODE", "Set for the command: the node that holds the lock."),
     (
