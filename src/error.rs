@@ -62,11 +62,12 @@ pub enum Error {
     #[error("would deadlock: {0}")]
     WouldDeadlock(&'static str),
 
-    /// The acquire waited in a deadlock, a ring of tasks (or whole sessions, see [`Deadlock`])
-    /// each waiting on a lock the next one holds, and gave up to break it: its node was the ring's chosen victim, and it was deleted
-    /// before this returned, so the others go on. Only an acquire built with
-    /// [`MutexBuilder::fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock) returns it.
-    #[error("deadlock: {} tasks or sessions wait on each other in a ring; this acquire gave up to break it", .0.hops.len())]
+    /// The acquire waited in a deadlock, a ring of tasks or chains (see [`Deadlock`]) each
+    /// waiting on a lock the next one holds, and gave up to break it: its node was the ring's
+    /// chosen victim, and it was deleted before this returned, so the others go on. Only an
+    /// acquire built with [`MutexBuilder::fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock)
+    /// returns it.
+    #[error("deadlock: {} tasks or chains wait on each other in a ring; this acquire gave up to break it", .0.hops.len())]
     Deadlock(Box<Deadlock>),
 
     /// One of the caller's operations in a fenced write

@@ -95,6 +95,9 @@ pub async fn acquire(
         if let Some(chain) = chain {
             builder = builder.owner_chain(chain.id());
         }
+        if let Some(root) = &args.fail_on_deadlock {
+            builder = builder.fail_on_deadlock(root);
+        }
         let rw;
         let mutex;
         let side = match kind {
@@ -122,6 +125,14 @@ pub async fn acquire(
     };
     match held {
         Some(Ok(held)) => Ok(held),
+        Some(Err(zklock::Error::Deadlock(ring))) => {
+            let root = args.fail_on_deadlock.as_deref().unwrap_or("/");
+            let n = ring.hops.len();
+            let message = format!(
+                "{lock_path}: gave up waiting to break a deadlock ({n} in a ring under {root}); the others go on"
+            );
+            Err(Failure::new(Outcome::Deadlock, message))
+        }
         Some(Err(err)) => Err(Failure::from_lock_error(err)),
         None => Err(not_in_time(lock_path, "held by another", args)),
     }

@@ -162,6 +162,14 @@ pub struct LockArgs {
     #[arg(long, env = "ZKLOCK_RETAKE", value_parser = BoolishValueParser::new(), global = true)]
     pub retake: bool,
 
+    /// While waiting for the lock, look for a deadlock among the locks under ROOT that this wait
+    /// is part of (what `zklock deadlocks ROOT` finds); when this wait is the ring's victim (its
+    /// newest), give up and exit 79, so that the others go on. Only a certain ring counts
+    /// (tasks, chains of zklocks): a ring through a session read whole fails no wait. Set it in
+    /// the environment to have every zklock of a chain look. Not with --semaphore.
+    #[arg(long, value_name = "ROOT", env = "ZKLOCK_FAIL_ON_DEADLOCK", global = true)]
+    pub fail_on_deadlock: Option<String>,
+
     /// What to do when someone asks the holder to let go (`zklock revoke`): send the command
     /// SIGTERM (hold mode: release and exit 0), or carry on.
     #[arg(long, value_enum, value_name = "WHAT", default_value = "term", env = "ZKLOCK_ON_REVOKE", global = true)]

@@ -207,6 +207,10 @@ fn check_paths(cli: &Cli) -> Result<(), Failure> {
     if cli.modes.shell_command.is_some() && words_too {
         return Err(Failure::new(Outcome::Usage, "give the command either with -c or as words, not both"));
     }
+    // The whole tree may be searched.
+    if let Some(root) = cli.lock.fail_on_deadlock.as_deref().filter(|root| *root != "/") {
+        cli_path(root)?;
+    }
     match &cli.subcommand {
         Some(Command::List { lock_path: path } | Command::Hold { lock_path: path }) => cli_path(path),
         Some(Command::Elect { election_path: path, .. } | Command::Leader { election_path: path }) => cli_path(path),

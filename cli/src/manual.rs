@@ -60,7 +60,9 @@ writes it into its lock node's name, and `zklock deadlocks` reads the whole chai
 of a ring, so `zklock /a -- zklock /b -- job` beside `zklock /b -- zklock /a -- job` is found, a
 certain deadlock of two chains. A chain is one owner only while its zklocks run one inside the
 other: for zklocks a command runs side by side (in the background, in parallel), unset
-ZKLOCK_CHAIN (`env -u ZKLOCK_CHAIN zklock ...`) so that each starts a chain of its own.
+ZKLOCK_CHAIN (`env -u ZKLOCK_CHAIN zklock ...`) so that each starts a chain of its own. With
+--fail-on-deadlock ROOT (or ZKLOCK_FAIL_ON_DEADLOCK, which the whole chain inherits), the zklock
+whose wait is such a ring's victim gives up and exits 79, and the others go on.
 
 The command runs in a process group of its own, led by a watchdog process: if zklock dies, of
 any signal including SIGKILL, the kernel tells the watchdog, which kills the whole group at once,
@@ -127,6 +129,11 @@ const EXIT_STATUS: &[(&str, &str)] = &[
     ("75", "lock busy or leadership not ours in time (-n, --timeout; see -E)"),
     ("76", "lock or leadership lost while the command ran"),
     ("77", "not allowed (ACL, authentication)"),
+    (
+        "79",
+        "--fail-on-deadlock: the wait was the victim of a certain deadlock and gave up (the others go on); \
+         a zklock whose command was such a zklock passes it on",
+    ),
     ("126/127", "command not executable / not found"),
     ("141", "the reader of stdout went away (as if killed by SIGPIPE)"),
 ];
