@@ -96,6 +96,13 @@ pub enum Error {
     #[error("the leader election was closed")]
     ElectionClosed,
 
+    /// A [`zklock::blocking`](crate::blocking) call was made where it cannot block: on a thread
+    /// of a tokio runtime (a task, a `block_on`, a `spawn_blocking`), where waiting would stall
+    /// the runtime it runs on. Use the async API there, or call from a thread of your own.
+    /// Also returned, with its own text, when zklock's runtime thread cannot be started.
+    #[error("{0}")]
+    CannotBlock(&'static str),
+
     /// ZooKeeper refused an operation, or it failed in a way zklock does not retry
     /// (for example `NoAuth` when the ACL of the lock path forbids us).
     #[error("zookeeper {operation}{} failed: {source}", on_path(path))]
@@ -134,6 +141,7 @@ impl Error {
             Error::ElectionNotStarted => "election_not_started",
             Error::ElectionAlreadyStarted => "election_already_started",
             Error::ElectionClosed => "election_closed",
+            Error::CannotBlock(_) => "cannot_block",
             Error::ZooKeeper { .. } => "zookeeper",
         }
     }

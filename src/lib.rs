@@ -42,6 +42,7 @@
 //! `tracing` (target `zklock`), metrics through the `metrics` facade with the `metrics` feature.
 #![deny(missing_docs, missing_debug_implementations)]
 
+pub mod blocking;
 mod client;
 mod election;
 mod error;
@@ -115,6 +116,7 @@ mod guide {
         LeaderLatch = "leader-latch.md";
         LeaderSelector = "leader-selector.md";
         Sessions = "sessions.md";
+        Blocking = "blocking.md";
         LossAndFencing = "loss-and-fencing.md";
         LocalHandoff = "local-handoff.md";
         Deadlocks = "deadlocks.md";

@@ -3,8 +3,9 @@
 //! zklock's own, so that a guard dropped on a plain thread releases all the same.
 //!
 //! zklock's own runtime is one thread, `zklock-background`, started the first time a drop
-//! happens outside a runtime and kept for the life of the process: a current-thread runtime that
-//! only drives the tasks given to it. The requests those tasks send still go through the
+//! happens outside a runtime (or [`zklock::blocking`](crate::blocking) is used) and kept for the
+//! life of the process: a current-thread runtime whose thread drives its I/O, its timers and the
+//! tasks given to it, while the blocking API's calls are polled on their callers' threads. The requests those tasks send still go through the
 //! client's connection, which runs on the runtime the client was made on; the work needs that
 //! runtime to be running (a multi-thread runtime always is; a current-thread one only while a
 //! `block_on` drives it), never the dropping thread's.
@@ -31,8 +32,9 @@ where
     true
 }
 
-/// zklock's own runtime, started once; `None` if its thread could not be started.
-fn own_runtime() -> Option<&'static Handle> {
+/// zklock's own runtime, started once; `None` if its thread could not be started. The
+/// blocking API runs its calls on it too.
+pub(crate) fn own_runtime() -> Option<&'static Handle> {
     static OWN: OnceLock<Option<Handle>> = OnceLock::new();
     OWN.get_or_init(|| match start_own_runtime() {
         Ok(handle) => Some(handle),
