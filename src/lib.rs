@@ -61,6 +61,7 @@ pub use election::participant::ElectionParticipant;
 pub use election::selector::{LeaderSelector, LeaderSelectorBuilder};
 pub use election::state::ElectionState;
 pub use election::term_end::TermEnd;
+pub use election::view::{Leader, LeaderView};
 pub use error::{Deadlock, DeadlockHop, Error, LockWait, LossReason, Result};
 pub use hold::fenced_write::FencedWrite;
 pub use hold::hold_trait::{Hold, HoldFuture};

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::election::term_end::{EndSignal, TermEnd};
-use crate::error::LossReason;
+use crate::error::{Error, LossReason, Result};
 use crate::hold::held_node::{fenced_writes, HeldNode};
 use crate::hold::hold_trait::HoldFuture;
 
@@ -117,6 +117,23 @@ impl Leadership {
     /// The full path of the leader's node.
     pub fn node_path(&self) -> &str {
         self.node.path()
+    }
+
+    /// Publishes `data` with the term (etcd's `Proclaim`): it becomes our node's data, which a
+    /// [`LeaderView`](crate::LeaderView) tells as [`Leader::data`](crate::Leader::data), and
+    /// which Curator's participants read as our id. Fenced by the term: written in one
+    /// transaction with the check that our node exists, so only while nobody else can lead.
+    ///
+    /// # Errors
+    /// [`Error::LockLost`](crate::Error::LockLost) when the term is lost (its node gone, or the
+    /// session ended), as [`commit`](Self::commit).
+    ///
+    /// # Cancel safety
+    /// As [`commit`](Self::commit).
+    pub async fn proclaim(&self, data: &[u8]) -> Result<()> {
+        let mut write = self.multi_writer();
+        write.add_set_data(self.node_path(), data, None).map_err(Error::on("set data", self.node_path()))?;
+        self.commit(write).await.map(drop)
     }
 
     fenced_writes!(node);
