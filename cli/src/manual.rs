@@ -73,8 +73,9 @@ last process of the group has exited. If the lock is lost while the command runs
 expired, disconnected too long, node deleted), the group gets SIGTERM at once and SIGKILL at the
 latest when the server could first expire the session (sooner with --kill-after); zklock exits 76
 once the group is gone, before anyone else can hold the lock. With --max-hold DUR the lock is
-given up once held that long: the command is stopped as on a loss (SIGTERM, SIGKILL after
---kill-after), zklock says the lock was held for its maximum time and exits 76. Its node says
+given up once held that long: as for a deleted node, the group gets SIGTERM and SIGKILL at once
+(zklock is told just before its node's delete is sent), zklock says the lock was held for its
+maximum time and exits 76. Its node says
 the bound, and `zklock list` shows it (held 12s of at most 30s). zklock's own process keeps the
 bound: a zklock stopped whole keeps the node until its session ends.
 
