@@ -104,6 +104,21 @@ async fn a_hold_released_before_its_bound_ends_as_any_other_and_nothing_fires_la
     third.unwrap();
 }
 
+/// The server's count of what the released hold's session sends: once the release is
+/// confirmed, nothing more, also when the bound passes (its timer stopped with the hold).
+#[tokio::test]
+async fn a_released_holds_timer_sends_nothing_when_its_bound_passes() {
+    let path = unique_path("max-hold-quiet");
+    // A long session: no ping falls inside the measurement.
+    let client = common::connect_with(&common::server().connect_string(), Duration::from_secs(60)).await;
+    let mutex = InterProcessMutex::builder(&client, &path).max_hold(BOUND).build().unwrap();
+    mutex.acquire().await.unwrap().release().await.unwrap();
+    let sent = || common::server().session_requests(client.session_id().0).expect("the session in cons");
+    let before = sent();
+    tokio::time::sleep(BOUND * 3).await;
+    assert_eq!(sent(), before, "a request went out after the release");
+}
+
 #[tokio::test]
 async fn a_reentrant_hold_ends_at_its_outermost_holds_bound() {
     let path = unique_path("max-hold-reentrant");
