@@ -2,7 +2,8 @@
 //! is told `MaxHoldTime` before a waiter of another session holds, reentry and release report
 //! it, the node is gone; a release before the bound ends as any other; a reentrant hold has its
 //! outermost hold's bound; a node passed on between tasks (local handoff) keeps its bound; a
-//! semaphore's lease is bounded too; a zero or absurd bound is refused at build.
+//! semaphore's lease, a multi-lock and both sides of a read-write lock are bounded too; a zero
+//! or absurd bound is refused at build.
 
 mod common;
 
@@ -207,6 +208,26 @@ async fn a_lease_is_given_up_at_its_bound_and_another_taker_gets_it() {
     assert!(!lease.is_held());
     assert_eq!(tokio::time::timeout(HANG, lease.lost()).await.unwrap(), LOST);
     taken.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_multi_lock_and_a_read_write_lock_take_the_bound_from_their_builders() {
+    let client = connect().await;
+    let (a, b) = (unique_path("max-hold-multi-a"), unique_path("max-hold-multi-b"));
+    let multi = InterProcessMultiLock::builder(&client, &[a.as_str(), b.as_str()]).max_hold(BOUND).build().unwrap();
+    let held = multi.acquire().await.unwrap();
+    assert_eq!(tokio::time::timeout(HANG, held.lost()).await.unwrap(), LOST);
+    assert!(!held.is_held());
+    drop(held);
+
+    let path = unique_path("max-hold-rw");
+    let rw = InterProcessMutex::builder(&client, &path).max_hold(BOUND).build_read_write().unwrap();
+    let (read, write) = (rw.read_lock().acquire().await.unwrap(), rw.write_lock().clone());
+    assert_eq!(tokio::time::timeout(HANG, read.lost()).await.unwrap(), LOST);
+    drop(read);
+    let written = write.acquire().await.unwrap();
+    assert_eq!(tokio::time::timeout(HANG, written.lost()).await.unwrap(), LOST);
+    common::eventually("the write node is deleted", || async { children(&client, &path).await.is_empty() }).await;
 }
 
 #[tokio::test]
