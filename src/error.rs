@@ -191,6 +191,13 @@ pub enum LossReason {
         /// How long the client had been disconnected when the lock was given up.
         after: Duration,
     },
+    /// The hold lasted its maximum hold time (see
+    /// [`MutexBuilder::max_hold`](crate::MutexBuilder::max_hold)), so this process gave it up:
+    /// the holder was told, then the node was deleted, and another participant may hold now.
+    MaxHoldTime {
+        /// The bound the lock was built with.
+        bound: Duration,
+    },
 }
 
 impl fmt::Display for LossReason {
@@ -202,6 +209,7 @@ impl fmt::Display for LossReason {
             LossReason::Disconnected { after } => {
                 write!(f, "disconnected from zookeeper for {after:?}")
             }
+            LossReason::MaxHoldTime { bound } => write!(f, "held for its maximum hold time of {bound:?}"),
         }
     }
 }

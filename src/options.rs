@@ -215,7 +215,13 @@ pub(crate) struct LockOptions {
     /// Whether its nodes are a leader selector's, which the deadlock scan must tell from a
     /// mutex's (`rules/owner_tag.rs`, `NodeMark::Election`).
     pub(crate) election: bool,
+    /// How long a hold may last before this process gives it up (`max_hold`); none by default.
+    pub(crate) max_hold: Option<Duration>,
 }
+
+/// The longest maximum hold time a lock takes: a year. A bound past it is a mistake (a unit
+/// read wrong), and tokio's timers are not made for it.
+pub(crate) const MAX_HOLD_LIMIT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// How often a waiting acquire built with `fail_on_deadlock` reads the lock folders under its
 /// root again, after the read when it starts waiting: a deadlock that an acquire's node
@@ -250,6 +256,9 @@ impl LockOptions {
         if self.deadlock_scan_period.is_some_and(|period| period.is_zero()) {
             return Err(Error::InvalidOptions("the deadlock scan period must be above zero"));
         }
+        if self.max_hold.is_some_and(|bound| bound.is_zero() || bound > MAX_HOLD_LIMIT) {
+            return Err(Error::InvalidOptions("the maximum hold time must be above zero and at most a year"));
+        }
         if self.owner_chain.is_some_and(|chain| chain >= OWNER_CHAIN_LIMIT) {
             return Err(Error::InvalidOptions("an owner chain's id must be under 2^48"));
         }
@@ -271,6 +280,40 @@ macro_rules! lock_options {
         /// may read them (for example a host name). Defaults to empty.
         pub fn node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
             self.$($options).+.data = data.into();
+            self
+        }
+
+        /// Gives every hold up once it has lasted `bound`: the holder is told first (its
+        /// `lost()` resolves with [`LossReason::MaxHoldTime`](crate::LossReason::MaxHoldTime),
+        /// `is_held()` turns false, a reentrant acquire is refused with
+        /// [`Error::LockLost`](crate::Error::LockLost), a release reports the loss), then its
+        /// node is deleted, so another participant may hold. A holder that crashed in all but
+        /// its connection (a hung job, a deadlocked thread) cannot keep the lock for ever.
+        /// Defaults to none: a hold lasts until it is released or lost.
+        ///
+        /// The bound counts from the moment the hold began in this process (the acquire that
+        /// took the node, not the time the node waited in the queue). Reentrant acquires share
+        /// the owner's first hold, and its bound. With
+        /// [`local_handoff`](crate::MutexBuilder::local_handoff), the bound is the node's: it
+        /// counts from the node's first holder and a pass to another task does not reset it,
+        /// so a process cannot keep a node past the bound by passing it on. A semaphore's bound
+        /// is each lease's; a multi-lock's, each of its locks' (its `lost()` fires at the
+        /// first). A hold released before the bound ends as any other: nothing fires later.
+        ///
+        /// What it cannot promise: the bound is kept by the holder's own process, a timer on
+        /// its tokio runtime (or zklock's background thread), not by ZooKeeper. A process
+        /// frozen whole (stopped, swapping, its runtime blocked) runs no timer and keeps the
+        /// node until its session ends, as it would without the option; and a holder that is
+        /// not watching `lost()` goes on working after the node is gone (check the fencing
+        /// token). The bound is not written into the node: its data stays what
+        /// [`node_data`](Self::node_data) says, which Curator and kazoo read as the
+        /// participant's own (the `zklock` command writes the bound in its own node data, where
+        /// `zklock list` shows it).
+        ///
+        /// `bound` is checked by `build`: zero, or more than a year, is
+        /// [`Error::InvalidOptions`](crate::Error::InvalidOptions).
+        pub fn max_hold(mut self, bound: std::time::Duration) -> Self {
+            self.$($options).+.max_hold = Some(bound);
             self
         }
 
@@ -391,5 +434,15 @@ mod tests {
         assert!(LocalHandoff::new(2, Duration::ZERO).validate().is_err());
         assert!(LocalHandoff::new(256, Duration::from_millis(1)).validate().is_ok());
         assert!(LocalHandoff::default().validate().is_ok());
+    }
+
+    #[test]
+    fn a_zero_or_absurd_maximum_hold_time_is_refused() {
+        let with = |bound| LockOptions { max_hold: Some(bound), ..LockOptions::mutex() }.validate();
+        for bad in [Duration::ZERO, MAX_HOLD_LIMIT + Duration::from_nanos(1), Duration::MAX] {
+            assert!(matches!(with(bad), Err(Error::InvalidOptions(_))), "{bad:?}");
+        }
+        assert!(with(Duration::from_nanos(1)).is_ok());
+        assert!(with(MAX_HOLD_LIMIT).is_ok());
     }
 }

@@ -57,7 +57,7 @@ pub fn not_in_time(path: &str, busy: &str, args: &LockArgs) -> Failure {
 /// What our lock node or lease says about us (and what we write back after a revocation
 /// request overwrote it).
 pub fn own_data(args: &LockArgs) -> String {
-    NodeData::ours(args.semaphore).to_string()
+    NodeData::ours(args.semaphore, args.max_hold).to_string()
 }
 
 /// Takes the lock (or a lease) at `lock_path` on `on`, a client or a session, within the
@@ -75,12 +75,14 @@ pub async fn acquire(
     let timeout = patience(args);
     let node_data = own_data(args);
     let held = if let Some(leases) = args.semaphore {
-        let semaphore = InterProcessSemaphoreV2::builder(on, lock_path, leases)
+        let mut builder = InterProcessSemaphoreV2::builder(on, lock_path, leases)
             .node_data(node_data)
             .acl_provider(acls.clone())
-            .loss_policy(args.hold.loss_policy.into())
-            .build()
-            .map_err(Failure::from_lock_error)?;
+            .loss_policy(args.hold.loss_policy.into());
+        if let Some(bound) = args.max_hold {
+            builder = builder.max_hold(bound);
+        }
+        let semaphore = builder.build().map_err(Failure::from_lock_error)?;
         match timeout {
             None => Some(shown(semaphore.acquire()).await.map(Held::Lease)),
             Some(timeout) => {
@@ -97,6 +99,9 @@ pub async fn acquire(
         }
         if let Some(root) = &args.fail_on_deadlock {
             builder = builder.fail_on_deadlock(root);
+        }
+        if let Some(bound) = args.max_hold {
+            builder = builder.max_hold(bound);
         }
         let rw;
         let mutex;

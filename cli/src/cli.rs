@@ -170,6 +170,13 @@ pub struct LockArgs {
     #[arg(long, value_name = "ROOT", env = "ZKLOCK_FAIL_ON_DEADLOCK", global = true)]
     pub fail_on_deadlock: Option<String>,
 
+    /// Give the lock (or lease) up once it has been held this long: the command is stopped as
+    /// on a lost lock and zklock exits 76, saying the lock was held for its maximum time; `hold`
+    /// ends with 76 too. The bound goes into the node's
+    /// data, where `zklock list` shows it. Default: no bound.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, env = "ZKLOCK_MAX_HOLD", global = true)]
+    pub max_hold: Option<Duration>,
+
     /// What to do when someone asks the holder to let go (`zklock revoke`): send the command
     /// SIGTERM (hold mode: release and exit 0), or carry on.
     #[arg(long, value_enum, value_name = "WHAT", default_value = "term", env = "ZKLOCK_ON_REVOKE", global = true)]

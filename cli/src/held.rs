@@ -82,6 +82,9 @@ pub fn lost(what: &str, reason: LossReason) -> String {
         LossReason::Disconnected { after } => {
             format!("{what} lost (disconnected from ZooKeeper for {})", crate::duration::human(after))
         }
+        LossReason::MaxHoldTime { bound } => {
+            format!("{what} held for its maximum time ({}), given up", crate::duration::human(bound))
+        }
         reason => format!("{what} lost ({reason})"),
     }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
-use crate::duration::whole_seconds;
+use crate::duration::{human, whole_seconds};
 use crate::layout::Kind;
 use crate::queue::{session_id, Entry};
 
@@ -38,6 +38,7 @@ fn node_json(entry: &Entry, now: SystemTime) -> serde_json::Value {
         "for_ms": age(entry, now).map(|age| age.as_millis() as u64),
         "pid": owner.as_ref().map(|owner| owner.pid),
         "host": owner.as_ref().map(|owner| owner.host.as_str()),
+        "max_hold_ms": owner.as_ref().and_then(|owner| owner.max_hold).map(|bound| bound.as_millis() as u64),
     });
     if let Some(side) = entry.side {
         node["side"] = json!(side);
@@ -59,6 +60,16 @@ fn age(entry: &Entry, now: SystemTime) -> Option<Duration> {
     Some(now.duration_since(entry.created?).unwrap_or_default())
 }
 
+/// How long the node has stood, as the text shows it: "held 12s of at most 30s" for a holder
+/// whose node carries its bound (`--max-hold`).
+fn held_for(entry: &Entry, now: SystemTime) -> String {
+    let age = age(entry, now).map(whole_seconds).unwrap_or_default();
+    match entry.owner().and_then(|owner| owner.max_hold).filter(|_| entry.holds) {
+        Some(bound) => format!("held {age} of at most {}", human(bound)),
+        None => age,
+    }
+}
+
 pub fn to_text(path: &str, queues: &[(Kind, Vec<Entry>)], now: SystemTime) -> String {
     let mut lines = Vec::new();
     if queues.is_empty() {
@@ -69,7 +80,7 @@ pub fn to_text(path: &str, queues: &[(Kind, Vec<Entry>)], now: SystemTime) -> St
         for entry in entries {
             let token = entry.token.map(|token| token.to_string()).unwrap_or_default();
             let side = entry.side.unwrap_or("");
-            let age = age(entry, now).map(whole_seconds).unwrap_or_default();
+            let age = held_for(entry, now);
             let session = entry.session.map(session_id).unwrap_or_default();
             lines.push(format!(
                 "  {:<6}  {side:<5}  {}  {token:>6}  {age:>6}  {session}  {}",

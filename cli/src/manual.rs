@@ -72,7 +72,12 @@ as nohup ignores SIGHUP, stays ignored by zklock and the command); the lock is r
 last process of the group has exited. If the lock is lost while the command runs (session
 expired, disconnected too long, node deleted), the group gets SIGTERM at once and SIGKILL at the
 latest when the server could first expire the session (sooner with --kill-after); zklock exits 76
-once the group is gone, before anyone else can hold the lock.
+once the group is gone, before anyone else can hold the lock. With --max-hold DUR the lock is
+given up once held that long: as for a deleted node, the group gets SIGTERM and SIGKILL at once
+(zklock is told just before its node's delete is sent), zklock says the lock was held for its
+maximum time and exits 76. Its node says
+the bound, and `zklock list` shows it (held 12s of at most 30s). zklock's own process keeps the
+bound: a zklock stopped whole keeps the node until its session ends.
 
 Ctrl-Z works as on any shell job: a terminal stop of the command (SIGTSTP, SIGTTIN, SIGTTOU), or
 SIGTSTP sent to zklock, stops the command and zklock together, and the shell prompts again; `fg`
@@ -127,7 +132,7 @@ const EXIT_STATUS: &[(&str, &str)] = &[
     ("70", "other errors"),
     ("74", "stdout cannot be written (not `revoke`, whose request is sent: 0, and stderr says so)"),
     ("75", "lock busy or leadership not ours in time (-n, --timeout; see -E)"),
-    ("76", "lock or leadership lost while the command ran"),
+    ("76", "lock or leadership lost while the command ran, or held for --max-hold"),
     ("77", "not allowed (ACL, authentication)"),
     (
         "79",

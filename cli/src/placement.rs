@@ -41,6 +41,7 @@ const SCOPES: &[(&str, &[Mode])] = &[
     ("kazoo", &[Run, Hold]),
     ("on_revoke", &[Run, Hold]),
     ("fail_on_deadlock", &[Run, Hold]),
+    ("max_hold", &[Run, Hold]),
     ("retake", &[Hold, Elect]),
     ("shell_command", &[Run, Elect]),
     ("id", &[Elect]),
@@ -189,6 +190,7 @@ fn in_force(cli: &Cli, id: &str) -> bool {
         "mutex" => lock.mutex,
         "kazoo" => lock.kazoo,
         "fail_on_deadlock" => lock.fail_on_deadlock.is_some(),
+        "max_hold" => lock.max_hold.is_some(),
         _ => false,
     }
 }
@@ -204,6 +206,7 @@ fn clear(cli: &mut Cli, id: &str) {
         "mutex" => lock.mutex = false,
         "kazoo" => lock.kazoo = false,
         "fail_on_deadlock" => lock.fail_on_deadlock = None,
+        "max_hold" => lock.max_hold = None,
         _ => {}
     }
 }

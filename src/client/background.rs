@@ -14,6 +14,7 @@ use std::future::Future;
 use std::sync::OnceLock;
 
 use tokio::runtime::{Builder, Handle};
+use tokio::task::AbortHandle;
 
 /// Runs `task` on the current tokio runtime, or on zklock's own outside one. Returns `false`
 /// only when neither can be had (zklock's thread could not be started), after logging it.
@@ -21,15 +22,19 @@ pub(crate) fn spawn<F>(task: F) -> bool
 where
     F: Future<Output = ()> + Send + 'static,
 {
+    spawn_abortable(task).is_some()
+}
+
+/// As [`spawn`], with a handle that stops the task: `None` where `spawn` says `false`.
+pub(crate) fn spawn_abortable<F>(task: F) -> Option<AbortHandle>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
     let runtime = match Handle::try_current() {
         Ok(current) => current,
-        Err(_) => match own_runtime() {
-            Some(own) => own.clone(),
-            None => return false,
-        },
+        Err(_) => own_runtime()?.clone(),
     };
-    drop(runtime.spawn(task));
-    true
+    Some(runtime.spawn(task).abort_handle())
 }
 
 /// zklock's own runtime, started once; `None` if its thread could not be started. The

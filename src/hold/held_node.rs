@@ -5,6 +5,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use zookeeper_client::{Client, MultiWriteResult};
 
@@ -12,6 +13,7 @@ use crate::client::session_end::{check_session_ended, SessionEnd};
 use crate::error::{Error, LossReason, Result};
 use crate::hold::fenced_write::FencedWrite;
 use crate::hold::hold_signal::HoldSignal;
+use crate::hold::max_hold::MaxHold;
 use crate::hold::node_watch::watch_node;
 use crate::hold::session_watch::SessionWatch;
 use crate::observe::events::HoldEvents;
@@ -32,25 +34,33 @@ pub struct HeldNode {
     /// Keeps the session's loss watch running while the hold lives: a lease outlives the
     /// semaphore object it came from, and must still hear of a disconnection.
     _session_watch: Arc<SessionWatch>,
+    /// Gives the hold up once it has lasted the lock's maximum hold time, if it has one.
+    _max_hold: Option<MaxHold>,
 }
 
 impl HeldNode {
     /// Starts watching for the loss of `node`, now held, through `session_watch` (the session's
     /// state at once, the node itself once the hold has lasted a while or `lost` is asked, from
     /// the watch its wait left on it if it did); `events` tells the operator what becomes of it.
+    /// With `max_hold`, it is given up once it has lasted that long (`max_hold.rs`).
     pub(crate) fn new(
         client: &Client,
         node: LockNode,
         session_watch: &Arc<SessionWatch>,
         events: Arc<HoldEvents>,
+        max_hold: Option<Duration>,
     ) -> Self {
+        let path: Arc<str> = node.path.into();
+        let signal = HoldSignal::new(events);
+        let max_hold = max_hold.map(|bound| MaxHold::start(bound, client, &path, &signal));
         let held = HeldNode {
             client: client.clone(),
-            path: node.path.into(),
+            path,
             czxid: node.czxid,
-            signal: HoldSignal::new(events),
+            signal,
             downgraded: AtomicBool::new(false),
             _session_watch: Arc::clone(session_watch),
+            _max_hold: max_hold,
         };
         session_watch.register(&held.signal, &held.path);
         held

@@ -196,8 +196,9 @@ impl MutexBuilder {
     ///   the root, or under `/zookeeper`), or the root given to
     ///   [`fail_on_deadlock`](Self::fail_on_deadlock) is not (`/` aside);
     /// - [`Error::InvalidOptions`](crate::Error::InvalidOptions) when the ACL list is empty, the local handoff's bound is
-    ///   outside what [`LocalHandoff::new`] takes, the deadlock scan period is zero, or the
-    ///   [`owner_chain`](Self::owner_chain)'s id is 2^48 or over.
+    ///   outside what [`LocalHandoff::new`] takes, the deadlock scan period is zero, the
+    ///   [`owner_chain`](Self::owner_chain)'s id is 2^48 or over, or the
+    ///   [`max_hold`](Self::max_hold) bound is zero or over a year.
     pub fn build(self) -> Result<InterProcessMutex> {
         self.validate()?;
         let schema = self.schema.unwrap_or(match self.node_schema {

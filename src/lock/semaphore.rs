@@ -64,6 +64,8 @@ struct Inner {
     lock: InterProcessMutex,
     data: Vec<u8>,
     acls: AclProvider,
+    /// Each lease's maximum hold time; the gate's holds are the semaphore's own, not bounded.
+    max_hold: Option<std::time::Duration>,
     label: LockLabel,
     session_watch: LatestSessionWatch,
 }
@@ -94,11 +96,12 @@ impl SemaphoreBuilder {
     /// Builds the semaphore. Sends nothing to ZooKeeper.
     ///
     /// # Errors
-    /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidOptions`] when `max_leases` is 0
-    /// or an ACL list is empty.
+    /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidOptions`] when `max_leases` is 0,
+    /// an ACL list is empty, or the maximum hold time is zero or over a year.
     pub fn build(self) -> Result<InterProcessSemaphoreV2> {
         let SemaphoreBuilder { connection, path, max_leases, options, recipe } = self;
         validate_lock_path(&path)?;
+        options.validate()?;
         if max_leases == 0 {
             return Err(Error::InvalidOptions("a semaphore needs at least one lease"));
         }
@@ -122,6 +125,7 @@ impl SemaphoreBuilder {
                 lock,
                 data: options.data,
                 acls: options.acls,
+                max_hold: options.max_hold,
             }),
         })
     }
@@ -342,7 +346,8 @@ impl InterProcessSemaphoreV2 {
             match take_lease(&spec, patience, gate_lost).await {
                 Ok(Some(node)) => {
                     let events = inner.label.acquired(&node.path, node.czxid, started);
-                    leases.push(Lease::new(HeldNode::new(&client, node, &inner.session_watch.of(&client), events)));
+                    let session_watch = inner.session_watch.of(&client);
+                    leases.push(Lease::new(HeldNode::new(&client, node, &session_watch, events, inner.max_hold)));
                 }
                 Ok(None) => outcome = Ok(false),
                 Err(err) => outcome = Err(err),

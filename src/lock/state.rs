@@ -51,6 +51,8 @@ pub(crate) struct LockState {
     chain: Option<ChainTag>,
     /// Whether an owner (task or thread) re-enters its hold; else every acquire queues anew.
     reentrant: bool,
+    /// How long a hold of its may last (`max_hold`), counted from the node's first holder.
+    max_hold: Option<std::time::Duration>,
     pub(crate) session_watch: LatestSessionWatch,
     /// This process's line of tasks behind one queue node, with local handoff.
     pub(crate) cohort: Option<Arc<Cohort>>,
@@ -126,6 +128,7 @@ impl LockState {
             data: options.data,
             acls: options.acls,
             reentrant: options.reentrant,
+            max_hold: options.max_hold,
             election: options.election,
             // `validate` refused an id over 48 bits.
             chain: options.owner_chain.and_then(ChainTag::new),
@@ -302,7 +305,7 @@ impl Claim {
         events: Arc<HoldEvents>,
     ) -> OwnerHold {
         let session_watch = self.state.session_watch.of(client);
-        let node = Arc::new(HeldNode::new(client, node, &session_watch, events));
+        let node = Arc::new(HeldNode::new(client, node, &session_watch, events, self.state.max_hold));
         self.hold(node, next_opening, fencing_token)
     }
 

@@ -204,5 +204,6 @@ fn reason_name(reason: LossReason) -> &'static str {
         LossReason::SessionClosed => "session_closed",
         LossReason::NodeDeleted => "node_deleted",
         LossReason::Disconnected { .. } => "disconnected",
+        LossReason::MaxHoldTime { .. } => "max_hold_time",
     }
 }

@@ -17,7 +17,7 @@
 //! | `zklock_acquisitions_total` | counter | count | `recipe` (`path`) | holds granted: locks, leases (one per lease), terms of leadership; with local handoff, every holder |
 //! | `zklock_acquire_timeouts_total` | counter | count | `recipe` (`path`) | acquires whose patience ran out (`Ok(None)`) |
 //! | `zklock_acquire_errors_total` | counter | count | `recipe`, `kind` (`path`) | acquires that failed; `kind` names the [`Error`](crate::Error) variant in snake case (`session_expired`, `zookeeper`, ...) |
-//! | `zklock_losses_total` | counter | count | `recipe`, `reason` (`path`) | holds lost: `session_expired`, `session_closed`, `node_deleted`, `disconnected` |
+//! | `zklock_losses_total` | counter | count | `recipe`, `reason` (`path`) | holds lost: `session_expired`, `session_closed`, `node_deleted`, `disconnected`, `max_hold_time` |
 //! | `zklock_held` | gauge | count | `recipe` (`path`) | holds standing now: locks held, leases held (`semaphore`), terms (`leader_*`); a lost hold counts until its guard is released or dropped; with local handoff, a node's holders count as one hold |
 //! | `zklock_waiting` | gauge | count | `recipe` (`path`) | acquires under way now (queued, or about to be) |
 //! | `zklock_leader` | gauge | count | `recipe` (`path`) | elections this process leads now: 1 or 0 per election with `path`, their number without |
