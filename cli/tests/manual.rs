@@ -15,6 +15,18 @@ fn stdout_of(args: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
+/// The `--json` line of each subcommand's help that takes it names that subcommand, so that
+/// `deadlocks -h` does not leave deadlocks out of what `--json` covers.
+#[test]
+fn the_json_help_names_each_subcommand_that_prints_json() {
+    for subcommand in ["list", "leader", "deadlocks", "hold", "elect"] {
+        let help = stdout_of(&[subcommand, "-h"]);
+        let line =
+            help.lines().find(|line| line.trim_start().starts_with("--json")).unwrap_or_else(|| panic!("{help}"));
+        assert!(line.split([',', ' ']).any(|word| word == subcommand), "{subcommand} -h: {line}");
+    }
+}
+
 /// `zklock revoke -h` lists revoke's options (how to connect), not a lock's or an election's;
 /// such an option is still refused there with where it goes.
 #[test]
