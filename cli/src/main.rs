@@ -22,6 +22,7 @@ mod group;
 mod held;
 mod intruders;
 mod job;
+mod json_schema;
 mod keep;
 mod layout;
 mod list_output;

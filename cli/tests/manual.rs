@@ -96,3 +96,17 @@ fn the_manual_page_has_exit_status_environment_and_examples() {
     let groff = groff.expect("groff, to check the page");
     assert!(groff.status.success() && groff.stderr.is_empty(), "{}", String::from_utf8_lossy(&groff.stderr));
 }
+
+/// The manual page's JSON section lists each document's schema and every field docs/cli.md
+/// documents for it, with the same type.
+#[test]
+fn the_manual_page_lists_the_documented_json_fields() {
+    let page = stdout_of(&["manpage"]);
+    let json = &page[page.find(".SH JSON").expect("a JSON section")..page.find(".SH EXAMPLES").unwrap()];
+    for schema in ["zklock.list/1", "zklock.deadlocks/2"] {
+        assert!(json.contains(&format!("(schema {schema})")), "{schema} in {json}");
+        for (path, kind) in support::documented_fields(schema) {
+            assert!(json.contains(&format!("\\fB{path}\\fR ({kind})")), "{path} ({kind}) in {json}");
+        }
+    }
+}

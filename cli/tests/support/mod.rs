@@ -146,3 +146,71 @@ impl Pty {
         String::from_utf8_lossy(&bytes).into_owned()
     }
 }
+
+/// The fields docs/cli.md documents for the document named `schema` (`zklock.list/1`): the rows
+/// of the table under the heading that names it, as (path, type).
+pub fn documented_fields(schema: &str) -> Vec<(String, String)> {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cli.md")).unwrap();
+    let heading = format!("schema `{schema}`");
+    let section = docs.lines().skip_while(|line| !(line.starts_with("### ") && line.ends_with(&heading)));
+    let rows = section.skip(1).skip_while(|line| line.is_empty()).take_while(|line| line.starts_with('|'));
+    let fields: Vec<(String, String)> = rows
+        .skip(2)
+        .map(|row| {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            (cells[1].trim_matches('`').to_owned(), cells[2].to_owned())
+        })
+        .collect();
+    assert!(!fields.is_empty(), "docs/cli.md has no table for {schema}");
+    fields
+}
+
+/// Checks `documents` against docs/cli.md's table for `schema`: each names it in `schema`,
+/// every documented field appears in one of them at least, each with its documented type, and
+/// none has a field the table leaves out.
+pub fn assert_documented(schema: &str, documents: &[serde_json::Value]) {
+    let documented = documented_fields(schema);
+    let mut seen = std::collections::BTreeMap::<String, Vec<&serde_json::Value>>::new();
+    for document in documents {
+        assert_eq!(document["schema"], schema, "{document}");
+        fields_of(document, "", &mut seen);
+    }
+    for (path, kind) in &documented {
+        let values = seen.get(path).unwrap_or_else(|| panic!("no {path} in {documents:?}"));
+        for value in values {
+            assert!(is_of(value, kind), "{path} is documented as {kind}, is {value}");
+        }
+    }
+    for path in seen.keys() {
+        assert!(documented.iter().any(|(documented, _)| documented == path), "{path} is not in docs/cli.md");
+    }
+}
+
+/// Every field under `value`, by path (`queues[].nodes[].pid`), with each value it takes.
+fn fields_of<'a>(
+    value: &'a serde_json::Value,
+    prefix: &str,
+    seen: &mut std::collections::BTreeMap<String, Vec<&'a serde_json::Value>>,
+) {
+    let serde_json::Value::Object(object) = value else { return };
+    for (name, field) in object {
+        let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+        seen.entry(path.clone()).or_default().push(field);
+        for element in field.as_array().into_iter().flatten() {
+            fields_of(element, &format!("{path}[]"), seen);
+        }
+    }
+}
+
+/// Whether `value` is of the documented type `kind` (`integer or null`).
+fn is_of(value: &serde_json::Value, kind: &str) -> bool {
+    kind.split(" or ").any(|kind| match kind {
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "null" => value.is_null(),
+        other => panic!("docs/cli.md names an unknown type {other}"),
+    })
+}
