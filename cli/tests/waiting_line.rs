@@ -189,3 +189,26 @@ fn with_v_a_log_line_goes_above_the_waiting_line() {
     let next = after.split_once("\r\n").map(|(_, next)| next).unwrap_or_default();
     assert!(next.starts_with("zklock: waiting"), "then the line again: {after:?}");
 }
+
+/// A holder whose node does not say who it is (not a zklock's) is named by its session id.
+#[test]
+fn a_holder_that_does_not_say_who_it_is_is_named_by_its_session() {
+    let zk = server().connect_string();
+    let path = unique_path("waiting-line-session");
+    // Multi-threaded, so that the holder's session keeps its heartbeats while the test waits.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (client, guard) = runtime.block_on(async {
+        let client = common::connect().await;
+        let lock = zklock::InterProcessMutex::builder(&client, &path).build_read_write().unwrap().write_lock().clone();
+        let guard = lock.acquire().await.unwrap();
+        (client, guard)
+    });
+    let waiting = Waiting::start(&zk, &path, 200, &[], &[]);
+    waiting.drawn(2);
+    let (rows, _) = waiting.screen();
+    let who = format!("holder {} held", client.session_id());
+    assert!(shown(&rows).first().is_some_and(|line| line.contains(&who)), "{who} in {rows:?}");
+    runtime.block_on(guard.release()).unwrap();
+    let (code, rows, _) = waiting.ended();
+    assert_eq!(code, Some(0), "{rows:?}");
+}
