@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use zklock::{AclProvider, InterProcessMutex, InterProcessSemaphoreV2, NodeSchema};
+use zookeeper_client::Client;
 
 use crate::chain::Chain;
 use crate::cli::LockArgs;
@@ -61,11 +62,12 @@ pub fn own_data(args: &LockArgs) -> String {
 }
 
 /// Takes the lock (or a lease) at `lock_path` on `on`, a client or a session, within the
-/// patience the options give, creating nodes with `acls` (`acl.rs`). A lock's node says it is
+/// patience the options give (the waiting line reads who holds with `reader`), creating nodes with `acls` (`acl.rs`). A lock's node says it is
 /// `chain`'s (`chain.rs`), so that the deadlock scan reads this process and the `zklock`s
 /// around it as one owner; a semaphore's lease and gate do not (its waits are no deadlock's).
 pub async fn acquire(
     on: zklock::Connection,
+    reader: &Client,
     lock_path: &str,
     kind: Kind,
     args: &LockArgs,
@@ -84,9 +86,9 @@ pub async fn acquire(
         }
         let semaphore = builder.build().map_err(Failure::from_lock_error)?;
         match timeout {
-            None => Some(shown(semaphore.acquire()).await.map(Held::Lease)),
+            None => Some(shown(reader, semaphore.acquire()).await.map(Held::Lease)),
             Some(timeout) => {
-                shown(semaphore.acquire_timeout(timeout)).await.transpose().map(|lease| lease.map(Held::Lease))
+                shown(reader, semaphore.acquire_timeout(timeout)).await.transpose().map(|lease| lease.map(Held::Lease))
             }
         }
     } else {
@@ -124,8 +126,10 @@ pub async fn acquire(
             }
         };
         match timeout {
-            None => Some(shown(side.acquire()).await.map(Held::Lock)),
-            Some(timeout) => shown(side.acquire_timeout(timeout)).await.transpose().map(|guard| guard.map(Held::Lock)),
+            None => Some(shown(reader, side.acquire()).await.map(Held::Lock)),
+            Some(timeout) => {
+                shown(reader, side.acquire_timeout(timeout)).await.transpose().map(|guard| guard.map(Held::Lock))
+            }
         }
     };
     match held {

@@ -64,7 +64,7 @@ pub struct ModeOptions {
     #[arg(long, value_name = "ID", env = "ZKLOCK_ID", global = true)]
     pub id: Option<String>,
 
-    /// list, leader, hold, elect without a command: print one JSON object, for scripts.
+    /// list, leader, deadlocks, hold, elect without a command: print one JSON object, for scripts.
     #[arg(long, global = true)]
     pub json: bool,
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 
 use crate::duration::{human, whole_seconds};
+use crate::json_schema::LIST;
 use crate::layout::Kind;
 use crate::queue::{session_id, Entry};
 
@@ -22,7 +23,7 @@ pub fn to_json(path: &str, held: bool, queues: &[(Kind, Vec<Entry>)], now: Syste
             queue
         })
         .collect();
-    json!({ "path": path, "held": held, "queues": queues })
+    json!({ "schema": LIST.name, "path": path, "held": held, "queues": queues })
 }
 
 fn node_json(entry: &Entry, now: SystemTime) -> serde_json::Value {

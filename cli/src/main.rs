@@ -22,6 +22,7 @@ mod group;
 mod held;
 mod intruders;
 mod job;
+mod json_schema;
 mod keep;
 mod layout;
 mod list_output;
@@ -36,6 +37,7 @@ mod stderr;
 mod stdout;
 mod supervision;
 mod take_alone;
+mod terminal_line;
 mod waiting_line;
 mod watchdog;
 
@@ -132,7 +134,7 @@ fn init_logs(verbose: bool) {
     let not_a_loss =
         filter_fn(move |event| !(said_by_the_command && (is_loss_event(event) || is_reconnect_event(event))));
     let logs = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(|| terminal_line::Logs)
         .with_ansi(colours())
         .with_target(false)
         .with_filter(filter)

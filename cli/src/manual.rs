@@ -6,6 +6,8 @@ use std::io::Write as _;
 
 use clap::Command;
 
+use crate::json_schema;
+
 /// Examples, each a `  # what` line and the command lines that do it.
 const EXAMPLES: &str = "\
   # Run the nightly job on one machine of the cluster at a time
@@ -167,6 +169,11 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
 ];
 
+/// What the JSON section says before each document's fields.
+const JSON_INTRO: &str = "With --json, list and deadlocks print one JSON object whose `schema` field names its \
+     layout and version; the number is raised when a field changes meaning or goes, not when one is added. \
+     `a[].b` is field b of each element of array a.";
+
 /// What `--help` says after the options: the examples, how zklock behaves, the exit codes.
 pub fn after_help() -> String {
     let codes: Vec<String> =
@@ -225,6 +232,14 @@ pub fn page(command: Command) -> std::io::Result<Vec<u8>> {
     }
     for (name, meaning) in ENVIRONMENT {
         writeln!(page, ".TP\n\\fB{}\\fR\n{}", roff(name), roff(meaning))?;
+    }
+    writeln!(page, ".SH JSON")?;
+    writeln!(page, "{}", roff(JSON_INTRO))?;
+    for (command, schema) in json_schema::ALL {
+        writeln!(page, ".SS \"{} (schema {})\"", roff(command), roff(schema.name))?;
+        for field in schema.fields {
+            writeln!(page, ".TP\n\\fB{}\\fR ({})\n{}", roff(field.path), roff(field.kind), roff(field.when))?;
+        }
     }
     writeln!(page, ".SH EXAMPLES")?;
     for example in EXAMPLES.split("\n\n") {

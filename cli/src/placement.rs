@@ -264,4 +264,16 @@ mod tests {
             assert!(flag(id).starts_with('-'), "{id}");
         }
     }
+
+    #[test]
+    fn the_json_help_names_every_mode_that_takes_it() {
+        let command = Cli::command();
+        let json = command.get_arguments().find(|arg| arg.get_id() == "json").unwrap();
+        let help = json.get_help().unwrap().to_string();
+        let (_, modes) = SCOPES.iter().find(|(id, _)| *id == "json").unwrap();
+        for mode in modes.iter().filter(|mode| **mode != Run) {
+            let name = mode.usage().trim_start_matches("zklock ");
+            assert!(help.split([',', ' ']).any(|word| word == name), "--json's help lacks {name}: {help}");
+        }
+    }
 }

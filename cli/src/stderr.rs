@@ -1,13 +1,13 @@
 //! zklock's own lines on stderr, `zklock: ...`: errors always, notices unless `--quiet`.
 //! Saying one never fails: a stderr that cannot be written leaves the exit code to tell.
 
-use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Says `text` on stderr as zklock's one line; a stderr that cannot be written is no reason to
 /// fail (the exit code still tells).
 pub fn warn(text: &str) {
-    let _ = writeln!(std::io::stderr(), "zklock: {text}");
+    // Above the waiting line, if one stands, not spliced onto it.
+    crate::terminal_line::above(format!("zklock: {text}\n").as_bytes());
 }
 
 /// Whether `--quiet` was given: notices are then left unsaid.

@@ -125,6 +125,7 @@ async fn a_ring_is_found(name: &str, n: usize, read_write: bool) {
     let waited: BTreeSet<&str> =
         cycles[0]["waits"].as_array().unwrap().iter().map(|wait| wait["lock"].as_str().unwrap()).collect();
     assert_eq!(waited, locks.iter().map(String::as_str).collect(), "{json}");
+    support::assert_documented("zklock.deadlocks/2", &[json]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -102,6 +102,26 @@ async fn list_json_shows_a_semaphores_holders_with_token_pid_and_host() {
     }
 }
 
+/// `list --json` prints what docs/cli.md documents: a read-write lock's queue (with `side`)
+/// and a semaphore's (with `leases`) have every field of the table, of its type, and no other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_json_is_the_documented_schema() {
+    let zk = server().connect_string();
+    let client = connect().await;
+    let read_write = unique_path("cli-list-schema");
+    let (_writer, _) = hold(&zk, &[], &read_write);
+    let _reader = Group::spawn(zklock(&zk).args(["--read", &read_write, "--", "true"]));
+    wait_for_children(&client, &read_write, 2).await;
+    let semaphore = unique_path("cli-list-schema");
+    let (_lease, _) = hold(&zk, &["--semaphore", "2"], &semaphore);
+    let mut documents = Vec::new();
+    for path in [&read_write, &semaphore] {
+        let listed = zklock(&zk).args(["list", "--json", path]).output().unwrap();
+        documents.push(serde_json::from_slice(&listed.stdout).unwrap());
+    }
+    support::assert_documented("zklock.list/1", &documents);
+}
+
 /// A lock built with `fail_on_deadlock` names its nodes with an owner-tagged uuid (version 8,
 /// not version 4): `zklock list` reads them as any lock nodes, holder and waiter in order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

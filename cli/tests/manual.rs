@@ -15,6 +15,18 @@ fn stdout_of(args: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
+/// The `--json` line of each subcommand's help that takes it names that subcommand, so that
+/// `deadlocks -h` does not leave deadlocks out of what `--json` covers.
+#[test]
+fn the_json_help_names_each_subcommand_that_prints_json() {
+    for subcommand in ["list", "leader", "deadlocks", "hold", "elect"] {
+        let help = stdout_of(&[subcommand, "-h"]);
+        let line =
+            help.lines().find(|line| line.trim_start().starts_with("--json")).unwrap_or_else(|| panic!("{help}"));
+        assert!(line.split([',', ' ']).any(|word| word == subcommand), "{subcommand} -h: {line}");
+    }
+}
+
 /// `zklock revoke -h` lists revoke's options (how to connect), not a lock's or an election's;
 /// such an option is still refused there with where it goes.
 #[test]
@@ -83,4 +95,18 @@ fn the_manual_page_has_exit_status_environment_and_examples() {
     std::fs::remove_file(&path).unwrap();
     let groff = groff.expect("groff, to check the page");
     assert!(groff.status.success() && groff.stderr.is_empty(), "{}", String::from_utf8_lossy(&groff.stderr));
+}
+
+/// The manual page's JSON section lists each document's schema and every field docs/cli.md
+/// documents for it, with the same type.
+#[test]
+fn the_manual_page_lists_the_documented_json_fields() {
+    let page = stdout_of(&["manpage"]);
+    let json = &page[page.find(".SH JSON").expect("a JSON section")..page.find(".SH EXAMPLES").unwrap()];
+    for schema in ["zklock.list/1", "zklock.deadlocks/2"] {
+        assert!(json.contains(&format!("(schema {schema})")), "{schema} in {json}");
+        for (path, kind) in support::documented_fields(schema) {
+            assert!(json.contains(&format!("\\fB{path}\\fR ({kind})")), "{path} ({kind}) in {json}");
+        }
+    }
 }

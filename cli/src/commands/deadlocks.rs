@@ -12,12 +12,14 @@ use zklock::{find_deadlocks, Deadlock, DeadlockHop, DeadlockReport, LockWait};
 use zookeeper_client::Client;
 
 use crate::exit::Failure;
+use crate::json_schema::DEADLOCKS;
 use crate::queue::session_id;
 use crate::stdout;
 
-/// The version of the JSON's layout: raised when a field changes meaning or goes. 2: a ring's
-/// member may be a chain (`chain`, with `session` the one of its first wait), and each wait
-/// names its own two sessions (`waiter`, `holder`) and chains.
+/// The version of the JSON's layout, also the number of its `schema` (`json_schema.rs`): raised
+/// when a field changes meaning or goes. 2: a ring's member may be a chain (`chain`, with
+/// `session` the one of its first wait), and each wait names its own two sessions (`waiter`,
+/// `holder`) and chains.
 const JSON_VERSION: u32 = 2;
 
 /// What the command found, and the exit code that says it (the manual lists them).
@@ -179,6 +181,7 @@ fn to_json(root: &str, report: &DeadlockReport, found: Found, who: &BTreeMap<i64
         })
         .collect();
     json!({
+        "schema": DEADLOCKS.name,
         "version": JSON_VERSION,
         "root": root,
         "root_exists": report.root_exists,
@@ -239,4 +242,14 @@ fn to_text(root: &str, report: &DeadlockReport, who: &BTreeMap<i64, String>) -> 
 /// An owner tag or a chain's id as the node's uuid shows it: its first 12 hex digits.
 fn hex12(tag: u64) -> String {
     format!("{tag:012x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_name_carries_the_version() {
+        assert_eq!(DEADLOCKS.name, format!("zklock.deadlocks/{JSON_VERSION}"));
+    }
 }

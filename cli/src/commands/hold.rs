@@ -46,7 +46,7 @@ pub async fn hold(
             Ok(client) => client,
             Err(signal) => return signalled(signal),
         };
-        let take = acquire((&session).into(), lock_path, layout.kind, args, &acls, chain);
+        let take = acquire((&session).into(), &client, lock_path, layout.kind, args, &acls, chain);
         let held = match take_alone(&client, lock_path, layout, take, &mut signals).await {
             Ok(Ok(held)) => held,
             Ok(Err(signal)) => return signalled(signal),

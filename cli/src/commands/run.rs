@@ -26,7 +26,7 @@ pub async fn run(
 ) -> Result<ExitCode, Failure> {
     let layout = layout(args);
     let acls = acl::for_path(client, lock_path, &args.hold.acl, connection.authenticates()).await?;
-    let acquire = acquire(client.into(), lock_path, layout.kind, args, &acls, chain);
+    let acquire = acquire(client.into(), client, lock_path, layout.kind, args, &acls, chain);
     let revocation = Revocation { policy: args.on_revoke, own_data: own_data(args) };
     run_command(client, lock_path, layout, acquire, command, &revocation, &args.hold).await
 }

@@ -24,15 +24,39 @@ pub fn bare_zklock() -> Command {
 }
 
 /// `command` with no zklock option inherited from the test's environment, in a group of its own.
-pub fn bare_zklock_free(mut command: Command) -> Command {
+pub fn bare_zklock_free(command: Command) -> Command {
+    let mut command = uninherited(command);
+    // Its own process group, as a shell's job: a test can signal the job as a terminal does,
+    // and kill zklock and its command together.
+    command.process_group(0);
+    command
+}
+
+/// `command` with no zklock option inherited from the test's environment.
+fn uninherited(mut command: Command) -> Command {
     for (name, _) in std::env::vars() {
         if name.starts_with("ZKLOCK_") || name == "ZK_CONNECT" || name == "RUST_LOG" {
             command.env_remove(name);
         }
     }
-    // Its own process group, as a shell's job: a test can signal the job as a terminal does,
-    // and kill zklock and its command together.
-    command.process_group(0);
+    command
+}
+
+/// `zklock --zk zk` as a terminal's foreground job: the leader of a session whose controlling
+/// terminal is `pty`, its stderr, so that the interrupt character typed there sends SIGINT.
+pub fn zklock_on_terminal(zk: &str, pty: &Pty) -> Command {
+    let mut command = uninherited(Command::new(env!("CARGO_BIN_EXE_zklock")));
+    command.arg("--zk").arg(zk).arg("--session-timeout").arg("4s");
+    command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(pty.stdio());
+    // SAFETY: setsid and ioctl are async-signal-safe, as pre_exec requires.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(libc::STDERR_FILENO, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     command
 }
 
@@ -131,6 +155,16 @@ impl Pty {
         }
     }
 
+    /// A pseudo-terminal `columns` wide (and 24 rows).
+    pub fn of_width(columns: u16) -> Pty {
+        use std::os::fd::AsRawFd;
+        let pty = Pty::open();
+        let size = libc::winsize { ws_row: 24, ws_col: columns, ws_xpixel: 0, ws_ypixel: 0 };
+        // SAFETY: TIOCSWINSZ reads the winsize we pass.
+        assert_eq!(unsafe { libc::ioctl(pty.master.as_raw_fd(), libc::TIOCSWINSZ, &size) }, 0);
+        pty
+    }
+
     /// The slave, for a child's standard stream.
     pub fn stdio(&self) -> Stdio {
         Stdio::from(self.slave.try_clone().unwrap())
@@ -145,4 +179,124 @@ impl Pty {
         let _ = std::io::Read::read_to_end(&mut master, &mut bytes);
         String::from_utf8_lossy(&bytes).into_owned()
     }
+}
+
+/// The fields docs/cli.md documents for the document named `schema` (`zklock.list/1`): the rows
+/// of the table under the heading that names it, as (path, type).
+pub fn documented_fields(schema: &str) -> Vec<(String, String)> {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cli.md")).unwrap();
+    let heading = format!("schema `{schema}`");
+    let section = docs.lines().skip_while(|line| !(line.starts_with("### ") && line.ends_with(&heading)));
+    let rows = section.skip(1).skip_while(|line| line.is_empty()).take_while(|line| line.starts_with('|'));
+    let fields: Vec<(String, String)> = rows
+        .skip(2)
+        .map(|row| {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            (cells[1].trim_matches('`').to_owned(), cells[2].to_owned())
+        })
+        .collect();
+    assert!(!fields.is_empty(), "docs/cli.md has no table for {schema}");
+    fields
+}
+
+/// Checks `documents` against docs/cli.md's table for `schema`: each names it in `schema`,
+/// every documented field appears in one of them at least, each with its documented type, and
+/// none has a field the table leaves out.
+pub fn assert_documented(schema: &str, documents: &[serde_json::Value]) {
+    let documented = documented_fields(schema);
+    let mut seen = std::collections::BTreeMap::<String, Vec<&serde_json::Value>>::new();
+    for document in documents {
+        assert_eq!(document["schema"], schema, "{document}");
+        fields_of(document, "", &mut seen);
+    }
+    for (path, kind) in &documented {
+        let values = seen.get(path).unwrap_or_else(|| panic!("no {path} in {documents:?}"));
+        for value in values {
+            assert!(is_of(value, kind), "{path} is documented as {kind}, is {value}");
+        }
+    }
+    for path in seen.keys() {
+        assert!(documented.iter().any(|(documented, _)| documented == path), "{path} is not in docs/cli.md");
+    }
+}
+
+/// Every field under `value`, by path (`queues[].nodes[].pid`), with each value it takes.
+fn fields_of<'a>(
+    value: &'a serde_json::Value,
+    prefix: &str,
+    seen: &mut std::collections::BTreeMap<String, Vec<&'a serde_json::Value>>,
+) {
+    let serde_json::Value::Object(object) = value else { return };
+    for (name, field) in object {
+        let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+        seen.entry(path.clone()).or_default().push(field);
+        for element in field.as_array().into_iter().flatten() {
+            fields_of(element, &format!("{path}[]"), seen);
+        }
+    }
+}
+
+/// Whether `value` is of the documented type `kind` (`integer or null`).
+fn is_of(value: &serde_json::Value, kind: &str) -> bool {
+    kind.split(" or ").any(|kind| match kind {
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "null" => value.is_null(),
+        other => panic!("docs/cli.md names an unknown type {other}"),
+    })
+}
+
+/// What a terminal `columns` wide shows after `output`: its rows, trailing blanks cut, and the
+/// cursor's row and column. It prints, wraps at the last column (as xterm does: the character
+/// after one in the last column starts the next row), takes `\r`, `\n` (the pty turns it into
+/// `\r\n`) and backspace, and skips CSI escape sequences (colours).
+pub fn screen(output: &str, columns: usize) -> (Vec<String>, (usize, usize)) {
+    let mut rows: Vec<Vec<char>> = vec![Vec::new()];
+    let (mut row, mut column, mut pending_wrap): (usize, usize, bool) = (0, 0, false);
+    let mut chars = output.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => (column, pending_wrap) = (0, false),
+            '\n' => {
+                (row, pending_wrap) = (row + 1, false);
+                if rows.len() <= row {
+                    rows.push(Vec::new());
+                }
+            }
+            '\x08' => (column, pending_wrap) = (column.saturating_sub(1), false),
+            '\x1b' => {
+                if chars.next() == Some('[') {
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+            }
+            c if c.is_control() => {}
+            c => {
+                if pending_wrap {
+                    (row, column, pending_wrap) = (row + 1, 0, false);
+                    if rows.len() <= row {
+                        rows.push(Vec::new());
+                    }
+                }
+                let line = &mut rows[row];
+                if line.len() <= column {
+                    line.resize(column + 1, ' ');
+                }
+                line[column] = c;
+                if column + 1 == columns {
+                    pending_wrap = true;
+                } else {
+                    column += 1;
+                }
+            }
+        }
+    }
+    let rows = rows.into_iter().map(|line| line.into_iter().collect::<String>().trim_end().to_owned()).collect();
+    (rows, (row, column))
 }
