@@ -37,6 +37,7 @@ mod supervision;
 mod take_alone;
 mod waiting_line;
 mod watchdog;
+mod watchdog_process;
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
@@ -66,6 +67,9 @@ use crate::exit::{Failure, Outcome};
 use crate::placement::Mode;
 
 fn main() -> ExitCode {
+    if let Some(exit) = watchdog_process::run_if_asked() {
+        return exit;
+    }
     signals::ignored_at_start();
     let matches = match placement::command().try_get_matches() {
         Ok(matches) => matches,
