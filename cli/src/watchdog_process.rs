@@ -82,9 +82,7 @@ fn inherited_fd(number: Option<OsString>) -> Option<OwnedFd> {
     // SAFETY: F_SETFD on a number is no I/O-safety breach by itself (it fails on a closed one);
     // once it succeeded the descriptor is open, and zklock passed it to this process alone, so
     // nothing else owns it.
-    let flagged = unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-    // SAFETY: as above, an open descriptor nobody else owns.
-    (flagged == 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+    unsafe { (libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) == 0).then(|| OwnedFd::from_raw_fd(fd)) }
 }
 
 /// The watchdog's life; its exit code says nothing to anyone (zklock reads the reports).
