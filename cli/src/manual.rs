@@ -68,10 +68,12 @@ outside the namespace cannot be signalled. Without a namespace (not root, a kern
 namespaces, or ZKLOCK_NO_PID_NAMESPACE=1, for tests) the promise is weaker: the command dies
 with the watchdog (its own parent-death signal), zklock kills what the command left behind if the
 watchdog alone dies, and the watchdog does if zklock alone dies, but zklock and the watchdog
-killed together leave the command's children and daemons running. What no watchdog covers: a
-machine, or zklock, stopped (SIGSTOP, a frozen VM or cgroup) past the session timeout: another
-may hold the lock by the time the command runs again (ZKLOCK_FENCING_TOKEN is for that), and a
-process in uninterruptible sleep (a hung NFS mount) dies only when it wakes.
+killed together leave the command's children and daemons running. What no watchdog covers:
+zklock alone stopped (SIGSTOP from an operator or a debugger, not a terminal's stop) past the
+session timeout, while the command runs on and another may hold the lock; a machine stopped or
+frozen (a paused VM, a frozen cgroup) past the session timeout, after which another may hold the
+lock by the time the command runs again (ZKLOCK_FENCING_TOKEN is for both); and a process in
+uninterruptible sleep (a hung NFS mount), which dies only when it wakes.
 
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to zklock are passed on to the
 command's process group, once (one ignored when zklock started, as nohup ignores SIGHUP, stays
