@@ -61,6 +61,8 @@ pub async fn run_command(
     let watch = Watch { path, layout };
     let watched = Watched { signals: &mut signals, suspend: &mut suspend };
     let outcome = supervise(client, &mut group, &held, watched, revocation, options, watch).await;
+    // Nothing of the command outlives the hold: dropping the group kills what is left.
+    drop(group);
     held.release(client).await;
     outcome
 }

@@ -175,8 +175,9 @@ impl Watchdog {
         }
     }
 
-    /// The next report; `Ended` once every process of the command's tree is gone (and again on
-    /// every call after that).
+    /// The next report; `Ended` once the watchdog is gone (and again on every call after that):
+    /// with a namespace, every process of the command's tree is then gone; without one, what the
+    /// watchdog left when it was killed goes when this is dropped.
     ///
     /// # Cancel safety
     /// Cancel safe: bytes read are kept until taken, and the end once seen is kept.
@@ -210,9 +211,6 @@ impl Watchdog {
                 _ => self.reaped = true,
             }
         }
-        // Without a namespace, the command's orphans come to zklock (a subreaper) once the
-        // watchdog is gone; zklock has no other children.
-        kill_children();
         Report::Ended(status)
     }
 
@@ -254,7 +252,9 @@ impl Watchdog {
 }
 
 impl Drop for Watchdog {
-    /// Whatever way zklock leaves, nothing of the command is left behind.
+    /// Whatever way zklock leaves, nothing of the command is left behind: without a namespace,
+    /// the command's orphans come to zklock (a subreaper) once the watchdog is gone, and zklock
+    /// has no other children.
     fn drop(&mut self) {
         if !self.reaped {
             end(self.pid);

@@ -205,6 +205,9 @@ async fn killed(kill: Kill, namespace: bool, full: bool) {
     }
     let first = Group::spawn(&mut first);
     let pids = tree.pids();
+    let namespace_of = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/pid")).unwrap();
+    let isolated = namespace_of(&pids[0].to_string()) != namespace_of("self");
+    assert_eq!(isolated, namespace, "the command runs in a PID namespace of its own");
     let zklock_pid = first.0.id() as libc::pid_t;
     let watchdog = watchdog_of(zklock_pid);
     let mut second = Group::spawn(&mut second);
