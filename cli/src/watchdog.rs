@@ -8,8 +8,9 @@
 //! of zklock, of the watchdog or of both leaves anything of the command running. Where the kernel
 //! refuses a namespace (no CAP_SYS_ADMIN, or none configured), or with ZKLOCK_NO_PID_NAMESPACE
 //! set, it runs without one, weaker: the command dies with the watchdog (its own parent-death
-//! signal), and what it left behind is reparented to zklock (a subreaper), which kills it on
-//! seeing the watchdog gone; zklock and the watchdog killed together leave the command's
+//! signal); what it left behind is killed by the watchdog when zklock dies (its parent-death
+//! signal is then SIGHUP, which it takes), or by zklock, a subreaper to which the orphans come,
+//! when the watchdog dies; zklock and the watchdog killed together leave the command's
 //! background processes running.
 //!
 //! The watchdog reports to zklock through a pipe: the command started (or why not), its terminal
@@ -186,8 +187,11 @@ impl Watchdog {
             if let Some(status) = self.ended {
                 break status;
             }
-            if let Some(report) = self.take() {
-                return report;
+            match self.take() {
+                Some(Report::Stopped) => return Report::Stopped,
+                // Kept in `ended`, returned once the watchdog is reaped.
+                Some(Report::Ended(_)) => continue,
+                None => {}
             }
             let mut bytes = [0u8; 64];
             match self.reports.read(&mut bytes).await {
