@@ -307,6 +307,7 @@ impl Exec {
         let mut argv = vec![c_string(NAME.as_bytes())?, c_string(ASKED.as_bytes())?];
         argv.push(c_string(fd_number(&liveness).as_bytes())?);
         argv.push(c_string(fd_number(&reports).as_bytes())?);
+        argv.push(c_string(std::process::id().to_string().as_bytes())?);
         for word in command {
             argv.push(c_string(word.as_bytes())?);
         }

@@ -7,7 +7,8 @@
 //! child), telling zklock through a pipe of the command's terminal stops and, at the end, of the
 //! command's status. Its death, however it comes, ends the command's tree: as init, the kernel
 //! kills every process of the namespace; without one, the command dies of its parent-death
-//! signal and zklock kills the orphans (`watchdog.rs`).
+//! signal and zklock kills the orphans (`watchdog.rs`). Without one too, zklock's death wakes
+//! the watchdog (SIGHUP, its parent-death signal then), which kills the tree itself.
 
 use std::ffi::OsString;
 use std::io::{Read as _, Write as _};
@@ -57,7 +58,7 @@ const FOR_THE_COMMAND: [Signal; 9] = [
 ];
 
 /// Runs the watchdog when this process was started as one (`zklock-watchdog --zklock-watchdog
-/// LIVENESS_FD REPORT_FD COMMAND...`); `None` otherwise.
+/// LIVENESS_FD REPORT_FD ZKLOCK_PID COMMAND...`); `None` otherwise.
 pub fn run_if_asked() -> Option<ExitCode> {
     let mut args = std::env::args_os();
     if args.next()? != NAME || args.next()? != ASKED {
@@ -65,9 +66,12 @@ pub fn run_if_asked() -> Option<ExitCode> {
     }
     let liveness = inherited_fd(args.next());
     let reports = inherited_fd(args.next());
+    let zklock = args.next().and_then(|pid| pid.to_str()?.parse().ok()).map(Pid::from_raw);
     let command: Vec<OsString> = args.collect();
-    Some(match (liveness, reports) {
-        (Some(liveness), Some(reports)) => watch(liveness, std::fs::File::from(reports), &command),
+    Some(match (liveness, reports, zklock) {
+        (Some(liveness), Some(reports), Some(zklock)) => {
+            watch(liveness, std::fs::File::from(reports), zklock, &command)
+        }
         _ => ExitCode::from(crate::exit::Outcome::Usage.code()),
     })
 }
@@ -86,7 +90,7 @@ fn inherited_fd(number: Option<OsString>) -> Option<OwnedFd> {
 }
 
 /// The watchdog's life; its exit code says nothing to anyone (zklock reads the reports).
-fn watch(liveness: OwnedFd, mut reports: std::fs::File, command: &[OsString]) -> ExitCode {
+fn watch(liveness: OwnedFd, mut reports: std::fs::File, zklock: Pid, command: &[OsString]) -> ExitCode {
     let _ = prctl::set_name(c"zklock-watchdog");
     let init = getpid() == Pid::from_raw(1);
     if !init {
@@ -103,7 +107,7 @@ fn watch(liveness: OwnedFd, mut reports: std::fs::File, command: &[OsString]) ->
         return ExitCode::FAILURE;
     }
     // In a namespace our parent shows as 0; without one, zklock until it dies.
-    let zklock = getppid();
+    let zklock = if init { Pid::from_raw(0) } else { zklock };
     let Some(command) = start(command, &mut reports) else { return ExitCode::FAILURE };
     let _ = reports.write_all(&[report::RUNNING]);
     leave_zklock_stdio();
