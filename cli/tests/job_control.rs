@@ -187,11 +187,26 @@ async fn ctrl_z_stops_zklock_with_its_command_and_fg_continues_both() {
 /// zklock stopped alone and the command ran on, unwatched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigtstp_to_zklock_stops_its_command_too_and_sigcont_continues_both() {
+    sigtstp_stops_both_and_sigcont_continues_both(true);
+}
+
+/// The same without a PID namespace (the watchdog is then no init, and must not stop or die of
+/// what zklock passes on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigtstp_and_sigcont_work_without_a_pid_namespace_too() {
+    sigtstp_stops_both_and_sigcont_continues_both(false);
+}
+
+fn sigtstp_stops_both_and_sigcont_continues_both(namespace: bool) {
     let zk = server().connect_string();
-    let path = unique_path("job-control-sigtstp");
+    let path = unique_path(&format!("job-control-sigtstp-{namespace}"));
     let dir = job_dir(&path);
     let script = dir.join("job.sh");
-    let mut job = Group::spawn(zklock(&zk).arg(&path).arg("--").arg("sh").arg(&script).arg(&dir).stdout(Stdio::null()));
+    let mut zklock = zklock(&zk);
+    if !namespace {
+        zklock.env("ZKLOCK_NO_PID_NAMESPACE", "1");
+    }
+    let mut job = Group::spawn(zklock.arg(&path).arg("--").arg("sh").arg(&script).arg(&dir).stdout(Stdio::null()));
     let (command, zklock) = job_pids(&dir.join("pids"));
     job.signal_job(libc::SIGTSTP);
     until("the command stopped", || state(command) == 'T');
