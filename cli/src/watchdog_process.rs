@@ -182,14 +182,8 @@ fn reap(command: Pid, status: &mut i32, reports: &mut std::fs::File) -> bool {
 /// until none is left. Only children are killed, each before it is reaped, so no kill can reach
 /// a process that reused a pid. (zklock too, for what its watchdog left.)
 pub fn kill_children() {
-    let me = std::process::id().to_string();
     loop {
-        let Ok(processes) = std::fs::read_dir("/proc") else { return };
-        let ours: Vec<Pid> = processes
-            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<libc::pid_t>().ok())
-            .filter(|pid| parent_of(*pid).as_deref() == Some(me.as_str()))
-            .map(Pid::from_raw)
-            .collect();
+        let ours = children();
         if ours.is_empty() {
             return;
         }
@@ -202,11 +196,38 @@ pub fn kill_children() {
     }
 }
 
+/// Our children, by their pids in our PID namespace. /proc, not remounted, numbers processes
+/// as an outer namespace sees them when we run in one (a zklock run by a zklock's command): its
+/// NSpid line gives a process's pid at each level, ours among them.
+fn children() -> Vec<Pid> {
+    let Some(me) = std::fs::read_link("/proc/self").ok().and_then(|me| me.to_str().map(str::to_owned)) else {
+        return Vec::new();
+    };
+    let Some(depth) = pids_by_level(&me).map(|pids| pids.len() - 1) else { return Vec::new() };
+    let Ok(processes) = std::fs::read_dir("/proc") else { return Vec::new() };
+    processes
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|pid| pid.bytes().all(|byte| byte.is_ascii_digit()) && parent_of(pid).as_deref() == Some(&me))
+        .filter_map(|pid| Some(Pid::from_raw(*pids_by_level(&pid)?.get(depth)?)))
+        .collect()
+}
+
 /// The parent of `pid` as /proc says ("pid (comm) state ppid ...", comm may hold spaces and
 /// parentheses).
-fn parent_of(pid: libc::pid_t) -> Option<String> {
+fn parent_of(pid: &str) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat[stat.rfind(')')? + 1..].split_whitespace().nth(1).map(str::to_owned)
+}
+
+/// The pids of `pid` (as /proc names it) in each PID namespace, from /proc's own to its.
+fn pids_by_level(pid: &str) -> Option<Vec<libc::pid_t>> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let levels = status.lines().find_map(|line| line.strip_prefix("NSpid:"))?;
+    levels
+        .split_whitespace()
+        .map(|level| level.parse().ok())
+        .collect::<Option<Vec<_>>>()
+        .filter(|pids| !pids.is_empty())
 }
 
 /// Waits for zklock's word that the command may start (its group has the terminal, if any);

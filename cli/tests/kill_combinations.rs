@@ -305,3 +305,18 @@ async fn the_command_sees_its_namespace_pid_and_the_hosts_proc() {
     assert_eq!(words[..2], ["2", "1"], "{text}");
     assert_ne!(words[2], "2", "/proc/self is the host's view: {text}");
 }
+
+/// A zklock run by a zklock's command (here the command itself, pid 2 of the outer namespace)
+/// runs where /proc numbers processes as the host does: it must still find (and kill) only its
+/// own children, not the host's children of pid 2 (the kernel's threads), and both end with the
+/// inner command's status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zklock_run_by_a_zklocks_command_ends_with_its_commands_status() {
+    let outer = unique_path("kill-nested-outer");
+    let inner = unique_path("kill-nested-inner");
+    let zk = server().connect_string();
+    let zklock_bin = env!("CARGO_BIN_EXE_zklock");
+    let nested = format!("exec {zklock_bin} --zk {zk} --session-timeout 4s {inner} -- sh -c 'exit 3'");
+    let mut run = Group::spawn(zklock(&zk).args([&outer, "--", "sh", "-c", &nested]));
+    assert_eq!(run.wait(BOUND).code(), Some(3));
+}
