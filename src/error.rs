@@ -62,11 +62,12 @@ pub enum Error {
     #[error("would deadlock: {0}")]
     WouldDeadlock(&'static str),
 
-    /// The acquire waited in a deadlock, a ring of tasks (or whole sessions, see [`Deadlock`])
-    /// each waiting on a lock the next one holds, and gave up to break it: its node was the ring's chosen victim, and it was deleted
-    /// before this returned, so the others go on. Only an acquire built with
-    /// [`MutexBuilder::fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock) returns it.
-    #[error("deadlock: {} tasks or sessions wait on each other in a ring; this acquire gave up to break it", .0.hops.len())]
+    /// The acquire waited in a deadlock, a ring of tasks or chains (see [`Deadlock`]) each
+    /// waiting on a lock the next one holds, and gave up to break it: its node was the ring's
+    /// chosen victim, and it was deleted before this returned, so the others go on. Only an
+    /// acquire built with [`MutexBuilder::fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock)
+    /// returns it.
+    #[error("deadlock: {} tasks or chains wait on each other in a ring; this acquire gave up to break it", .0.hops.len())]
     Deadlock(Box<Deadlock>),
 
     /// One of the caller's operations in a fenced write
@@ -94,6 +95,13 @@ pub enum Error {
     /// The leader election was closed: this participant has left it for good.
     #[error("the leader election was closed")]
     ElectionClosed,
+
+    /// A [`zklock::blocking`](crate::blocking) call was made where it cannot block: on a thread
+    /// of a tokio runtime (a task, a `block_on`, a `spawn_blocking`), where waiting would stall
+    /// the runtime it runs on. Use the async API there, or call from a thread of your own.
+    /// Also returned, with its own text, when zklock's runtime thread cannot be started.
+    #[error("{0}")]
+    CannotBlock(&'static str),
 
     /// ZooKeeper refused an operation, or it failed in a way zklock does not retry
     /// (for example `NoAuth` when the ACL of the lock path forbids us).
@@ -133,6 +141,7 @@ impl Error {
             Error::ElectionNotStarted => "election_not_started",
             Error::ElectionAlreadyStarted => "election_already_started",
             Error::ElectionClosed => "election_closed",
+            Error::CannotBlock(_) => "cannot_block",
             Error::ZooKeeper { .. } => "zookeeper",
         }
     }
@@ -197,9 +206,9 @@ impl fmt::Display for LossReason {
     }
 }
 
-/// A deadlock: tasks (or whole sessions) in a ring, each waiting on a lock the next one holds
-/// (or queued behind a node of the next one that must hold and go first), so that none of them
-/// can go on until one gives up. What [`find_deadlocks`](crate::find_deadlocks) returns and
+/// A deadlock: tasks, chains (or whole sessions) in a ring, each waiting on a lock the next one
+/// holds (or queued behind a node of the next one that must hold and go first), so that none of
+/// them can go on until one gives up. What [`find_deadlocks`](crate::find_deadlocks) returns and
 /// [`Error::Deadlock`] carries.
 ///
 /// The tasks of one process share its session, and ZooKeeper alone cannot tell which of them
@@ -213,18 +222,25 @@ impl fmt::Display for LossReason {
 /// (that task lets go when its work is done), but it holding a lock through a task that does
 /// not wait, while another of its tasks waits, looks the same as one whose holding task waits.
 ///
-/// Hence two kinds of ring ([`is_certain`](Self::is_certain)): a **certain** one, every vertex
-/// on it a task told by its tag, where each task waits in fact on the next; and a **possible**
-/// one, through a session read whole, which is a deadlock only if the tasks of that session
-/// that hold are the ones that wait. A possible ring may dissolve by itself (a task of the
-/// session that holds and waits on nothing lets go), so an acquire built with `fail_on_deadlock`
-/// fails only on a certain ring: a false alarm would fail a healthy acquire.
+/// The other way round, processes of sessions of their own may form one owner: a `zklock` that
+/// holds its lock until its command ends, and the `zklock` its command runs, which waits. A lock
+/// built with [`owner_chain`](crate::MutexBuilder::owner_chain) writes the chain's id instead
+/// of a task's tag (see [`DeadlockHop::waiter_chain`]), and every node of one chain is one
+/// member of a ring, whatever its session.
+///
+/// Hence two kinds of ring ([`is_certain`](Self::is_certain)): a **certain** one, every member
+/// on it a task or a chain told by its tag, where each waits in fact on the next; and a
+/// **possible** one, through a session read whole, which is a deadlock only if the tasks of that
+/// session that hold are the ones that wait. A possible ring may dissolve by itself (a task of
+/// the session that holds and waits on nothing lets go), so an acquire built with
+/// `fail_on_deadlock` fails only on a certain ring: a false alarm would fail a healthy acquire.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Deadlock {
     /// The ring's steps: each hop's holder is the next hop's waiter, and the last hop's holder
-    /// the first hop's waiter. It starts at the smallest session id (then the smallest owner
-    /// tag, a session read whole first).
+    /// the first hop's waiter. It starts at its smallest member: a session read whole (the
+    /// smallest id) if there is one, else a task (by session, then owner tag), else a chain (by
+    /// id).
     pub hops: Vec<DeadlockHop>,
 }
 
@@ -234,39 +250,51 @@ impl Deadlock {
         self.hops.iter().flat_map(|hop| &hop.waits)
     }
 
-    /// Whether the ring is certain: every vertex on it is a task told by its owner tag, none a
-    /// session read whole (see [`Deadlock`]). A ring that is not is only possible.
+    /// Whether the ring is certain: every member on it is a task told by its owner tag or a
+    /// chain told by its id, none a session read whole (see [`Deadlock`]). A ring that is not
+    /// is only possible.
     pub fn is_certain(&self) -> bool {
-        self.hops.iter().all(|hop| hop.waiter_owner.is_some())
+        self.hops.iter().all(|hop| hop.waiter_owner.is_some() || hop.waiter_chain.is_some())
     }
 }
 
-/// One step of a [`Deadlock`]'s ring: one task (or session) waits on another. Two tasks of one
-/// session may make a hop, so `waiter_session` and `holder_session` may be equal; the owners
+/// One step of a [`Deadlock`]'s ring: one task, chain or session waits on another. Two tasks of
+/// one session may make a hop, so `waiter_session` and `holder_session` may be equal; the owners
 /// then differ.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DeadlockHop {
-    /// The waiting session (its id, a node's `ephemeralOwner`).
+    /// The waiting session (its id, a node's `ephemeralOwner`). For a chain, whose processes
+    /// have sessions of their own, the session of the hop's first wait
+    /// ([`LockWait::waiter_session`] says each wait's).
     pub waiter_session: i64,
-    /// The session it waits on.
+    /// The session it waits on; for a chain, that of the hop's first wait's holding node
+    /// ([`LockWait::holder_session`]).
     pub holder_session: i64,
     /// The waiting task's owner tag, a 48-bit hash of the tokio task (or thread) that acquires,
     /// written by a lock built with [`fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock)
     /// into the uuid of each node it creates (an RFC 9562 version 8 uuid whose first 12 hex
     /// digits are the tag). It tells apart the tasks of one session,
-    /// and means nothing across sessions. `None` when the session is read whole.
+    /// and means nothing across sessions. `None` when the session is read whole, or the waiter
+    /// is a chain.
     pub waiter_owner: Option<u64>,
     /// The holding task's owner tag, as [`waiter_owner`](Self::waiter_owner).
     pub holder_owner: Option<u64>,
-    /// Every node of the waiting task (or session) queued on a lock behind a node of the other
-    /// one (holding, or waiting ahead of it): one or more.
+    /// The waiting chain's id (under 2^48), written by a lock built with
+    /// [`owner_chain`](crate::MutexBuilder::owner_chain) into the uuid of each node it creates
+    /// (the uuid's first 12 hex digits, as a task's tag, with a marker of its own): processes
+    /// that form one owner, whatever their sessions. `None` for a task or a session.
+    pub waiter_chain: Option<u64>,
+    /// The holding chain's id, as [`waiter_chain`](Self::waiter_chain).
+    pub holder_chain: Option<u64>,
+    /// Every node of the waiting task, chain (or session) queued on a lock behind a node of the
+    /// other one (holding, or waiting ahead of it): one or more.
     pub waits: Vec<LockWait>,
 }
 
-/// A node waiting in a lock's queue behind a node of another task (or session) that holds that
-/// lock, or that waits ahead of it and must hold and go first (a writer ahead of a reader, any
-/// node ahead of a mutex's or a writer's).
+/// A node waiting in a lock's queue behind a node of another task, chain (or session) that
+/// holds that lock, or that waits ahead of it and must hold and go first (a writer ahead of a
+/// reader, any node ahead of a mutex's or a writer's).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LockWait {
@@ -279,8 +307,12 @@ pub struct LockWait {
     /// The waiting node's data (for a zklock participant, what
     /// [`MutexBuilder::node_data`](crate::MutexBuilder::node_data) set).
     pub waiter_data: Vec<u8>,
+    /// The waiting node's session (its `ephemeralOwner`).
+    pub waiter_session: i64,
     /// The full path of the node it waits on, holding or waiting ahead of it.
     pub holder_node: String,
+    /// That node's session.
+    pub holder_session: i64,
     /// Whether [`holder_node`](Self::holder_node) waits itself (it is queued ahead of the
     /// waiter), rather than holds.
     pub holder_waiting: bool,

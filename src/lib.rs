@@ -42,6 +42,7 @@
 //! `tracing` (target `zklock`), metrics through the `metrics` facade with the `metrics` feature.
 #![deny(missing_docs, missing_debug_implementations)]
 
+pub mod blocking;
 mod client;
 mod election;
 mod error;
@@ -60,10 +61,12 @@ pub use election::participant::ElectionParticipant;
 pub use election::selector::{LeaderSelector, LeaderSelectorBuilder};
 pub use election::state::ElectionState;
 pub use election::term_end::TermEnd;
+pub use election::view::{Leader, LeaderView};
 pub use error::{Deadlock, DeadlockHop, Error, LockWait, LossReason, Result};
 pub use hold::fenced_write::FencedWrite;
 pub use hold::hold_trait::{Hold, HoldFuture};
 pub use hold::lease::Lease;
+pub use hold::while_held::{RunEnd, WhileHeld};
 pub use lock::guard::LockGuard;
 pub use lock::multi::{InterProcessMultiLock, MultiLockBuilder, MultiLockGuard};
 pub use lock::mutex::InterProcessMutex;
@@ -114,6 +117,7 @@ mod guide {
         LeaderLatch = "leader-latch.md";
         LeaderSelector = "leader-selector.md";
         Sessions = "sessions.md";
+        Blocking = "blocking.md";
         LossAndFencing = "loss-and-fencing.md";
         LocalHandoff = "local-handoff.md";
         Deadlocks = "deadlocks.md";

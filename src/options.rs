@@ -209,6 +209,9 @@ pub(crate) struct LockOptions {
     pub(crate) deadlock_root: Option<String>,
     /// How often it looks while it waits; `None` for [`DEADLOCK_SCAN_PERIOD`].
     pub(crate) deadlock_scan_period: Option<Duration>,
+    /// The id of the chain of processes its nodes say they are part of (mutexes and read-write
+    /// locks only), under [`OWNER_CHAIN_LIMIT`].
+    pub(crate) owner_chain: Option<u64>,
     /// Whether its nodes are a leader selector's, which the deadlock scan must tell from a
     /// mutex's (`rules/owner_tag.rs`, `NodeMark::Election`).
     pub(crate) election: bool,
@@ -220,6 +223,9 @@ pub(crate) struct LockOptions {
 /// period and a read. A fifth of a second keeps that under two ticks of a test server (tickTime
 /// 200 ms), and a tenth of two ticks of ZooKeeper's default tickTime (2 s).
 pub(crate) const DEADLOCK_SCAN_PERIOD: Duration = Duration::from_millis(200);
+
+/// Every owner chain's id is under it: a node's uuid has room for 48 bits (`rules/owner_tag.rs`).
+pub(crate) const OWNER_CHAIN_LIMIT: u64 = 1 << 48;
 
 /// Where and how often a waiting acquire looks for a deadlock it is part of
 /// (`MutexBuilder::fail_on_deadlock`).
@@ -243,6 +249,9 @@ impl LockOptions {
         self.acls.validate()?;
         if self.deadlock_scan_period.is_some_and(|period| period.is_zero()) {
             return Err(Error::InvalidOptions("the deadlock scan period must be above zero"));
+        }
+        if self.owner_chain.is_some_and(|chain| chain >= OWNER_CHAIN_LIMIT) {
+            return Err(Error::InvalidOptions("an owner chain's id must be under 2^48"));
         }
         self.local_handoff.as_ref().map_or(Ok(()), LocalHandoff::validate)
     }

@@ -1,7 +1,8 @@
 //! The lock contract, written once and run for every lock (Curator's
 //! `TestInterProcessMutexBase` with its abstract `makeLock`), and for the leader latch and
 //! selector, whose terms of leadership are holds: at most one holder across sessions and
-//! processes with increasing fencing tokens, no node left by a give-up or a dropped release,
+//! processes with increasing fencing tokens, no node left by a give-up, a dropped release or a
+//! hold dropped on a thread with no runtime,
 //! crashed holders handing over, losses signalled (and short disconnections and operators'
 //! deletions survived); tasks sharing one participant exclude each other too (and pass
 //! the hold between them, with local handoff). Each (lock, contract) pair is its own test, named
@@ -81,6 +82,16 @@ macro_rules! contracts {
             #[tokio::test]
             async fn a_release_dropped_after_its_first_poll_still_frees_the_lock() {
                 give_up::a_release_dropped_after_its_first_poll_still_frees_the_lock::<$under_test>().await;
+            }
+
+            #[tokio::test]
+            async fn an_acquire_dropped_on_a_plain_thread_leaves_no_node() {
+                give_up::an_acquire_dropped_on_a_plain_thread_leaves_no_node::<$under_test>().await;
+            }
+
+            #[tokio::test]
+            async fn a_hold_dropped_on_a_plain_thread_frees_the_lock() {
+                give_up::a_hold_dropped_on_a_plain_thread_frees_the_lock::<$under_test>().await;
             }
 
             #[tokio::test]

@@ -739,3 +739,83 @@ async fn a_missing_root_or_one_without_locks_says_so() {
     let empty = zklock::find_deadlocks(&client, &root).await.unwrap();
     assert!(empty.root_exists && empty.locks_read == 0, "{empty:?}");
 }
+
+/// A link of chain `chain` on `path`: a mutex whose nodes carry the chain's id, looking for a
+/// deadlock (only when its wait starts) if `looks`.
+fn link(client: &Client, path: &str, chain: u64, root: Option<&str>) -> InterProcessMutex {
+    let builder = InterProcessMutex::builder(client, path).owner_chain(chain);
+    let builder = match root {
+        Some(root) => builder.fail_on_deadlock(root).deadlock_scan_period(FIRST_LOOK_ONLY),
+        None => builder,
+    };
+    builder.build().unwrap()
+}
+
+/// Issue 38, item 3, as `zklock /a -- zklock /b` beside `zklock /b -- zklock /a` makes it: four
+/// sessions, two chains. Chain one's outer link holds A, its inner link waits on B; chain two's
+/// outer link holds B, its inner link waits on A. As sessions, nobody that waits holds anything;
+/// as chains, it is one certain ring, each hop naming the two chains and each wait its sessions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_chains_across_four_sessions_are_one_certain_ring() {
+    let (root, [a, b], outer_one, outer_two) = two_locks_two_sessions("deadlock-chains").await;
+    let (inner_one, inner_two) = (connect().await, connect().await);
+    let (one, two) = (0x0c4a_1000_0001, 0x0c4a_1000_0002);
+    let _one_holds = link(&outer_one, &a, one, None).acquire().await.unwrap();
+    let _two_holds = link(&outer_two, &b, two, None).acquire().await.unwrap();
+    let waits = [(&inner_one, &b, one), (&inner_two, &a, two)].map(|(client, path, chain)| {
+        let lock = link(client, path, chain, None);
+        tokio::spawn(async move { lock.acquire_timeout(PROMPTLY).await })
+    });
+    wait_for_children(&outer_one, &a, 2).await;
+    wait_for_children(&outer_one, &b, 2).await;
+    let report = zklock::find_deadlocks(&outer_one, &root).await.unwrap();
+    assert_eq!(report.deadlocks.len(), 1, "{report:?}");
+    let ring = &report.deadlocks[0];
+    assert!(ring.is_certain(), "{ring:?}");
+    let chains: Vec<(Option<u64>, Option<u64>)> =
+        ring.hops.iter().map(|hop| (hop.waiter_chain, hop.holder_chain)).collect();
+    assert_eq!(chains, [(Some(one), Some(two)), (Some(two), Some(one))], "{ring:?}");
+    let session = |client: &Client| client.session_id().0;
+    let sessions: Vec<(i64, i64)> = ring.waits().map(|wait| (wait.waiter_session, wait.holder_session)).collect();
+    assert_eq!(sessions, [(session(&inner_one), session(&outer_two)), (session(&inner_two), session(&outer_one))]);
+    for wait in waits {
+        wait.abort();
+    }
+}
+
+/// The same ring with `fail_on_deadlock` on the inner links: the newest wait (chain two's) is
+/// the victim and gives up, leaving no node; chain one's inner link waits on, and holds once
+/// chain two's outer link lets go (as a `zklock` does once its command, the victim, ended).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ring_of_two_chains_has_one_victim_and_the_other_chain_holds_once_it_let_go() {
+    let (root, [a, b], outer_one, outer_two) = two_locks_two_sessions("deadlock-chains-victim").await;
+    let (inner_one, inner_two) = (connect().await, connect().await);
+    let (one, two) = (0x0c4a_2000_0001, 0x0c4a_2000_0002);
+    let one_holds = link(&outer_one, &a, one, None).acquire().await.unwrap();
+    let two_holds = link(&outer_two, &b, two, None).acquire().await.unwrap();
+    let one_lock = link(&inner_one, &b, one, Some(&root));
+    let one_waits = tokio::spawn(async move { one_lock.acquire().await });
+    wait_for_children(&outer_one, &b, 2).await;
+    let two_lock = link(&inner_two, &a, two, Some(&root));
+    let two_waits = tokio::time::timeout(PROMPTLY, two_lock.acquire()).await.expect("the ring is found");
+    let ring = deadlock(two_waits);
+    assert!(ring.is_certain(), "{ring:?}");
+    let chains: std::collections::BTreeSet<Option<u64>> = ring.hops.iter().map(|hop| hop.waiter_chain).collect();
+    assert_eq!(chains, [Some(one), Some(two)].into(), "{ring:?}");
+    assert_eq!(common::children(&outer_one, &a).await.len(), 1, "the victim left no node");
+    assert!(!one_waits.is_finished(), "only the victim gave up");
+    two_holds.release().await.unwrap();
+    let held = tokio::time::timeout(PROMPTLY, one_waits).await.expect("chain one holds in time").unwrap();
+    held.unwrap().release().await.unwrap();
+    one_holds.release().await.unwrap();
+}
+
+/// An owner chain's id has 48 bits of room in a node's uuid: a larger one is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_chain_over_48_bits_is_refused() {
+    let client = connect().await;
+    let path = unique_path("deadlock-chain-id");
+    let refused = InterProcessMutex::builder(&client, &path).owner_chain(1 << 48).build();
+    assert!(matches!(refused, Err(Error::InvalidOptions(_))), "{refused:?}");
+    assert!(InterProcessMutex::builder(&client, &path).owner_chain((1 << 48) - 1).build().is_ok());
+}

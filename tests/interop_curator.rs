@@ -3,10 +3,14 @@
 
 mod common;
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use common::interop::{check_leases, check_log, check_turns, finish, logged_section, temp_log, Peer, StartLine};
-use common::{connect, unique_path};
+use common::interop::{
+    append, check_leases, check_log, check_turns, finish, logged_section, temp_log, Peer, StartLine,
+};
+use common::{connect, server, unique_path};
 use zklock::{
     revoke, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
 };
@@ -40,21 +44,33 @@ async fn zklock_mutex_with_owner_tags_and_curator_mutex_exclude_each_other() {
     .await;
 }
 
+/// `zklock::blocking`'s mutex, on two plain threads (each its own session), and Curator's two
+/// peers take turns on one path: none overlapping, turns switching between the libraries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zklock_blocking_mutex_and_curator_mutex_exclude_each_other() {
+    take_turns_with_curators("curator-blocking", |name, path, log, start| {
+        let thread = std::thread::spawn(move || {
+            let client = zklock::blocking::connect(&server().connect_string()).unwrap();
+            let mutex = zklock::blocking::InterProcessMutex::new(&client, &path).unwrap();
+            zklock::blocking::run(start.ready()).unwrap();
+            for _ in 0..ITERATIONS {
+                let guard = mutex.acquire_timeout(PEER_TIMEOUT).unwrap().expect("zklock starved");
+                append(&log, "enter", name, "mutex");
+                std::thread::sleep(Duration::from_millis(5));
+                append(&log, "exit", name, "mutex");
+                guard.release().unwrap();
+            }
+        });
+        tokio::task::spawn_blocking(move || thread.join().unwrap())
+    })
+    .await;
+}
+
 /// Two Curator peers and two zklock tasks (each its own session, its mutex made by `mutex`)
-/// take turns on one path: the log shows every round, none overlapping, and turns switching
-/// between the two libraries.
+/// take turns on one path.
 async fn mutexes_exclude_curators(name: &str, mutex: fn(&Client, &str) -> InterProcessMutex) {
-    let path = unique_path(name);
-    let log = temp_log(name);
-    let start = StartLine::new(2);
-    let mut peers = [
-        Peer::curator("curator-1", &path, "mutex", ITERATIONS, 5, &log),
-        Peer::curator("curator-2", &path, "mutex", ITERATIONS, 5, &log),
-    ];
-    let mut rust = Vec::new();
-    for name in ["zklock-1", "zklock-2"] {
-        let (path, log, start) = (path.clone(), log.clone(), start.clone());
-        rust.push(tokio::spawn(async move {
+    take_turns_with_curators(name, move |name, path, log, start| {
+        tokio::spawn(async move {
             let client = connect().await;
             let mutex = mutex(&client, &path);
             start.ready().await;
@@ -63,10 +79,28 @@ async fn mutexes_exclude_curators(name: &str, mutex: fn(&Client, &str) -> InterP
                 logged_section(&log, name, "mutex", Duration::from_millis(5)).await;
                 guard.release().await.unwrap();
             }
-        }));
-    }
+        })
+    })
+    .await;
+}
+
+/// Two Curator peers and two zklock parties (`party(name, path, log, start)`, each its own
+/// session, logging every round) take turns on one path: the log shows every round, none
+/// overlapping, and turns switching between the two libraries.
+async fn take_turns_with_curators<P>(name: &str, party: P)
+where
+    P: Fn(&'static str, String, PathBuf, Arc<StartLine>) -> tokio::task::JoinHandle<()>,
+{
+    let path = unique_path(name);
+    let log = temp_log(name);
+    let start = StartLine::new(2);
+    let mut peers = [
+        Peer::curator("curator-1", &path, "mutex", ITERATIONS, 5, &log),
+        Peer::curator("curator-2", &path, "mutex", ITERATIONS, 5, &log),
+    ];
+    let rust = ["zklock-1", "zklock-2"].map(|name| party(name, path.clone(), log.clone(), start.clone()));
     start.open(&mut peers).await;
-    finish(rust, peers, PEER_TIMEOUT).await;
+    finish(rust.into(), peers, PEER_TIMEOUT).await;
     check_log(
         &log,
         &[("curator-1", ITERATIONS), ("curator-2", ITERATIONS), ("zklock-1", ITERATIONS), ("zklock-2", ITERATIONS)],

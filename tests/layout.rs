@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The layers, bottom first: a file may import from its own layer and those before it.
-const LAYERS: [&str; 6] = ["rules", "client", "queue", "hold", "lock", "election"];
+const LAYERS: [&str; 7] = ["rules", "client", "queue", "hold", "lock", "election", "blocking"];
 
 /// The vocabulary every layer uses, which uses no layer.
 const SHARED: [&str; 3] = ["error", "options", "observe"];

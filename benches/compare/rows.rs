@@ -11,6 +11,7 @@ mod mariadb;
 mod naive;
 mod redis;
 mod zklock;
+mod zklock_blocking;
 mod zklock_handoff;
 
 use crate::election;
@@ -23,6 +24,7 @@ use crate::zookeeper;
 pub async fn all() -> Vec<Box<dyn Row>> {
     vec![
         zookeeper::row::<::zklock::InterProcessMutex>(),
+        Box::new(zklock_blocking::BlockingMutex),
         zookeeper::row::<zklock_handoff::HandoffMutex>(),
         zookeeper::row::<client_lock::ClientLock>(),
         zookeeper::row::<floor::RawFloor>(),

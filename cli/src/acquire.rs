@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use zklock::{AclProvider, InterProcessMutex, InterProcessSemaphoreV2, NodeSchema};
 
+use crate::chain::Chain;
 use crate::cli::LockArgs;
 use crate::exit::{Failure, Outcome};
 use crate::held::Held;
@@ -60,13 +61,16 @@ pub fn own_data(args: &LockArgs) -> String {
 }
 
 /// Takes the lock (or a lease) at `lock_path` on `on`, a client or a session, within the
-/// patience the options give, creating nodes with `acls` (`acl.rs`).
+/// patience the options give, creating nodes with `acls` (`acl.rs`). A lock's node says it is
+/// `chain`'s (`chain.rs`), so that the deadlock scan reads this process and the `zklock`s
+/// around it as one owner; a semaphore's lease and gate do not (its waits are no deadlock's).
 pub async fn acquire(
     on: zklock::Connection,
     lock_path: &str,
     kind: Kind,
     args: &LockArgs,
     acls: &AclProvider,
+    chain: Option<Chain>,
 ) -> Result<Held, Failure> {
     let timeout = patience(args);
     let node_data = own_data(args);
@@ -84,10 +88,16 @@ pub async fn acquire(
             }
         }
     } else {
-        let builder = InterProcessMutex::builder(on, lock_path)
+        let mut builder = InterProcessMutex::builder(on, lock_path)
             .node_data(node_data)
             .acl_provider(acls.clone())
             .loss_policy(args.hold.loss_policy.into());
+        if let Some(chain) = chain {
+            builder = builder.owner_chain(chain.id());
+        }
+        if let Some(root) = &args.fail_on_deadlock {
+            builder = builder.fail_on_deadlock(root);
+        }
         let rw;
         let mutex;
         let side = match kind {
@@ -115,6 +125,14 @@ pub async fn acquire(
     };
     match held {
         Some(Ok(held)) => Ok(held),
+        Some(Err(zklock::Error::Deadlock(ring))) => {
+            let root = args.fail_on_deadlock.as_deref().unwrap_or("/");
+            let n = ring.hops.len();
+            let message = format!(
+                "{lock_path}: gave up waiting to break a deadlock ({n} in a ring under {root}); the others go on"
+            );
+            Err(Failure::new(Outcome::Deadlock, message))
+        }
         Some(Err(err)) => Err(Failure::from_lock_error(err)),
         None => Err(not_in_time(lock_path, "held by another", args)),
     }

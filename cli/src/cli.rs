@@ -162,6 +162,14 @@ pub struct LockArgs {
     #[arg(long, env = "ZKLOCK_RETAKE", value_parser = BoolishValueParser::new(), global = true)]
     pub retake: bool,
 
+    /// While waiting for the lock, look for a deadlock among the locks under ROOT that this wait
+    /// is part of (what `zklock deadlocks ROOT` finds); when this wait is the ring's victim (its
+    /// newest), give up and exit 79, so that the others go on. Only a certain ring counts
+    /// (tasks, chains of zklocks): a ring through a session read whole fails no wait. Set it in
+    /// the environment to have every zklock of a chain look. Not with --semaphore.
+    #[arg(long, value_name = "ROOT", env = "ZKLOCK_FAIL_ON_DEADLOCK", global = true)]
+    pub fail_on_deadlock: Option<String>,
+
     /// What to do when someone asks the holder to let go (`zklock revoke`): send the command
     /// SIGTERM (hold mode: release and exit 0), or carry on.
     #[arg(long, value_enum, value_name = "WHAT", default_value = "term", env = "ZKLOCK_ON_REVOKE", global = true)]
@@ -274,13 +282,14 @@ pub enum Command {
         /// The lock path.
         lock_path: String,
     },
-    /// Find deadlocks under ROOT: sessions (or tasks) that each wait on a lock behind a node of
-    /// the next, in a ring (mutex, read-write and kazoo locks; not semaphores' leases, nor
-    /// elections). A ring is certain when every member is a task told by its owner tag (a zklock
-    /// lock with fail_on_deadlock, a zklock command), possible when it passes through a session
-    /// read whole (untagged: Curator, kazoo, a lock without the option), whose holding task may
-    /// not be the one that waits. Exits 0 when none is found, 1 when a certain one is, 2 when
-    /// only possible ones are, 3 when ROOT does not exist or holds no lock.
+    /// Find deadlocks under ROOT: sessions (or tasks, or chains) that each wait on a lock behind
+    /// a node of the next, in a ring (mutex, read-write and kazoo locks; not semaphores' leases,
+    /// nor elections). A ring is certain when every member is a task told by its owner tag (a
+    /// zklock lock with fail_on_deadlock) or a chain of zklock commands, one run by another's
+    /// command (ZKLOCK_CHAIN), possible when it passes through a session read whole (untagged:
+    /// Curator, kazoo, a lock without the option), whose holding task may not be the one that
+    /// waits. Exits 0 when none is found, 1 when a certain one is, 2 when only possible ones
+    /// are, 3 when ROOT does not exist or holds no lock.
     Deadlocks {
         /// The subtree to search, e.g. /locks (`/` for all).
         #[arg(value_name = "ROOT")]

@@ -15,6 +15,8 @@ pub enum Outcome {
     Busy(u8),
     /// The lock was lost while the command ran; the command was stopped.
     Lost,
+    /// `--fail-on-deadlock`: the wait was a deadlock's victim and gave up, so the others go on.
+    Deadlock,
     /// ZooKeeper refused us: an ACL, or authentication failed.
     NotAllowed,
     /// Something else went wrong.
@@ -38,6 +40,7 @@ impl Outcome {
             Outcome::NotAllowed => 77,
             Outcome::Busy(code) => code,
             Outcome::Lost => 76,
+            Outcome::Deadlock => 79,
             Outcome::CannotRun(code) => code,
             Outcome::ReaderGone => 128 + libc::SIGPIPE as u8,
         }
@@ -74,6 +77,7 @@ impl Failure {
             zklock::Error::InvalidPath { .. } | zklock::Error::InvalidOptions(_) => Outcome::Usage,
             zklock::Error::SessionExpired | zklock::Error::SessionClosed => Outcome::Unavailable,
             zklock::Error::LockLost(_) => Outcome::Lost,
+            zklock::Error::Deadlock(_) => Outcome::Deadlock,
             zklock::Error::ZooKeeper { source, .. } if refused(source) => Outcome::NotAllowed,
             _ => Outcome::Failed,
         };

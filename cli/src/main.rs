@@ -12,6 +12,7 @@ compile_error!(
 
 mod acl;
 mod acquire;
+mod chain;
 mod cli;
 mod commands;
 mod connect;
@@ -53,6 +54,7 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer as _};
 use zookeeper_client::Client;
 
+use crate::chain::Chain;
 use crate::cli::{Cli, Command};
 use crate::commands::completions::completions;
 use crate::commands::deadlocks::deadlocks;
@@ -98,6 +100,14 @@ fn main() -> ExitCode {
     if cli.connection.quiet {
         stderr::quiet();
     }
+    // Joined (and ZKLOCK_CHAIN set for the command) before the runtime's threads start.
+    let chain = match &cli.subcommand {
+        None | Some(Command::Hold { .. } | Command::Elect { .. }) => match Chain::join() {
+            Ok(chain) => Some(chain),
+            Err(failure) => return failure.report(),
+        },
+        _ => None,
+    };
     init_logs(cli.connection.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(runtime) => runtime,
@@ -107,7 +117,7 @@ fn main() -> ExitCode {
         let client = connect(&cli.connection).await?;
         say_granted(&client, &cli.connection);
         let states = client.state_watcher();
-        let outcome = dispatch(&client, cli).await;
+        let outcome = dispatch(&client, cli, chain).await;
         close_session(client, states).await;
         outcome
     });
@@ -157,7 +167,8 @@ fn is_reconnect_event(event: &tracing::Metadata<'_>) -> bool {
 /// Does what the command line asks, once connected. Each command's future is boxed: together
 /// they made a state machine of hundreds of kilobytes, which a debug build copies on the main
 /// thread's stack at each poll (`tests/run.rs` runs every mode on an eighth of the usual stack).
-async fn dispatch(client: &Client, cli: Cli) -> Result<ExitCode, Failure> {
+/// `chain` is the one this process is a link of, when it takes a lock or runs a command.
+async fn dispatch(client: &Client, cli: Cli, chain: Option<Chain>) -> Result<ExitCode, Failure> {
     let json = cli.modes.json;
     let command = command(&cli);
     match cli.subcommand {
@@ -165,7 +176,9 @@ async fn dispatch(client: &Client, cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Deadlocks { root }) => Box::pin(deadlocks(client, &root, json)).await,
         Some(Command::Revoke { node }) => Box::pin(revoke(client, &node)).await,
         Some(Command::Leader { election_path }) => Box::pin(leader(client, &election_path, json)).await,
-        Some(Command::Hold { lock_path }) => Box::pin(hold(client, &cli.connection, &lock_path, &cli.lock, json)).await,
+        Some(Command::Hold { lock_path }) => {
+            Box::pin(hold(client, &cli.connection, &lock_path, &cli.lock, chain, json)).await
+        }
         Some(Command::Elect { election_path, .. }) => {
             let id = cli.modes.id.as_deref();
             let campaign = Campaign { path: &election_path, id, args: &cli.lock, as_json: json };
@@ -174,7 +187,7 @@ async fn dispatch(client: &Client, cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Completions { .. } | Command::Manpage) => Ok(ExitCode::SUCCESS),
         None => {
             let path = cli.lock_path.as_deref().unwrap_or_default();
-            Box::pin(run(client, &cli.connection, path, &cli.lock, &command)).await
+            Box::pin(run(client, &cli.connection, path, &cli.lock, chain, &command)).await
         }
     }
 }
@@ -198,6 +211,10 @@ fn check_paths(cli: &Cli) -> Result<(), Failure> {
     };
     if cli.modes.shell_command.is_some() && words_too {
         return Err(Failure::new(Outcome::Usage, "give the command either with -c or as words, not both"));
+    }
+    // The whole tree may be searched.
+    if let Some(root) = cli.lock.fail_on_deadlock.as_deref().filter(|root| *root != "/") {
+        cli_path(root)?;
     }
     match &cli.subcommand {
         Some(Command::List { lock_path: path } | Command::Hold { lock_path: path }) => cli_path(path),

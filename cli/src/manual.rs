@@ -53,6 +53,17 @@ const NOTES: &str = "\
 The command sees ZKLOCK_PATH, ZKLOCK_NODE and ZKLOCK_FENCING_TOKEN (the lock node's czxid,
 which grows from holder to holder: pass it to what you write, and refuse older ones).
 
+A zklock run by a zklock's command (directly, or through a shell or a script) is one owner with
+it: the outer one holds its lock until the inner one, which waits, has ended. The outermost
+zklock picks a chain id at random and passes it on in ZKLOCK_CHAIN; each zklock of the chain
+writes it into its lock node's name, and `zklock deadlocks` reads the whole chain as one member
+of a ring, so `zklock /a -- zklock /b -- job` beside `zklock /b -- zklock /a -- job` is found, a
+certain deadlock of two chains. A chain is one owner only while its zklocks run one inside the
+other: for zklocks a command runs side by side (in the background, in parallel), unset
+ZKLOCK_CHAIN (`env -u ZKLOCK_CHAIN zklock ...`) so that each starts a chain of its own. With
+--fail-on-deadlock ROOT (or ZKLOCK_FAIL_ON_DEADLOCK, which the whole chain inherits), the zklock
+whose wait is such a ring's victim gives up and exits 79, and the others go on.
+
 The command runs as the child of a watchdog process (zklock-watchdog, zklock's child), in a
 process group of its own and, where the kernel allows it (root, or CAP_SYS_ADMIN), in a PID
 namespace whose init is the watchdog. The watchdog dies with zklock (the kernel's parent-death
@@ -139,6 +150,11 @@ const EXIT_STATUS: &[(&str, &str)] = &[
     ("75", "lock busy or leadership not ours in time (-n, --timeout; see -E)"),
     ("76", "lock or leadership lost while the command ran"),
     ("77", "not allowed (ACL, authentication)"),
+    (
+        "79",
+        "--fail-on-deadlock: the wait was the victim of a certain deadlock and gave up (the others go on); \
+         a zklock whose command was such a zklock passes it on",
+    ),
     ("126/127", "command not executable / not found"),
     ("141", "the reader of stdout went away (as if killed by SIGPIPE)"),
 ];
@@ -151,6 +167,13 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "Which log lines to write on stderr, e.g. zklock=debug (default: zklock's warnings, with -v its steps).",
     ),
     ("NO_COLOR", "Set to anything, log lines on a terminal are not coloured."),
+    (
+        "ZKLOCK_CHAIN",
+        "Read, and set for the command: the id of the chain of zklocks this one is a link of (1 to 12 hex \
+         digits; the outermost zklock picks one at random). Its lock node carries it, and `zklock \
+         deadlocks` reads a chain as one owner. Unset or empty, zklock starts a chain of its own; any other \
+         value that is no id is refused with exit 64.",
+    ),
     ("ZKLOCK_PATH", "Set for the command: the lock (or election) path."),
     ("ZKLOCK_NODE", "Set for the command: the node that holds the lock."),
     (

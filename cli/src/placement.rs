@@ -40,6 +40,7 @@ const SCOPES: &[(&str, &[Mode])] = &[
     ("mutex", &[Run, Hold]),
     ("kazoo", &[Run, Hold]),
     ("on_revoke", &[Run, Hold]),
+    ("fail_on_deadlock", &[Run, Hold]),
     ("retake", &[Hold, Elect]),
     ("shell_command", &[Run, Elect]),
     ("id", &[Elect]),
@@ -151,7 +152,9 @@ pub fn check(matches: &ArgMatches, mode: Mode) -> Result<(), Failure> {
 
 /// Options of which one at most may be in force. One written on the command line overrides
 /// those set in the environment (as every option does); two written, or two set, are refused.
-const EXCLUSIVE: [&[&str]; 2] = [&["nonblock", "timeout"], &["write", "read", "semaphore", "mutex", "kazoo"]];
+/// A semaphore's waits are no deadlock's (a waiter goes on when any lease is let go).
+const EXCLUSIVE: [&[&str]; 3] =
+    [&["nonblock", "timeout"], &["write", "read", "semaphore", "mutex", "kazoo"], &["semaphore", "fail_on_deadlock"]];
 
 /// Applies [`EXCLUSIVE`]: clears what the environment set against the command line.
 pub fn settle(matches: &ArgMatches, cli: &mut Cli) -> Result<(), Failure> {
@@ -185,6 +188,7 @@ fn in_force(cli: &Cli, id: &str) -> bool {
         "semaphore" => lock.semaphore.is_some(),
         "mutex" => lock.mutex,
         "kazoo" => lock.kazoo,
+        "fail_on_deadlock" => lock.fail_on_deadlock.is_some(),
         _ => false,
     }
 }
@@ -199,6 +203,7 @@ fn clear(cli: &mut Cli, id: &str) {
         "semaphore" => lock.semaphore = None,
         "mutex" => lock.mutex = false,
         "kazoo" => lock.kazoo = false,
+        "fail_on_deadlock" => lock.fail_on_deadlock = None,
         _ => {}
     }
 }

@@ -11,13 +11,16 @@ use std::process::Output;
 use std::time::Duration;
 
 use common::{connect, server, unique_path, wait_for_children};
-use support::zklock;
+use support::{zklock, Group};
 use tokio::task::JoinHandle;
 use zklock::{InterProcessMutex, LockGuard};
 use zookeeper_client::Client;
 
-/// The exit codes of `zklock deadlocks` (the manual's EXIT STATUS; 1 is a certain ring).
+/// The exit codes of `zklock deadlocks` (the manual's EXIT STATUS).
+const CERTAIN: i32 = 1;
 const POSSIBLE: i32 = 2;
+/// `--fail-on-deadlock`'s: the wait gave up to break a ring.
+const VICTIM: i32 = 79;
 const NO_LOCKS: i32 = 3;
 
 /// Each test ends within this, or fails.
@@ -110,7 +113,7 @@ async fn a_ring_is_found(name: &str, n: usize, read_write: bool) {
     let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(
         (&json["version"], &json["found"], &json["deadlocked"]),
-        (&1.into(), &"possible".into(), &false.into()),
+        (&2.into(), &"possible".into(), &false.into()),
         "{json}"
     );
     let cycles = json["deadlocks"].as_array().unwrap();
@@ -201,6 +204,160 @@ async fn a_ring_through_a_task_with_an_owner_tag_names_the_task() {
         assert_eq!(tasks.iter().filter(|tagged| **tagged).count(), 1, "{json}");
         task.abort();
         waiting.abort();
+    })
+    .await;
+}
+
+/// `zklock -w 40s OUTER -- sh -c 'until [ -e GO ]; …; exec zklock -w 40s INNER -- JOB'`: a
+/// `zklock` whose command, once told to go, runs a `zklock` on another lock (through a shell,
+/// which passes its environment on), both with `env` set.
+fn chained(zk: &str, [outer, inner]: [&str; 2], go: &std::path::Path, env: &[(&str, &str)], job: &str) -> Group {
+    let inner = format!(
+        "until [ -e '{}' ]; do sleep 0.05; done; exec '{}' --zk '{zk}' --session-timeout 4s -w 40s '{inner}' -- {job}",
+        go.display(),
+        env!("CARGO_BIN_EXE_zklock"),
+    );
+    let mut command = zklock(zk);
+    command.args(["-w", "40s", outer, "--", "sh", "-c", &inner]).envs(env.iter().copied());
+    Group::spawn(command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()))
+}
+
+/// Two chains started as the issue wrote them, each outer `zklock` holding its lock, then both
+/// told to go: their inner ones queue on the other's lock. Returns once both are queued.
+async fn two_chains(root: &str, go: &std::path::Path, env: &[(&str, &str)], job: &str) -> [Group; 2] {
+    let [a, b] = ["a", "b"].map(|name| format!("{root}/{name}"));
+    let zk = server().connect_string();
+    let observer = connect().await;
+    let chains = [chained(&zk, [&a, &b], go, env, job), chained(&zk, [&b, &a], go, env, job)];
+    wait_for_children(&observer, &a, 1).await;
+    wait_for_children(&observer, &b, 1).await;
+    std::fs::write(go, b"").unwrap();
+    chains
+}
+
+/// The chain's id a node of a `zklock` carries: the first 12 hex digits of its uuid, which is
+/// of version 8 with the chain's marker.
+fn chain_of(node: &str) -> String {
+    let uuid = node.strip_prefix("_c_").unwrap_or_else(|| panic!("a protected node: {node}"));
+    assert_eq!(&uuid[14..20], "87a6-b", "a chain's uuid: {node}");
+    format!("{}{}", &uuid[..8], &uuid[9..13])
+}
+
+/// Issue 38, item 3: `zklock /a -- zklock /b -- …` beside `zklock /b -- zklock /a -- …` stayed
+/// stuck until `-w` ran out, and `zklock deadlocks` said "no deadlock" (exit 0): each outer
+/// `zklock` holds on one session while its command's `zklock` waits on another, and as four
+/// sessions nobody that waits holds anything. Each outer `zklock` now starts a chain and passes
+/// it on in ZKLOCK_CHAIN; both links' nodes carry it, and the two chains are one certain ring
+/// (exit 1), in text and in JSON. Once the outer ones are stopped, no node is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zklock_run_by_a_zklocks_command_is_one_owner_with_it_and_their_ring_is_certain() {
+    bounded(async {
+        let root = unique_path("deadlocks-chain");
+        let [a, b] = ["a", "b"].map(|name| format!("{root}/{name}"));
+        let go = std::env::temp_dir().join(format!("zklock-go{}", root.replace('/', "_")));
+        let observer = connect().await;
+        let [mut one, mut two] = two_chains(&root, &go, &[], "sleep 60").await;
+        wait_for_children(&observer, &a, 2).await;
+        wait_for_children(&observer, &b, 2).await;
+        let text = deadlocks(&root, false).await;
+        assert_eq!(text.status.code(), Some(CERTAIN), "{text:?}");
+        // Each queue in order: the outer link that holds, then the other chain's inner link.
+        let chains_on = |path: &str| {
+            let (observer, path) = (&observer, path.to_owned());
+            async move {
+                let mut nodes = common::children(observer, &path).await;
+                nodes.sort_by_key(|node| node.rsplit('_').next().map(str::to_owned));
+                nodes.iter().map(|node| chain_of(node)).collect::<Vec<String>>()
+            }
+        };
+        let (on_a, on_b) = (chains_on(&a).await, chains_on(&b).await);
+        let (chain_one, chain_two) = (on_a[0].clone(), on_b[0].clone());
+        assert_eq!((&on_b[1], &on_a[1]), (&chain_one, &chain_two), "each inner link carries its outer link's chain");
+        assert_ne!(chain_one, chain_two, "each outermost zklock starts a chain of its own");
+        let stdout = String::from_utf8_lossy(&text.stdout);
+        let ring =
+            [format!("chain {chain_one} -> chain {chain_two}"), format!("chain {chain_two} -> chain {chain_one}")];
+        assert!(ring.iter().any(|ring| stdout.starts_with(&format!("deadlock of 2 chains: {ring}"))), "{stdout}");
+        let json = deadlocks(&root, true).await;
+        assert_eq!(json.status.code(), Some(CERTAIN), "{json:?}");
+        let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        assert_eq!((&json["version"], &json["found"]), (&2.into(), &"certain".into()), "{json}");
+        let rings = json["deadlocks"].as_array().unwrap();
+        assert_eq!(rings.len(), 1, "{json}");
+        assert_eq!(rings[0]["certain"], true, "{json}");
+        let chains: BTreeSet<&str> =
+            rings[0]["sessions"].as_array().unwrap().iter().map(|member| member["chain"].as_str().unwrap()).collect();
+        assert_eq!(chains, BTreeSet::from([chain_one.as_str(), chain_two.as_str()]), "{json}");
+        // Stopped, each outer zklock passes SIGTERM on to its inner one, which gives up its
+        // wait; then it lets go.
+        for job in [&mut one, &mut two] {
+            job.signal_job(libc::SIGTERM);
+            assert_eq!(job.wait(Duration::from_secs(20)).code(), Some(128 + libc::SIGTERM));
+        }
+        let _ = std::fs::remove_file(&go);
+        assert!(common::children(&observer, &a).await.is_empty(), "no node left on {a}");
+        assert!(common::children(&observer, &b).await.is_empty(), "no node left on {b}");
+    })
+    .await;
+}
+
+/// `--fail-on-deadlock ROOT` (here set once, in the environment every link inherits): the
+/// inner `zklock` whose wait closes the ring is its victim, gives up and exits 79, and its
+/// outer one passes that on and lets go; the other chain then holds, runs its job and exits 0.
+/// No node is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_fail_on_deadlock_one_chain_gives_up_with_79_and_the_other_runs() {
+    bounded(async {
+        let root = unique_path("deadlocks-chain-victim");
+        let go = std::env::temp_dir().join(format!("zklock-go{}", root.replace('/', "_")));
+        let chains = two_chains(&root, &go, &[("ZKLOCK_FAIL_ON_DEADLOCK", &root)], "true").await;
+        let mut ends = Vec::new();
+        for mut chain in chains {
+            let status = chain.wait(Duration::from_secs(45));
+            ends.push((status.code(), chain.stderr()));
+        }
+        let _ = std::fs::remove_file(&go);
+        let codes: BTreeSet<Option<i32>> = ends.iter().map(|(code, _)| *code).collect();
+        assert_eq!(codes, BTreeSet::from([Some(0), Some(VICTIM)]), "{ends:?}");
+        let (_, said) = ends.iter().find(|(code, _)| *code == Some(VICTIM)).unwrap();
+        assert!(said.contains("gave up waiting to break a deadlock (2 in a ring under"), "{said}");
+        let observer = connect().await;
+        for lock in ["a", "b"] {
+            assert!(common::children(&observer, &format!("{root}/{lock}")).await.is_empty(), "no node left on {lock}");
+        }
+    })
+    .await;
+}
+
+/// Bad input is one line and exit 64, before anything is sent: a ZKLOCK_CHAIN that is no chain's
+/// id, a --fail-on-deadlock root that is no path, and --fail-on-deadlock with --semaphore (whose
+/// waits are no deadlock's). Set in the environment, --fail-on-deadlock yields to a --semaphore
+/// on the command line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_chain_id_or_deadlock_root_is_a_usage_error() {
+    bounded(async {
+        let path = unique_path("deadlocks-usage");
+        let zk = server().connect_string();
+        let run = |env: &[(&str, &str)], options: &[&str]| {
+            let mut command = zklock(&zk);
+            command.envs(env.iter().copied()).args(options).args([path.as_str(), "--", "true"]);
+            command.output().unwrap()
+        };
+        for (env, options, said) in [
+            (&[("ZKLOCK_CHAIN", "not-hex")][..], &[][..], "ZKLOCK_CHAIN=not-hex: not a chain's id"),
+            (&[("ZKLOCK_CHAIN", "1234567890abc")], &[], "ZKLOCK_CHAIN=1234567890abc: not a chain's id"),
+            (&[], &["--fail-on-deadlock", "locks"], "locks"),
+            (&[], &["--semaphore", "2", "--fail-on-deadlock", "/"], "cannot be used together"),
+        ] {
+            let output = run(env, options);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(support::USAGE), "{env:?} {options:?}: {stderr}");
+            assert!(stderr.contains(said) && stderr.lines().count() == 1, "{env:?} {options:?}: {stderr}");
+        }
+        let yields = run(&[("ZKLOCK_FAIL_ON_DEADLOCK", "/")], &["--semaphore", "2"]);
+        assert_eq!(yields.status.code(), Some(0), "{yields:?}");
+        let empty = run(&[("ZKLOCK_CHAIN", "")], &[]);
+        assert_eq!(empty.status.code(), Some(0), "an empty ZKLOCK_CHAIN starts a chain: {empty:?}");
     })
     .await;
 }

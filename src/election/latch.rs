@@ -9,6 +9,8 @@ use crate::election::handle::{election_handle, rejoin_option};
 use crate::election::leadership::Leadership;
 use crate::election::state::ElectionState;
 use crate::error::Result;
+use crate::hold::hold_trait::{run_acquired, HoldFuture};
+use crate::hold::while_held::RunEnd;
 use crate::lock::mutex::InterProcessMutex;
 use crate::lock::mutex_builder::MutexBuilder;
 use crate::observe::label::Recipe;
@@ -200,6 +202,27 @@ impl LeaderLatch {
     /// Cancel safe.
     pub async fn await_leadership_timeout(&self, timeout: Duration) -> Result<Option<Leadership>> {
         self.election.await_leadership_timeout(timeout).await
+    }
+
+    /// Waits up to `timeout` for leadership, then runs `work` for as long as the term lasts:
+    /// [`RunEnd::Done`] with the work's output if it finishes first; else the work is dropped
+    /// the moment the term ends, with [`RunEnd::Lost`] and the reason, or [`RunEnd::GivenUp`]
+    /// when the latch was closed; [`RunEnd::TimedOut`] when we did not lead in time (the work
+    /// never started, the latch stays in the election). After the work, the latch goes on
+    /// leading until it is closed. `work` gets the term (for its fencing token and
+    /// [fenced writes](Leadership::commit)) and returns its future boxed:
+    /// `|term| Box::pin(async move { … })`.
+    ///
+    /// # Errors
+    /// As [`await_leadership`](Self::await_leadership).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping it drops the work; the latch's term goes on.
+    pub async fn run_while_leading<T, F>(&self, timeout: Duration, work: F) -> Result<RunEnd<T>>
+    where
+        F: for<'g> FnOnce(&'g Leadership) -> HoldFuture<'g, T>,
+    {
+        run_acquired(self.await_leadership_timeout(timeout).await, work).await
     }
 }
 

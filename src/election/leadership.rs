@@ -5,7 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::election::term_end::{EndSignal, TermEnd};
+use crate::error::{Error, LossReason, Result};
 use crate::hold::held_node::{fenced_writes, HeldNode};
+use crate::hold::hold_trait::HoldFuture;
 
 /// One term of leadership: held from the moment our node is first in the election's queue until
 /// it is lost or given up.
@@ -117,6 +119,23 @@ impl Leadership {
         self.node.path()
     }
 
+    /// Publishes `data` with the term (etcd's `Proclaim`): it becomes our node's data, which a
+    /// [`LeaderView`](crate::LeaderView) tells as [`Leader::data`](crate::Leader::data), and
+    /// which Curator's participants read as our id. Fenced by the term: written in one
+    /// transaction with the check that our node exists, so only while nobody else can lead.
+    ///
+    /// # Errors
+    /// [`Error::LockLost`](crate::Error::LockLost) when the term is lost (its node gone, or the
+    /// session ended), as [`commit`](Self::commit).
+    ///
+    /// # Cancel safety
+    /// As [`commit`](Self::commit).
+    pub async fn proclaim(&self, data: &[u8]) -> Result<()> {
+        let mut write = self.multi_writer();
+        write.add_set_data(self.node_path(), data, None).map_err(Error::on("set data", self.node_path()))?;
+        self.commit(write).await.map(drop)
+    }
+
     fenced_writes!(node);
 }
 
@@ -148,6 +167,10 @@ impl crate::hold::hold_trait::sealed::Sealed for Leadership {
 
     fn given_up(&self) -> bool {
         self.end.get().is_some()
+    }
+
+    fn ends(&self) -> HoldFuture<'_, Option<LossReason>> {
+        Box::pin(async move { self.ended().await.loss() })
     }
 
     /// Leadership cannot be revoked: nobody may ask a leader to step down through its node.

@@ -3,7 +3,8 @@
 //! one term ([`Leadership`], `leadership.rs`), which ends with a [`TermEnd`] (`term_end.rs`).
 //! [`LeaderLatch`] (`latch.rs`) queues with Curator's `latch-` names; [`LeaderSelector`]
 //! (`selector.rs`) runs the caller's work once per term; what the two say alike is written once
-//! in `handle.rs`. `state.rs` and `participant.rs` are what they report.
+//! in `handle.rs`. `state.rs` and `participant.rs` are what they report;
+//! [`LeaderView`] (`view.rs`) follows an election without joining it.
 
 pub(crate) mod engine;
 pub(crate) mod handle;
@@ -14,3 +15,4 @@ pub(crate) mod selector;
 pub(crate) mod stage;
 pub(crate) mod state;
 pub(crate) mod term_end;
+pub(crate) mod view;

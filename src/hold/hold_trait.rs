@@ -8,6 +8,8 @@ use std::pin::Pin;
 use zookeeper_client::MultiWriteResult;
 
 use super::held_node::HeldNode;
+use super::while_held::RunEnd;
+use super::while_held::WhileHeld;
 use crate::error::{LossReason, Result};
 use crate::hold::fenced_write::FencedWrite;
 
@@ -106,6 +108,46 @@ pub trait Hold: sealed::Sealed + fmt::Debug + Send + Sync {
     fn commit<'a>(&'a self, writer: FencedWrite<'a>) -> HoldFuture<'a, Result<Vec<MultiWriteResult>>> {
         Box::pin(self.held_node().commit(writer))
     }
+
+    /// Runs `work` while the hold stands: resolves with
+    /// [`RunEnd::Done`](crate::RunEnd::Done) and the work's output if it finishes first, or drops
+    /// the work the moment the hold ends and says why: [`RunEnd::Lost`](crate::RunEnd::Lost)
+    /// with the reason, or, for a term of leadership given up (its latch or selector closed or
+    /// interrupted), [`RunEnd::GivenUp`](crate::RunEnd::GivenUp). The hold itself is left as it
+    /// is: release it as usual. The first poll sets the watch on our node (one request), so that
+    /// a deletion by someone else ends the work within a notification.
+    ///
+    /// Dropped work stops at its last `.await`: what it had done before stays done. Let the
+    /// resource it writes to refuse stale holders with the [fencing
+    /// token](Self::fencing_token) for what it had already sent.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping this future drops the work, and leaves the hold as it is.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zklock::{Hold, RunEnd};
+    /// # async fn copy_batch(_token: i64) -> u32 { 0 }
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = zklock::Client::connect("127.0.0.1:2181").await?;
+    /// let guard = zklock::InterProcessMutex::new(&client, "/app/locks/import")?.acquire().await?;
+    /// match guard.while_held(copy_batch(guard.fencing_token())).await {
+    ///     RunEnd::Done(copied) => println!("copied {copied} rows"),
+    ///     RunEnd::Lost(reason) => eprintln!("lost the lock ({reason}): stopped"),
+    ///     end => eprintln!("stopped: {end:?}"),
+    /// }
+    /// guard.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn while_held<W: Future>(&self, work: W) -> WhileHeld<'_, W>
+    where
+        Self: Sized,
+    {
+        WhileHeld::new(self.ends(), work)
+    }
 }
 
 impl<T: sealed::Sealed + fmt::Debug + Send + Sync> Hold for T {}
@@ -114,7 +156,7 @@ pub(crate) mod sealed {
     // The sealed-trait pattern: the trait is public (a bound of `Hold`) but cannot be named
     // outside the crate, and neither can the node type it hands out (`pub` in a private module).
 
-    use super::HeldNode;
+    use super::{HeldNode, HoldFuture, LossReason};
 
     /// The node a hold stands for, and what sets the kinds of hold apart.
     pub trait Sealed {
@@ -130,9 +172,27 @@ pub(crate) mod sealed {
             false
         }
 
+        /// Resolves when the hold ends by itself: with the loss, or `None` when it was given up
+        /// (a term closed or interrupted).
+        fn ends(&self) -> HoldFuture<'_, Option<LossReason>> {
+            let node = self.held_node();
+            Box::pin(async move { Some(node.lost().await) })
+        }
+
         /// Whether a revocation request is heard (not for leadership).
         fn revocable(&self) -> bool {
             true
         }
     }
+}
+
+/// A recipe's `run_while_held`: the work under the hold `acquired` brought (none: timed out),
+/// the hold then dropped, which releases it in the background.
+pub(crate) async fn run_acquired<H, T, F>(acquired: Result<Option<H>>, work: F) -> Result<RunEnd<T>>
+where
+    H: Hold,
+    F: for<'g> FnOnce(&'g H) -> HoldFuture<'g, T>,
+{
+    let Some(hold) = acquired? else { return Ok(RunEnd::TimedOut) };
+    Ok(hold.while_held(work(&hold)).await)
 }

@@ -10,8 +10,8 @@ use crate::hold::held_node::{fenced_writes, HeldNode};
 /// dropped or [released](Lease::release).
 ///
 /// Like [`LockGuard`](crate::LockGuard): `Send + 'static`, a fencing token, and a loss signal
-/// (`is_held`, `lost`). Dropping it deletes the lease node in the background on the current
-/// tokio runtime; the node is ephemeral and never outlives the session. Unlike a guard it
+/// (`is_held`, `lost`). Dropping it deletes the lease node in the background, on any thread
+/// (as a guard's drop); the node is ephemeral and never outlives the session. Unlike a guard it
 /// belongs to no task: any task may release it.
 ///
 /// # Examples

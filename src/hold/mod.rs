@@ -3,7 +3,8 @@
 //! once ([`Hold`], `hold_trait.rs`), a semaphore's [`Lease`] (`lease.rs`), and all loss detection: the signal a hold's watchers share (`hold_signal.rs`),
 //! the session's state under the [`LossPolicy`](crate::LossPolicy) (`session_watch.rs`), the
 //! watch on our own node, set at once or after a second (`node_watch.rs`,
-//! `delayed_node_watch.rs`), and fenced transactions (`fenced_write.rs`).
+//! `delayed_node_watch.rs`), fenced transactions (`fenced_write.rs`), and work run only while a hold stands
+//! (`while_held.rs`, [`RunEnd`](crate::RunEnd)).
 //!
 //! A [`LockGuard`](crate::LockGuard) is a hold too, but it lives with the hold table it counts
 //! in (`lock/`), as a [`Leadership`](crate::Leadership) lives with its election.
@@ -16,3 +17,4 @@ pub(crate) mod hold_trait;
 pub(crate) mod lease;
 pub(crate) mod node_watch;
 pub(crate) mod session_watch;
+pub(crate) mod while_held;

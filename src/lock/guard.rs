@@ -17,10 +17,12 @@ use crate::lock::state::{LockState, OwnerHold};
 /// the owner's last guard goes, in any order. A guard is `Send + 'static` and may be moved to
 /// another task; it still counts for the owner (task or thread) that acquired it.
 ///
-/// Dropping the guard releases in the background on the current tokio runtime; use
-/// [`release`](LockGuard::release) to learn the outcome. Outside a runtime the node stays until
-/// the session ends (a warning is logged). Either way the node is ephemeral: it never outlives
-/// the session.
+/// Dropping the guard releases in the background, on any thread: the delete is sent at once and
+/// seen through on the current tokio runtime, or, on a thread with none, on a runtime thread of
+/// zklock's own (`zklock-background`). Use [`release`](LockGuard::release) to learn the outcome.
+/// The request still travels on the client's connection, which runs on the runtime the client
+/// was made on: a current-thread runtime sends it the next time it is driven. Either way the
+/// node is ephemeral: it never outlives the session.
 ///
 /// A lock held through ZooKeeper can be lost without the holder doing anything: the session
 /// expires, the client stays disconnected too long (see [`LossPolicy`](crate::LossPolicy)), or

@@ -12,6 +12,8 @@ use crate::client::session::Connection;
 use crate::client::session_end::check_session_ended;
 use crate::error::{Error, Result};
 use crate::hold::held_node::HeldNode;
+use crate::hold::hold_trait::{run_acquired, HoldFuture};
+use crate::hold::while_held::RunEnd;
 use crate::lock::cohort::Turn;
 use crate::lock::guard::LockGuard;
 use crate::lock::owner::Owner;
@@ -130,6 +132,54 @@ impl InterProcessMutex {
     /// Cancel safe, as [`acquire`](Self::acquire).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
         self.acquire_with(Patience::within(timeout), None).await
+    }
+
+    /// Acquires within `timeout`, runs `work` while the lock is held, then releases it: the
+    /// `select!` on [`lost`](LockGuard::lost) every holder would write, said once. The work is
+    /// dropped the moment the hold is lost, and the outcome says which came first:
+    /// [`RunEnd::Done`] with the work's output, [`RunEnd::Lost`] with the reason, or
+    /// [`RunEnd::TimedOut`] when the lock was not acquired in time (the work never started).
+    /// The guard is then dropped, which releases it in the background.
+    ///
+    /// `work` gets the guard (for its [fencing token](LockGuard::fencing_token) and
+    /// [fenced writes](LockGuard::multi_writer)) and returns its future boxed, so that the future
+    /// may borrow the guard: `|guard| Box::pin(async move { … })`. Reentrancy is as for
+    /// [`acquire`](Self::acquire): the work's task may acquire the same lock again.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire); the work's own errors are its output's.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped while acquiring, as [`acquire`](Self::acquire); dropped while the
+    /// work runs, the work is dropped and the lock released in the background.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use zklock::{InterProcessMutex, RunEnd};
+    /// # async fn import(_token: i64) -> std::io::Result<u32> { Ok(0) }
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = zklock::Client::connect("127.0.0.1:2181").await?;
+    /// let mutex = InterProcessMutex::new(&client, "/app/locks/import")?;
+    /// let ran = mutex
+    ///     .run_while_held(Duration::from_secs(5), |guard| Box::pin(import(guard.fencing_token())))
+    ///     .await?;
+    /// match ran {
+    ///     RunEnd::Done(imported) => println!("imported {} rows", imported?),
+    ///     RunEnd::Lost(reason) => eprintln!("lost the lock ({reason}): the import stopped"),
+    ///     RunEnd::TimedOut => eprintln!("another import is running"),
+    ///     end => eprintln!("stopped: {end:?}"),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn run_while_held<T, F>(&self, timeout: Duration, work: F) -> Result<RunEnd<T>>
+    where
+        F: for<'g> FnOnce(&'g LockGuard) -> HoldFuture<'g, T>,
+    {
+        run_acquired(self.acquire_timeout(timeout).await, work).await
     }
 
     /// Acquires the mutex only if it is free: `Ok(None)` when another participant holds it or

@@ -154,6 +154,40 @@ impl MutexBuilder {
         self
     }
 
+    /// Says that this lock's holder is one link of a chain of processes that form one owner,
+    /// `chain` the chain's id (under 2^48), the same in each of them: a parent job that holds a
+    /// lock until its child ends, and the child, which waits on another, as `zklock` and the
+    /// `zklock` its command runs (the command passes its chain on in `ZKLOCK_CHAIN`). Defaults
+    /// to none.
+    ///
+    /// Each node this lock creates carries the chain's id in the uuid of its protected prefix
+    /// (an RFC 9562 version 8 uuid, its first 12 hex digits the id, with a marker of its own),
+    /// and [`find_deadlocks`](crate::find_deadlocks) reads every node of one chain as one
+    /// member of a ring ([`DeadlockHop::waiter_chain`](crate::DeadlockHop::waiter_chain)),
+    /// whatever its session: the parent holding one lock and its child waiting on another are
+    /// one owner holding and waiting, as a task is. A ring of such members (chains, or tasks of
+    /// [`fail_on_deadlock`](Self::fail_on_deadlock)) is certain. Every task of the process is
+    /// the chain's: set it on every lock of the process, or on none. Without it, the parent and
+    /// the child are two sessions, neither holding what it waits on, and a ring through them is
+    /// not seen at all.
+    ///
+    /// What it promises is yours to keep: a link lets go of its locks only once the links it
+    /// started have ended, and it starts them one at a time. Two links that run side by side
+    /// (children of one parent in parallel) are not one owner: one may let go while the other
+    /// waits, so a ring through the first one's hold may be reported that dissolves; give them
+    /// chains of their own. Pick the id at random when the chain starts (an id another chain
+    /// has joins the two); an id is compared across sessions, unlike a task's tag. Only the
+    /// node's uuid changes: Curator and kazoo still read it as a lock node, and it costs no
+    /// request. It does not make an acquire look for deadlocks: that is
+    /// [`fail_on_deadlock`](Self::fail_on_deadlock)'s. A leader selector's nodes carry the
+    /// election's mark instead.
+    ///
+    /// `chain` is checked by [`build`](Self::build).
+    pub fn owner_chain(mut self, chain: u64) -> Self {
+        self.options.owner_chain = Some(chain);
+        self
+    }
+
     /// Builds the mutex. Sends nothing to ZooKeeper.
     ///
     /// # Errors
@@ -162,7 +196,8 @@ impl MutexBuilder {
     ///   the root, or under `/zookeeper`), or the root given to
     ///   [`fail_on_deadlock`](Self::fail_on_deadlock) is not (`/` aside);
     /// - [`Error::InvalidOptions`](crate::Error::InvalidOptions) when the ACL list is empty, the local handoff's bound is
-    ///   outside what [`LocalHandoff::new`] takes, or the deadlock scan period is zero.
+    ///   outside what [`LocalHandoff::new`] takes, the deadlock scan period is zero, or the
+    ///   [`owner_chain`](Self::owner_chain)'s id is 2^48 or over.
     pub fn build(self) -> Result<InterProcessMutex> {
         self.validate()?;
         let schema = self.schema.unwrap_or(match self.node_schema {

@@ -108,6 +108,12 @@ impl ReadWriteLockBuilder {
         ReadWriteLockBuilder { mutex: self.mutex.deadlock_scan_period(period) }
     }
 
+    /// Says that both sides' holder is one link of a chain of processes that form one owner;
+    /// see [`MutexBuilder::owner_chain`].
+    pub fn owner_chain(self, chain: u64) -> Self {
+        ReadWriteLockBuilder { mutex: self.mutex.owner_chain(chain) }
+    }
+
     /// Builds the read-write lock. Sends nothing to ZooKeeper.
     ///
     /// # Errors

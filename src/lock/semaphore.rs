@@ -9,8 +9,10 @@ use crate::client::session::Connection;
 use crate::client::session_end::check_session_ended;
 use crate::error::{Error, LossReason, Result};
 use crate::hold::held_node::HeldNode;
+use crate::hold::hold_trait::{run_acquired, HoldFuture};
 use crate::hold::lease::Lease;
 use crate::hold::session_watch::LatestSessionWatch;
+use crate::hold::while_held::RunEnd;
 use crate::lock::mutex::InterProcessMutex;
 use crate::observe::label::{LockLabel, Recipe};
 use crate::options::{lock_options, AclProvider, LockOptions};
@@ -178,6 +180,21 @@ impl InterProcessSemaphoreV2 {
     /// Cancel safe, as [`Self::acquire`].
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Lease>> {
         self.acquire_one(Patience::within(timeout)).await
+    }
+
+    /// Takes a lease within `timeout`, runs `work` while it is held, then returns the lease:
+    /// as [`InterProcessMutex::run_while_held`](crate::InterProcessMutex::run_while_held).
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    /// As [`InterProcessMutex::run_while_held`](crate::InterProcessMutex::run_while_held).
+    pub async fn run_while_held<T, F>(&self, timeout: Duration, work: F) -> Result<RunEnd<T>>
+    where
+        F: for<'g> FnOnce(&'g Lease) -> HoldFuture<'g, T>,
+    {
+        run_acquired(self.acquire_timeout(timeout).await, work).await
     }
 
     /// Takes `quantity` leases, all or none, giving up after `timeout` (`Ok(None)`; leases taken

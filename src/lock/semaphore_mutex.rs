@@ -5,7 +5,9 @@ use std::time::Duration;
 use crate::client::session::Connection;
 
 use crate::error::Result;
+use crate::hold::hold_trait::HoldFuture;
 use crate::hold::lease::Lease;
+use crate::hold::while_held::RunEnd;
 use crate::lock::semaphore::{InterProcessSemaphoreV2, SemaphoreBuilder};
 use crate::observe::label::Recipe;
 use crate::options::lock_options;
@@ -79,6 +81,21 @@ impl InterProcessSemaphoreMutex {
     /// Cancel safe.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Lease>> {
         self.semaphore.acquire_timeout(timeout).await
+    }
+
+    /// Acquires within `timeout`, runs `work` while held, then releases: as
+    /// [`InterProcessMutex::run_while_held`](crate::InterProcessMutex::run_while_held).
+    ///
+    /// # Errors
+    /// As [`Self::acquire`].
+    ///
+    /// # Cancel safety
+    /// As [`InterProcessMutex::run_while_held`](crate::InterProcessMutex::run_while_held).
+    pub async fn run_while_held<T, F>(&self, timeout: Duration, work: F) -> Result<RunEnd<T>>
+    where
+        F: for<'g> FnOnce(&'g Lease) -> HoldFuture<'g, T>,
+    {
+        self.semaphore.run_while_held(timeout, work).await
     }
 
     /// Acquires the mutex only if it is free now.

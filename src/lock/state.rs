@@ -23,7 +23,7 @@ use crate::queue::node::LockNode;
 use crate::rules::entry::Role;
 use crate::rules::naming::Schema;
 use crate::rules::opening::Opening;
-use crate::rules::owner_tag::NodeMark;
+use crate::rules::owner_tag::{ChainTag, NodeMark, Tag};
 
 /// Shards of a hold table (DashMap wants a power of two above one).
 const HOLD_TABLE_SHARDS: usize = 2;
@@ -47,6 +47,8 @@ pub(crate) struct LockState {
     pub(crate) label: LockLabel,
     /// Whether its nodes are an election's (a leader selector's), marked as such.
     election: bool,
+    /// The chain of processes its nodes say they are part of (`MutexBuilder::owner_chain`).
+    chain: Option<ChainTag>,
     /// Whether an owner (task or thread) re-enters its hold; else every acquire queues anew.
     reentrant: bool,
     pub(crate) session_watch: LatestSessionWatch,
@@ -125,6 +127,8 @@ impl LockState {
             acls: options.acls,
             reentrant: options.reentrant,
             election: options.election,
+            // `validate` refused an id over 48 bits.
+            chain: options.owner_chain.and_then(ChainTag::new),
             session_watch,
             // A hold table has an entry per owner holding or acquiring: a few at most. DashMap's
             // default of four shards per core (each padded to a cache line) would cost a
@@ -135,13 +139,15 @@ impl LockState {
         }
     }
 
-    /// What the uuid of the current acquire's node carries: the owner tag the current task's (or thread's),
-    /// when this lock looks for deadlocks, so that the graph tells the tasks of our session
-    /// apart. The task, even when the lock is not reentrant: what waits and holds is the task,
-    /// and a task holding one lock while it waits on another is one vertex, whatever counts its
-    /// holds. None with local handoff: a hold passes from task to task behind one node, which
-    /// would then name a task that no longer holds it (a ring no task is on); the session is
-    /// read whole instead.
+    /// What the uuid of the current acquire's node carries. The chain's id when the lock is a
+    /// link of one: every task of the process is then the chain's, one owner with the other
+    /// processes of it, so a hold passed between tasks (local handoff) stays the chain's.
+    /// Else the owner tag of the current task (or thread), when this lock looks for deadlocks,
+    /// so that the graph tells the tasks of our session apart. The task, even when the lock is
+    /// not reentrant: what waits and holds is the task, and a task holding one lock while it
+    /// waits on another is one vertex, whatever counts its holds. None with local handoff: a
+    /// hold passes from task to task behind one node, which would then name a task that no
+    /// longer holds it (a ring no task is on); the session is read whole instead.
     ///
     /// A leader selector's node carries the election's mark instead, whatever else is set:
     /// its queue is an election named like a mutex, and the deadlock scan must not read it as
@@ -150,7 +156,11 @@ impl LockState {
         if self.election {
             return Some(NodeMark::Election);
         }
-        (self.deadlock.is_some() && self.cohort.is_none()).then(|| NodeMark::Owner(Owner::current().tag()))
+        if let Some(chain) = self.chain {
+            return Some(NodeMark::Owner(Tag::Chain(chain)));
+        }
+        let task = (self.deadlock.is_some() && self.cohort.is_none()).then(|| Owner::current().tag());
+        task.map(|task| NodeMark::Owner(Tag::Task(task)))
     }
 
     /// Who the current acquire counts for: the current task (or thread), or, when this

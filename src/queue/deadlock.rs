@@ -15,7 +15,7 @@ use crate::error::{Deadlock, Error, Result};
 use crate::options::DeadlockCheck;
 use crate::rules::lock_kind::LockKind;
 use crate::rules::naming::{Schema, KAZOO_MUTEX, LATCH, LEASE, MUTEX, READ};
-use crate::rules::owner_tag::{NodeMark, OwnerTag};
+use crate::rules::owner_tag::{NodeMark, Tag};
 use crate::rules::rings::{common, cycles, victim};
 use crate::rules::wait_for::{graph, whole_sessions, Graph, Node, Session};
 
@@ -185,7 +185,7 @@ impl Read {
             let behind = behind.into_iter().map(|ahead| ahead.into_iter().filter_map(|i| kept[i]).collect());
             let nodes = nodes.into_iter().zip(behind).filter(|((_, stat), _)| stat.ephemeral_owner != 0);
             let nodes = nodes.map(|((node, stat), behind): (_, Vec<usize>)| Node {
-                owner: OwnerTag::of_node(&node.path),
+                owner: Tag::of_node(&node.path),
                 path: node.path,
                 session: stat.ephemeral_owner,
                 czxid: stat.czxid,

@@ -1,11 +1,13 @@
 //! Deleting a node of ours: once, retried through connection loss (a `NoNode` after a lost
 //! reply is our own delete gone through), and a released hold's delete, sent at once and seen
-//! through in a spawned task if its caller goes.
+//! through in a spawned task if its caller goes (on the caller's runtime, or zklock's own when
+//! the caller is on a thread with none).
 
 use std::sync::Arc;
 
 use zookeeper_client::{Client, Error as ZkError};
 
+use crate::client::background;
 use crate::client::retry::{back_off, is_connection_loss, is_transient};
 use crate::error::{Error, Result};
 
@@ -56,11 +58,8 @@ pub(crate) async fn delete_released(client: &Client, node: &Arc<str>) -> Result<
 /// Deletes a released node, sending the delete at once and seeing it through in a spawned task;
 /// failures are logged: a guard's `Drop`.
 pub(crate) fn delete_in_background(client: &Client, node: Arc<str>) {
-    if tokio::runtime::Handle::try_current().is_err() {
-        tracing::warn!(node = %node, "released outside a tokio runtime; the node goes when the session ends");
-        return;
-    }
-    // Dropped unfinished, it goes on in the background.
+    // Dropped unfinished, it goes on in the background: on this thread's runtime, or zklock's
+    // own on a thread with none.
     drop(PendingDelete::send(client, &node));
 }
 
@@ -95,12 +94,8 @@ impl PendingDelete {
 impl Drop for PendingDelete {
     fn drop(&mut self) {
         let Some(rest) = self.rest.take() else { return };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(node = %self.node, "released outside a tokio runtime; the node goes when the session ends");
-            return;
-        };
         let node = Arc::clone(&self.node);
-        runtime.spawn(async move {
+        background::spawn(async move {
             match rest.await {
                 Ok(_) | Err(Error::SessionExpired | Error::SessionClosed) => {}
                 Err(err) => {

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::delete::delete_node;
+use crate::client::background;
 use crate::client::deadline::{within, CLEANUP_AFTER_DEADLINE};
 use crate::client::retry::{back_off, is_connection_loss, is_transient, retry_transient};
 use crate::error::{Error, LossReason, Result};
@@ -396,15 +397,11 @@ impl Drop for NodeCleanup {
         if remains == Remains::Nothing {
             return;
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(lock_path = %self.lock_path, "no tokio runtime to delete an abandoned lock node; it goes when the session ends");
-            return;
-        };
         // The spawned future owns plain data, not a NodeCleanup: a runtime that is shutting down
         // drops it unpolled, and that must not spawn again.
         let (client, lock_path, prefix) =
             (self.client.clone(), std::mem::take(&mut self.lock_path), std::mem::take(&mut self.prefix));
-        runtime.spawn(async move {
+        background::spawn(async move {
             if let Err(err) = delete_remains(&client, &lock_path, &prefix, &remains).await {
                 tracing::warn!(%lock_path, error = %err.with_causes(), "could not delete an abandoned lock node");
             }

@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::error::{Deadlock, DeadlockHop, LockWait};
 
-use super::owner_tag::OwnerTag;
-use super::wait_for::{Graph, Vertex};
+use super::wait_for::{Graph, Session, Vertex};
 
 /// The wait that gives up to break `ring`, the same for every process that sees it: the newest
 /// waiting node (highest czxid) among the hops of one wait, whose going breaks the ring; when
@@ -48,7 +47,7 @@ pub(crate) fn common(first: &Graph, second: &Graph) -> Graph {
 }
 
 /// The graph's elementary cycles, at most `limit` of them, each once: it starts at its smallest
-/// vertex (by session, then owner tag).
+/// vertex (sessions read whole by id, then tasks by session and tag, then chains by id).
 pub(crate) fn cycles(graph: &Graph, limit: usize) -> Vec<Deadlock> {
     let mut found = Vec::new();
     for &start in graph.keys() {
@@ -78,12 +77,31 @@ fn search(graph: &Graph, start: Vertex, path: &mut Vec<Vertex>, found: &mut Vec<
 fn ring(graph: &Graph, vertices: &[Vertex]) -> Deadlock {
     let next = vertices.iter().skip(1).chain(vertices.first());
     let pairs = vertices.iter().zip(next);
-    let hops = pairs.map(|(&waiter, &holder)| DeadlockHop {
-        waiter_session: waiter.session,
-        holder_session: holder.session,
-        waiter_owner: waiter.owner.map(OwnerTag::value),
-        holder_owner: holder.owner.map(OwnerTag::value),
-        waits: graph[&waiter][&holder].clone(),
+    let hops = pairs.map(|(&waiter, &holder)| {
+        let waits = graph[&waiter][&holder].clone();
+        // A chain's nodes are in the sessions of its processes: the hop names those of its
+        // first wait, and each wait its own.
+        let session = |vertex: Vertex, of_wait: fn(&LockWait) -> Session| match vertex {
+            Vertex::Session(session) | Vertex::Task(session, _) => session,
+            Vertex::Chain(_) => of_wait(&waits[0]),
+        };
+        let owner = |vertex: Vertex| match vertex {
+            Vertex::Task(_, owner) => Some(owner.value()),
+            Vertex::Session(_) | Vertex::Chain(_) => None,
+        };
+        let chain = |vertex: Vertex| match vertex {
+            Vertex::Chain(chain) => Some(chain.value()),
+            Vertex::Session(_) | Vertex::Task(..) => None,
+        };
+        DeadlockHop {
+            waiter_session: session(waiter, |wait| wait.waiter_session),
+            holder_session: session(holder, |wait| wait.holder_session),
+            waiter_owner: owner(waiter),
+            holder_owner: owner(holder),
+            waiter_chain: chain(waiter),
+            holder_chain: chain(holder),
+            waits,
+        }
     });
     Deadlock { hops: hops.collect() }
 }
@@ -94,11 +112,22 @@ mod tests {
 
     fn wait(waiter: &str, czxid: i64, holder: &str) -> LockWait {
         let (lock, waiter_node, holder_node) = ("/l".to_owned(), waiter.to_owned(), holder.to_owned());
-        LockWait { lock, waiter_node, waiter_czxid: czxid, waiter_data: Vec::new(), holder_node, holder_waiting: false }
+        LockWait {
+            lock,
+            waiter_node,
+            waiter_czxid: czxid,
+            waiter_data: Vec::new(),
+            waiter_session: 1,
+            holder_node,
+            holder_session: 2,
+            holder_waiting: false,
+        }
     }
 
     fn hop(waits: Vec<LockWait>) -> DeadlockHop {
-        DeadlockHop { waiter_session: 1, holder_session: 2, waiter_owner: None, holder_owner: None, waits }
+        let (waiter_session, holder_session) = (1, 2);
+        let (waiter_owner, holder_owner, waiter_chain, holder_chain) = (None, None, None, None);
+        DeadlockHop { waiter_session, holder_session, waiter_owner, holder_owner, waiter_chain, holder_chain, waits }
     }
 
     /// A mutex's waiter waits behind every node ahead of it: one node, several waits on one

@@ -1,5 +1,5 @@
 //! Giving up: a timed-out, tried or dropped acquire leaves no node, wherever it stopped; a
-//! dropped release still frees the lock.
+//! dropped release, or a hold dropped on a thread with no runtime, still frees the lock.
 
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
@@ -129,6 +129,45 @@ pub async fn a_release_dropped_after_its_first_poll_still_frees_the_lock<L: Lock
         assert_ne!(lock.holds_in_this_process(), Some(true), "held in this process after the dropped release");
         wait_for_nodes::<L>(&client, &path, &[]).await;
         let rival_held = rival.try_acquire().await.unwrap().expect("free after the dropped release");
+        rival_held.release().await.unwrap();
+    }
+}
+
+/// An acquire waiting behind a holder and dropped on a thread with no tokio runtime leaves no
+/// node: the cleanup of what it created runs on zklock's own runtime.
+pub async fn an_acquire_dropped_on_a_plain_thread_leaves_no_node<L: LockUnderTest>() {
+    let path = unique_path("contract-cancel-plain-thread");
+    let holder_client = connect().await;
+    let holder = L::rival(&holder_client, &path).acquire().await.unwrap();
+    let holder_nodes = holder.node_paths();
+    let client = connect().await;
+    let lock = L::make(&client, &path);
+    let mut acquire = Box::pin(lock.acquire());
+    tokio::select! {
+        held = &mut acquire => panic!("held beside the holder: {:?}", held.map(|held| held.node_paths())),
+        () = wait_until_queued::<L>(&client, &path, holder_nodes.len()) => {}
+    }
+    std::thread::scope(|scope| {
+        scope.spawn(move || drop(acquire));
+    });
+    wait_for_nodes::<L>(&client, &path, &holder_nodes).await;
+    holder.release().await.unwrap();
+}
+
+/// A hold dropped on a thread with no tokio runtime (a synchronous caller's) frees the lock all
+/// the same: its node's delete is sent at once and seen through on zklock's own runtime.
+pub async fn a_hold_dropped_on_a_plain_thread_frees_the_lock<L: LockUnderTest>() {
+    let path = unique_path("contract-drop-plain-thread");
+    let client = connect().await;
+    let lock = L::make(&client, &path);
+    let rival_client = connect().await;
+    let rival = L::rival(&rival_client, &path);
+    for _ in 0..2 {
+        let held = lock.acquire().await.unwrap();
+        std::thread::spawn(move || drop(held)).join().unwrap();
+        assert_ne!(lock.holds_in_this_process(), Some(true), "held in this process after the drop");
+        wait_for_nodes::<L>(&client, &path, &[]).await;
+        let rival_held = rival.try_acquire().await.unwrap().expect("free after a drop on a plain thread");
         rival_held.release().await.unwrap();
     }
 }

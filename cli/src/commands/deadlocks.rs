@@ -1,22 +1,24 @@
-//! `zklock deadlocks ROOT`: sessions (or tasks) under ROOT that wait on each other in a ring,
-//! each queued on a lock behind a node of the next one, so that none of them can go on. zklock
-//! finds them (`zklock::find_deadlocks`); this prints them, each certain (every member a task
-//! told by its owner tag) or only possible (through a session read whole), and exits with what
-//! it found (see [`Found`]).
+//! `zklock deadlocks ROOT`: sessions (or tasks, or chains) under ROOT that wait on each other in
+//! a ring, each queued on a lock behind a node of the next one, so that none of them can go on.
+//! zklock finds them (`zklock::find_deadlocks`); this prints them, each certain (every member a
+//! task or a chain told by its tag) or only possible (through a session read whole), and exits
+//! with what it found (see [`Found`]).
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use serde_json::json;
-use zklock::{find_deadlocks, Deadlock, DeadlockReport};
+use zklock::{find_deadlocks, Deadlock, DeadlockHop, DeadlockReport, LockWait};
 use zookeeper_client::Client;
 
 use crate::exit::Failure;
 use crate::queue::session_id;
 use crate::stdout;
 
-/// The version of the JSON's layout: raised when a field changes meaning or goes.
-const JSON_VERSION: u32 = 1;
+/// The version of the JSON's layout: raised when a field changes meaning or goes. 2: a ring's
+/// member may be a chain (`chain`, with `session` the one of its first wait), and each wait
+/// names its own two sessions (`waiter`, `holder`) and chains.
+const JSON_VERSION: u32 = 2;
 
 /// What the command found, and the exit code that says it (the manual lists them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,14 +76,65 @@ pub async fn deadlocks(client: &Client, root: &str, as_json: bool) -> Result<Exi
     Ok(ExitCode::from(found.code()))
 }
 
-/// Who each session on a ring is: the data of its waiting node (pid and host for zklock).
+/// A member of a ring: a session read whole, a task of a session, or a chain of `zklock`s
+/// (whose processes have sessions of their own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Member {
+    Session(i64),
+    Task(i64, u64),
+    Chain(u64),
+}
+
+impl Member {
+    fn of(session: i64, owner: Option<u64>, chain: Option<u64>) -> Member {
+        match (owner, chain) {
+            (_, Some(chain)) => Member::Chain(chain),
+            (Some(owner), None) => Member::Task(session, owner),
+            (None, None) => Member::Session(session),
+        }
+    }
+
+    fn waiter(hop: &DeadlockHop) -> Member {
+        Member::of(hop.waiter_session, hop.waiter_owner, hop.waiter_chain)
+    }
+
+    fn holder(hop: &DeadlockHop) -> Member {
+        Member::of(hop.holder_session, hop.holder_owner, hop.holder_chain)
+    }
+
+    /// What a ring of such members is of, in the plural: "tasks", "chains or sessions", ...
+    fn kinds(ring: &[Member]) -> String {
+        let tasks = ring.iter().any(|member| matches!(member, Member::Task(..)));
+        let chains = ring.iter().any(|member| matches!(member, Member::Chain(_)));
+        let sessions = ring.iter().any(|member| matches!(member, Member::Session(_)));
+        let kinds = [("tasks", tasks), ("chains", chains), ("sessions", sessions)];
+        let present: Vec<&str> = kinds.iter().filter(|(_, present)| *present).map(|(name, _)| *name).collect();
+        present.join(" or ")
+    }
+
+    /// The member as the ring's line names it.
+    fn name(self) -> String {
+        match self {
+            Member::Session(session) => session_id(session),
+            Member::Task(session, owner) => format!("{} task {}", session_id(session), hex12(owner)),
+            Member::Chain(chain) => format!("chain {}", hex12(chain)),
+        }
+    }
+
+    /// The member as one of its waits names it: a chain with the session of that wait's node.
+    fn at(self, session: i64) -> String {
+        match self {
+            Member::Chain(chain) => format!("{} chain {}", session_id(session), hex12(chain)),
+            _ => self.name(),
+        }
+    }
+}
+
+/// Who each waiting session on a ring is: the data of its waiting node (pid and host for zklock).
 fn who(deadlocks: &[Deadlock]) -> BTreeMap<i64, String> {
     let mut who = BTreeMap::new();
-    for hop in deadlocks.iter().flat_map(|deadlock| &deadlock.hops) {
-        if let Some(wait) = hop.waits.first() {
-            who.entry(hop.waiter_session)
-                .or_insert_with(|| String::from_utf8_lossy(&wait.waiter_data).trim().to_owned());
-        }
+    for wait in deadlocks.iter().flat_map(Deadlock::waits) {
+        who.entry(wait.waiter_session).or_insert_with(|| String::from_utf8_lossy(&wait.waiter_data).trim().to_owned());
     }
     who
 }
@@ -97,7 +150,8 @@ fn to_json(root: &str, report: &DeadlockReport, found: Found, who: &BTreeMap<i64
                 .map(|hop| {
                     json!({
                         "session": session_id(hop.waiter_session),
-                        "task": hop.waiter_owner.map(task_id),
+                        "task": hop.waiter_owner.map(hex12),
+                        "chain": hop.waiter_chain.map(hex12),
                         "data": who.get(&hop.waiter_session),
                     })
                 })
@@ -106,12 +160,14 @@ fn to_json(root: &str, report: &DeadlockReport, found: Found, who: &BTreeMap<i64
                 .hops
                 .iter()
                 .flat_map(|hop| hop.waits.iter().map(move |wait| (hop, wait)))
-                .map(|(hop, wait)| {
+                .map(|(hop, wait): (&DeadlockHop, &LockWait)| {
                     json!({
-                        "waiter": session_id(hop.waiter_session),
-                        "waiter_task": hop.waiter_owner.map(task_id),
-                        "holder": session_id(hop.holder_session),
-                        "holder_task": hop.holder_owner.map(task_id),
+                        "waiter": session_id(wait.waiter_session),
+                        "waiter_task": hop.waiter_owner.map(hex12),
+                        "waiter_chain": hop.waiter_chain.map(hex12),
+                        "holder": session_id(wait.holder_session),
+                        "holder_task": hop.holder_owner.map(hex12),
+                        "holder_chain": hop.holder_chain.map(hex12),
                         "lock": wait.lock,
                         "waiter_node": wait.waiter_node,
                         "holder_node": wait.holder_node,
@@ -145,30 +201,21 @@ fn to_text(root: &str, report: &DeadlockReport, who: &BTreeMap<i64, String>) -> 
     if deadlocks.is_empty() {
         return format!("{root}: no deadlock ({locks} locks read)");
     }
-    // A session, or one task of it when its nodes carry owner tags (a library built with
-    // `fail_on_deadlock`): then two tasks of one session may both be on the ring.
-    let vertex = |session: i64, owner: Option<u64>| match owner {
-        Some(owner) => format!("{} task {}", session_id(session), task_id(owner)),
-        None => session_id(session),
-    };
-    let named = |session: i64, owner: Option<u64>| match who.get(&session).filter(|data| !data.is_empty()) {
-        Some(data) => format!("{} ({data})", vertex(session, owner)),
-        None => vertex(session, owner),
+    // A member: a session; one task of it when its nodes carry owner tags (a library built with
+    // `fail_on_deadlock`), then two tasks of one session may both be on the ring; or a chain of
+    // `zklock`s, one owner across the sessions of its processes.
+    let named = |member: Member, session: i64| match who.get(&session).filter(|data| !data.is_empty()) {
+        Some(data) => format!("{} ({data})", member.at(session)),
+        None => member.at(session),
     };
     let mut lines = Vec::new();
     for deadlock in deadlocks {
-        let ring: Vec<String> = deadlock
-            .hops
-            .iter()
-            .chain(deadlock.hops.first())
-            .map(|hop| vertex(hop.waiter_session, hop.waiter_owner))
-            .collect();
-        let (n, ring) = (deadlock.hops.len(), ring.join(" -> "));
-        let tasks = deadlock.hops.iter().any(|hop| hop.waiter_owner.is_some());
+        let members: Vec<Member> = deadlock.hops.iter().map(Member::waiter).collect();
+        let ring: Vec<String> = members.iter().chain(members.first()).map(|member| member.name()).collect();
+        let (n, ring, of) = (deadlock.hops.len(), ring.join(" -> "), Member::kinds(&members));
         if deadlock.is_certain() {
-            lines.push(format!("deadlock of {n} tasks: {ring}"));
+            lines.push(format!("deadlock of {n} {of}: {ring}"));
         } else {
-            let of = if tasks { "tasks or sessions" } else { "sessions" };
             lines.push(format!("possible deadlock of {n} {of}: {ring}"));
             lines.push(
                 "  (a session read whole: its nodes carry no owner tag, so the tasks of it that hold may not be \
@@ -178,10 +225,10 @@ fn to_text(root: &str, report: &DeadlockReport, who: &BTreeMap<i64, String>) -> 
         }
         for hop in &deadlock.hops {
             for wait in &hop.waits {
-                let waiter = named(hop.waiter_session, hop.waiter_owner);
+                let waiter = named(Member::waiter(hop), wait.waiter_session);
                 lines.push(format!("  {waiter} waits on {} ({})", wait.lock, wait.waiter_node));
                 let how = if wait.holder_waiting { "behind, waiting too," } else { "held by" };
-                let holder = named(hop.holder_session, hop.holder_owner);
+                let holder = named(Member::holder(hop), wait.holder_session);
                 lines.push(format!("    {how} {holder} ({})", wait.holder_node));
             }
         }
@@ -189,7 +236,7 @@ fn to_text(root: &str, report: &DeadlockReport, who: &BTreeMap<i64, String>) -> 
     lines.join("\n")
 }
 
-/// An owner tag as the node's uuid shows it: its first 12 hex digits.
-fn task_id(owner: u64) -> String {
-    format!("{owner:012x}")
+/// An owner tag or a chain's id as the node's uuid shows it: its first 12 hex digits.
+fn hex12(tag: u64) -> String {
+    format!("{tag:012x}")
 }

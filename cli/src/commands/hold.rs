@@ -10,6 +10,7 @@ use zookeeper_client::Client;
 
 use crate::acl;
 use crate::acquire::{acquire, layout, own_data};
+use crate::chain::Chain;
 use crate::cli::{Connection, LockArgs};
 use crate::exit::Failure;
 use crate::intruders::Watch;
@@ -20,12 +21,14 @@ use crate::signals::Signals;
 use crate::take_alone::take_alone;
 
 /// Holds the lock until told to stop or it is lost (76); with `--retake`, takes it again after a
-/// loss to the session. Prints the node and fencing token of each hold.
+/// loss to the session. Prints the node and fencing token of each hold. Its nodes say they are
+/// `chain`'s (a `zklock` whose command runs this one).
 pub async fn hold(
     client: &Client,
     connection: &Connection,
     lock_path: &str,
     args: &LockArgs,
+    chain: Option<Chain>,
     as_json: bool,
 ) -> Result<ExitCode, Failure> {
     let mut signals = Signals::install()?;
@@ -43,7 +46,7 @@ pub async fn hold(
             Ok(client) => client,
             Err(signal) => return signalled(signal),
         };
-        let take = acquire((&session).into(), lock_path, layout.kind, args, &acls);
+        let take = acquire((&session).into(), lock_path, layout.kind, args, &acls, chain);
         let held = match take_alone(&client, lock_path, layout, take, &mut signals).await {
             Ok(Ok(held)) => held,
             Ok(Err(signal)) => return signalled(signal),

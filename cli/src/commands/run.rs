@@ -8,22 +8,25 @@ use zookeeper_client::Client;
 
 use crate::acl;
 use crate::acquire::{acquire, layout, own_data};
+use crate::chain::Chain;
 use crate::cli::{Connection, LockArgs};
 use crate::exit::Failure;
 use crate::revocation::Revocation;
 use crate::supervision::run_command;
 
-/// Runs `command` while holding the lock.
+/// Runs `command` while holding the lock, as a link of `chain` (which the command inherits in
+/// ZKLOCK_CHAIN, set when the chain was joined).
 pub async fn run(
     client: &Client,
     connection: &Connection,
     lock_path: &str,
     args: &LockArgs,
+    chain: Option<Chain>,
     command: &[OsString],
 ) -> Result<ExitCode, Failure> {
     let layout = layout(args);
     let acls = acl::for_path(client, lock_path, &args.hold.acl, connection.authenticates()).await?;
-    let acquire = acquire(client.into(), lock_path, layout.kind, args, &acls);
+    let acquire = acquire(client.into(), lock_path, layout.kind, args, &acls, chain);
     let revocation = Revocation { policy: args.on_revoke, own_data: own_data(args) };
     run_command(client, lock_path, layout, acquire, command, &revocation, &args.hold).await
 }
