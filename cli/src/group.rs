@@ -1,165 +1,90 @@
-//! The command's process group: started in a group of its own (led by the watchdog, which
-//! kills it if zklock dies), signalled as a whole, and waited for until its last process is
-//! gone, so nothing the command started outlives the lock.
+//! The command's process group: started in a group of its own (led by the watchdog, its
+//! parent, whose death ends the command's whole tree), signalled as a whole, and waited for
+//! until its last process is gone, so nothing the command started outlives the lock.
 
 use std::ffi::OsString;
-use std::io::ErrorKind;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
-use std::time::Duration;
 
-use tokio::process::Child;
+use nix::sys::signal::Signal;
 
 use crate::exit::{Failure, Outcome};
 use crate::job::{stop_zklock, Terminal};
-use crate::watchdog::Watchdog;
+use crate::watchdog::{Report, Watchdog};
 
-/// How often an emptied group is looked at again once the command itself has exited.
-const GROUP_POLL: Duration = Duration::from_millis(20);
-
-/// A running command and every process in its group.
+/// A running command and every process it started.
 #[derive(Debug)]
 pub struct Group {
-    child: Child,
-    pgid: libc::pid_t,
-    /// Leads the group; dropped (killing what is left of the group) after everything else.
+    /// The command's parent; dropped (killing what is left of the tree) when the group is.
     watchdog: Watchdog,
-    /// The command's own status, once it has exited (its descendants may still run).
-    status: Option<ExitStatus>,
     /// The terminal, when zklock was its foreground job: the command's group has it while it
     /// runs, and zklock's again when the command stops or ends.
     terminal: Option<Terminal>,
 }
 
-/// Makes this process the reaper of its orphaned descendants, so that a command's background
-/// processes whose parent exits are ours to wait for instead of init's (which in a container
-/// may never reap them, and a zombie still counts as a member of the group).
+/// Makes this process the reaper of its orphaned descendants: without a PID namespace, what the
+/// command left behind when its watchdog was killed is ours to kill (`watchdog.rs`).
 pub fn become_subreaper() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: prctl with integer arguments only.
-    unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    }
+    let _ = nix::sys::prctl::set_child_subreaper(true);
 }
 
 impl Group {
     /// Starts `program` in a new process group with the lock's environment.
     pub fn spawn(program: &OsString, args: &[OsString], env: &[(&str, String)]) -> Result<Group, Failure> {
-        let watchdog = Watchdog::start()?;
-        let pgid = watchdog.group();
-        let mut command = tokio::process::Command::new(program);
-        command.args(args).process_group(pgid);
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        let child = command.spawn().map_err(|err| {
-            let name = program.to_string_lossy();
-            match err.kind() {
-                ErrorKind::NotFound => Failure::new(Outcome::CannotRun(127), format!("{name}: command not found")),
-                ErrorKind::PermissionDenied => {
-                    Failure::new(Outcome::CannotRun(126), format!("{name}: permission denied"))
-                }
-                _ => Failure::new(Outcome::CannotRun(126), format!("{name}: cannot run: {err}")),
-            }
-        })?;
-        let terminal = Terminal::if_foreground().inspect(|terminal| {
-            terminal.give_to(pgid);
-            // It may have stopped on reading the terminal before it was its own.
-            // SAFETY: killpg(2) on the group we just created.
-            unsafe {
-                libc::killpg(pgid, libc::SIGCONT);
-            }
-        });
-        Ok(Group { child, pgid, watchdog, status: None, terminal })
-    }
-
-    /// The command's process group.
-    pub fn pgid(&self) -> libc::pid_t {
-        self.pgid
+        let command: Vec<OsString> = std::iter::once(program).chain(args).cloned().collect();
+        let terminal = Terminal::if_foreground();
+        let watchdog = Watchdog::start(&command, env, terminal.as_ref())?;
+        Ok(Group { watchdog, terminal })
     }
 
     /// Stops zklock, once the group has stopped, as a stopped shell job (`job.rs`); returns
     /// once zklock is continued, the group still stopped.
     pub fn stop_with_it(&self) {
-        stop_zklock(self.terminal.as_ref(), self.pgid);
+        stop_zklock(self.terminal.as_ref(), self.watchdog.group());
     }
 
     /// Continues the group after zklock was continued, on the terminal if zklock's group has it
-    /// (`fg`), in the background otherwise (`bg`).
-    pub fn resume(&self) {
+    /// (`fg`), in the background otherwise (`bg`). The stops reported meanwhile were of the
+    /// stop just followed.
+    pub fn resume(&mut self) {
+        self.watchdog.forget_stops();
         if let Some(terminal) = &self.terminal {
-            terminal.give_to(self.pgid);
+            terminal.give_to(self.watchdog.group());
         }
         self.signal(libc::SIGCONT);
     }
 
-    /// Sends `signal` to every process of the group.
+    /// Sends `signal` to every process of the group (SIGKILL: to the whole tree).
     pub fn signal(&self, signal: libc::c_int) {
-        // SAFETY: killpg(2) on the group we created; while any member lives (we wait for all of
-        // them before dropping the group) the id cannot be reused.
-        unsafe {
-            libc::killpg(self.pgid, signal);
+        if let Ok(signal) = Signal::try_from(signal) {
+            self.watchdog.signal(signal);
         }
+    }
+
+    /// The next terminal stop of the command, or its end (its own status, once every process it
+    /// started is gone too).
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`Watchdog::next`].
+    pub async fn next(&mut self) -> Report {
+        let report = self.watchdog.next().await;
+        if let (Report::Ended(_), Some(terminal)) = (&report, self.terminal.take()) {
+            terminal.take_back_from(self.watchdog.group());
+        }
+        report
     }
 
     /// Waits until every process of the group has exited; returns the command's own status.
     ///
     /// # Cancel safety
     /// Cancel safe: the command's status is kept once seen, and waiting again goes on from there.
-    pub async fn wait(&mut self) -> Result<ExitStatus, Failure> {
-        let status = match self.status {
-            Some(status) => status,
-            None => {
-                let status = self
-                    .child
-                    .wait()
-                    .await
-                    .map_err(|err| Failure::new(Outcome::Failed, format!("lost track of the command: {err}")))?;
-                *self.status.insert(status)
-            }
-        };
-        while self.has_members() {
-            tokio::time::sleep(GROUP_POLL).await;
-        }
-        if let Some(terminal) = self.terminal.take() {
-            terminal.take_back_from(self.pgid);
-        }
-        Ok(status)
-    }
-
-    /// Whether any process of the group but the watchdog is still there, after reaping those
-    /// of its exited members that are our children (orphans we inherited as subreaper).
-    fn has_members(&self) -> bool {
+    pub async fn wait(&mut self) -> ExitStatus {
         loop {
-            // SAFETY: a zeroed siginfo_t is a valid out-parameter for waitid(2).
-            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-            // SAFETY: waitid(2) on our own process group id, with a valid out-parameter. The
-            // command's own pid was reaped by tokio before we get here, so tokio's handle is
-            // never robbed of its status.
-            let reaped = unsafe {
-                libc::waitid(libc::P_PGID, self.pgid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG)
-            };
-            // SAFETY: si_pid is set by waitid when a child was reaped, and zero otherwise.
-            if reaped != 0 || unsafe { info.si_pid() } == 0 {
-                break;
+            if let Report::Ended(status) = self.next().await {
+                return status;
             }
         }
-        let watchdog = self.watchdog.pid();
-        let Ok(processes) = std::fs::read_dir("/proc") else { return false };
-        processes
-            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<libc::pid_t>().ok())
-            .filter(|&pid| pid != watchdog)
-            .any(|pid| process_group(pid) == Some(self.pgid))
     }
-}
-
-/// The process group of `pid`, from `/proc/PID/stat` (`None` once the process is gone).
-fn process_group(pid: libc::pid_t) -> Option<libc::pid_t> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so count from
-    // the last ')'.
-    let after_comm = &stat[stat.rfind(')')? + 1..];
-    after_comm.split_whitespace().nth(2)?.parse().ok()
 }
 
 /// The command's exit code, as a shell reports it (128 + N for death by signal N).

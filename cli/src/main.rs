@@ -1,11 +1,12 @@
 //! `zklock`: run a command while holding a ZooKeeper lock or semaphore, or while leading an
 //! election. `zklock --help` says how.
 
-// Linux only: the watchdog ties its helper to the command with the parent-death signal (prctl),
-// the supervisor adopts orphans as a subreaper and finds a group's processes in /proc.
+// Linux only: the watchdog runs the command in a PID namespace (clone) and dies with zklock by
+// the parent-death signal (prctl); without a namespace, zklock and the watchdog adopt orphans as
+// subreapers and find their children in /proc.
 #[cfg(not(target_os = "linux"))]
 compile_error!(
-    "zklock-cli runs on Linux only: its watchdog and process supervision use prctl \
+    "zklock-cli runs on Linux only: its watchdog and process supervision use PID namespaces, prctl \
      (PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER) and /proc; the zklock library builds everywhere"
 );
 
@@ -40,6 +41,7 @@ mod take_alone;
 mod terminal_line;
 mod waiting_line;
 mod watchdog;
+mod watchdog_process;
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
@@ -70,6 +72,9 @@ use crate::exit::{Failure, Outcome};
 use crate::placement::Mode;
 
 fn main() -> ExitCode {
+    if let Some(exit) = watchdog_process::run_if_asked() {
+        return exit;
+    }
     signals::ignored_at_start();
     let matches = match placement::command().try_get_matches() {
         Ok(matches) => matches,

@@ -66,20 +66,41 @@ ZKLOCK_CHAIN (`env -u ZKLOCK_CHAIN zklock ...`) so that each starts a chain of i
 --fail-on-deadlock ROOT (or ZKLOCK_FAIL_ON_DEADLOCK, which the whole chain inherits), the zklock
 whose wait is such a ring's victim gives up and exits 79, and the others go on.
 
-The command runs in a process group of its own, led by a watchdog process: if zklock dies, of
-any signal including SIGKILL, the kernel tells the watchdog, which kills the whole group at once,
-before the session can expire and anyone else can hold the lock. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
-SIGUSR2 sent to zklock are passed on to that whole group, once (one ignored when zklock started,
-as nohup ignores SIGHUP, stays ignored by zklock and the command); the lock is released when the
-last process of the group has exited. If the lock is lost while the command runs (session
-expired, disconnected too long, node deleted), the group gets SIGTERM at once and SIGKILL at the
-latest when the server could first expire the session (sooner with --kill-after); zklock exits 76
-once the group is gone, before anyone else can hold the lock. With --max-hold DUR the lock is
-given up once held that long: as for a deleted node, the group gets SIGTERM and SIGKILL at once
-(zklock is told just before its node's delete is sent), zklock says the lock was held for its
-maximum time and exits 76. Its node says
-the bound, and `zklock list` shows it (held 12s of at most 30s). zklock's own process keeps the
-bound: a zklock stopped whole keeps the node until its session ends.
+The command runs as the child of a watchdog process (zklock-watchdog, zklock's child), in a
+process group of its own and, where the kernel allows it (root, or CAP_SYS_ADMIN), in a PID
+namespace whose init is the watchdog. The watchdog dies with zklock (the kernel's parent-death
+signal, SIGKILL), and when it dies, of any signal including SIGKILL, the kernel kills every
+process of the namespace: the command, its children, daemons it double-forked or setsid'd. So
+no SIGKILL of zklock, of the watchdog or of both (pkill -9 zklock) leaves any of it running: the
+kernel kills it as it ends zklock or the watchdog, while the lock can pass on only once the
+server has expired zklock's session, at the earliest the session timeout after its last
+heartbeat; zklock itself, if alive, releases the lock only once the namespace is empty. The
+command sees its namespace: $$ is 2 and $PPID 1 (the watchdog); /proc is not remounted, so it
+shows the host's processes (/proc/self is the command's own entry, /proc/$$ is not), and pids
+outside the namespace cannot be signalled. Without a namespace (not root, a kernel without PID
+namespaces, or ZKLOCK_NO_PID_NAMESPACE=1, for tests) the promise is weaker: the command dies
+with the watchdog (its own parent-death signal), zklock kills what the command left behind if the
+watchdog alone dies, and the watchdog does if zklock alone dies, but zklock and the watchdog
+killed together leave the command's children and daemons running. What no watchdog covers:
+zklock alone stopped (SIGSTOP from an operator or a debugger, not a terminal's stop) past the
+session timeout, while the command runs on and another may hold the lock; a machine stopped or
+frozen (a paused VM, a frozen cgroup) past the session timeout, after which another may hold the
+lock by the time the command runs again (ZKLOCK_FENCING_TOKEN is for both); and a process in
+uninterruptible sleep (a hung NFS mount), which dies only when it wakes.
+
+SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to zklock are passed on to the
+command's process group, once (one ignored when zklock started, as nohup ignores SIGHUP, stays
+ignored by zklock and the command); the lock is released when the last process the command
+started has exited. If the lock is lost while the command runs (session expired, disconnected
+too long, node deleted), the group gets SIGTERM at once and the whole tree SIGKILL at the latest
+when the server could first expire the session (sooner with --kill-after); zklock exits 76 once
+the tree is gone, before anyone else can hold the lock. If the watchdog alone is killed, zklock
+says so, kills what is left, and exits 137 as if the command had been killed. With --max-hold DUR
+the lock is given up once held that long: as for a deleted node, the group gets SIGTERM and the
+tree SIGKILL at once (zklock is told just before its node's delete is sent), zklock says the lock
+was held for its maximum time and exits 76. Its node says the bound, and `zklock list` shows it
+(held 12s of at most 30s). zklock's own process keeps the bound: a zklock stopped whole keeps the
+node until its session ends.
 
 Ctrl-Z works as on any shell job: a terminal stop of the command (SIGTSTP, SIGTTIN, SIGTTOU), or
 SIGTSTP sent to zklock, stops the command and zklock together, and the shell prompts again; `fg`

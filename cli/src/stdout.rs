@@ -3,6 +3,11 @@
 //! holder then lets go as on any other way out.
 
 use std::io::{ErrorKind, Write as _};
+use std::os::fd::AsFd as _;
+
+use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::stat::{fstat, SFlag};
 
 use crate::exit::{Failure, Outcome};
 
@@ -24,24 +29,23 @@ pub fn bytes(bytes: &[u8]) -> Result<(), Failure> {
 /// Resolves when stdout is a pipe or a socket whose reader has gone away; never for a file or
 /// a terminal (a terminal that goes sends SIGHUP).
 pub async fn reader_gone() {
-    // SAFETY: fstat on our stdout into a zeroed stat buffer.
-    let stream = unsafe {
-        let mut stat: libc::stat = std::mem::zeroed();
-        libc::fstat(libc::STDOUT_FILENO, &mut stat) == 0
-            && matches!(stat.st_mode & libc::S_IFMT, libc::S_IFIFO | libc::S_IFSOCK)
-    };
+    let stream = fstat(std::io::stdout().as_fd()).is_ok_and(|stat| {
+        let kind = SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT;
+        kind == SFlag::S_IFIFO || kind == SFlag::S_IFSOCK
+    });
     if stream {
         // poll(2) reports an error or hang-up on a pipe or socket even when no event is asked
         // for; a blocking thread waits for it, as tokio cannot watch a write end for that alone.
         let gone = tokio::task::spawn_blocking(|| loop {
-            let mut stdout = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
-            // SAFETY: poll on one valid pollfd.
-            let ready = unsafe { libc::poll(&mut stdout, 1, -1) };
-            if ready > 0 {
-                return stdout.revents & (libc::POLLERR | libc::POLLHUP) != 0;
-            }
-            if ready < 0 && std::io::Error::last_os_error().kind() != ErrorKind::Interrupted {
-                return false;
+            let stdout = std::io::stdout();
+            let mut fds = [PollFd::new(stdout.as_fd(), PollFlags::empty())];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(1..) => {
+                    let gone = PollFlags::POLLERR | PollFlags::POLLHUP;
+                    return fds[0].revents().is_some_and(|events| events.intersects(gone));
+                }
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(_) => return false,
             }
         });
         if let Ok(true) = gone.await {

@@ -17,12 +17,13 @@ use crate::exit::{Failure, Outcome};
 use crate::group::{become_subreaper, exit_code, Group};
 use crate::held::Held;
 use crate::intruders::{self, Watch};
-use crate::job::Stops;
+use crate::job::Suspend;
 use crate::layout::Layout;
 use crate::revocation::Revocation;
 use crate::signals::Signals;
 use crate::stderr;
 use crate::take_alone::take_alone;
+use crate::watchdog::Report;
 
 /// Runs `command` under what `take` returns (a lock, a lease, leadership) on `path`, then lets
 /// go of it: the command's status, or why it could not run or was stopped.
@@ -49,8 +50,8 @@ pub async fn run_command(
         ("ZKLOCK_NODE", held.hold().node_path().to_owned()),
         ("ZKLOCK_FENCING_TOKEN", held.hold().fencing_token().to_string()),
     ];
-    let started = Stops::watch().and_then(|stops| Ok((stops, Group::spawn(program, program_args, &env)?)));
-    let (mut stops, mut group) = match started {
+    let started = Suspend::watch().and_then(|suspend| Ok((suspend, Group::spawn(program, program_args, &env)?)));
+    let (mut suspend, mut group) = match started {
         Ok(started) => started,
         Err(failure) => {
             held.release(client).await;
@@ -58,21 +59,23 @@ pub async fn run_command(
         }
     };
     let watch = Watch { path, layout };
-    let watched = Watched { signals: &mut signals, stops: &mut stops };
+    let watched = Watched { signals: &mut signals, suspend: &mut suspend };
     let outcome = supervise(client, &mut group, &held, watched, revocation, options, watch).await;
+    // Nothing of the command outlives the hold: dropping the group kills what is left.
+    drop(group);
     held.release(client).await;
     outcome
 }
 
-/// What zklock hears of while the command runs, besides the lock: the signals it passes on, and
-/// the command's group stopping.
+/// What zklock hears of while the command runs, besides the lock and the command's reports:
+/// the signals it passes on.
 struct Watched<'a> {
     signals: &'a mut Signals,
-    stops: &'a mut Stops,
+    suspend: &'a mut Suspend,
 }
 
-/// Waits for the command's whole process group while watching the lock, the path, the signals
-/// and the group's stops.
+/// Waits for the command's whole tree while watching the lock, the path, the signals and the
+/// command's stops.
 async fn supervise(
     client: &Client,
     group: &mut Group,
@@ -82,14 +85,27 @@ async fn supervise(
     options: &HoldOptions,
     watch: Watch<'_>,
 ) -> Result<ExitCode, Failure> {
-    let Watched { signals, stops } = watched;
-    let pgid = group.pgid();
+    let Watched { signals, suspend } = watched;
     let mut revocation_seen = false;
     let intruder = intruders::arrived(client, watch);
     tokio::pin!(intruder);
     loop {
         tokio::select! {
-            status = group.wait() => return Ok(ExitCode::from(exit_code(status?))),
+            report = group.next() => {
+                let Report::Ended(status) = report else {
+                    group.stop_with_it();
+                    // Continued: the command stays stopped until the lock is known to be ours.
+                    if let Err(why) = still_held(client, held).await {
+                        stderr::warn(&format!("{why}; stopping the command"));
+                        group.signal(libc::SIGKILL);
+                        group.wait().await;
+                        return Err(Failure::quiet(Outcome::Lost));
+                    }
+                    group.resume();
+                    continue;
+                };
+                return Ok(ExitCode::from(exit_code(status)));
+            }
             reason = held.hold().lost() => {
                 // Said now, as the command may take until --kill-after to stop; the exit code
                 // says the rest.
@@ -98,7 +114,7 @@ async fn supervise(
                 let kill_by = kill_deadline(reason, client.session_timeout(), options.kill_after);
                 if tokio::time::timeout(kill_by, group.wait()).await.is_err() {
                     group.signal(libc::SIGKILL);
-                    group.wait().await?;
+                    group.wait().await;
                 }
                 return Err(Failure::quiet(Outcome::Lost));
             }
@@ -119,22 +135,12 @@ async fn supervise(
                 group.signal(libc::SIGTERM);
                 if tokio::time::timeout(options.kill_after, group.wait()).await.is_err() {
                     group.signal(libc::SIGKILL);
-                    group.wait().await?;
+                    group.wait().await;
                 }
                 return Err(Failure::quiet(Outcome::Lost));
             }
             signal = signals.next() => group.signal(signal),
-            () = stops.next(pgid) => {
-                group.stop_with_it();
-                // Continued: the command stays stopped until the lock is known to be ours.
-                if let Err(why) = still_held(client, held).await {
-                    stderr::warn(&format!("{why}; stopping the command"));
-                    group.signal(libc::SIGKILL);
-                    group.wait().await?;
-                    return Err(Failure::quiet(Outcome::Lost));
-                }
-                group.resume();
-            }
+            () = suspend.next() => group.signal(libc::SIGTSTP),
         }
     }
 }

@@ -106,12 +106,12 @@ fn state(pid: libc::pid_t) -> char {
 }
 
 /// A directory for the job of the test on `path`, with `job.sh`: a command that writes its pid
-/// and zklock's to `pids`, then prints `tick` (and adds a line to `ticks`) until `done` exists,
+/// (as /proc shows it: in its PID namespace, `$$` is another number) to `pids`, then prints `tick` (and adds a line to `ticks`) until `done` exists,
 /// and ends with 0 if it does (1 after a minute).
 fn job_dir(path: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("zklock-{}", path.replace('/', "_")));
     std::fs::create_dir_all(&dir).unwrap();
-    let job = "echo \"$$ $PPID\" > \"$1/pids\"; i=0\n\
+    let job = "read -r pid rest < /proc/self/stat; echo \"$pid\" > \"$1/pids\"; i=0\n\
         while [ ! -e \"$1/done\" ] && [ $i -lt 600 ]; do\n\
           echo tick; echo . >> \"$1/ticks\"; sleep 0.1; i=$((i+1))\n\
         done\n\
@@ -120,13 +120,18 @@ fn job_dir(path: &str) -> std::path::PathBuf {
     dir
 }
 
-/// The command's pid and zklock's, once the job wrote them.
+/// The command's pid and zklock's (its parent is the watchdog, whose parent is zklock), once the
+/// job wrote its own.
 fn job_pids(pids: &std::path::Path) -> (libc::pid_t, libc::pid_t) {
-    until("the job's pids written", || std::fs::read_to_string(pids).is_ok_and(|text| text.ends_with('\n')));
-    let written = std::fs::read_to_string(pids).unwrap();
-    let [command, zklock] =
-        written.split_whitespace().map(|pid| pid.parse().unwrap()).collect::<Vec<_>>().try_into().unwrap();
-    (command, zklock)
+    until("the job's pid written", || std::fs::read_to_string(pids).is_ok_and(|text| text.ends_with('\n')));
+    let command = std::fs::read_to_string(pids).unwrap().trim().parse().unwrap();
+    (command, parent(parent(command)))
+}
+
+/// The parent of `pid`, from `/proc/PID/stat`.
+fn parent(pid: libc::pid_t) -> libc::pid_t {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    stat[stat.rfind(')').unwrap() + 1..].split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
 /// Waits until `condition` holds.
@@ -182,11 +187,26 @@ async fn ctrl_z_stops_zklock_with_its_command_and_fg_continues_both() {
 /// zklock stopped alone and the command ran on, unwatched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigtstp_to_zklock_stops_its_command_too_and_sigcont_continues_both() {
+    sigtstp_stops_both_and_sigcont_continues_both(true);
+}
+
+/// The same without a PID namespace (the watchdog is then no init, and must not stop or die of
+/// what zklock passes on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigtstp_and_sigcont_work_without_a_pid_namespace_too() {
+    sigtstp_stops_both_and_sigcont_continues_both(false);
+}
+
+fn sigtstp_stops_both_and_sigcont_continues_both(namespace: bool) {
     let zk = server().connect_string();
-    let path = unique_path("job-control-sigtstp");
+    let path = unique_path(&format!("job-control-sigtstp-{namespace}"));
     let dir = job_dir(&path);
     let script = dir.join("job.sh");
-    let mut job = Group::spawn(zklock(&zk).arg(&path).arg("--").arg("sh").arg(&script).arg(&dir).stdout(Stdio::null()));
+    let mut zklock = zklock(&zk);
+    if !namespace {
+        zklock.env("ZKLOCK_NO_PID_NAMESPACE", "1");
+    }
+    let mut job = Group::spawn(zklock.arg(&path).arg("--").arg("sh").arg(&script).arg(&dir).stdout(Stdio::null()));
     let (command, zklock) = job_pids(&dir.join("pids"));
     job.signal_job(libc::SIGTSTP);
     until("the command stopped", || state(command) == 'T');

@@ -13,11 +13,12 @@ use common::{connect, server, unique_path, wait_for_children};
 use support::{log_has, read, zklock, Group};
 
 /// A command that logs from itself and from a grandchild every 50 ms, ignoring SIGTERM, and
-/// first logs its pid (so the test can clean up after a zklock that let it run on).
+/// first logs its pid as /proc shows it (so the test can clean up after a zklock that let it run
+/// on; in its PID namespace `$$` is another number).
 fn stubborn_logger(log: &Path) -> String {
     let log = log.display();
     format!(
-        "echo \"A pid $$\" >> {log}; trap '' TERM HUP; \
+        "read -r pid rest < /proc/self/stat; echo \"A pid $pid\" >> {log}; trap '' TERM HUP; \
          (while :; do echo \"A grandchild\" >> {log}; sleep 0.05; done) & \
          while :; do echo \"A child\" >> {log}; sleep 0.05; done"
     )
@@ -33,7 +34,8 @@ impl Drop for Leftovers<'_> {
         let Some(pid) = text.lines().find_map(|line| line.strip_prefix("A pid ")) else { return };
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())) else { return };
         let Some(pgid) = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().nth(2)) else { return };
-        if let Ok(pgid) = pgid.parse::<libc::pid_t>() {
+        // Never our own group (0) or anyone's but a command's.
+        if let Ok(pgid @ 2..) = pgid.parse::<libc::pid_t>() {
             // SAFETY: killpg on the group of a command this test started.
             unsafe {
                 libc::killpg(pgid, libc::SIGKILL);

@@ -1,0 +1,248 @@
+//! The watchdog's own program: zklock started again (`/proc/self/exe`) as the parent of the
+//! command, in a PID namespace of its own where it is init (pid 1) when the kernel allows one.
+//!
+//! Its life: make sure zklock still lives (it dies with zklock by the parent-death signal, set
+//! before this program started), start the command, then reap every process until none is left
+//! (as init or, without a namespace, as a subreaper every orphan of the command's tree is its
+//! child), telling zklock through a pipe of the command's terminal stops and, at the end, of the
+//! command's status. Its death, however it comes, ends the command's tree: as init, the kernel
+//! kills every process of the namespace; without one, the command dies of its parent-death
+//! signal and zklock kills the orphans (`watchdog.rs`). Without one too, zklock's death wakes
+//! the watchdog (SIGHUP, its parent-death signal then), which kills the tree itself.
+
+use std::ffi::OsString;
+use std::io::{Read as _, Write as _};
+use std::os::fd::{FromRawFd as _, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt as _;
+use std::process::ExitCode;
+
+use nix::errno::Errno;
+use nix::sys::prctl;
+use nix::sys::signal::{kill, SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::{getpgrp, getpid, getppid, Pid};
+
+/// The watchdog's `argv[0]`, which `ps` shows, and the word after it that asks for this program.
+pub const NAME: &str = "zklock-watchdog";
+pub const ASKED: &str = "--zklock-watchdog";
+
+/// The reports the watchdog writes to zklock, one byte each and what follows it.
+pub mod report {
+    /// The command is running.
+    pub const RUNNING: u8 = b'R';
+    /// The command could not be started: its errno follows (4 bytes, native order).
+    pub const CANNOT_RUN: u8 = b'E';
+    /// A child of the watchdog stopped on a terminal stop signal.
+    pub const STOPPED: u8 = b'S';
+    /// Every process is gone: the command's wait status follows (4 bytes, native order).
+    pub const ENDED: u8 = b'X';
+}
+
+/// The stop signals a terminal sends (a shell's job stops on these, and not on SIGSTOP, which
+/// a debugger or an operator sends).
+const TERMINAL_STOPS: [Signal; 3] = [Signal::SIGTSTP, Signal::SIGTTIN, Signal::SIGTTOU];
+
+/// The signals zklock passes on to the command's process group, which the watchdog is in: not
+/// for it (as init it would ignore them anyway; without a namespace they would end it).
+const FOR_THE_COMMAND: [Signal; 9] = [
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGTSTP,
+    Signal::SIGTTIN,
+    Signal::SIGTTOU,
+];
+
+/// Runs the watchdog when this process was started as one (`zklock-watchdog --zklock-watchdog
+/// LIVENESS_FD REPORT_FD ZKLOCK_PID COMMAND...`); `None` otherwise.
+pub fn run_if_asked() -> Option<ExitCode> {
+    let mut args = std::env::args_os();
+    if args.next()? != NAME || args.next()? != ASKED {
+        return None;
+    }
+    let liveness = inherited_fd(args.next());
+    let reports = inherited_fd(args.next());
+    let zklock = args.next().and_then(|pid| pid.to_str()?.parse().ok()).map(Pid::from_raw);
+    let command: Vec<OsString> = args.collect();
+    Some(match (liveness, reports, zklock) {
+        (Some(liveness), Some(reports), Some(zklock)) => {
+            watch(liveness, std::fs::File::from(reports), zklock, &command)
+        }
+        _ => ExitCode::from(crate::exit::Outcome::Usage.code()),
+    })
+}
+
+/// A descriptor zklock left open across exec for us, made close-on-exec again so that the
+/// command does not inherit it.
+fn inherited_fd(number: Option<OsString>) -> Option<OwnedFd> {
+    let fd: RawFd = number?.to_str()?.parse().ok()?;
+    if fd < 3 {
+        return None;
+    }
+    // SAFETY: F_SETFD on a number is no I/O-safety breach by itself (it fails on a closed one);
+    // once it succeeded the descriptor is open, and zklock passed it to this process alone, so
+    // nothing else owns it.
+    unsafe { (libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) == 0).then(|| OwnedFd::from_raw_fd(fd)) }
+}
+
+/// The watchdog's life; its exit code says nothing to anyone (zklock reads the reports).
+fn watch(liveness: OwnedFd, mut reports: std::fs::File, zklock: Pid, command: &[OsString]) -> ExitCode {
+    let _ = prctl::set_name(c"zklock-watchdog");
+    let init = getpid() == Pid::from_raw(1);
+    if !init {
+        // Orphans of the command's tree become ours to reap (and to wait for, or kill).
+        let _ = prctl::set_child_subreaper(true);
+    }
+    // Taken from a signalfd, so that one thread waits for children and for zklock's death.
+    let mut heard = SigSet::empty();
+    FOR_THE_COMMAND.iter().chain(&[Signal::SIGCHLD]).for_each(|&signal| heard.add(signal));
+    let _ = heard.thread_block();
+    let Ok(signals) = SignalFd::with_flags(&heard, SfdFlags::SFD_CLOEXEC) else { return ExitCode::FAILURE };
+    // zklock may have died before the parent-death signal was set: then nothing would end us.
+    if !zklock_says_go(liveness) {
+        return ExitCode::FAILURE;
+    }
+    // In a namespace our parent shows as 0; without one, zklock until it dies.
+    let zklock = if init { Pid::from_raw(0) } else { zklock };
+    let Some(command) = start(command, &mut reports) else { return ExitCode::FAILURE };
+    let _ = reports.write_all(&[report::RUNNING]);
+    leave_zklock_stdio();
+    let mut status = 0;
+    loop {
+        if !reap(command, &mut status, &mut reports) {
+            break;
+        }
+        if getppid() != zklock {
+            // zklock died (its parent-death signal, SIGHUP without a namespace, woke us).
+            kill_children();
+        }
+        let _ = signals.read_signal();
+    }
+    let _ = reports.write_all(&[&[report::ENDED][..], &status.to_ne_bytes()].concat());
+    ExitCode::SUCCESS
+}
+
+/// Starts the command in the watchdog's process group; its pid, or `None` after reporting why
+/// it could not start.
+fn start(command: &[OsString], reports: &mut std::fs::File) -> Option<Pid> {
+    let (program, args) = command.split_first()?;
+    let watchdog = getpid();
+    let mut spawn = std::process::Command::new(program);
+    spawn.args(args).process_group(getpgrp().as_raw());
+    // SAFETY: pthread_sigmask, prctl and getppid are async-signal-safe, and the hook allocates
+    // nothing.
+    unsafe {
+        spawn.pre_exec(move || {
+            // The command starts with no signal blocked, whatever the watchdog blocks.
+            SigSet::empty().thread_set_mask()?;
+            // Without a namespace, what ends the command when the watchdog dies.
+            prctl::set_pdeathsig(Signal::SIGKILL)?;
+            // The watchdog died before the line above: nothing would end the command.
+            if getppid() != watchdog {
+                return Err(std::io::Error::other("the watchdog is gone"));
+            }
+            Ok(())
+        });
+    }
+    match spawn.spawn() {
+        Ok(child) => Some(Pid::from_raw(child.id() as libc::pid_t)),
+        Err(err) => {
+            let errno = err.raw_os_error().unwrap_or(libc::ENOEXEC);
+            let _ = reports.write_all(&[&[report::CANNOT_RUN][..], &errno.to_ne_bytes()].concat());
+            None
+        }
+    }
+}
+
+/// Reaps every child that has ended (the command, or an orphan of its tree), keeping the
+/// command's wait status in `status` and telling zklock of terminal stops; false once no child
+/// is left.
+fn reap(command: Pid, status: &mut i32, reports: &mut std::fs::File) -> bool {
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WUNTRACED | WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => return true,
+            Ok(WaitStatus::Stopped(_, signal)) if TERMINAL_STOPS.contains(&signal) => {
+                let _ = reports.write_all(&[report::STOPPED]);
+            }
+            Ok(WaitStatus::Exited(pid, code)) if pid == command => *status = (code & 0xff) << 8,
+            Ok(WaitStatus::Signaled(pid, signal, core)) if pid == command => {
+                *status = signal as i32 | if core { 0x80 } else { 0 };
+            }
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Kills every descendant: the children first, whose orphans then come to us (a subreaper),
+/// until none is left. Only children are killed, each before it is reaped, so no kill can reach
+/// a process that reused a pid. (zklock too, for what its watchdog left.)
+pub fn kill_children() {
+    loop {
+        let ours = children();
+        if ours.is_empty() {
+            return;
+        }
+        for &child in &ours {
+            let _ = kill(child, Signal::SIGKILL);
+        }
+        for child in ours {
+            let _ = waitpid(child, None);
+        }
+    }
+}
+
+/// Our children, by their pids in our PID namespace. /proc, not remounted, numbers processes
+/// as an outer namespace sees them when we run in one (a zklock run by a zklock's command): its
+/// NSpid line gives a process's pid at each level, ours among them.
+fn children() -> Vec<Pid> {
+    let Some(me) = std::fs::read_link("/proc/self").ok().and_then(|me| me.to_str().map(str::to_owned)) else {
+        return Vec::new();
+    };
+    let Some(depth) = pids_by_level(&me).map(|pids| pids.len() - 1) else { return Vec::new() };
+    let Ok(processes) = std::fs::read_dir("/proc") else { return Vec::new() };
+    processes
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|pid| pid.bytes().all(|byte| byte.is_ascii_digit()) && parent_of(pid).as_deref() == Some(&me))
+        .filter_map(|pid| Some(Pid::from_raw(*pids_by_level(&pid)?.get(depth)?)))
+        .collect()
+}
+
+/// The parent of `pid` as /proc says ("pid (comm) state ppid ...", comm may hold spaces and
+/// parentheses).
+fn parent_of(pid: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].split_whitespace().nth(1).map(str::to_owned)
+}
+
+/// The pids of `pid` (as /proc names it) in each PID namespace, from /proc's own to its.
+fn pids_by_level(pid: &str) -> Option<Vec<libc::pid_t>> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let levels = status.lines().find_map(|line| line.strip_prefix("NSpid:"))?;
+    levels
+        .split_whitespace()
+        .map(|level| level.parse().ok())
+        .collect::<Option<Vec<_>>>()
+        .filter(|pids| !pids.is_empty())
+}
+
+/// Waits for zklock's word that the command may start (its group has the terminal, if any);
+/// false if zklock died first: the write end of the liveness pipe, which only zklock holds, is
+/// closed.
+fn zklock_says_go(liveness: OwnedFd) -> bool {
+    let mut go = [0u8; 1];
+    std::fs::File::from(liveness).read_exact(&mut go).is_ok()
+}
+
+/// Holding zklock's stdout or stderr (a pipe to a log reader, say) would keep them open after
+/// the command: the command has its own copies.
+fn leave_zklock_stdio() {
+    let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") else { return };
+    let _ = nix::unistd::dup2_stdin(&null);
+    let _ = nix::unistd::dup2_stdout(&null);
+    let _ = nix::unistd::dup2_stderr(&null);
+}
