@@ -20,7 +20,8 @@ fn a_command_held_past_max_hold_is_stopped_and_zklock_exits_76_with_the_lock_fre
     let dir = std::env::temp_dir().join(format!("zklock-max-hold-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pid_file = dir.join("pid");
-    let script = format!("echo $$ > {}; exec sleep 600", pid_file.display());
+    // The command's pid as the host knows it: in zklock's PID namespace `$$` is 2.
+    let script = format!("read -r pid rest < /proc/self/stat; echo $pid > {}; exec sleep 600", pid_file.display());
     let mut run =
         Group::spawn(zklock(&zk).args(["--max-hold", "1s", &path, "--", "sh", "-c", &script]).stderr(Stdio::piped()));
     let status = run.wait(HANG);
