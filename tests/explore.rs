@@ -60,6 +60,10 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
                 total.passes += tally.passes;
                 total.passes_forgiven += tally.passes_forgiven;
                 total.terms += tally.terms;
+                total.rings += tally.rings;
+                total.rings_certain += tally.rings_certain;
+                total.rings_forgiven += tally.rings_forgiven;
+                total.gave_up += tally.gave_up;
                 total.deletions += tally.deletions;
                 total.expiries += tally.expiries;
                 total.restarts += tally.restarts;
@@ -100,13 +104,17 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
     // Written to stderr directly, past the test harness's capture, so CI logs always show it.
     let _ = writeln!(
         std::io::stderr(),
-        "explore: seed={first_seed} cases={ran} steps={} in {:.0}s | holds={} passed on={} (forgiven within the notification window={}) terms led={} operator transactions={} expiries={} server restarts={} (sessions expired across them={}) | violations=0",
+        "explore: seed={first_seed} cases={ran} steps={} in {:.0}s | holds={} passed on={} (forgiven within the notification window={}) terms led={} rings reported={} (certain={}, forgiven={}) gave up as victims={} operator transactions={} expiries={} server restarts={} (sessions expired across them={}) | violations=0",
         total.steps,
         started.elapsed().as_secs_f64(),
         total.holds,
         total.passes,
         total.passes_forgiven,
         total.terms,
+        total.rings,
+        total.rings_certain,
+        total.rings_forgiven,
+        total.gave_up,
         total.deletions,
         total.expiries,
         total.restarts,

@@ -1,14 +1,19 @@
 //! The parts of the explorer (`tests/explore.rs`), one concept per file: the operations and
 //! their generator (`ops.rs`), the world they act on (`world.rs`), an actor's task
 //! (`slot.rs`), its places in the elections (`election.rs`), the operator and the faults
-//! (`operator.rs`), the invariants (`check.rs`); here,
+//! (`operator.rs`), the invariants (`check.rs`), the model's wait-for graph (`wait_for.rs`)
+//! and the deadlock property checked against it (`deadlocks.rs`), the queue views' property
+//! (`view.rs`); here,
 //! one case run from its steps, and the shrinking of a failing one.
 
 pub mod check;
+pub mod deadlocks;
 pub mod election;
 pub mod operator;
 pub mod ops;
 pub mod slot;
+pub mod view;
+pub mod wait_for;
 pub mod world;
 
 use std::sync::{Arc, Mutex, OnceLock};
@@ -46,6 +51,13 @@ pub struct Tally {
     pub passes: u64,
     pub passes_forgiven: u64,
     pub terms: u64,
+    /// Rings `find_deadlocks` reported (each time it was asked, after a settled step), certain
+    /// ones among them, those forgiven (a wait through a hold being let go or an acquire that
+    /// ended), and the acquires that gave up as a ring's victim.
+    pub rings: u64,
+    pub rings_certain: u64,
+    pub rings_forgiven: u64,
+    pub gave_up: u64,
     pub deletions: u64,
     pub expiries: u64,
     pub restarts: u64,
@@ -119,6 +131,9 @@ impl<'s> World<'s> {
             Op::Expire { actor, cut_ms } => self.expire(&self.actors[actor], cut_ms).await,
             Op::Cut { actor, ms } => self.cut(&self.actors[actor], ms),
             Op::Heal { actor } => self.heal(&self.actors[actor]),
+            Op::Throttle { actor } => {
+                self.actors[actor].proxy.throttle_next(zklock_testcontainers::ThrottledOperation::GetChildren)
+            }
             Op::FromExpiredClient => self.session_anew_from_expired_client().await,
             Op::Restart => self.restart().await,
         }
@@ -193,6 +208,10 @@ pub async fn run_case(server: &ZooKeeperServer, steps: &[Step]) -> Result<Tally,
         passes: record.passes,
         passes_forgiven: memory.passes_forgiven,
         terms: record.terms,
+        rings: memory.rings,
+        rings_certain: memory.rings_certain,
+        rings_forgiven: memory.rings_forgiven,
+        gave_up: record.gave_up,
         deletions: record.deletions,
         expiries: record.expiries,
         restarts: record.restarts,

@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
-use zklock::{Error, Session};
+use zklock::{Error, QueuePosition, Session};
 use zookeeper_client::SessionState;
 
 use super::ops::{Lock, Op, Wait};
@@ -33,9 +33,25 @@ pub struct Busy {
     pub what: String,
 }
 
+/// An acquire under way, as the deadlock and queue-view properties read it: its lock, its queue
+/// view (every acquire runs inside `watch_queue`), and every node the view told it queued.
+pub struct Waiting {
+    pub lock: Lock,
+    pub view: watch::Receiver<Option<QueuePosition>>,
+    pub nodes: Vec<String>,
+}
+
+impl Waiting {
+    /// The node the view tells now, as a full path.
+    pub fn node_now(&self) -> Option<String> {
+        self.view.borrow().as_ref().map(|position| format!("{}/{}", position.lock_path, position.node))
+    }
+}
+
 #[derive(Default)]
 pub struct SlotState {
     pub busy: Option<Busy>,
+    pub waiting: Option<Waiting>,
     pub holds: Vec<Hold>,
     /// The actor's proxy was cut at some time since the current operation began.
     pub cut_seen: bool,
@@ -103,9 +119,14 @@ impl Slot {
             state.holds.remove(at)
         };
         let (state, record) = (Arc::clone(&self.state), Arc::clone(record));
+        let nodes = releasing(&hold.held, &record);
         tokio::spawn(async move {
             let cut = |record: &Shared| record.lock().unwrap().cut.get(&who.0).copied().unwrap_or(false);
-            match Held::release_shared(hold.held).await.unwrap_or(Ok(())) {
+            let released = Held::release_shared(hold.held).await;
+            if released.is_some() {
+                released_all(&nodes, &record);
+            }
+            match released.unwrap_or(Ok(())) {
                 Ok(()) => {}
                 Err(
                     Error::LockLost(_) | Error::LockNodeDeleted { .. } | Error::SessionExpired | Error::SessionClosed,
@@ -129,6 +150,40 @@ impl Slot {
     /// Ends the task, dropping an acquire under way (which must leave nothing behind).
     pub fn stop(&self) {
         self.task.abort();
+    }
+}
+
+/// Marks the nodes of `held` as being let go of (`Record::releasing`), and returns them.
+pub fn releasing(held: &Held, record: &Shared) -> Vec<String> {
+    let nodes: Vec<String> = held.parts().into_iter().map(|part| part.node).collect();
+    record.lock().unwrap().releasing.extend(nodes.iter().cloned());
+    nodes
+}
+
+/// The release of `nodes` answered: they are gone, or will never go by it.
+pub fn released_all(nodes: &[String], record: &Shared) {
+    let mut record = record.lock().unwrap();
+    for node in nodes {
+        record.releasing.remove(node);
+    }
+}
+
+/// Keeps every node the acquire's view tells of, in the task's `Waiting` and as the task's in
+/// `Record::owners`, until the acquire ends (its sender dropped).
+async fn follow_view(
+    mut view: watch::Receiver<Option<QueuePosition>>,
+    who: (usize, usize),
+    state: Arc<Mutex<SlotState>>,
+    record: Shared,
+) {
+    while view.changed().await.is_ok() {
+        let told =
+            view.borrow_and_update().as_ref().map(|position| format!("{}/{}", position.lock_path, position.node));
+        let Some(node) = told else { continue };
+        if let Some(waiting) = state.lock().unwrap().waiting.as_mut().filter(|waiting| !waiting.nodes.contains(&node)) {
+            waiting.nodes.push(node.clone());
+        }
+        record.lock().unwrap().owners.insert(node, who);
     }
 }
 
@@ -182,14 +237,19 @@ impl Task {
             busy.bound = bound;
             busy.excusable = !strict;
         }
+        let (position, view) = watch::channel(None);
+        self.state.lock().unwrap().waiting = Some(Waiting { lock, view: view.clone(), nodes: Vec::new() });
+        tokio::spawn(follow_view(view, self.who, Arc::clone(&self.state), Arc::clone(&self.record)));
+        let acquire = zklock::watch_queue(position, locks.acquire(lock, timeout));
         let outcome = match wait {
-            Wait::CancelAfter(ms) => {
-                match tokio::time::timeout(Duration::from_millis(ms), locks.acquire(lock, None)).await {
-                    Ok(outcome) => outcome,
-                    Err(_) => return,
+            Wait::CancelAfter(ms) => match tokio::time::timeout(Duration::from_millis(ms), acquire).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    self.wait_ended(&[]);
+                    return;
                 }
-            }
-            _ => locks.acquire(lock, timeout).await,
+            },
+            _ => acquire.await,
         };
         let took = started.elapsed();
         let cut_seen = self.state.lock().unwrap().cut_seen;
@@ -201,15 +261,39 @@ impl Task {
                 self.violation(format!("{lock:?} {wait:?} answered after {took:?}, past its patience"));
             }
         }
+        let held: Vec<String> = match &outcome {
+            Ok(Some(held)) => held.parts().into_iter().map(|part| part.node).collect(),
+            _ => Vec::new(),
+        };
         match outcome {
             Ok(Some(held)) => self.hold(lock, held, false),
             Ok(None) => {}
+            // A ring's victim: what it says is checked against the model (`deadlocks.rs`).
+            Err(Error::Deadlock(ring)) => {
+                let mut record = self.record.lock().unwrap();
+                record.gave_up += 1;
+                record.victims.push((self.who, *ring));
+            }
             Err(Error::SessionExpired | Error::SessionClosed) if self.session.is_some() => {
                 self.violation(format!("{lock:?} {wait:?} on a Session failed with its session's end"))
             }
             Err(Error::SessionExpired | Error::SessionClosed | Error::LockLost(_) | Error::WouldDeadlock(_)) => {}
             Err(Error::ZooKeeper { .. }) if cut_seen => {}
             Err(err) => self.violation(format!("{lock:?} {wait:?} failed: {}", err.with_causes())),
+        }
+        self.wait_ended(&held);
+    }
+
+    /// The acquire under way ended, holding `held`: every other node it queued is an ended
+    /// acquire's, which its cleanup may still be deleting.
+    fn wait_ended(&self, held: &[String]) {
+        let Some(waiting) = self.state.lock().unwrap().waiting.take() else { return };
+        let mut nodes = waiting.nodes.clone();
+        nodes.extend(waiting.node_now());
+        let mut record = self.record.lock().unwrap();
+        for node in nodes.into_iter().filter(|node| !held.contains(node)) {
+            record.owners.entry(node.clone()).or_insert(self.who);
+            record.ended.insert(node);
         }
     }
 
@@ -239,6 +323,9 @@ impl Task {
             })
             .collect();
         let id = NEXT_HOLD.fetch_add(1, Ordering::Relaxed);
+        for part in &started {
+            self.record.lock().unwrap().owners.insert(part.node.clone(), self.who);
+        }
         let hold = Hold { id, lock, held: Arc::new(held), began, reentry, watched: None };
         self.state.lock().unwrap().holds.push(hold);
         let mut record = self.record.lock().unwrap();

@@ -1,0 +1,216 @@
+//! The deadlock property, checked after every settled step: `find_deadlocks` on the case's root
+//! (every lock of the case, and both elections, under it) against the model's wait-for graph
+//! (`wait_for.rs`).
+//!
+//! - No false ring. Every ring reported, and every ring an acquire gave up on as its victim
+//!   (`Error::Deadlock`), is one of the model: each wait is in a lock's queue (never an
+//!   election's), its node waits behind the other by the lock's rule, both nodes are nodes the
+//!   tasks were told of, each hop's waits go from one vertex to one vertex (a task where the
+//!   ring names tags, else an actor, a session read whole) and each hop's holder is the next
+//!   hop's waiter. A reported ring must also stand in the model within the call: each waiter
+//!   waited on its node, and each node waited behind was its task's (held or queued), as the
+//!   model saw it just before the call or just after it. Forgiven, and counted: a wait whose
+//!   node waited behind is a hold being let go of (its guard left its task, its delete not
+//!   answered yet: the guard moved across tasks that the docs name), or whose waiting node is
+//!   an acquire's that had ended (its cleanup deleting it), in either snapshot.
+//! - No ring missed. Every ring of the model that stands in the snapshots before and after the
+//!   call, with the same waits, and stood so at the check before, must be reported: as
+//!   certain when none of its actors held, acquired or let go of a lock without owner tags at
+//!   either check (the library would read them whole), else (across actors) at all.
+
+use std::collections::{HashMap, HashSet};
+
+use zklock::{find_deadlocks, Deadlock};
+
+use super::check::Memory;
+use super::wait_for::{graph, in_queue_order, rings, Ring, Snapshot, Task};
+use super::World;
+use crate::common::children;
+
+/// A vertex of a reported ring, as the model reads it: a task, or an actor read whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Vertex {
+    Task(Task),
+    Actor(usize),
+}
+
+/// What the model says of a reported ring.
+enum Judgement {
+    Stands,
+    Forgiven,
+    Broken(String),
+}
+
+impl World<'_> {
+    pub async fn check_deadlocks(&self, memory: &mut Memory, violations: &mut Vec<String>) {
+        let before = Snapshot::take(self);
+        let listed_before = self.listed(&before).await;
+        let found = find_deadlocks(&self.observer, &self.paths.root).await;
+        let after = Snapshot::take(self);
+        let listed_after = self.listed(&after).await;
+        self.check_views(memory, &after, &listed_after, violations);
+        let (victims, mut owners) = {
+            let mut record = self.record.lock().unwrap();
+            (std::mem::take(&mut record.victims), record.owners.clone())
+        };
+        let rings_seen = victims.iter().map(|(_, ring)| ring).chain(found.iter().flat_map(|report| &report.deadlocks));
+        for hop in rings_seen.flat_map(|ring| &ring.hops) {
+            for wait in &hop.waits {
+                for (node, session) in
+                    [(&wait.waiter_node, hop.waiter_session), (&wait.holder_node, hop.holder_session)]
+                {
+                    if !owners.contains_key(node) {
+                        let untold =
+                            [&before, &after].iter().find_map(|at| at.untold_owner(&self.paths, node, session));
+                        owners.extend(untold.map(|task| (node.clone(), task)));
+                    }
+                }
+            }
+        }
+        for (task, ring) in &victims {
+            if let Err(why) = self.structure(ring, &owners) {
+                violations.push(format!(
+                    "actor {} task {} gave up on a ring the model lacks: {why}: {ring:?}",
+                    task.0, task.1
+                ));
+            } else if !ring.waits().any(|wait| owners.get(&wait.waiter_node) == Some(task)) {
+                violations.push(format!("actor {} task {} gave up on a ring it is not on: {ring:?}", task.0, task.1));
+            }
+        }
+        // A failed look (a restart under way) checks nothing, and breaks the run of checks.
+        let Ok(report) = found else {
+            memory.standing.clear();
+            return;
+        };
+        for ring in &report.deadlocks {
+            memory.rings += 1;
+            memory.rings_certain += u64::from(ring.is_certain());
+            match self.judge(ring, &owners, [&before, &after]) {
+                Judgement::Stands => {}
+                Judgement::Forgiven => memory.rings_forgiven += 1,
+                Judgement::Broken(why) => {
+                    violations.push(format!("a ring the model lacks was reported: {why}: {ring:?}"))
+                }
+            }
+        }
+        let model = |snapshot: &Snapshot, listed| rings(&graph(snapshot, &self.paths, listed));
+        let now: Vec<Ring> = model(&before, &listed_before);
+        let after_rings = model(&after, &listed_after);
+        let standing: Vec<Ring> = now.into_iter().filter(|ring| after_rings.contains(ring)).collect();
+        let untagged: HashSet<usize> = before.untagged.union(&after.untagged).copied().collect();
+        for ring in standing.iter().filter(|ring| memory.standing.contains(ring)) {
+            let actors: HashSet<usize> = ring.tasks.iter().map(|task| task.0).collect();
+            let sure = actors.is_disjoint(&untagged) && actors.is_disjoint(&memory.untagged);
+            let certain = report.deadlocks.iter().filter(|reported| reported.is_certain()).any(|reported| {
+                let tasks: HashSet<Option<&Task>> =
+                    reported.waits().map(|wait| owners.get(&wait.waiter_node)).collect();
+                tasks == ring.tasks.iter().map(Some).collect()
+            });
+            let seen = report.deadlocks.iter().any(|reported| {
+                reported.waits().any(|wait| ring.waits.contains(&(wait.waiter_node.clone(), wait.holder_node.clone())))
+            });
+            if sure && !certain {
+                violations.push(format!(
+                    "a certain ring of the model stood for two checks, not reported as certain: {ring:?}"
+                ));
+            } else if actors.len() > 1 && !seen {
+                violations.push(format!("a ring of the model stood for two checks, not reported: {ring:?}"));
+            }
+        }
+        memory.standing = standing;
+        memory.untagged = untagged;
+    }
+
+    /// The queues the acquires under way are in, each in queue order (an empty one when gone).
+    async fn listed(&self, snapshot: &Snapshot) -> HashMap<String, Vec<String>> {
+        let mut listed = HashMap::new();
+        for dir in snapshot.queues() {
+            let children = children(&self.observer, &dir).await;
+            listed.insert(dir, in_queue_order(children));
+        }
+        listed
+    }
+
+    /// A reported ring against the model at the snapshots around the call.
+    fn judge(&self, ring: &Deadlock, owners: &HashMap<String, Task>, around: [&Snapshot; 2]) -> Judgement {
+        if let Err(why) = self.structure(ring, owners) {
+            return Judgement::Broken(why);
+        }
+        let mut forgiven = false;
+        for (hop, wait) in ring.hops.iter().flat_map(|hop| hop.waits.iter().map(move |wait| (hop, wait))) {
+            let (waiter, holder) = (owners[&wait.waiter_node], owners[&wait.holder_node]);
+            let waits = around.iter().any(|snapshot| snapshot.waits_on(waiter, &wait.waiter_node));
+            let stands = around.iter().any(|snapshot| {
+                let untold = || snapshot.untold_owner(&self.paths, &wait.holder_node, hop.holder_session);
+                snapshot.owner(&wait.holder_node).or_else(untold) == Some(holder)
+            });
+            let ended = around.iter().any(|snapshot| snapshot.ended.contains(&wait.waiter_node));
+            let let_go = around.iter().any(|snapshot| {
+                snapshot.releasing.contains(&wait.holder_node) || snapshot.ended.contains(&wait.holder_node)
+            });
+            match (waits || ended, stands || let_go) {
+                (true, true) => forgiven |= !waits || !stands,
+                (false, _) => {
+                    return Judgement::Broken(format!(
+                        "actor {} task {} was not waiting on {}",
+                        waiter.0, waiter.1, wait.waiter_node
+                    ))
+                }
+                (_, false) => {
+                    return Judgement::Broken(format!(
+                        "{} was not actor {} task {}'s",
+                        wait.holder_node, holder.0, holder.1
+                    ))
+                }
+            }
+        }
+        if forgiven {
+            Judgement::Forgiven
+        } else {
+            Judgement::Stands
+        }
+    }
+
+    /// What a ring must be whenever it was seen: waits in locks' queues by their rules, between
+    /// nodes the tasks were told of, one vertex to one vertex per hop, hop to hop.
+    fn structure(&self, ring: &Deadlock, owners: &HashMap<String, Task>) -> Result<(), String> {
+        let mut ends = Vec::new();
+        for hop in &ring.hops {
+            let (mut waiters, mut holders) = (HashSet::new(), HashSet::new());
+            for wait in &hop.waits {
+                let Some(kind) = self.paths.queue_kind(&wait.lock) else {
+                    return Err(format!("a wait in {}, which is no lock's queue", wait.lock));
+                };
+                if !kind.waits_behind(&wait.waiter_node, &wait.holder_node) {
+                    return Err(format!("{} does not wait behind {}", wait.waiter_node, wait.holder_node));
+                }
+                let (Some(waiter), Some(holder)) = (owners.get(&wait.waiter_node), owners.get(&wait.holder_node))
+                else {
+                    return Err(format!("{} or {} is no task's", wait.waiter_node, wait.holder_node));
+                };
+                waiters.insert(if hop.waiter_owner.is_some() {
+                    Vertex::Task(*waiter)
+                } else {
+                    Vertex::Actor(waiter.0)
+                });
+                holders.insert(if hop.holder_owner.is_some() {
+                    Vertex::Task(*holder)
+                } else {
+                    Vertex::Actor(holder.0)
+                });
+            }
+            let (Some(waiter), Some(holder)) = (waiters.iter().next(), holders.iter().next()) else {
+                return Err("a hop without waits".to_owned());
+            };
+            if waiters.len() > 1 || holders.len() > 1 || waiter == holder {
+                return Err(format!("a hop from {waiters:?} to {holders:?}"));
+            }
+            ends.push((*waiter, *holder));
+        }
+        let next = ends.iter().skip(1).chain(ends.first());
+        if ends.iter().zip(next).any(|((_, holder), (waiter, _))| holder != waiter) {
+            return Err(format!("its hops do not chain: {ends:?}"));
+        }
+        Ok(())
+    }
+}
