@@ -4,16 +4,21 @@
 //!
 //! Three actors (two on a plain `Client`, one on a `zklock::Session`), each a session behind its
 //! own proxy with three tasks sharing one object per lock: a mutex, a mutex with local handoff,
-//! both sides of a read-write lock with local handoff, a semaphore of two leases, a semaphore
-//! mutex and a multi-lock; each actor also joins and leaves a leader latch's and a leader
+//! both sides of a read-write lock with local handoff and of one that is not reentrant, a
+//! semaphore of two leases, a semaphore mutex and a multi-lock (the mutex, the multi-lock and
+//! the read-write lock that is not reentrant built to fail on a deadlock under the case's
+//! root); each actor also joins and leaves a leader latch's and a leader
 //! selector's election, whose terms are checked as holds (one leader at a time, epochs rising,
 //! fenced writes never accepted from a stale leader). The tasks acquire (try, a timeout, for
 //! ever, or dropped mid-way), release, re-enter, downgrade and watch for loss; the operator
 //! deletes holders' and waiters' nodes (one, a waiter with its predecessor in one transaction,
 //! whole queues as `deleteall` does) and asks holders to let go; sessions expire (and sometimes
 //! cannot reconnect for a while; the `Session` is made anew from an expired client), connections
-//! are cut and healed; the server is restarted (on a server of the explorer's own). A quarter of the steps race the next one. The
-//! invariants are in `tests/explorer/check.rs`; every case must also leave no node behind.
+//! are cut and healed, a session's next listing is refused; the server is restarted (on a
+//! server of the explorer's own). A quarter of the steps race the next one. The invariants are
+//! in `tests/explorer/check.rs`, among them `find_deadlocks` judged against the model's
+//! wait-for graph (`tests/explorer/deadlocks.rs`) and the queue views (`tests/explorer/view.rs`);
+//! every case must also leave no node behind.
 //!
 //! Bounded: `ZKLOCK_EXPLORE_SECONDS` (default 60, what CI runs) of cases of `ZKLOCK_EXPLORE_STEPS` steps
 //! (default 30). `ZKLOCK_EXPLORE_SEED` fixes the seed of the first case (each next case's seed
