@@ -266,7 +266,7 @@ impl Task {
             _ => Vec::new(),
         };
         match outcome {
-            Ok(Some(held)) => self.hold(lock, held, false),
+            Ok(Some(held)) => self.hold(lock, held, false, &locks),
             Ok(None) => {}
             // A ring's victim: what it says is checked against the model (`deadlocks.rs`).
             Err(Error::Deadlock(ring)) => {
@@ -297,7 +297,7 @@ impl Task {
         }
     }
 
-    fn hold(&self, lock: Lock, held: Held, reentry: bool) {
+    fn hold(&self, lock: Lock, held: Held, reentry: bool, on: &Arc<Locks>) {
         let began = Instant::now();
         // Any acquire of a reentrant lock the task holds re-enters it (its node, its token).
         let nodes: Vec<String> = held.parts().into_iter().map(|part| part.node).collect();
@@ -326,7 +326,7 @@ impl Task {
         for part in &started {
             self.record.lock().unwrap().owners.insert(part.node.clone(), self.who);
         }
-        let hold = Hold { id, lock, held: Arc::new(held), began, reentry, watched: None };
+        let hold = Hold { id, lock, held: Arc::new(held), began, reentry, watched: None, on: Arc::clone(on) };
         self.state.lock().unwrap().holds.push(hold);
         let mut record = self.record.lock().unwrap();
         record.holds += u64::from(!reentry);
@@ -336,15 +336,14 @@ impl Task {
 
     /// The last hold's lock again, by the same task: held at once while the hold stands.
     async fn reenter(&self) {
-        let Some((lock, token, believed)) = self.last(|hold| hold.lock.reentrant()) else { return };
-        let locks = Arc::clone(&self.locks.lock().unwrap());
+        let Some((lock, token, believed, locks)) = self.last(|hold| hold.lock.reentrant()) else { return };
         match locks.acquire(lock, Some(Duration::ZERO)).await {
             Ok(Some(held)) => {
                 let again = held.parts().first().map(|part| part.token);
                 if believed && again != Some(token) {
                     self.violation(format!("{lock:?} re-entered with token {again:?}, not its hold's {token}"));
                 }
-                self.hold(lock, held, true);
+                self.hold(lock, held, true, &locks);
             }
             Ok(None) if believed => self.violation(format!("{lock:?}: a reentry of a standing hold was refused")),
             _ => {}
@@ -353,10 +352,10 @@ impl Task {
 
     /// The write holder takes the read lock: at once, beside its write hold.
     async fn downgrade(&self) {
-        let Some((_, _, believed)) = self.last(|hold| hold.lock == Lock::Write) else { return };
+        let Some((_, _, believed, _)) = self.last(|hold| hold.lock == Lock::Write) else { return };
         let locks = Arc::clone(&self.locks.lock().unwrap());
         match locks.acquire(Lock::Read, Some(Duration::ZERO)).await {
-            Ok(Some(held)) => self.hold(Lock::Read, held, false),
+            Ok(Some(held)) => self.hold(Lock::Read, held, false, &locks),
             Ok(None) if believed => self.violation("a downgrade of a standing write hold was refused".to_owned()),
             _ => {}
         }
@@ -372,11 +371,11 @@ impl Task {
         held.watch_loss().await;
     }
 
-    /// The lock, token and standing of the task's last hold that `which` accepts.
-    fn last(&self, which: impl Fn(&Hold) -> bool) -> Option<(Lock, i64, bool)> {
+    /// The lock, token, standing and lock objects of the task's last hold that `which` accepts.
+    fn last(&self, which: impl Fn(&Hold) -> bool) -> Option<(Lock, i64, bool, Arc<Locks>)> {
         let state = self.state.lock().unwrap();
         let hold = state.holds.iter().rev().find(|hold| which(hold))?;
         let parts = hold.held.parts();
-        Some((hold.lock, parts.first()?.token, parts.iter().all(|part| part.believed)))
+        Some((hold.lock, parts.first()?.token, parts.iter().all(|part| part.believed), Arc::clone(&hold.on)))
     }
 }

@@ -79,6 +79,12 @@ impl Paths {
         }
     }
 
+    /// A root where no lock is: the one the read-write lock that is not reentrant looks under,
+    /// so that it is never a ring's victim (see `Locks`).
+    pub fn elsewhere(&self) -> String {
+        format!("{}-elsewhere", self.root)
+    }
+
     /// Whether the nodes of `dir` carry their task's owner tag (the locks built to fail on a
     /// deadlock, without local handoff).
     pub fn tagged(&self, dir: &str) -> bool {
@@ -144,10 +150,12 @@ impl QueueKind {
     }
 }
 
-/// One object per lock, for one session; shared by the actor's tasks. The mutex, the
-/// multi-lock and the read-write lock that is not reentrant are built to fail on a deadlock
-/// under the case's root (their nodes carry owner tags); the others are not (local handoff
-/// and semaphores cannot), so an actor with a node of theirs is a session read whole.
+/// One object per lock, for one session; shared by the actor's tasks. The mutex and the
+/// multi-lock are built to fail on a deadlock under the case's root, the read-write lock that
+/// is not reentrant under a root where nothing is (`Paths::elsewhere`): the nodes of all three
+/// carry owner tags, but a ring whose victim is the last one's wait stands, certain, until its
+/// timeouts, for the observer's look to report. The others cannot opt in (local handoff,
+/// semaphores), so an actor with a node of theirs is a session read whole.
 pub struct Locks {
     mutex: InterProcessMutex,
     handoff: InterProcessMutex,
@@ -170,7 +178,11 @@ impl Locks {
                 .local_handoff(HANDOFF)
                 .build_read_write()
                 .unwrap(),
-            read_write_once: tagged(&paths.read_write_once).reentrant(false).build_read_write().unwrap(),
+            read_write_once: InterProcessMutex::builder(on.clone(), &paths.read_write_once)
+                .fail_on_deadlock(&paths.elsewhere())
+                .reentrant(false)
+                .build_read_write()
+                .unwrap(),
             semaphore: InterProcessSemaphoreV2::new(on.clone(), &paths.semaphore, MAX_LEASES as u32).unwrap(),
             semaphore_mutex: InterProcessSemaphoreMutex::new(on.clone(), &paths.semaphore_mutex).unwrap(),
             multi: InterProcessMultiLock::new(multi).unwrap(),
@@ -280,6 +292,9 @@ pub struct Hold {
     pub reentry: bool,
     /// Since when its node is watched (its `lost()` was asked).
     pub watched: Option<Instant>,
+    /// The lock objects it was taken with: a reentry goes through them (the actor's may have
+    /// been made anew since, on a new session, and know nothing of it).
+    pub on: Arc<Locks>,
 }
 
 /// A node a hold began on, as the task saw it then.
