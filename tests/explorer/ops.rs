@@ -306,11 +306,14 @@ fn motif(rng: &mut Rng, home: usize) -> Vec<Step> {
         }
         // Issue 38 item 2: a task holds a read lock that is not reentrant, another actor's
         // writer queues behind it, and the task reads again, behind that writer: a ring of the
-        // task and the writer, though the writer holds nothing.
+        // task and the writer, though the writer holds nothing. It stands through two checks
+        // (its victim looks under another root) before the first read goes.
         9 => vec![
             acquire(home, first, Lock::NonReentrantRead),
             acquire(other, first, Lock::NonReentrantWrite),
             acquire(home, first, Lock::NonReentrantRead),
+            settled(Op::WatchLoss { actor: home, slot: second }),
+            settled(Op::WatchLoss { actor: other, slot: second }),
             settled(Op::Release { actor: home, slot: first, pick: 0 }),
         ],
         // Issue 38 item 1: a selector and a latch under the same root as the locks, their
