@@ -132,7 +132,9 @@ impl<'s> World<'s> {
             Op::Cut { actor, ms } => self.cut(&self.actors[actor], ms),
             Op::Heal { actor } => self.heal(&self.actors[actor]),
             Op::Throttle { actor } => {
-                self.actors[actor].proxy.throttle_next(zklock_testcontainers::ThrottledOperation::GetChildren)
+                for _ in 0..2 {
+                    self.actors[actor].proxy.throttle_next(zklock_testcontainers::ThrottledOperation::GetChildren);
+                }
             }
             Op::FromExpiredClient => self.session_anew_from_expired_client().await,
             Op::Restart => self.restart().await,
