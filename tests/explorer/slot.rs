@@ -37,6 +37,8 @@ pub struct Busy {
 /// view (every acquire runs inside `watch_queue`), and every node the view told it queued.
 pub struct Waiting {
     pub lock: Lock,
+    /// The lock objects it acquires through (one session's), by address.
+    pub objects: usize,
     pub view: watch::Receiver<Option<QueuePosition>>,
     pub nodes: Vec<String>,
 }
@@ -238,7 +240,8 @@ impl Task {
             busy.excusable = !strict;
         }
         let (position, view) = watch::channel(None);
-        self.state.lock().unwrap().waiting = Some(Waiting { lock, view: view.clone(), nodes: Vec::new() });
+        let objects = Arc::as_ptr(&locks) as usize;
+        self.state.lock().unwrap().waiting = Some(Waiting { lock, objects, view: view.clone(), nodes: Vec::new() });
         tokio::spawn(follow_view(view, self.who, Arc::clone(&self.state), Arc::clone(&self.record)));
         let acquire = zklock::watch_queue(position, locks.acquire(lock, timeout));
         let outcome = match wait {

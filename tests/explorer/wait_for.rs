@@ -41,6 +41,8 @@ pub struct Snapshot {
     pub acquiring: HashMap<Task, Lock>,
     /// Session id -> the actor on it now.
     pub sessions: HashMap<i64, usize>,
+    /// Node -> the lock objects (one session's, by address) its hold or acquire is through.
+    pub objects: HashMap<String, usize>,
 }
 
 impl Snapshot {
@@ -53,6 +55,7 @@ impl Snapshot {
                 if let Some(waiting) = &state.waiting {
                     let mut nodes = waiting.nodes.clone();
                     nodes.extend(waiting.node_now().filter(|node| !waiting.nodes.contains(node)));
+                    snapshot.objects.extend(nodes.iter().map(|node| (node.clone(), waiting.objects)));
                     snapshot.waiting.insert((actor.index, slot), nodes);
                     snapshot.acquiring.insert((actor.index, slot), waiting.lock);
                     if UNTAGGED.contains(&waiting.lock) {
@@ -64,6 +67,7 @@ impl Snapshot {
                         snapshot.untagged.insert(actor.index);
                     }
                     for part in hold.held.parts() {
+                        snapshot.objects.insert(part.node.clone(), std::sync::Arc::as_ptr(&hold.on) as usize);
                         snapshot.held.insert(part.node, (actor.index, slot));
                     }
                 }
@@ -155,6 +159,22 @@ pub fn graph(snapshot: &Snapshot, paths: &Paths, listed: &HashMap<String, Vec<St
 pub struct Ring {
     pub tasks: Vec<Task>,
     pub waits: BTreeSet<(String, String)>,
+}
+
+impl Ring {
+    /// Whether some task of the ring holds or waits on it through two sessions' lock objects
+    /// (the `Session` actor made anew from an expired client, its earlier holds kept): the
+    /// library's vertices are sessions' tasks, so that task is two of them, and the ring is one
+    /// it cannot see (`docs/deadlocks.md`).
+    pub fn spans_sessions(&self, snapshot: &Snapshot) -> bool {
+        let mut through: HashMap<Task, HashSet<usize>> = HashMap::new();
+        for node in self.waits.iter().flat_map(|(waiter, holder)| [waiter, holder]) {
+            if let (Some(task), Some(objects)) = (snapshot.owner(node), snapshot.objects.get(node)) {
+                through.entry(task).or_default().insert(*objects);
+            }
+        }
+        through.values().any(|objects| objects.len() > 1)
+    }
 }
 
 /// The graph's elementary cycles.
