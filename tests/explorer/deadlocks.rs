@@ -9,7 +9,9 @@
 //!   ring names tags, else an actor, a session read whole) and each hop's holder is the next
 //!   hop's waiter. A reported ring must also stand in the model within the call: each waiter
 //!   waited on its node, and each node waited behind was its task's (held or queued), as the
-//!   model saw it just before the call or just after it. Forgiven, and counted: a wait whose
+//!   model saw it just before the call or just after it (for a session read whole: any of its
+//!   tasks', or any acquire of it under way for that lock, since a local handoff's line waits
+//!   through one node whichever task queued it). Forgiven, and counted: a wait whose
 //!   node waited behind is a hold being let go of (its guard left its task, its delete not
 //!   answered yet: the guard moved across tasks that the docs name), or whose waiting node is
 //!   an acquire's that had ended (its cleanup deleting it), in either snapshot.
@@ -143,10 +145,21 @@ impl World<'_> {
         let mut forgiven = false;
         for (hop, wait) in ring.hops.iter().flat_map(|hop| hop.waits.iter().map(move |wait| (hop, wait))) {
             let (waiter, holder) = (owners[&wait.waiter_node], owners[&wait.holder_node]);
-            let waits = around.iter().any(|snapshot| snapshot.waits_on(waiter, &wait.waiter_node));
+            // A session read whole waits (or holds) through any of its tasks.
+            let waits = around.iter().any(|snapshot| match hop.waiter_owner {
+                Some(_) => snapshot.waits_on(waiter, &wait.waiter_node),
+                None => snapshot.actor_waits_on(&self.paths, waiter.0, &wait.waiter_node),
+            });
             let stands = around.iter().any(|snapshot| {
                 let untold = || snapshot.untold_owner(&self.paths, &wait.holder_node, hop.holder_session);
-                snapshot.owner(&wait.holder_node).or_else(untold) == Some(holder)
+                let task = snapshot.owner(&wait.holder_node).or_else(untold);
+                match hop.holder_owner {
+                    Some(_) => task == Some(holder),
+                    None => {
+                        task.map(|task| task.0) == Some(holder.0)
+                            || snapshot.actor_waits_on(&self.paths, holder.0, &wait.holder_node)
+                    }
+                }
             });
             let ended = around.iter().any(|snapshot| snapshot.ended.contains(&wait.waiter_node));
             let let_go = around.iter().any(|snapshot| {

@@ -182,10 +182,20 @@ async fn follow_view(
         let told =
             view.borrow_and_update().as_ref().map(|position| format!("{}/{}", position.lock_path, position.node));
         let Some(node) = told else { continue };
-        if let Some(waiting) = state.lock().unwrap().waiting.as_mut().filter(|waiting| !waiting.nodes.contains(&node)) {
-            waiting.nodes.push(node.clone());
+        // Told after the acquire ended (this runs behind it): an ended acquire's node.
+        let ended = match state.lock().unwrap().waiting.as_mut() {
+            Some(waiting) if !waiting.nodes.contains(&node) => {
+                waiting.nodes.push(node.clone());
+                false
+            }
+            Some(_) => false,
+            None => true,
+        };
+        let mut record = record.lock().unwrap();
+        if ended {
+            record.ended.insert(node.clone());
         }
-        record.lock().unwrap().owners.insert(node, who);
+        record.owners.insert(node, who);
     }
 }
 

@@ -107,6 +107,17 @@ impl Snapshot {
         }
     }
 
+    /// Whether `actor`, a session read whole, waits on `node` now: a task of it queued it, or
+    /// acquires the lock it is in (a local handoff's line waits through one node, whichever
+    /// task queued it).
+    pub fn actor_waits_on(&self, paths: &Paths, actor: usize, node: &str) -> bool {
+        let through = |(task, lock): (&Task, &Lock)| {
+            task.0 == actor
+                && (self.waits_on(*task, node) || paths.queues(*lock).iter().any(|queue| queue == dir(node)))
+        };
+        self.acquiring.iter().any(through)
+    }
+
     /// Whether `task` waits on `node` now (its acquire under way queued it).
     pub fn waits_on(&self, task: Task, node: &str) -> bool {
         self.waiting.get(&task).is_some_and(|nodes| nodes.iter().any(|queued| queued == node))
