@@ -32,6 +32,14 @@ use super::wait_for::{graph, in_queue_order, rings, Ring, Snapshot, Task};
 use super::World;
 use crate::common::children;
 
+/// The owner tag a node's name carries (the first 12 hex digits of a version 8 uuid, as
+/// `docs/deadlocks.md` shows it), as text: used only to tell which told node an untold one
+/// goes with.
+fn owner_tag(node: &str) -> Option<String> {
+    let uuid = node.rsplit('/').next()?.strip_prefix("_c_")?.get(..36)?;
+    (uuid.get(14..15) == Some("8")).then(|| uuid[..13].to_owned())
+}
+
 /// A vertex of a reported ring, as the model reads it: a task, or an actor read whole.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Vertex {
@@ -58,18 +66,34 @@ impl World<'_> {
             let mut record = self.record.lock().unwrap();
             (std::mem::take(&mut record.victims), record.owners.clone())
         };
+        // What the snapshots read from the views themselves, ahead of `follow_view`'s copy.
+        for snapshot in [&before, &after] {
+            for (task, nodes) in &snapshot.waiting {
+                owners.extend(nodes.iter().map(|node| (node.clone(), *task)));
+            }
+            owners.extend(snapshot.held.iter().map(|(node, task)| (node.clone(), *task)));
+        }
         let rings_seen = victims.iter().map(|(_, ring)| ring).chain(found.iter().flat_map(|report| &report.deadlocks));
-        for hop in rings_seen.flat_map(|ring| &ring.hops) {
-            for wait in &hop.waits {
-                for (node, session) in
-                    [(&wait.waiter_node, hop.waiter_session), (&wait.holder_node, hop.holder_session)]
-                {
-                    if !owners.contains_key(node) {
-                        let untold =
-                            [&before, &after].iter().find_map(|at| at.untold_owner(&self.paths, node, session));
-                        owners.extend(untold.map(|task| (node.clone(), task)));
-                    }
-                }
+        let ends: Vec<(&String, i64)> = rings_seen
+            .flat_map(|ring| &ring.hops)
+            .flat_map(|hop| {
+                hop.waits
+                    .iter()
+                    .flat_map(|wait| [(&wait.waiter_node, hop.waiter_session), (&wait.holder_node, hop.holder_session)])
+            })
+            .collect();
+        // A node no view told (a multi-lock's first lock, taken at once) is the task's whose
+        // told node of the same session carries the same owner tag, else the one task of its
+        // actor acquiring a lock with a queue there.
+        let by_tag: HashMap<(i64, String), Task> = ends
+            .iter()
+            .filter_map(|(node, session)| Some(((*session, owner_tag(node)?), *owners.get(*node)?)))
+            .collect();
+        for (node, session) in ends {
+            if !owners.contains_key(node) {
+                let sibling = owner_tag(node).and_then(|tag| by_tag.get(&(session, tag)).copied());
+                let untold = || [&before, &after].iter().find_map(|at| at.untold_owner(&self.paths, node, session));
+                owners.extend(sibling.or_else(untold).map(|task| (node.clone(), task)));
             }
         }
         for (task, ring) in &victims {
