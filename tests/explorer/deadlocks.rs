@@ -6,7 +6,7 @@
 //!   (`Error::Deadlock`), is one of the model: each wait is in a lock's queue (never an
 //!   election's), its node waits behind the other by the lock's rule, both nodes are nodes the
 //!   tasks were told of, each hop's waits go from one vertex to one vertex (a task where the
-//!   ring names tags, else an actor, a session read whole) and each hop's holder is the next
+//!   ring names tags, else a session read whole) and each hop's holder is the next
 //!   hop's waiter. A reported ring must also stand in the model within the call: each waiter
 //!   waited on its node, and each node waited behind was its task's (held or queued), as the
 //!   model saw it just before the call or just after it (for a session read whole: any of its
@@ -40,11 +40,13 @@ fn owner_tag(node: &str) -> Option<String> {
     (uuid.get(14..15) == Some("8")).then(|| uuid[..13].to_owned())
 }
 
-/// A vertex of a reported ring, as the model reads it: a task, or an actor read whole.
+/// A vertex of a reported ring, as the model reads it: a task, or a session read whole (an
+/// actor's, though an actor may have two: the `Session` actor made anew from an expired
+/// client keeps its earlier holds on the old one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Vertex {
     Task(Task),
-    Actor(usize),
+    Session(i64),
 }
 
 /// What the model says of a reported ring.
@@ -232,12 +234,12 @@ impl World<'_> {
                 waiters.insert(if hop.waiter_owner.is_some() {
                     Vertex::Task(*waiter)
                 } else {
-                    Vertex::Actor(waiter.0)
+                    Vertex::Session(hop.waiter_session)
                 });
                 holders.insert(if hop.holder_owner.is_some() {
                     Vertex::Task(*holder)
                 } else {
-                    Vertex::Actor(holder.0)
+                    Vertex::Session(hop.holder_session)
                 });
             }
             let (Some(waiter), Some(holder)) = (waiters.iter().next(), holders.iter().next()) else {
