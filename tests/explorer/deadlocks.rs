@@ -32,6 +32,10 @@ use super::wait_for::{graph, in_queue_order, rings, Ring, Snapshot, Task};
 use super::World;
 use crate::common::children;
 
+/// How long a look may take: a few reads, retried while the observer reconnects (a restart is
+/// back within seconds); past it, a look that hangs is a finding, not a stuck case.
+const LOOK_BOUND: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// The owner tag a node's name carries (the first 12 hex digits of a version 8 uuid, as
 /// `docs/deadlocks.md` shows it), as text: used only to tell which told node an untold one
 /// goes with.
@@ -60,7 +64,14 @@ impl World<'_> {
     pub async fn check_deadlocks(&self, memory: &mut Memory, violations: &mut Vec<String>) {
         let before = Snapshot::take(self);
         let listed_before = self.listed(&before).await;
-        let found = find_deadlocks(&self.observer, &self.paths.root).await;
+        let found = match tokio::time::timeout(LOOK_BOUND, find_deadlocks(&self.observer, &self.paths.root)).await {
+            Ok(found) => found,
+            Err(_) => {
+                violations.push(format!("find_deadlocks did not answer within {LOOK_BOUND:?}"));
+                memory.standing.clear();
+                return;
+            }
+        };
         let after = Snapshot::take(self);
         let listed_after = self.listed(&after).await;
         self.check_views(memory, &after, &listed_after, violations);
@@ -157,7 +168,7 @@ impl World<'_> {
     async fn listed(&self, snapshot: &Snapshot) -> HashMap<String, Vec<String>> {
         let mut listed = HashMap::new();
         for dir in snapshot.queues() {
-            let children = children(&self.observer, &dir).await;
+            let children = tokio::time::timeout(LOOK_BOUND, children(&self.observer, &dir)).await.unwrap_or_default();
             listed.insert(dir, in_queue_order(children));
         }
         listed
