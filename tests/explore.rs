@@ -176,3 +176,25 @@ async fn a_sequence_written_by_hand_restarts_the_server_under_holds() {
     let tally = run_case(&server, &steps).await.expect("no invariant breaks");
     assert_eq!((tally.restarts, tally.holds), (1, 3), "{tally:?}");
 }
+
+/// The same for deadlocks: two actors each holding one tagged lock and then waiting for the
+/// other's, the newest wait on the lock that looks under another root, so that the certain ring
+/// stands until the timeouts; the observer's look must report it (as certain) and the model
+/// must hold it, so a run that reports no ring is known to be the generator's luck.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sequence_written_by_hand_makes_a_certain_ring_that_is_reported() {
+    use explorer::ops::{Lock, Op, Step, Wait};
+    let acquire =
+        |actor, lock| Step { op: Op::Acquire { actor, slot: 0, lock, wait: Wait::Timeout(3_000) }, settle: true };
+    let still = |actor| Step { op: Op::WatchLoss { actor, slot: 1 }, settle: true };
+    let steps = [
+        acquire(0, Lock::NonReentrantWrite),
+        acquire(1, Lock::Mutex),
+        acquire(0, Lock::Mutex),
+        acquire(1, Lock::NonReentrantWrite),
+        still(0),
+        still(1),
+    ];
+    let tally = run_case(common::server(), &steps).await.expect("no invariant breaks");
+    assert!(tally.rings_certain >= 2, "{tally:?}");
+}
