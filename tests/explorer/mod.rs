@@ -30,6 +30,11 @@ use world::{Actor, Paths, Record, Shared};
 /// How long a settled step lets things happen before the checks.
 const SETTLE: Duration = Duration::from_millis(150);
 
+/// How long a step or a check may take before the case counts as stuck (a step waits for at most
+/// a restart's return, a check for a few reads): a hang is a finding with its seed, not a CI
+/// run that never ends.
+const STUCK: Duration = Duration::from_secs(60);
+
 /// How long the end of a case may take to see every node gone.
 const DRAINED_WITHIN: Duration = Duration::from_secs(15);
 
@@ -156,7 +161,7 @@ impl<'s> World<'s> {
             holds.extend(std::mem::take(&mut slot.state.lock().unwrap().holds));
         }
         for hold in holds {
-            let _ = world::Held::release_shared(hold.held).await;
+            let _ = tokio::time::timeout(DRAINED_WITHIN, world::Held::release_shared(hold.held)).await;
         }
         let give_up = Instant::now() + DRAINED_WITHIN;
         // What the tasks found since the last check (an acquire that answered late, at last).
@@ -186,7 +191,13 @@ pub async fn run_case(server: &ZooKeeperServer, steps: &[Step]) -> Result<Tally,
     let mut memory = Memory::default();
     let mut outcome = Ok(());
     for (index, step) in steps.iter().enumerate() {
-        world.run(step.op).await;
+        if tokio::time::timeout(STUCK, world.run(step.op)).await.is_err() {
+            outcome = Err(Failure {
+                step: index,
+                violations: vec![format!("{:?} did not return within {STUCK:?}", step.op)],
+            });
+            break;
+        }
         if !step.settle && index + 1 < steps.len() {
             // Racing the next step, but after the tasks given work have run to their first
             // wait (an acquire in its line, say), as two threads of a service would.
@@ -196,7 +207,10 @@ pub async fn run_case(server: &ZooKeeperServer, steps: &[Step]) -> Result<Tally,
             continue;
         }
         tokio::time::sleep(SETTLE).await;
-        let violations = world.check(&mut memory).await;
+        let violations = match tokio::time::timeout(STUCK, world.check(&mut memory)).await {
+            Ok(violations) => violations,
+            Err(_) => vec![format!("the checks did not return within {STUCK:?}")],
+        };
         if !violations.is_empty() {
             outcome = Err(Failure { step: index, violations });
             break;
