@@ -44,6 +44,19 @@ MUTANTS = {
          "matches!((outcome, &self.0), (Err(Error::SessionClosed), Source::Client(_))) && false")]),
     "downgrade-deleted": ("explorer", "a downgrade beside a deleted write node", [
         ("src/queue/node.rs", "            stands_beside(spec.client, level, replies.beside).await?;", "            let _ = (level, replies.beside);")]),
+    # Issue 38 item 1 reverted: the scan reads a queue of marked election nodes (a selector's) as a lock.
+    "deadlock-election-read": ("issue 38 item 1", "the deadlock scan reads a leader selector's queue as a mutex's (its election mark ignored)", [
+        ("src/queue/deadlock.rs", "if !contenders.is_empty() && !election {", "if !contenders.is_empty() && !(election && false) {")]),
+    # Issue 38 item 2 reverted: a waiter's edges go to the holders only, not to the nodes waiting ahead.
+    "deadlock-waiter-holders-only": ("issue 38 item 2", "a waiter's edges go only to holders (a reader behind its own task's read and a waiting writer: no ring)", [
+        ("src/rules/wait_for.rs", "for holder in ahead.filter(|node| vertex(node) != vertex(waiter)) {",
+         "for holder in ahead.filter(|node| vertex(node) != vertex(waiter) && node.behind.is_empty()) {")]),
+    # Issue 38 item 5 reverted: one refused listing stops the queue view for good.
+    "queue-view-freezes": ("issue 38 item 5", "one refused listing stops a waiter's queue view for good", [
+        ("src/queue/position.rs", "            let (children, watcher) = match retry_transient(|| client.list_and_watch_children(lock_path)).await {\n",
+         "            let (children, watcher) = match client.list_and_watch_children(lock_path).await {\n"),
+        ("src/queue/position.rs", "                    failures += 1;\n                    back_off(failures).await;\n                    continue;\n",
+         "                    let _ = (failures, back_off);\n                    return std::future::pending().await;\n")]),
     "multi-stale": ("explorer", "a multi-lock returning a lock lost while it waited", [
         ("src/lock/multi.rs", "            if guards.iter().all(LockGuard::is_held) {", "            if !guards.is_empty() {")]),
 }
@@ -117,7 +130,7 @@ HEADER = [
 
 def plain(violation):
     """A violation without the run's unique paths and timings, so that rows compare."""
-    violation = re.sub(r"/zklock-tests/explore-([a-z-]+?)-\d+-\d+-\d+", r"\1", violation)
+    violation = re.sub(r"/zklock-tests/explore-\d+-\d+-\d+/([a-z-]+)", r"\1", violation)
     violation = re.sub(r"/_c_[0-9a-f-]+-(__READ__|__WRIT__|lock-|lease-)?\d+", "/(node)", violation)
     violation = re.sub(r"\d+(\.\d+)?(ms|µs|ns|s)\b", "…", violation)
     return violation.replace("|", "/")[:160]

@@ -4,16 +4,21 @@
 //!
 //! Three actors (two on a plain `Client`, one on a `zklock::Session`), each a session behind its
 //! own proxy with three tasks sharing one object per lock: a mutex, a mutex with local handoff,
-//! both sides of a read-write lock with local handoff, a semaphore of two leases, a semaphore
-//! mutex and a multi-lock; each actor also joins and leaves a leader latch's and a leader
+//! both sides of a read-write lock with local handoff and of one that is not reentrant, a
+//! semaphore of two leases, a semaphore mutex and a multi-lock (the mutex, the multi-lock and
+//! the read-write lock that is not reentrant built to fail on a deadlock under the case's
+//! root); each actor also joins and leaves a leader latch's and a leader
 //! selector's election, whose terms are checked as holds (one leader at a time, epochs rising,
 //! fenced writes never accepted from a stale leader). The tasks acquire (try, a timeout, for
 //! ever, or dropped mid-way), release, re-enter, downgrade and watch for loss; the operator
 //! deletes holders' and waiters' nodes (one, a waiter with its predecessor in one transaction,
 //! whole queues as `deleteall` does) and asks holders to let go; sessions expire (and sometimes
 //! cannot reconnect for a while; the `Session` is made anew from an expired client), connections
-//! are cut and healed; the server is restarted (on a server of the explorer's own). A quarter of the steps race the next one. The
-//! invariants are in `tests/explorer/check.rs`; every case must also leave no node behind.
+//! are cut and healed, a session's next listing is refused; the server is restarted (on a
+//! server of the explorer's own). A quarter of the steps race the next one. The invariants are
+//! in `tests/explorer/check.rs`, among them `find_deadlocks` judged against the model's
+//! wait-for graph (`tests/explorer/deadlocks.rs`) and the queue views (`tests/explorer/view.rs`);
+//! every case must also leave no node behind.
 //!
 //! Bounded: `ZKLOCK_EXPLORE_SECONDS` (default 60, what CI runs) of cases of `ZKLOCK_EXPLORE_STEPS` steps
 //! (default 30). `ZKLOCK_EXPLORE_SEED` fixes the seed of the first case (each next case's seed
@@ -60,6 +65,10 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
                 total.passes += tally.passes;
                 total.passes_forgiven += tally.passes_forgiven;
                 total.terms += tally.terms;
+                total.rings += tally.rings;
+                total.rings_certain += tally.rings_certain;
+                total.rings_forgiven += tally.rings_forgiven;
+                total.gave_up += tally.gave_up;
                 total.deletions += tally.deletions;
                 total.expiries += tally.expiries;
                 total.restarts += tally.restarts;
@@ -100,13 +109,17 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
     // Written to stderr directly, past the test harness's capture, so CI logs always show it.
     let _ = writeln!(
         std::io::stderr(),
-        "explore: seed={first_seed} cases={ran} steps={} in {:.0}s | holds={} passed on={} (forgiven within the notification window={}) terms led={} operator transactions={} expiries={} server restarts={} (sessions expired across them={}) | violations=0",
+        "explore: seed={first_seed} cases={ran} steps={} in {:.0}s | holds={} passed on={} (forgiven within the notification window={}) terms led={} rings reported={} (certain={}, forgiven={}) gave up as victims={} operator transactions={} expiries={} server restarts={} (sessions expired across them={}) | violations=0",
         total.steps,
         started.elapsed().as_secs_f64(),
         total.holds,
         total.passes,
         total.passes_forgiven,
         total.terms,
+        total.rings,
+        total.rings_certain,
+        total.rings_forgiven,
+        total.gave_up,
         total.deletions,
         total.expiries,
         total.restarts,
@@ -162,4 +175,26 @@ async fn a_sequence_written_by_hand_restarts_the_server_under_holds() {
     ];
     let tally = run_case(&server, &steps).await.expect("no invariant breaks");
     assert_eq!((tally.restarts, tally.holds), (1, 3), "{tally:?}");
+}
+
+/// The same for deadlocks: two actors each holding one tagged lock and then waiting for the
+/// other's, the newest wait on the lock that looks under another root, so that the certain ring
+/// stands until the timeouts; the observer's look must report it (as certain) and the model
+/// must hold it, so a run that reports no ring is known to be the generator's luck.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sequence_written_by_hand_makes_a_certain_ring_that_is_reported() {
+    use explorer::ops::{Lock, Op, Step, Wait};
+    let acquire =
+        |actor, lock| Step { op: Op::Acquire { actor, slot: 0, lock, wait: Wait::Timeout(3_000) }, settle: true };
+    let still = |actor| Step { op: Op::WatchLoss { actor, slot: 1 }, settle: true };
+    let steps = [
+        acquire(0, Lock::NonReentrantWrite),
+        acquire(1, Lock::Mutex),
+        acquire(0, Lock::Mutex),
+        acquire(1, Lock::NonReentrantWrite),
+        still(0),
+        still(1),
+    ];
+    let tally = run_case(common::server(), &steps).await.expect("no invariant breaks");
+    assert!(tally.rings_certain >= 2, "{tally:?}");
 }

@@ -11,6 +11,9 @@
 //! - a `Session`'s `subscribe()` channel, read late (only at the checks), counts every expiry the explorer
 //!   caused in `Reconnected`'s `expiries`, and says `Lost` while its client's session is expired
 //!   and only then (within a second);
+//! - the deadlock property (`deadlocks.rs`): every ring `find_deadlocks` reports is a ring of
+//!   the model's wait-for graph (`wait_for.rs`), and every ring of the model that stood for two
+//!   checks is reported; a waiting acquire's queue view follows its queue (`view.rs`);
 //! - elections as holds: one leader at a time (a term believed on a node that stands), epochs
 //!   rising, no term on a node deleted before it began, and every leader's fenced write
 //!   (`Leadership::commit`) accepted in epoch order: none of a stale leader after a newer one's.
@@ -59,6 +62,16 @@ pub struct Memory {
     held_by: HashSet<((usize, usize), String)>,
     /// Election path -> the highest epoch a fenced write was accepted with.
     fenced: HashMap<String, i64>,
+    /// Rings `find_deadlocks` reported, certain ones, and those forgiven (`deadlocks.rs`).
+    pub rings: u64,
+    pub rings_certain: u64,
+    pub rings_forgiven: u64,
+    /// The model's rings that stood through the last check's look, and the actors then read
+    /// whole.
+    pub standing: Vec<super::wait_for::Ring>,
+    pub untagged: HashSet<usize>,
+    /// Node -> the listing its queue view disagreed with, what the view said, and since when.
+    pub views_off: HashMap<String, (Vec<String>, usize, Instant)>,
 }
 
 impl World<'_> {
@@ -75,6 +88,15 @@ impl World<'_> {
             }
         }
         self.fenced_writes(memory, &mut violations).await;
+        self.check_told(&seen, &exists, &mut violations);
+        let standing: Vec<&Seen> = seen.iter().filter(|part| part.believed && exists[&part.node]).collect();
+        violations.extend(exclusion(&standing));
+        self.check_deadlocks(memory, &mut violations).await;
+        violations
+    }
+
+    /// Nobody believes in a node that is gone for longer than it can take to be told.
+    fn check_told(&self, seen: &[Seen], exists: &HashMap<String, bool>, violations: &mut Vec<String>) {
         let now = Instant::now();
         let record = self.record.lock().unwrap();
         for part in seen.iter().filter(|part| part.believed && !exists[&part.node]) {
@@ -94,10 +116,6 @@ impl World<'_> {
                 violations.push(format!("{who} still believes it holds {}, gone for over {TOLD_BOUND:?}", part.node));
             }
         }
-        drop(record);
-        let standing: Vec<&Seen> = seen.iter().filter(|part| part.believed && exists[&part.node]).collect();
-        violations.extend(exclusion(&standing));
-        violations
     }
 
     /// Every leader that believes it leads writes through its term's fence: the server accepts

@@ -1,14 +1,19 @@
 //! The parts of the explorer (`tests/explore.rs`), one concept per file: the operations and
 //! their generator (`ops.rs`), the world they act on (`world.rs`), an actor's task
 //! (`slot.rs`), its places in the elections (`election.rs`), the operator and the faults
-//! (`operator.rs`), the invariants (`check.rs`); here,
+//! (`operator.rs`), the invariants (`check.rs`), the model's wait-for graph (`wait_for.rs`)
+//! and the deadlock property checked against it (`deadlocks.rs`), the queue views' property
+//! (`view.rs`); here,
 //! one case run from its steps, and the shrinking of a failing one.
 
 pub mod check;
+pub mod deadlocks;
 pub mod election;
 pub mod operator;
 pub mod ops;
 pub mod slot;
+pub mod view;
+pub mod wait_for;
 pub mod world;
 
 use std::sync::{Arc, Mutex, OnceLock};
@@ -24,6 +29,11 @@ use world::{Actor, Paths, Record, Shared};
 
 /// How long a settled step lets things happen before the checks.
 const SETTLE: Duration = Duration::from_millis(150);
+
+/// How long a step or a check may take before the case counts as stuck (a step waits for at most
+/// a restart's return, a check for a few reads): a hang is a finding with its seed, not a CI
+/// run that never ends.
+const STUCK: Duration = Duration::from_secs(60);
 
 /// How long the end of a case may take to see every node gone.
 const DRAINED_WITHIN: Duration = Duration::from_secs(15);
@@ -46,6 +56,13 @@ pub struct Tally {
     pub passes: u64,
     pub passes_forgiven: u64,
     pub terms: u64,
+    /// Rings `find_deadlocks` reported (each time it was asked, after a settled step), certain
+    /// ones among them, those forgiven (a wait through a hold being let go or an acquire that
+    /// ended), and the acquires that gave up as a ring's victim.
+    pub rings: u64,
+    pub rings_certain: u64,
+    pub rings_forgiven: u64,
+    pub gave_up: u64,
     pub deletions: u64,
     pub expiries: u64,
     pub restarts: u64,
@@ -119,6 +136,11 @@ impl<'s> World<'s> {
             Op::Expire { actor, cut_ms } => self.expire(&self.actors[actor], cut_ms).await,
             Op::Cut { actor, ms } => self.cut(&self.actors[actor], ms),
             Op::Heal { actor } => self.heal(&self.actors[actor]),
+            Op::Throttle { actor } => {
+                for _ in 0..2 {
+                    self.actors[actor].proxy.throttle_next(zklock_testcontainers::ThrottledOperation::GetChildren);
+                }
+            }
             Op::FromExpiredClient => self.session_anew_from_expired_client().await,
             Op::Restart => self.restart().await,
         }
@@ -139,7 +161,7 @@ impl<'s> World<'s> {
             holds.extend(std::mem::take(&mut slot.state.lock().unwrap().holds));
         }
         for hold in holds {
-            let _ = world::Held::release_shared(hold.held).await;
+            let _ = tokio::time::timeout(DRAINED_WITHIN, world::Held::release_shared(hold.held)).await;
         }
         let give_up = Instant::now() + DRAINED_WITHIN;
         // What the tasks found since the last check (an acquire that answered late, at last).
@@ -169,7 +191,13 @@ pub async fn run_case(server: &ZooKeeperServer, steps: &[Step]) -> Result<Tally,
     let mut memory = Memory::default();
     let mut outcome = Ok(());
     for (index, step) in steps.iter().enumerate() {
-        world.run(step.op).await;
+        if tokio::time::timeout(STUCK, world.run(step.op)).await.is_err() {
+            outcome = Err(Failure {
+                step: index,
+                violations: vec![format!("{:?} did not return within {STUCK:?}", step.op)],
+            });
+            break;
+        }
         if !step.settle && index + 1 < steps.len() {
             // Racing the next step, but after the tasks given work have run to their first
             // wait (an acquire in its line, say), as two threads of a service would.
@@ -179,7 +207,10 @@ pub async fn run_case(server: &ZooKeeperServer, steps: &[Step]) -> Result<Tally,
             continue;
         }
         tokio::time::sleep(SETTLE).await;
-        let violations = world.check(&mut memory).await;
+        let violations = match tokio::time::timeout(STUCK, world.check(&mut memory)).await {
+            Ok(violations) => violations,
+            Err(_) => vec![format!("the checks did not return within {STUCK:?}")],
+        };
         if !violations.is_empty() {
             outcome = Err(Failure { step: index, violations });
             break;
@@ -193,6 +224,10 @@ pub async fn run_case(server: &ZooKeeperServer, steps: &[Step]) -> Result<Tally,
         passes: record.passes,
         passes_forgiven: memory.passes_forgiven,
         terms: record.terms,
+        rings: memory.rings,
+        rings_certain: memory.rings_certain,
+        rings_forgiven: memory.rings_forgiven,
+        gave_up: record.gave_up,
         deletions: record.deletions,
         expiries: record.expiries,
         restarts: record.restarts,

@@ -128,7 +128,10 @@ impl World<'_> {
                 at.map(|at| state.holds.remove(at))
             };
             drop(taken);
-            let _ = Held::release_shared(held).await;
+            let nodes = super::slot::releasing(&held, &record);
+            if Held::release_shared(held).await.is_some() {
+                super::slot::released_all(&nodes, &record);
+            }
         });
     }
 

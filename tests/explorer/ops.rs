@@ -23,6 +23,11 @@ pub enum Lock {
     Write,
     /// The read side of the same lock.
     Read,
+    /// The write side of a read-write lock that is not reentrant (a task's second acquire
+    /// queues a node of its own), built to fail on a deadlock.
+    NonReentrantWrite,
+    /// The read side of the same lock.
+    NonReentrantRead,
     /// A semaphore of two leases.
     Semaphore,
     SemaphoreMutex,
@@ -35,8 +40,17 @@ pub enum Lock {
 }
 
 impl Lock {
-    pub const ALL: [Lock; 7] =
-        [Lock::Mutex, Lock::HandoffMutex, Lock::Write, Lock::Read, Lock::Semaphore, Lock::SemaphoreMutex, Lock::Multi];
+    pub const ALL: [Lock; 9] = [
+        Lock::Mutex,
+        Lock::HandoffMutex,
+        Lock::Write,
+        Lock::Read,
+        Lock::NonReentrantWrite,
+        Lock::NonReentrantRead,
+        Lock::Semaphore,
+        Lock::SemaphoreMutex,
+        Lock::Multi,
+    ];
 
     pub const ELECTIONS: [Lock; 2] = [Lock::Latch, Lock::Selector];
 
@@ -126,6 +140,11 @@ pub enum Op {
     Heal {
         actor: usize,
     },
+    /// The actor's proxy refuses its session's next two listings of children (`Throttled`): a
+    /// queue view's, an acquire's or a deadlock look's, whichever come first.
+    Throttle {
+        actor: usize,
+    },
     /// The actor joins the election (`Lock::Latch` or `Lock::Selector`), unless in it.
     Elect {
         actor: usize,
@@ -195,7 +214,7 @@ fn motif(rng: &mut Rng, home: usize) -> Vec<Step> {
     let long = Wait::Timeout(3_000);
     let handoff = [Lock::HandoffMutex, Lock::Write][rng.usize(..2)];
     let acquire = |actor, slot, lock| settled(Op::Acquire { actor, slot, lock, wait: long });
-    match rng.u8(..8) {
+    match rng.u8(..12) {
         // Two tasks of one actor in the line of a lock with local handoff; the holder lets go.
         0 => vec![
             acquire(home, first, handoff),
@@ -263,6 +282,72 @@ fn motif(rng: &mut Rng, home: usize) -> Vec<Step> {
                 settled(Op::Delete { lock: election, how: Deletion::Holder, pick: 0 }),
                 settled(Op::Expire { actor: home, cut_ms: 0 }),
             ]
+        }
+        // A ring of two actors: each holds one lock, then waits for the other's (bounded, so
+        // that a ring nobody breaks ends by its timeouts). Two locks built to fail on a
+        // deadlock make a certain ring, whose newest wait gives up; one without (local handoff,
+        // a semaphore's gate) makes a ring of sessions read whole, possible only, which stands.
+        8 => {
+            let first_lock = [Lock::Mutex, Lock::NonReentrantWrite, Lock::Multi][rng.usize(..3)];
+            let second_lock = match rng.u8(..3) {
+                0 => [Lock::HandoffMutex, Lock::Write, Lock::SemaphoreMutex][rng.usize(..3)],
+                _ => [Lock::Mutex, Lock::NonReentrantWrite, Lock::Multi]
+                    .into_iter()
+                    .filter(|lock| *lock != first_lock)
+                    .nth(rng.usize(..2))
+                    .expect("two others"),
+            };
+            vec![
+                acquire(home, first, first_lock),
+                acquire(other, first, second_lock),
+                acquire(home, first, second_lock),
+                acquire(other, first, first_lock),
+            ]
+        }
+        // Issue 38 item 2: a task holds a read lock that is not reentrant, another actor's
+        // writer queues behind it, and the task reads again, behind that writer: a ring of the
+        // task and the writer, though the writer holds nothing. It stands through two checks
+        // (its victim looks under another root) before the first read goes.
+        9 => vec![
+            acquire(home, first, Lock::NonReentrantRead),
+            acquire(other, first, Lock::NonReentrantWrite),
+            acquire(home, first, Lock::NonReentrantRead),
+            settled(Op::WatchLoss { actor: home, slot: second }),
+            settled(Op::WatchLoss { actor: other, slot: second }),
+            settled(Op::Release { actor: home, slot: first, pick: 0 }),
+        ],
+        // Issue 38 item 1: a selector and a latch under the same root as the locks, their
+        // leader waiting on a lock a follower's task holds (no ring: the follower's place in
+        // the election is no wait of its task).
+        10 => {
+            let lock = Lock::ALL[rng.usize(..Lock::ALL.len())];
+            let elect = |actor, election| settled(Op::Elect { actor, election });
+            vec![
+                elect(home, Lock::Selector),
+                elect(home, Lock::Latch),
+                elect(other, Lock::Selector),
+                elect(other, Lock::Latch),
+                acquire(other, first, lock),
+                acquire(home, first, lock),
+            ]
+        }
+        // Issue 38 item 5: a watched waiter two behind the holder; its session's next listings
+        // are refused as the holder lets go (its view's, unless a look of the actor's other
+        // waits comes first): its view must say one ahead, and the queue stands still a while
+        // (the steps after it touch nothing of it) for the property to judge.
+        11 => {
+            let lock = [Lock::HandoffMutex, Lock::Write][rng.usize(..2)];
+            let third = (other + 1) % ACTORS;
+            let third = if third == home { (third + 1) % ACTORS } else { third };
+            let mut steps = vec![
+                acquire(other, first, lock),
+                acquire(third, first, lock),
+                acquire(home, first, lock),
+                Step { op: Op::Throttle { actor: home }, settle: false },
+                settled(Op::Release { actor: other, slot: first, pick: 0 }),
+            ];
+            steps.extend([settled(Op::Heal { actor: third }); 5]);
+            steps
         }
         // The `Session` actor waits (or tries) while its session expires and cannot come back
         // for a while, or while it is made anew from an expired client.
@@ -334,7 +419,8 @@ fn op(rng: &mut Rng, focus: &Focus) -> Op {
         88..=91 => Op::Revoke { lock, pick: rng.usize(..8) },
         92..=93 => Op::Expire { actor, cut_ms: [0, rng.u64(300..3_000)][rng.usize(..2)] },
         94..=95 => Op::Cut { actor, ms: rng.u64(300..3_000) },
-        96..=97 => Op::Heal { actor },
+        96 => Op::Heal { actor },
+        97 => Op::Throttle { actor },
         _ => Op::FromExpiredClient,
     }
 }

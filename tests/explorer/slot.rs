@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
-use zklock::{Error, Session};
+use zklock::{Error, QueuePosition, Session};
 use zookeeper_client::SessionState;
 
 use super::ops::{Lock, Op, Wait};
@@ -33,9 +33,27 @@ pub struct Busy {
     pub what: String,
 }
 
+/// An acquire under way, as the deadlock and queue-view properties read it: its lock, its queue
+/// view (every acquire runs inside `watch_queue`), and every node the view told it queued.
+pub struct Waiting {
+    pub lock: Lock,
+    /// The lock objects it acquires through (one session's), by address.
+    pub objects: usize,
+    pub view: watch::Receiver<Option<QueuePosition>>,
+    pub nodes: Vec<String>,
+}
+
+impl Waiting {
+    /// The node the view tells now, as a full path.
+    pub fn node_now(&self) -> Option<String> {
+        self.view.borrow().as_ref().map(|position| format!("{}/{}", position.lock_path, position.node))
+    }
+}
+
 #[derive(Default)]
 pub struct SlotState {
     pub busy: Option<Busy>,
+    pub waiting: Option<Waiting>,
     pub holds: Vec<Hold>,
     /// The actor's proxy was cut at some time since the current operation began.
     pub cut_seen: bool,
@@ -103,9 +121,14 @@ impl Slot {
             state.holds.remove(at)
         };
         let (state, record) = (Arc::clone(&self.state), Arc::clone(record));
+        let nodes = releasing(&hold.held, &record);
         tokio::spawn(async move {
             let cut = |record: &Shared| record.lock().unwrap().cut.get(&who.0).copied().unwrap_or(false);
-            match Held::release_shared(hold.held).await.unwrap_or(Ok(())) {
+            let released = Held::release_shared(hold.held).await;
+            if released.is_some() {
+                released_all(&nodes, &record);
+            }
+            match released.unwrap_or(Ok(())) {
                 Ok(()) => {}
                 Err(
                     Error::LockLost(_) | Error::LockNodeDeleted { .. } | Error::SessionExpired | Error::SessionClosed,
@@ -129,6 +152,50 @@ impl Slot {
     /// Ends the task, dropping an acquire under way (which must leave nothing behind).
     pub fn stop(&self) {
         self.task.abort();
+    }
+}
+
+/// Marks the nodes of `held` as being let go of (`Record::releasing`), and returns them.
+pub fn releasing(held: &Held, record: &Shared) -> Vec<String> {
+    let nodes: Vec<String> = held.parts().into_iter().map(|part| part.node).collect();
+    record.lock().unwrap().releasing.extend(nodes.iter().cloned());
+    nodes
+}
+
+/// The release of `nodes` answered: they are gone, or will never go by it.
+pub fn released_all(nodes: &[String], record: &Shared) {
+    let mut record = record.lock().unwrap();
+    for node in nodes {
+        record.releasing.remove(node);
+    }
+}
+
+/// Keeps every node the acquire's view tells of, in the task's `Waiting` and as the task's in
+/// `Record::owners`, until the acquire ends (its sender dropped).
+async fn follow_view(
+    mut view: watch::Receiver<Option<QueuePosition>>,
+    who: (usize, usize),
+    state: Arc<Mutex<SlotState>>,
+    record: Shared,
+) {
+    while view.changed().await.is_ok() {
+        let told =
+            view.borrow_and_update().as_ref().map(|position| format!("{}/{}", position.lock_path, position.node));
+        let Some(node) = told else { continue };
+        // Told after the acquire ended (this runs behind it): an ended acquire's node.
+        let ended = match state.lock().unwrap().waiting.as_mut() {
+            Some(waiting) if !waiting.nodes.contains(&node) => {
+                waiting.nodes.push(node.clone());
+                false
+            }
+            Some(_) => false,
+            None => true,
+        };
+        let mut record = record.lock().unwrap();
+        if ended {
+            record.ended.insert(node.clone());
+        }
+        record.owners.insert(node, who);
     }
 }
 
@@ -182,14 +249,20 @@ impl Task {
             busy.bound = bound;
             busy.excusable = !strict;
         }
+        let (position, view) = watch::channel(None);
+        let objects = Arc::as_ptr(&locks) as usize;
+        self.state.lock().unwrap().waiting = Some(Waiting { lock, objects, view: view.clone(), nodes: Vec::new() });
+        tokio::spawn(follow_view(view, self.who, Arc::clone(&self.state), Arc::clone(&self.record)));
+        let acquire = zklock::watch_queue(position, locks.acquire(lock, timeout));
         let outcome = match wait {
-            Wait::CancelAfter(ms) => {
-                match tokio::time::timeout(Duration::from_millis(ms), locks.acquire(lock, None)).await {
-                    Ok(outcome) => outcome,
-                    Err(_) => return,
+            Wait::CancelAfter(ms) => match tokio::time::timeout(Duration::from_millis(ms), acquire).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    self.wait_ended(&[]);
+                    return;
                 }
-            }
-            _ => locks.acquire(lock, timeout).await,
+            },
+            _ => acquire.await,
         };
         let took = started.elapsed();
         let cut_seen = self.state.lock().unwrap().cut_seen;
@@ -201,9 +274,19 @@ impl Task {
                 self.violation(format!("{lock:?} {wait:?} answered after {took:?}, past its patience"));
             }
         }
+        let held: Vec<String> = match &outcome {
+            Ok(Some(held)) => held.parts().into_iter().map(|part| part.node).collect(),
+            _ => Vec::new(),
+        };
         match outcome {
-            Ok(Some(held)) => self.hold(lock, held, false),
+            Ok(Some(held)) => self.hold(lock, held, false, &locks),
             Ok(None) => {}
+            // A ring's victim: what it says is checked against the model (`deadlocks.rs`).
+            Err(Error::Deadlock(ring)) => {
+                let mut record = self.record.lock().unwrap();
+                record.gave_up += 1;
+                record.victims.push((self.who, *ring));
+            }
             Err(Error::SessionExpired | Error::SessionClosed) if self.session.is_some() => {
                 self.violation(format!("{lock:?} {wait:?} on a Session failed with its session's end"))
             }
@@ -211,9 +294,23 @@ impl Task {
             Err(Error::ZooKeeper { .. }) if cut_seen => {}
             Err(err) => self.violation(format!("{lock:?} {wait:?} failed: {}", err.with_causes())),
         }
+        self.wait_ended(&held);
     }
 
-    fn hold(&self, lock: Lock, held: Held, reentry: bool) {
+    /// The acquire under way ended, holding `held`: every other node it queued is an ended
+    /// acquire's, which its cleanup may still be deleting.
+    fn wait_ended(&self, held: &[String]) {
+        let Some(waiting) = self.state.lock().unwrap().waiting.take() else { return };
+        let mut nodes = waiting.nodes.clone();
+        nodes.extend(waiting.node_now());
+        let mut record = self.record.lock().unwrap();
+        for node in nodes.into_iter().filter(|node| !held.contains(node)) {
+            record.owners.entry(node.clone()).or_insert(self.who);
+            record.ended.insert(node);
+        }
+    }
+
+    fn hold(&self, lock: Lock, held: Held, reentry: bool, on: &Arc<Locks>) {
         let began = Instant::now();
         // Any acquire of a reentrant lock the task holds re-enters it (its node, its token).
         let nodes: Vec<String> = held.parts().into_iter().map(|part| part.node).collect();
@@ -239,7 +336,10 @@ impl Task {
             })
             .collect();
         let id = NEXT_HOLD.fetch_add(1, Ordering::Relaxed);
-        let hold = Hold { id, lock, held: Arc::new(held), began, reentry, watched: None };
+        for part in &started {
+            self.record.lock().unwrap().owners.insert(part.node.clone(), self.who);
+        }
+        let hold = Hold { id, lock, held: Arc::new(held), began, reentry, watched: None, on: Arc::clone(on) };
         self.state.lock().unwrap().holds.push(hold);
         let mut record = self.record.lock().unwrap();
         record.holds += u64::from(!reentry);
@@ -249,15 +349,14 @@ impl Task {
 
     /// The last hold's lock again, by the same task: held at once while the hold stands.
     async fn reenter(&self) {
-        let Some((lock, token, believed)) = self.last(|hold| hold.lock.reentrant()) else { return };
-        let locks = Arc::clone(&self.locks.lock().unwrap());
+        let Some((lock, token, believed, locks)) = self.last(|hold| hold.lock.reentrant()) else { return };
         match locks.acquire(lock, Some(Duration::ZERO)).await {
             Ok(Some(held)) => {
                 let again = held.parts().first().map(|part| part.token);
                 if believed && again != Some(token) {
                     self.violation(format!("{lock:?} re-entered with token {again:?}, not its hold's {token}"));
                 }
-                self.hold(lock, held, true);
+                self.hold(lock, held, true, &locks);
             }
             Ok(None) if believed => self.violation(format!("{lock:?}: a reentry of a standing hold was refused")),
             _ => {}
@@ -266,10 +365,10 @@ impl Task {
 
     /// The write holder takes the read lock: at once, beside its write hold.
     async fn downgrade(&self) {
-        let Some((_, _, believed)) = self.last(|hold| hold.lock == Lock::Write) else { return };
+        let Some((_, _, believed, _)) = self.last(|hold| hold.lock == Lock::Write) else { return };
         let locks = Arc::clone(&self.locks.lock().unwrap());
         match locks.acquire(Lock::Read, Some(Duration::ZERO)).await {
-            Ok(Some(held)) => self.hold(Lock::Read, held, false),
+            Ok(Some(held)) => self.hold(Lock::Read, held, false, &locks),
             Ok(None) if believed => self.violation("a downgrade of a standing write hold was refused".to_owned()),
             _ => {}
         }
@@ -285,11 +384,11 @@ impl Task {
         held.watch_loss().await;
     }
 
-    /// The lock, token and standing of the task's last hold that `which` accepts.
-    fn last(&self, which: impl Fn(&Hold) -> bool) -> Option<(Lock, i64, bool)> {
+    /// The lock, token, standing and lock objects of the task's last hold that `which` accepts.
+    fn last(&self, which: impl Fn(&Hold) -> bool) -> Option<(Lock, i64, bool, Arc<Locks>)> {
         let state = self.state.lock().unwrap();
         let hold = state.holds.iter().rev().find(|hold| which(hold))?;
         let parts = hold.held.parts();
-        Some((hold.lock, parts.first()?.token, parts.iter().all(|part| part.believed)))
+        Some((hold.lock, parts.first()?.token, parts.iter().all(|part| part.believed), Arc::clone(&hold.on)))
     }
 }

@@ -31,11 +31,14 @@ pub const MAX_LEASES: usize = 2;
 /// longer than a case's steps take, so that holds are passed on between settled steps.
 const HANDOFF: LocalHandoff = LocalHandoff::new(3, Duration::from_secs(5));
 
-/// One case's lock paths.
+/// One case's lock paths, all under one root: the root the locks built to fail on a deadlock
+/// look under, and the one the deadlock property reads (`deadlocks.rs`), elections included.
 pub struct Paths {
+    pub root: String,
     mutex: String,
     handoff: String,
     read_write: String,
+    read_write_once: String,
     semaphore: String,
     semaphore_mutex: String,
     multi: [String; 2],
@@ -45,16 +48,47 @@ pub struct Paths {
 
 impl Paths {
     pub fn unique() -> Paths {
+        let root = unique_path("explore");
+        let at = |name: &str| format!("{root}/{name}");
         Paths {
-            mutex: unique_path("explore-mutex"),
-            handoff: unique_path("explore-handoff"),
-            read_write: unique_path("explore-rw"),
-            semaphore: unique_path("explore-semaphore"),
-            semaphore_mutex: unique_path("explore-semaphore-mutex"),
-            multi: [unique_path("explore-multi-a"), unique_path("explore-multi-b")],
-            latch: unique_path("explore-latch"),
-            selector: unique_path("explore-selector"),
+            mutex: at("mutex"),
+            handoff: at("handoff"),
+            read_write: at("rw"),
+            read_write_once: at("rw-once"),
+            semaphore: at("semaphore"),
+            semaphore_mutex: at("semaphore-mutex"),
+            multi: [at("multi-a"), at("multi-b")],
+            latch: at("latch"),
+            selector: at("selector"),
+            root,
         }
+    }
+
+    /// How the nodes of `dir` wait, if it is a lock's queue (`None` for an election, a
+    /// semaphore's leases, or no queue of the case's): the model's own list, by what each
+    /// lock is, not by its nodes' names.
+    pub fn queue_kind(&self, dir: &str) -> Option<QueueKind> {
+        let mutex_like = [&self.mutex, &self.handoff, &self.multi[0], &self.multi[1]];
+        let gates = [&self.semaphore, &self.semaphore_mutex].map(|semaphore| format!("{semaphore}/locks"));
+        if mutex_like.iter().any(|path| *path == dir) || gates.iter().any(|gate| gate == dir) {
+            Some(QueueKind::Mutex)
+        } else if dir == self.read_write || dir == self.read_write_once {
+            Some(QueueKind::ReadWrite)
+        } else {
+            None
+        }
+    }
+
+    /// A root where no lock is: the one the read-write lock that is not reentrant looks under,
+    /// so that it is never a ring's victim (see `Locks`).
+    pub fn elsewhere(&self) -> String {
+        format!("{}-elsewhere", self.root)
+    }
+
+    /// Whether the nodes of `dir` carry their task's owner tag (the locks built to fail on a
+    /// deadlock, without local handoff).
+    pub fn tagged(&self, dir: &str) -> bool {
+        dir == self.mutex || dir == self.read_write_once || self.multi.iter().any(|path| path == dir)
     }
 
     /// The path of an election (`Lock::Latch` or `Lock::Selector`).
@@ -71,6 +105,7 @@ impl Paths {
             Lock::Mutex => vec![self.mutex.clone()],
             Lock::HandoffMutex => vec![self.handoff.clone()],
             Lock::Write | Lock::Read => vec![self.read_write.clone()],
+            Lock::NonReentrantWrite | Lock::NonReentrantRead => vec![self.read_write_once.clone()],
             Lock::Semaphore => vec![format!("{}/locks", self.semaphore)],
             Lock::SemaphoreMutex => vec![format!("{}/locks", self.semaphore_mutex)],
             Lock::Multi => self.multi.to_vec(),
@@ -80,7 +115,8 @@ impl Paths {
 
     /// Every directory any lock puts nodes in: what must be empty once everything is dropped.
     pub fn all_dirs(&self) -> Vec<String> {
-        let mut dirs = vec![self.mutex.clone(), self.handoff.clone(), self.read_write.clone()];
+        let mut dirs =
+            vec![self.mutex.clone(), self.handoff.clone(), self.read_write.clone(), self.read_write_once.clone()];
         for semaphore in [&self.semaphore, &self.semaphore_mutex] {
             dirs.push(format!("{semaphore}/locks"));
             dirs.push(format!("{semaphore}/leases"));
@@ -91,11 +127,40 @@ impl Paths {
     }
 }
 
-/// One object per lock, for one session; shared by the actor's tasks.
+/// How a lock's nodes wait (`lock_kind.rs`'s rules, written again for the model): a mutex's
+/// node behind every node ahead; a read-write lock's writer behind every node ahead, its
+/// reader behind every writer ahead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueKind {
+    Mutex,
+    ReadWrite,
+}
+
+impl QueueKind {
+    /// Whether node `waiter` waits behind node `ahead` of the same queue (names, or paths).
+    pub fn waits_behind(self, waiter: &str, ahead: &str) -> bool {
+        let sequence =
+            |node: &str| node.get(node.len().saturating_sub(10)..).and_then(|digits| digits.parse::<u64>().ok());
+        let (Some(waiter_at), Some(ahead_at)) = (sequence(waiter), sequence(ahead)) else { return false };
+        ahead_at < waiter_at
+            && match self {
+                QueueKind::Mutex => true,
+                QueueKind::ReadWrite => waiter.contains("__WRIT__") || ahead.contains("__WRIT__"),
+            }
+    }
+}
+
+/// One object per lock, for one session; shared by the actor's tasks. The mutex and the
+/// multi-lock are built to fail on a deadlock under the case's root, the read-write lock that
+/// is not reentrant under a root where nothing is (`Paths::elsewhere`): the nodes of all three
+/// carry owner tags, but a ring whose victim is the last one's wait stands, certain, until its
+/// timeouts, for the observer's look to report. The others cannot opt in (local handoff,
+/// semaphores), so an actor with a node of theirs is a session read whole.
 pub struct Locks {
     mutex: InterProcessMutex,
     handoff: InterProcessMutex,
     read_write: InterProcessReadWriteLock,
+    read_write_once: InterProcessReadWriteLock,
     semaphore: InterProcessSemaphoreV2,
     semaphore_mutex: InterProcessSemaphoreMutex,
     multi: InterProcessMultiLock,
@@ -104,17 +169,23 @@ pub struct Locks {
 impl Locks {
     pub fn new(on: impl Into<Connection>, paths: &Paths) -> Locks {
         let on = on.into();
-        let multi: Vec<&str> = paths.multi.iter().map(String::as_str).collect();
+        let tagged = |path: &str| InterProcessMutex::builder(on.clone(), path).fail_on_deadlock(&paths.root);
+        let multi = paths.multi.iter().map(|path| tagged(path).build().unwrap()).collect();
         Locks {
-            mutex: InterProcessMutex::new(on.clone(), &paths.mutex).unwrap(),
+            mutex: tagged(&paths.mutex).build().unwrap(),
             handoff: InterProcessMutex::builder(on.clone(), &paths.handoff).local_handoff(HANDOFF).build().unwrap(),
             read_write: InterProcessMutex::builder(on.clone(), &paths.read_write)
                 .local_handoff(HANDOFF)
                 .build_read_write()
                 .unwrap(),
+            read_write_once: InterProcessMutex::builder(on.clone(), &paths.read_write_once)
+                .fail_on_deadlock(&paths.elsewhere())
+                .reentrant(false)
+                .build_read_write()
+                .unwrap(),
             semaphore: InterProcessSemaphoreV2::new(on.clone(), &paths.semaphore, MAX_LEASES as u32).unwrap(),
             semaphore_mutex: InterProcessSemaphoreMutex::new(on.clone(), &paths.semaphore_mutex).unwrap(),
-            multi: InterProcessMultiLock::from_paths(on, &multi).unwrap(),
+            multi: InterProcessMultiLock::new(multi).unwrap(),
         }
     }
 
@@ -133,6 +204,8 @@ impl Locks {
             Lock::HandoffMutex => take!(self.handoff, Held::Guard),
             Lock::Write => take!(self.read_write.write_lock(), Held::Guard),
             Lock::Read => take!(self.read_write.read_lock(), Held::Guard),
+            Lock::NonReentrantWrite => take!(self.read_write_once.write_lock(), Held::Guard),
+            Lock::NonReentrantRead => take!(self.read_write_once.read_lock(), Held::Guard),
             Lock::Semaphore => take!(self.semaphore, Held::Lease),
             Lock::SemaphoreMutex => take!(self.semaphore_mutex, Held::Lease),
             Lock::Multi => take!(self.multi, Held::Multi),
@@ -219,6 +292,9 @@ pub struct Hold {
     pub reentry: bool,
     /// Since when its node is watched (its `lost()` was asked).
     pub watched: Option<Instant>,
+    /// The lock objects it was taken with: a reentry goes through them (the actor's may have
+    /// been made anew since, on a new session, and know nothing of it).
+    pub on: Arc<Locks>,
 }
 
 /// A node a hold began on, as the task saw it then.
@@ -250,8 +326,20 @@ pub struct Record {
     pub cut_epoch: u64,
     /// Violations found by the tasks themselves (an acquire past its patience, a wrong error).
     pub violations: Vec<String>,
+    /// Node -> the task that queued or held it last: every node the tasks were told of (by
+    /// their queue views while they waited, by their holds), for the deadlock property.
+    pub owners: HashMap<String, (usize, usize)>,
+    /// Nodes of holds let go of whose release has not answered yet: no task holds them, but
+    /// they stand until their delete is done.
+    pub releasing: HashSet<String>,
+    /// Nodes of acquires that ended without holding (timed out, dropped, failed): their
+    /// cleanup may still be deleting them.
+    pub ended: HashSet<String>,
+    /// The rings acquires gave up on (`Error::Deadlock`), by task, since the last check.
+    pub victims: Vec<((usize, usize), zklock::Deadlock)>,
     /// Counts for the summary.
     pub holds: u64,
+    pub gave_up: u64,
     pub passes: u64,
     /// Terms of leadership begun.
     pub terms: u64,

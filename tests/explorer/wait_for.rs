@@ -1,0 +1,212 @@
+//! The model's wait-for graph: who waits behind whom among the explorer's tasks, from what the
+//! tasks themselves know (their holds, and the nodes their queue views told them they queued)
+//! and the order of each queue as the observer lists it, by each lock's rule written again for
+//! the model (`QueueKind`), never by asking the library's graph. Its vertices are tasks; its
+//! queues are the case's locks by what each lock is (`Paths::queue_kind`), so an election's
+//! queue (a latch's or a selector's) and a semaphore's leases are none: a participant's place
+//! is no task's wait, and a lease taker goes on when any lease goes.
+//!
+//! Decided here: a task waiting in a lock object's local line (local handoff) has no node, and
+//! the model gives it no edge; such a lock's nodes carry no owner tag, so the library reads the
+//! session whole and a ring through it is possible at most (the deadlock property then asks
+//! only that a ring of the model across actors be reported at all). A guard let go of from
+//! outside its task (a release, a revocation answered) is no task's hold while its delete is
+//! under way (`Record::releasing`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use super::ops::Lock;
+use super::world::Paths;
+use super::World;
+
+/// A task: its actor and its slot.
+pub type Task = (usize, usize);
+
+/// The locks whose nodes carry no owner tag, or whose acquire queues such a node (a semaphore's
+/// gate, a plain mutex): an actor with one is a session the library reads whole.
+const UNTAGGED: [Lock; 5] = [Lock::HandoffMutex, Lock::Write, Lock::Read, Lock::Semaphore, Lock::SemaphoreMutex];
+
+/// What the model knows of the tasks at one moment, read from their states (no server).
+#[derive(Default)]
+pub struct Snapshot {
+    /// Task -> every node its acquire under way queued (full paths).
+    pub waiting: HashMap<Task, Vec<String>>,
+    /// Node -> the task whose hold stands on it.
+    pub held: HashMap<String, Task>,
+    /// Actors holding or acquiring a lock whose nodes carry no owner tag, or letting go of one.
+    pub untagged: HashSet<usize>,
+    pub releasing: HashSet<String>,
+    pub ended: HashSet<String>,
+    /// Task -> the lock its acquire under way is for.
+    pub acquiring: HashMap<Task, Lock>,
+    /// Session id -> the actor on it now.
+    pub sessions: HashMap<i64, usize>,
+    /// Node -> the lock objects (one session's, by address) its hold or acquire is through.
+    pub objects: HashMap<String, usize>,
+}
+
+impl Snapshot {
+    pub fn take(world: &World) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        for actor in &world.actors {
+            snapshot.sessions.insert(actor.client().session_id().0, actor.index);
+            for (slot, task) in actor.slots.iter().enumerate() {
+                let state = task.state.lock().unwrap();
+                if let Some(waiting) = &state.waiting {
+                    let mut nodes = waiting.nodes.clone();
+                    nodes.extend(waiting.node_now().filter(|node| !waiting.nodes.contains(node)));
+                    snapshot.objects.extend(nodes.iter().map(|node| (node.clone(), waiting.objects)));
+                    snapshot.waiting.insert((actor.index, slot), nodes);
+                    snapshot.acquiring.insert((actor.index, slot), waiting.lock);
+                    if UNTAGGED.contains(&waiting.lock) {
+                        snapshot.untagged.insert(actor.index);
+                    }
+                }
+                for hold in &state.holds {
+                    if UNTAGGED.contains(&hold.lock) {
+                        snapshot.untagged.insert(actor.index);
+                    }
+                    for part in hold.held.parts() {
+                        snapshot.objects.insert(part.node.clone(), std::sync::Arc::as_ptr(&hold.on) as usize);
+                        snapshot.held.insert(part.node, (actor.index, slot));
+                    }
+                }
+            }
+        }
+        let record = world.record.lock().unwrap();
+        snapshot.releasing = record.releasing.clone();
+        snapshot.ended = record.ended.clone();
+        for node in &record.releasing {
+            let dir = dir(node);
+            if world.paths.queue_kind(dir).is_some() && !world.paths.tagged(dir) {
+                snapshot.untagged.extend(record.owners.get(node).map(|task| task.0));
+            }
+        }
+        snapshot
+    }
+
+    /// The task whose node `node` is now: its hold's, or its acquire's under way.
+    pub fn owner(&self, node: &str) -> Option<Task> {
+        self.held.get(node).copied().or_else(|| {
+            self.waiting.iter().find(|(_, nodes)| nodes.iter().any(|queued| queued == node)).map(|(task, _)| *task)
+        })
+    }
+
+    /// The task of `node`, of session `session`, that the tasks were not told of: the one task
+    /// of the session's actor acquiring a lock with a queue there (a multi-lock's first lock,
+    /// taken at once while the next one waits, is told to no view).
+    pub fn untold_owner(&self, paths: &Paths, node: &str, session: i64) -> Option<Task> {
+        let actor = *self.sessions.get(&session)?;
+        let mut acquiring = self
+            .acquiring
+            .iter()
+            .filter(|((of, _), lock)| *of == actor && paths.queues(**lock).iter().any(|queue| queue == dir(node)));
+        match (acquiring.next(), acquiring.next()) {
+            (Some((task, _)), None) => Some(*task),
+            _ => None,
+        }
+    }
+
+    /// Whether `actor`, a session read whole, waits on `node` now: a task of it queued it, or
+    /// acquires the lock it is in (a local handoff's line waits through one node, whichever
+    /// task queued it).
+    pub fn actor_waits_on(&self, paths: &Paths, actor: usize, node: &str) -> bool {
+        let through = |(task, lock): (&Task, &Lock)| {
+            task.0 == actor
+                && (self.waits_on(*task, node) || paths.queues(*lock).iter().any(|queue| queue == dir(node)))
+        };
+        self.acquiring.iter().any(through)
+    }
+
+    /// Whether `task` waits on `node` now (its acquire under way queued it).
+    pub fn waits_on(&self, task: Task, node: &str) -> bool {
+        self.waiting.get(&task).is_some_and(|nodes| nodes.iter().any(|queued| queued == node))
+    }
+
+    /// The directories of the nodes the acquires under way queued: what the graph and the
+    /// queue views need listed.
+    pub fn queues(&self) -> BTreeSet<String> {
+        self.waiting.values().flatten().map(|node| dir(node).to_owned()).collect()
+    }
+}
+
+/// The directory a node is in.
+pub fn dir(node: &str) -> &str {
+    node.rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
+/// A queue's children in queue order (by their sequence number).
+pub fn in_queue_order(mut children: Vec<String>) -> Vec<String> {
+    children.sort_by_key(|child| child[child.len().saturating_sub(10)..].to_owned());
+    children
+}
+
+/// waiter -> holder -> the waits (waiting node, node it waits behind) that make the edge.
+pub type Graph = BTreeMap<Task, BTreeMap<Task, BTreeSet<(String, String)>>>;
+
+/// The model's graph at `snapshot`, `listed` holding each queue's children in queue order: an
+/// edge from each task whose acquire queued a node to the task of every node that node waits
+/// behind by its lock's rule (held or queued itself), but none from a task to itself.
+pub fn graph(snapshot: &Snapshot, paths: &Paths, listed: &HashMap<String, Vec<String>>) -> Graph {
+    let mut graph = Graph::new();
+    for (&task, nodes) in &snapshot.waiting {
+        for node in nodes {
+            let dir = dir(node);
+            let (Some(kind), Some(queue)) = (paths.queue_kind(dir), listed.get(dir)) else { continue };
+            let name = &node[dir.len() + 1..];
+            let Some(at) = queue.iter().position(|child| child == name) else { continue };
+            for ahead in queue[..at].iter().filter(|ahead| kind.waits_behind(name, ahead)) {
+                let ahead = format!("{dir}/{ahead}");
+                let Some(holder) = snapshot.owner(&ahead).filter(|holder| *holder != task) else { continue };
+                graph.entry(task).or_default().entry(holder).or_default().insert((node.clone(), ahead));
+            }
+        }
+    }
+    graph
+}
+
+/// A ring of the model: its tasks from the smallest, and its waits.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Ring {
+    pub tasks: Vec<Task>,
+    pub waits: BTreeSet<(String, String)>,
+}
+
+impl Ring {
+    /// Whether some task of the ring holds or waits on it through two sessions' lock objects
+    /// (the `Session` actor made anew from an expired client, its earlier holds kept): the
+    /// library's vertices are sessions' tasks, so that task is two of them, and the ring is one
+    /// it cannot see (`docs/deadlocks.md`).
+    pub fn spans_sessions(&self, snapshot: &Snapshot) -> bool {
+        let mut through: HashMap<Task, HashSet<usize>> = HashMap::new();
+        for node in self.waits.iter().flat_map(|(waiter, holder)| [waiter, holder]) {
+            if let (Some(task), Some(objects)) = (snapshot.owner(node), snapshot.objects.get(node)) {
+                through.entry(task).or_default().insert(*objects);
+            }
+        }
+        through.values().any(|objects| objects.len() > 1)
+    }
+}
+
+/// The graph's elementary cycles.
+pub fn rings(graph: &Graph) -> Vec<Ring> {
+    fn search(graph: &Graph, path: &mut Vec<Task>, found: &mut Vec<Ring>) {
+        let (start, last) = (path[0], *path.last().expect("a path starts at a task"));
+        for &next in graph.get(&last).into_iter().flat_map(BTreeMap::keys) {
+            if next == start {
+                let hops = path.iter().zip(path.iter().skip(1).chain([&start]));
+                let waits = hops.flat_map(|(waiter, holder)| graph[waiter][holder].iter().cloned()).collect();
+                found.push(Ring { tasks: path.clone(), waits });
+            } else if next > start && !path.contains(&next) {
+                path.push(next);
+                search(graph, path, found);
+                path.pop();
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for &start in graph.keys() {
+        search(graph, &mut vec![start], &mut found);
+    }
+    found
+}
