@@ -365,8 +365,9 @@ impl Task {
 
     /// The write holder takes the read lock: at once, beside its write hold.
     async fn downgrade(&self) {
-        let Some((_, _, believed, _)) = self.last(|hold| hold.lock == Lock::Write) else { return };
-        let locks = Arc::clone(&self.locks.lock().unwrap());
+        // Through the lock objects the write hold was taken with: a downgrade is per lock object,
+        // and a Session made anew from an expired client has new ones that know nothing of it.
+        let Some((_, _, believed, locks)) = self.last(|hold| hold.lock == Lock::Write) else { return };
         match locks.acquire(Lock::Read, Some(Duration::ZERO)).await {
             Ok(Some(held)) => self.hold(Lock::Read, held, false, &locks),
             Ok(None) if believed => self.violation("a downgrade of a standing write hold was refused".to_owned()),
