@@ -5,6 +5,7 @@
 mod common;
 mod support;
 
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -123,7 +124,18 @@ async fn each_signal_to_the_job_reaches_the_command_once_and_the_lock_outlives_i
             "trap 'echo got >> {log_shown}' {name}; echo ready >> {log_shown}; \
              while [ ! -e {stop_shown} ]; do sleep 0.05; done"
         );
-        let mut run = Group::spawn(zklock(&zk).args([&path, "--", "sh", "-c", &script]));
+        let mut zklock = zklock(&zk);
+        zklock.args([&path, "--", "sh", "-c", &script]);
+        // Whoever ran these tests may ignore the signal (`nohup` ignores SIGHUP), and zklock
+        // and the shell keep a signal ignored at their start, by design: reset it for zklock.
+        // SAFETY: signal() is async-signal-safe, and only sets this one disposition in the child.
+        unsafe {
+            zklock.pre_exec(move || {
+                libc::signal(signal, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut run = Group::spawn(&mut zklock);
         log_has(&log, "ready").await;
         run.signal_job(signal);
         log_has(&log, "got").await;
