@@ -379,7 +379,8 @@ async fn a_missing_root_or_a_root_without_locks_exits_3() {
         assert_eq!((&json["root_exists"], &json["found"]), (&false.into(), &"no locks".into()), "{json}");
         let client = connect().await;
         let persistent = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
-        client.create(&root, b"", &persistent).await.unwrap();
+        // mkdir: the parents too, which a fresh server (this test first) does not have yet.
+        client.mkdir(&root, &persistent).await.unwrap();
         client.create(&format!("{root}/config"), b"data", &persistent).await.unwrap();
         let empty = deadlocks(&root, false).await;
         assert_eq!(empty.status.code(), Some(NO_LOCKS), "{empty:?}");
