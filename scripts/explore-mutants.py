@@ -40,23 +40,27 @@ MUTANTS = {
     "session-expiries-uncounted": ("7", "`Reconnected` does not count the expiries (a late `subscribe()` reader cannot tell a loss)", [
         (SESSION, "                    expiries += 1;\n", "")]),
     "session-no-ride-over": ("8", "an acquire on a `Session` fails with the expiry it could ride over", [
-        (SESSION, "matches!((outcome, &self.0), (Err(Error::SessionExpired), Source::Session(_)))",
-         "matches!((outcome, &self.0), (Err(Error::SessionClosed), Source::Client(_))) && false")]),
+        (SESSION, "matches!((outcome, &self.source), (Err(Error::SessionExpired), Source::Session(_)))",
+         "matches!((outcome, &self.source), (Err(Error::SessionClosed), Source::Client(_))) && false")]),
     "downgrade-deleted": ("explorer", "a downgrade beside a deleted write node", [
-        ("src/queue/node.rs", "            stands_beside(spec.client, level, replies.beside).await?;", "            let _ = (level, replies.beside);")]),
+        ("src/queue/node.rs", "            stands_beside(spec.client, spec.retry, level, replies.beside).await?;", "            let _ = (level, replies.beside);")]),
     # Issue 38 item 1 reverted: the scan reads a queue of marked election nodes (a selector's) as a lock.
     "deadlock-election-read": ("issue 38 item 1", "the deadlock scan reads a leader selector's queue as a mutex's (its election mark ignored)", [
-        ("src/queue/deadlock.rs", "if !contenders.is_empty() && !election {", "if !contenders.is_empty() && !(election && false) {")]),
+        ("src/queue/deadlock.rs", "if !contenders.iter().any(|node| NodeMark::of_node(node) == Some(NodeMark::Election)) {",
+         "if !contenders.iter().any(|node| NodeMark::of_node(node) == Some(NodeMark::Election)) || true {")]),
     # Issue 38 item 2 reverted: a waiter's edges go to the holders only, not to the nodes waiting ahead.
     "deadlock-waiter-holders-only": ("issue 38 item 2", "a waiter's edges go only to holders (a reader behind its own task's read and a waiting writer: no ring)", [
         ("src/rules/wait_for.rs", "for holder in ahead.filter(|node| vertex(node) != vertex(waiter)) {",
          "for holder in ahead.filter(|node| vertex(node) != vertex(waiter) && node.behind.is_empty()) {")]),
+    # Issue 38 item 3 reverted: a chain's node is read as its session's, as before chains were.
+    "deadlock-chain-unread": ("issue 38 item 3", "a chain's node is read as its session's (`zklock /a -- zklock /b` beside `zklock /b -- zklock /a`: no ring)", [
+        ("src/rules/wait_for.rs", "Some(Tag::Chain(chain)) => Vertex::Chain(chain),", "Some(Tag::Chain(_)) => Vertex::Session(node.session),")]),
     # Issue 38 item 5 reverted: one refused listing stops the queue view for good.
     "queue-view-freezes": ("issue 38 item 5", "one refused listing stops a waiter's queue view for good", [
-        ("src/queue/position.rs", "            let (children, watcher) = match retry_transient(|| client.list_and_watch_children(lock_path)).await {\n",
+        ("src/queue/position.rs", "            let (children, watcher) = match retry_transient(retry, || client.list_and_watch_children(lock_path)).await {\n",
          "            let (children, watcher) = match client.list_and_watch_children(lock_path).await {\n"),
-        ("src/queue/position.rs", "                    failures += 1;\n                    back_off(failures).await;\n                    continue;\n",
-         "                    let _ = (failures, back_off);\n                    return std::future::pending().await;\n")]),
+        ("src/queue/position.rs", "                    failures.pause().await;\n                    continue;\n",
+         "                    let _ = &mut failures;\n                    return std::future::pending().await;\n")]),
     "multi-stale": ("explorer", "a multi-lock returning a lock lost while it waited", [
         ("src/lock/multi.rs", "            if guards.iter().all(LockGuard::is_held) {", "            if !guards.is_empty() {")]),
 }
@@ -73,9 +77,10 @@ def apply(root, which):
     if which == "ghost-multi":  # the own-node watch sent beside the predecessor's
         p = f"{root}/src/queue/turn.rs"
         s = open(p).read()
-        start = s.index("async fn succeeds_predecessor(client: &Client, node: &LockNode, predecessor: &str) -> Result<bool> {")
+        start = s.index("async fn succeeds_predecessor(client: &Client, retry: RetryPolicy, node: &LockNode, predecessor: &str) -> Result<bool> {")
         end = s.index("/// What `future` resolves to if it is ready at its first poll.")
-        s = s[:start] + '''async fn succeeds_predecessor(client: &Client, node: &LockNode, predecessor: &str) -> Result<bool> {
+        s = s[:start] + '''async fn succeeds_predecessor(client: &Client, retry: RetryPolicy, node: &LockNode, predecessor: &str) -> Result<bool> {
+    let _ = retry;
     let own = client.get_and_watch_data(&node.path);
     let ahead = client.get_and_watch_data(predecessor);
     let own = match own.await {

@@ -103,6 +103,20 @@ pub enum Error {
     #[error("{0}")]
     CannotBlock(&'static str),
 
+    /// A kazoo-layout semaphore's path stores another `max_leases` than ours (kazoo writes its
+    /// maximum there and refuses a different one with `ValueError`, and so do we): every
+    /// participant must use the same maximum. Nothing of the acquire was left in ZooKeeper. To
+    /// change the maximum, stop every participant and delete the path node.
+    #[error("semaphore {path} stores max_leases {stored}, not {max_leases}: every participant must use the same")]
+    MaxLeasesMismatch {
+        /// The semaphore's path.
+        path: String,
+        /// The maximum stored on it, as written there.
+        stored: String,
+        /// Ours.
+        max_leases: u32,
+    },
+
     /// ZooKeeper refused an operation, or it failed in a way zklock does not retry
     /// (for example `NoAuth` when the ACL of the lock path forbids us).
     #[error("zookeeper {operation}{} failed: {source}", on_path(path))]
@@ -142,6 +156,7 @@ impl Error {
             Error::ElectionAlreadyStarted => "election_already_started",
             Error::ElectionClosed => "election_closed",
             Error::CannotBlock(_) => "cannot_block",
+            Error::MaxLeasesMismatch { .. } => "max_leases_mismatch",
             Error::ZooKeeper { .. } => "zookeeper",
         }
     }

@@ -24,7 +24,8 @@
 //!
 //! The recipes: [`InterProcessMutex`], [`InterProcessReadWriteLock`], [`InterProcessSemaphoreV2`],
 //! [`InterProcessSemaphoreMutex`], [`InterProcessMultiLock`], and [`revoke`] to ask a holder to
-//! let go. [`NodeSchema::Kazoo`] makes a mutex share its lock with Python's kazoo instead.
+//! let go. [`NodeSchema::Kazoo`] makes a mutex, a read-write lock or a [`LeaderSelector`] share
+//! its path with Python's kazoo (`Lock`, `ReadLock`/`WriteLock`, `Election`) instead.
 //! Leader election: [`LeaderLatch`] and [`LeaderSelector`] (Curator's, on the same queue), whose
 //! [`Leadership`] has the locks' loss signal and a fencing token to fence with.
 //!
@@ -54,7 +55,9 @@ mod queue;
 mod rules;
 
 // The public API, each item from its home (the folders re-export nothing).
+pub use client::retry_policy::{Backoff, RetryPolicy};
 pub use client::session::{Connection, ConnectionState, Session};
+pub use client::session_builder::SessionBuilder;
 pub use election::latch::{LeaderLatch, LeaderLatchBuilder};
 pub use election::leadership::Leadership;
 pub use election::participant::ElectionParticipant;

@@ -18,7 +18,8 @@ use crate::error::{Error, Result};
 /// write).
 ///
 /// The ACLs apply to nodes as zklock creates them; parents that already exist keep theirs. A
-/// container zklock created is deleted by the server once it is empty, and then anyone who may
+/// container zklock created (every parent but a kazoo-schema lock's, which are persistent, as
+/// kazoo makes them) is deleted by the server once it is empty, and then anyone who may
 /// create in its parent may create it anew with an ACL of their own: create the lock path's
 /// parent yourself (a persistent node with a locked-down ACL) for a lock nobody else can take.
 /// See the guide, docs/acls.md.

@@ -182,11 +182,23 @@ contracts! {
         lost_at_once_under_the_strict_policy,
         a_timed_acquire_returns_in_time_while_partitioned
     ],
+    kazoo_write_side: lock::KazooWriteSide [
+        lost_at_once_under_the_strict_policy,
+        a_timed_acquire_returns_in_time_while_partitioned
+    ],
+    kazoo_read_side: lock::KazooReadSide [
+        lost_at_once_under_the_strict_policy,
+        a_timed_acquire_returns_in_time_while_partitioned
+    ],
     semaphore_mutex: lock::SemaphoreMutex [
         lost_at_once_under_the_strict_policy,
         a_timed_acquire_returns_in_time_while_partitioned
     ],
     semaphore_of_one: lock::SemaphoreOfOne [
+        lost_at_once_under_the_strict_policy,
+        a_timed_acquire_returns_in_time_while_partitioned
+    ],
+    kazoo_semaphore_of_one: lock::KazooSemaphoreOfOne [
         lost_at_once_under_the_strict_policy,
         a_timed_acquire_returns_in_time_while_partitioned
     ],
@@ -198,6 +210,7 @@ contracts! {
     // bounded by a timeout, so a timed acquire cut off from the server is a lock's contract.
     leader_latch: leader::Latch [lost_at_once_under_the_strict_policy],
     leader_selector: leader::Selector [lost_at_once_under_the_strict_policy],
+    kazoo_leader_selector: leader::KazooSelector [lost_at_once_under_the_strict_policy],
 }
 
 #[tokio::test]

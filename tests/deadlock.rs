@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use common::{connect, eventually, server, unique_path, wait_for_children};
 use tokio::task::JoinHandle;
 use zklock::{
-    watch_queue, Deadlock, Error, InterProcessMutex, InterProcessReadWriteLock, LocalHandoff, LockGuard, QueuePosition,
+    watch_queue, Deadlock, Error, InterProcessMutex, InterProcessReadWriteLock, LocalHandoff, LockGuard, NodeSchema,
+    QueuePosition,
 };
 use zklock_testcontainers::__private::spawn_tied_to_process;
 use zklock_testcontainers::ServerOptions;
@@ -52,6 +53,13 @@ fn mutex_not_reentrant_first_look(client: &Client, path: &str, root: &str) -> In
 fn write_lock_first_look(client: &Client, path: &str, root: &str) -> InterProcessMutex {
     let builder = InterProcessReadWriteLock::builder(client, path).fail_on_deadlock(root);
     builder.deadlock_scan_period(FIRST_LOOK_ONLY).build().unwrap().write_lock().clone()
+}
+
+/// A write lock in kazoo's layout that looks for a deadlock only when its wait starts.
+fn kazoo_write_lock_first_look(client: &Client, path: &str, root: &str) -> InterProcessMutex {
+    let builder = InterProcessReadWriteLock::builder(client, path).node_schema(NodeSchema::Kazoo);
+    let builder = builder.fail_on_deadlock(root).deadlock_scan_period(FIRST_LOOK_ONLY);
+    builder.build().unwrap().write_lock().clone()
 }
 
 /// `waiting` (a spawned acquire) holds once `held` is let go, within [`PROMPTLY`]; then lets go.
@@ -180,6 +188,11 @@ async fn two_sessions_in_a_ring_one_victim_fails_within_two_ticks_and_the_other_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_sessions_in_a_ring_of_write_locks_one_victim_fails_within_two_ticks() {
     a_ring_has_one_victim("deadlock-three", 3, write_lock_first_look).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_sessions_in_a_ring_of_kazoo_layout_write_locks_one_victim_fails_within_two_ticks() {
+    a_ring_has_one_victim("deadlock-three-kazoo", 3, kazoo_write_lock_first_look).await;
 }
 
 /// Not reentrant, each acquire counts its holds alone, but its node carries its task's tag:

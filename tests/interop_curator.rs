@@ -8,12 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::interop::{
-    append, check_leases, check_log, check_turns, finish, logged_section, temp_log, Peer, StartLine,
+    append, check_leases, check_log, check_turns, finish, logged_section, read_write_contention, temp_log, Peer,
+    StartLine,
 };
 use common::{connect, server, unique_path};
-use zklock::{
-    revoke, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
-};
+use zklock::{revoke, InterProcessMutex, InterProcessSemaphoreMutex, InterProcessSemaphoreV2, NodeSchema};
 use zookeeper_client::Client;
 
 const ITERATIONS: u32 = 15;
@@ -113,44 +112,12 @@ where
 async fn zklock_and_curator_read_write_locks_share_reads_and_exclude_writes() {
     let path = unique_path("curator-rw");
     let log = temp_log("curator-rw");
-    // Writers queued between readers keep them apart (each re-queues right after its turn), so
-    // readers take twice the writers' rounds: once the writers are done, readers share for sure.
-    const READS: u32 = 2 * ITERATIONS;
-    let start = StartLine::new(2);
-    let mut peers = [
-        Peer::curator("curator-reader", &path, "read", READS, 20, &log),
+    let peers = [
+        Peer::curator("curator-reader", &path, "read", 2 * ITERATIONS, 20, &log),
         Peer::curator("curator-writer", &path, "write", ITERATIONS, 5, &log),
     ];
-    let mut rust = Vec::new();
-    for (name, write) in [("zklock-reader", false), ("zklock-writer", true)] {
-        let (path, log, start) = (path.clone(), log.clone(), start.clone());
-        rust.push(tokio::spawn(async move {
-            let client = connect().await;
-            let lock = InterProcessReadWriteLock::new(&client, &path).unwrap();
-            let (side, mode) = if write { (lock.write_lock(), "write") } else { (lock.read_lock(), "read") };
-            start.ready().await;
-            for _ in 0..if write { ITERATIONS } else { READS } {
-                let guard = side.acquire_timeout(PEER_TIMEOUT).await.unwrap().expect("zklock starved");
-                logged_section(&log, name, mode, Duration::from_millis(if write { 5 } else { 20 })).await;
-                guard.release().await.unwrap();
-            }
-        }));
-    }
-    start.open(&mut peers).await;
-    finish(rust, peers, PEER_TIMEOUT).await;
-    let shared = check_log(
-        &log,
-        &[
-            ("curator-reader", READS),
-            ("curator-writer", ITERATIONS),
-            ("zklock-reader", READS),
-            ("zklock-writer", ITERATIONS),
-        ],
-    );
-    let turns = check_turns(&log, SWITCHES);
-    eprintln!("readers held together {shared} times; {turns:?}");
-    assert!(turns.shared_across > 0, "a zklock reader and a Curator reader never held together");
-    let _ = std::fs::remove_file(&log);
+    let run = ("curator", ITERATIONS, PEER_TIMEOUT, SWITCHES);
+    read_write_contention(&path, &log, NodeSchema::Curator, peers, run).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

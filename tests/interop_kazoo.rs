@@ -1,13 +1,16 @@
 //! zklock and the real kazoo (Debian's python3-kazoo) share one lock when zklock uses kazoo's
-//! node schema; with Curator's schema they do not see each other, which is why the option exists.
-//! zklock's read-write lock and semaphore have only Curator's layout: the last tests show that
-//! kazoo's `WriteLock` and `Semaphore` do not exclude them, as docs/interop.md's matrix says.
+//! node schema, a mutex or a read-write lock; with Curator's schema they do not see each other,
+//! which is why the option exists. The last test shows that kazoo's `Semaphore` does not exclude
+//! zklock's semaphore in Curator's layout, as docs/interop.md's matrix says (in kazoo's layout it
+//! does: `tests/interop_kazoo_semaphore.rs`).
 
 mod common;
 
 use std::time::Duration;
 
-use common::interop::{check_log, check_turns, finish, logged_section, temp_log, Peer, StartLine};
+use common::interop::{
+    check_log, check_turns, finish, logged_section, read_write_contention, temp_log, Peer, StartLine,
+};
 use common::{connect, unique_path};
 use zklock::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, NodeSchema};
 
@@ -76,9 +79,49 @@ async fn with_curators_schema_kazoo_does_not_see_zklock_unless_told_to() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kazoo_write_locks_and_zklock_write_locks_ignore_each_other() {
+async fn zklock_and_kazoo_read_write_locks_share_reads_and_exclude_writes() {
     let path = unique_path("kazoo-rw");
     let log = temp_log("kazoo-rw");
+    // kazoo 2.8's reader gives its place up after 500 ms and queues again: it waits for writers
+    // queued behind it too (kazoo #649), a ring only a timeout breaks.
+    let peers = [
+        Peer::kazoo("kazoo-reader", &path, "read:500", 2 * ITERATIONS, 20, &log, &[]),
+        Peer::kazoo("kazoo-writer", &path, "write", ITERATIONS, 5, &log, &[]),
+    ];
+    let run = ("kazoo", ITERATIONS, PEER_TIMEOUT, SWITCHES);
+    read_write_contention(&path, &log, NodeSchema::Kazoo, peers, run).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kazoo_writer_waits_through_a_zklock_downgrade() {
+    let path = unique_path("kazoo-downgrade");
+    let log = temp_log("kazoo-downgrade");
+    let client = connect().await;
+    let lock = InterProcessReadWriteLock::builder(&client, &path).node_schema(NodeSchema::Kazoo).build().unwrap();
+    let writing = lock.write_lock().acquire().await.unwrap();
+    let mut writer = Peer::kazoo("kazoo-writer", &path, "write", 1, 0, &log, &[]);
+    writer.start().await;
+    common::eventually("kazoo's writer queues", || async {
+        client.list_children(&path).await.is_ok_and(|children| children.len() == 2)
+    })
+    .await;
+    // The read node takes the write node's sequence: it sorts ahead of kazoo's writer, which
+    // must wait for it once the write node is gone.
+    let reading = lock.read_lock().acquire().await.unwrap();
+    assert!(reading.node_path().contains("__rlock__"), "{}", reading.node_path());
+    writing.release().await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!writer.has_exited(), "kazoo's writer took the lock from zklock's downgraded reader");
+    assert!(std::fs::read_to_string(&log).unwrap_or_default().is_empty(), "kazoo's writer entered");
+    reading.release().await.unwrap();
+    tokio::task::block_in_place(|| writer.wait_success(PEER_TIMEOUT));
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_curators_layout_kazoo_write_locks_and_zklock_write_locks_ignore_each_other() {
+    let path = unique_path("kazoo-rw-curator");
+    let log = temp_log("kazoo-rw-curator");
     let client = connect().await;
     let lock = InterProcessReadWriteLock::new(&client, &path).unwrap();
 

@@ -265,3 +265,33 @@ async fn a_sessions_first_hold_starts_no_task() {
     assert_eq!(metrics.num_alive_tasks(), before, "the first hold started a task");
     guard.release().await.unwrap();
 }
+
+/// kazoo's recipes make their lock path persistent once (`ensure_path`) and never again, so a
+/// kazoo-schema lock makes it persistent too: as a container it would be reaped once empty, and
+/// a long-lived kazoo `Lock`'s next acquire there would fail with `NoNodeError`. Side by side
+/// with two Curator-schema paths: once the second, emptied after the kazoo path, is reaped, the
+/// server's reaper has passed since the kazoo path was empty.
+#[tokio::test]
+async fn a_kazoo_schema_lock_path_stays_when_empty_as_kazoo_needs_it() {
+    use zklock::NodeSchema;
+    let base = unique_path("kazoo-persistent");
+    let client = connect().await;
+    let take = |path: String, schema| {
+        let client = client.clone();
+        async move {
+            let mutex = InterProcessMutex::builder(&client, &path).node_schema(schema).build().unwrap();
+            mutex.acquire().await.unwrap().release().await.unwrap();
+            path
+        }
+    };
+    let kazoo = take(format!("{base}/kazoo"), NodeSchema::Kazoo).await;
+    for name in ["curator-first", "curator-second"] {
+        let curator = take(format!("{base}/{name}"), NodeSchema::Curator).await;
+        eventually("the empty Curator-schema container is reaped", || async {
+            client.check_stat(&curator).await.unwrap().is_none()
+        })
+        .await;
+    }
+    assert!(client.check_stat(&kazoo).await.unwrap().is_some(), "the kazoo-schema lock path was reaped");
+    client.delete(&kazoo, None).await.unwrap();
+}

@@ -9,7 +9,7 @@ use common::{connect, connect_through, server, unique_path};
 use tokio::sync::watch;
 use zklock::{
     watch_queue, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
-    InterProcessSemaphoreV2, QueuePosition,
+    InterProcessSemaphoreV2, NodeSchema, QueuePosition,
 };
 use zklock_testcontainers::{Proxy, ThrottledOperation};
 use zookeeper_client::Client;
@@ -65,6 +65,12 @@ async fn every_lock_recipe_tells_its_waiter_who_holds() {
     let _read = InterProcessReadWriteLock::new(&holder, &path).unwrap().read_lock().acquire().await.unwrap();
     let rwlock = InterProcessReadWriteLock::new(&waiter, &path).unwrap();
     shows_the_holder("write behind a read", &holder, async move { rwlock.write_lock().acquire().await }).await;
+
+    let path = unique_path("view-kazoo-rwlock");
+    let kazoo = |client| InterProcessReadWriteLock::builder(client, &path).node_schema(NodeSchema::Kazoo).build();
+    let _write = kazoo(&holder).unwrap().write_lock().acquire().await.unwrap();
+    let rwlock = kazoo(&waiter).unwrap();
+    shows_the_holder("kazoo read behind a write", &holder, async move { rwlock.read_lock().acquire().await }).await;
 
     let path = unique_path("view-semaphore");
     let _lease = InterProcessSemaphoreV2::new(&holder, &path, 1).unwrap().acquire().await.unwrap();

@@ -6,7 +6,7 @@ use crate::report::out;
 use crate::row::{Failure, Part, Pending, Row, Scenario};
 use crate::table::{turns, Line, State};
 use crate::targets::Summary;
-use crate::{Bench, Pass, Plan};
+use crate::{percentile, Bench, Pass, Plan};
 
 /// A row's uncontended figures, over every round.
 pub struct Latency {
@@ -16,6 +16,19 @@ pub struct Latency {
     /// Whether the requests are the server's count for everyone (for a program, its connects
     /// and closes too), not the row's own session's.
     pub server_wide: bool,
+}
+
+impl Latency {
+    /// The latency of one session's timed cycles, `samples` (µs each) over every round of
+    /// `plan`, with the `requests` the server counted for that session alone.
+    pub fn of_session(samples: &mut [f64], requests: u64, plan: &Plan) -> Latency {
+        Latency {
+            p50_us: percentile(samples, 50.0),
+            p99_us: percentile(samples, 99.0),
+            requests_per_cycle: requests as f64 / (plan.rounds * plan.cycles) as f64,
+            server_wide: false,
+        }
+    }
 }
 
 /// A row's uncontended runs, round after round.

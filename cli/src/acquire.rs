@@ -15,7 +15,9 @@ use crate::waiting_line::shown;
 
 /// The kind of lock the options ask for.
 pub fn kind(args: &LockArgs) -> Kind {
-    if args.semaphore.is_some() {
+    if args.semaphore.is_some() && args.kazoo {
+        Kind::KazooSemaphore
+    } else if args.semaphore.is_some() {
         Kind::Semaphore
     } else if args.mutex {
         Kind::Mutex
@@ -77,7 +79,9 @@ pub async fn acquire(
     let timeout = patience(args);
     let node_data = own_data(args);
     let held = if let Some(leases) = args.semaphore {
+        let schema = if args.kazoo { NodeSchema::Kazoo } else { NodeSchema::Curator };
         let mut builder = InterProcessSemaphoreV2::builder(on, lock_path, leases)
+            .node_schema(schema)
             .node_data(node_data)
             .acl_provider(acls.clone())
             .loss_policy(args.hold.loss_policy.into());
@@ -120,7 +124,7 @@ pub async fn acquire(
                 mutex = builder.node_schema(NodeSchema::Kazoo).build().map_err(Failure::from_lock_error)?;
                 &mutex
             }
-            Kind::Mutex | Kind::Semaphore | Kind::Latch => {
+            Kind::Mutex | Kind::Semaphore | Kind::KazooSemaphore | Kind::Latch | Kind::KazooReadWrite => {
                 mutex = builder.build().map_err(Failure::from_lock_error)?;
                 &mutex
             }

@@ -143,8 +143,8 @@ pub struct LockArgs {
     #[arg(long, short = 's', env = "ZKLOCK_READ", value_parser = BoolishValueParser::new(), global = true)]
     pub read: bool,
 
-    /// A counting semaphore of N leases (Curator's InterProcessSemaphoreV2 layout; every
-    /// participant must use the same N).
+    /// A counting semaphore of N leases (Curator's InterProcessSemaphoreV2 layout, or with
+    /// --kazoo kazoo's Semaphore; every participant must use the same N).
     #[arg(long, value_name = "N", env = "ZKLOCK_SEMAPHORE", value_parser = clap::value_parser!(u32).range(1..), global = true)]
     pub semaphore: Option<u32>,
 
@@ -152,7 +152,8 @@ pub struct LockArgs {
     #[arg(long, env = "ZKLOCK_MUTEX", value_parser = BoolishValueParser::new(), global = true)]
     pub mutex: bool,
 
-    /// kazoo's Lock layout (to share the path with Python services that use it).
+    /// kazoo's Lock layout (to share the path with Python services that use it); with
+    /// --semaphore N, kazoo's Semaphore layout.
     #[arg(long, env = "ZKLOCK_KAZOO", value_parser = BoolishValueParser::new(), global = true)]
     pub kazoo: bool,
 
@@ -216,10 +217,12 @@ pub struct HoldOptions {
     #[arg(long, value_name = "ACL", value_delimiter = ',', value_parser = parse_acl, env = "ZKLOCK_ACL", global = true)]
     pub acl: Vec<zookeeper_client::Acl>,
 
-    /// After SIGTERM on a lost lock or leadership, wait at most this long before SIGKILL. Never
-    /// later than the moment the server could first expire the session; so a loss after which
-    /// another may already hold (session expired, node deleted) gets SIGKILL at once, without
-    /// this grace.
+    /// How long the command may take to end once told to: after SIGINT, SIGTERM or SIGQUIT
+    /// sent to zklock and passed on (a second one kills at once), or after SIGTERM on a lost
+    /// lock or leadership, zklock then kills the command's whole tree with SIGKILL, releases and
+    /// exits. Keep it below a supervisor's stop timeout (systemd's TimeoutStopSec). On a loss,
+    /// never later than the moment the server could first expire the session; so a loss after
+    /// which another may already hold (session expired, node deleted) gets SIGKILL at once.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true, env = "ZKLOCK_KILL_AFTER", global = true)]
     pub kill_after: Duration,
 }

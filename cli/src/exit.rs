@@ -75,6 +75,8 @@ impl Failure {
     pub fn from_lock_error(err: zklock::Error) -> Self {
         let outcome = match &err {
             zklock::Error::InvalidPath { .. } | zklock::Error::InvalidOptions(_) => Outcome::Usage,
+            // A semaphore of another N on the path, as `layout.rs` refuses for Curator's layout.
+            zklock::Error::MaxLeasesMismatch { .. } => Outcome::Usage,
             zklock::Error::SessionExpired | zklock::Error::SessionClosed => Outcome::Unavailable,
             zklock::Error::LockLost(_) => Outcome::Lost,
             zklock::Error::Deadlock(_) => Outcome::Deadlock,

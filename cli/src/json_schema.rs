@@ -29,8 +29,16 @@ pub const LIST: Schema = Schema {
         field("path", "string", "always: the lock path"),
         field("held", "boolean", "always: someone holds (exit 0)"),
         field("queues", "array", "always: one object per kind of lock on the path, empty if none"),
-        field("queues[].kind", "string", "mutex, read-write, kazoo, semaphore or leader-latch"),
-        field("queues[].leases", "integer or null", "semaphore queues only: N, as zklock's lease nodes record it"),
+        field(
+            "queues[].kind",
+            "string",
+            "mutex, read-write, kazoo, kazoo-read-write, semaphore, kazoo-semaphore or leader-latch",
+        ),
+        field(
+            "queues[].leases",
+            "integer or null",
+            "semaphore queues only: N, as zklock's lease nodes record it (kazoo-semaphore: as the path stores it)",
+        ),
         field("queues[].nodes", "array", "always: the participants in queue order, holders first"),
         field("queues[].nodes[].node", "string", "always: the node's path"),
         field("queues[].nodes[].role", "string", "always: holder or waiter"),

@@ -17,12 +17,18 @@ pub enum Kind {
     ReadWrite,
     /// Curator's `InterProcessMutex`: `_c_{uuid}-lock-{seq}`.
     Mutex,
-    /// kazoo's locks: `{hex}__lock__{seq}` (and `__rlock__` for its read lock).
+    /// kazoo's `Lock` (and a kazoo `Election`, which is one): `{hex}__lock__{seq}`.
     Kazoo,
+    /// kazoo's `ReadLock`/`WriteLock`: `{hex}__rlock__{seq}` beside `{hex}__lock__{seq}`. A path
+    /// with a `__rlock__` node is one; its `__lock__` nodes are then its writers.
+    KazooReadWrite,
     /// `InterProcessSemaphoreV2`: lease nodes under `leases/`, its own mutex under `locks/`.
     Semaphore,
     /// An election of Curator's `LeaderLatch` (`zklock elect`): `_c_{uuid}-latch-{seq}`.
     Latch,
+    /// kazoo's `Semaphore`: leases `{hex32}` directly under the path, takers queued on a kazoo
+    /// lock at the sibling `{path}-__lock__`, the maximum stored as the path's data.
+    KazooSemaphore,
 }
 
 /// What a mode puts on a path: its kind of lock and, for a semaphore, its number of leases
@@ -45,7 +51,9 @@ impl Kind {
         }
         if name.contains("__READ__") || name.contains("__WRIT__") {
             Some(Kind::ReadWrite)
-        } else if name.contains("__lock__") || name.contains("__rlock__") {
+        } else if name.contains("__rlock__") {
+            Some(Kind::KazooReadWrite)
+        } else if name.contains("__lock__") {
             Some(Kind::Kazoo)
         } else if name.contains("-lock-") {
             Some(Kind::Mutex)
@@ -62,8 +70,10 @@ impl Kind {
             Kind::ReadWrite => "read-write",
             Kind::Mutex => "mutex",
             Kind::Kazoo => "kazoo",
+            Kind::KazooReadWrite => "kazoo-read-write",
             Kind::Semaphore => "semaphore",
             Kind::Latch => "leader-latch",
+            Kind::KazooSemaphore => "kazoo-semaphore",
         }
     }
 
@@ -73,8 +83,10 @@ impl Kind {
             Kind::ReadWrite => "the default, --write or --read",
             Kind::Mutex => "--mutex",
             Kind::Kazoo => "--kazoo",
+            Kind::KazooReadWrite => "kazoo's ReadLock and WriteLock",
             Kind::Semaphore => "--semaphore",
             Kind::Latch => "zklock elect",
+            Kind::KazooSemaphore => "--semaphore N --kazoo",
         }
     }
 }
@@ -86,8 +98,29 @@ impl fmt::Display for Kind {
     }
 }
 
-/// The kinds of lock that have nodes under `path` now. Syncs first, so that a node another
-/// client created before this call is seen.
+/// Whether `name`, a child of a lock path, is a lease of kazoo's `Semaphore`: a uuid as 32 hex
+/// digits (kazoo's `uuid4().hex`), nothing more.
+pub fn is_kazoo_lease(name: &str) -> bool {
+    name.len() == 32 && name.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The gate of a kazoo `Semaphore` on `path`: the kazoo lock its takers queue on.
+pub fn kazoo_gate(path: &str) -> String {
+    format!("{path}-__lock__")
+}
+
+/// The maximum a kazoo `Semaphore` on `path` stores as the path's data (`None` when there is
+/// none, or it is no number).
+pub async fn kazoo_stored_leases(client: &Client, path: &str) -> Result<Option<u32>, Failure> {
+    match client.get_data(path).await {
+        Ok((data, _)) => Ok(String::from_utf8_lossy(&data).trim().parse().ok()),
+        Err(ZkError::NoNode) => Ok(None),
+        Err(err) => Err(Failure::zookeeper("get", path, err)),
+    }
+}
+
+/// The kinds of lock that have nodes under `path` now (a kazoo semaphore's waiters are on its
+/// sibling gate). Syncs first, so that a node another client created before this call is seen.
 pub async fn kinds_present(client: &Client, path: &str) -> Result<BTreeSet<Kind>, Failure> {
     let mut kinds = BTreeSet::new();
     match client.sync(path).await {
@@ -101,7 +134,17 @@ pub async fn kinds_present(client: &Client, path: &str) -> Result<BTreeSet<Kind>
             }
         } else if let Some(kind) = Kind::of_node(&child) {
             kinds.insert(kind);
+        } else if is_kazoo_lease(&child) {
+            kinds.insert(Kind::KazooSemaphore);
         }
+    }
+    if kinds.contains(&Kind::KazooReadWrite) {
+        // Its writers' `__lock__` nodes are named as a kazoo `Lock`'s: one queue, not two.
+        kinds.remove(&Kind::Kazoo);
+    }
+    let gate = list(client, &kazoo_gate(path)).await?;
+    if gate.iter().any(|node| Kind::of_node(node) == Some(Kind::Kazoo)) {
+        kinds.insert(Kind::KazooSemaphore);
     }
     Ok(kinds)
 }
@@ -159,10 +202,15 @@ mod tests {
         assert_eq!(Kind::of_node(&format!("{uuid}__READ__0000000004")), Some(Kind::ReadWrite));
         assert_eq!(Kind::of_node(&format!("{uuid}lock-0000000001")), Some(Kind::Mutex));
         assert_eq!(Kind::of_node("6ba7b8109dad11d180b400c04fd430c8__lock__0000000002"), Some(Kind::Kazoo));
-        assert_eq!(Kind::of_node("6ba7b8109dad11d180b400c04fd430c8__rlock__0000000002"), Some(Kind::Kazoo));
+        assert_eq!(Kind::of_node("6ba7b8109dad11d180b400c04fd430c8__rlock__0000000002"), Some(Kind::KazooReadWrite));
         assert_eq!(Kind::of_node(&format!("{uuid}latch-0000000005")), Some(Kind::Latch));
         assert_eq!(Kind::of_node("config"), None);
         assert_eq!(Kind::of_node("leases"), None);
+        assert!(is_kazoo_lease("6ba7b8109dad11d180b400c04fd430c8"));
+        assert!(!is_kazoo_lease("6ba7b8109dad11d180b400c04fd430c8__lock__0000000002"));
+        assert!(!is_kazoo_lease("6BA7B8109DAD11D180B400C04FD430C8"), "kazoo's hex is lowercase");
+        assert!(!is_kazoo_lease("config"));
+        assert_eq!(kazoo_gate("/app/sem"), "/app/sem-__lock__");
     }
 
     #[test]

@@ -11,7 +11,14 @@ use crate::json_schema::LIST;
 use crate::layout::Kind;
 use crate::queue::{session_id, Entry};
 
-pub fn to_json(path: &str, held: bool, queues: &[(Kind, Vec<Entry>)], now: SystemTime) -> serde_json::Value {
+/// `stored_leases`: the maximum a kazoo semaphore's path stores, for its queue's `leases`.
+pub fn to_json(
+    path: &str,
+    held: bool,
+    queues: &[(Kind, Vec<Entry>)],
+    stored_leases: Option<u32>,
+    now: SystemTime,
+) -> serde_json::Value {
     let queues: Vec<_> = queues
         .iter()
         .map(|(kind, entries)| {
@@ -19,6 +26,9 @@ pub fn to_json(path: &str, held: bool, queues: &[(Kind, Vec<Entry>)], now: Syste
             let mut queue = json!({ "kind": kind.name(), "nodes": nodes });
             if *kind == Kind::Semaphore {
                 queue["leases"] = json!(entries.iter().filter_map(|entry| entry.owner()?.leases).max());
+            }
+            if *kind == Kind::KazooSemaphore {
+                queue["leases"] = json!(stored_leases);
             }
             queue
         })

@@ -36,6 +36,7 @@ mod revocation;
 mod signals;
 mod stderr;
 mod stdout;
+mod stop;
 mod supervision;
 mod take_alone;
 mod terminal_line;

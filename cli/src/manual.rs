@@ -91,16 +91,27 @@ uninterruptible sleep (a hung NFS mount), which dies only when it wakes.
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to zklock are passed on to the
 command's process group, once (one ignored when zklock started, as nohup ignores SIGHUP, stays
 ignored by zklock and the command); the lock is released when the last process the command
-started has exited. If the lock is lost while the command runs (session expired, disconnected
-too long, node deleted), the group gets SIGTERM at once and the whole tree SIGKILL at the latest
-when the server could first expire the session (sooner with --kill-after); zklock exits 76 once
-the tree is gone, before anyone else can hold the lock. If the watchdog alone is killed, zklock
-says so, kills what is left, and exits 137 as if the command had been killed. With --max-hold DUR
-the lock is given up once held that long: as for a deleted node, the group gets SIGTERM and the
-tree SIGKILL at once (zklock is told just before its node's delete is sent), zklock says the lock
-was held for its maximum time and exits 76. Its node says the bound, and `zklock list` shows it
-(held 12s of at most 30s). zklock's own process keeps the bound: a zklock stopped whole keeps the
-node until its session ends.
+started has exited. SIGINT, SIGTERM and SIGQUIT also ask for a stop: the command's tree gets
+--kill-after to end, then SIGKILL, and zklock deletes its node, closes its session and exits
+with the command's status (137 when killed); a second of them kills at once. SIGHUP, SIGUSR1 and
+SIGUSR2 start no grace (daemons read them as reload, rotate). If the lock is lost while the
+command runs (session expired, disconnected too long, node deleted), the group gets SIGTERM at
+once and the whole tree SIGKILL at the latest when the server could first expire the session
+(sooner with --kill-after); zklock exits 76 once the tree is gone, before anyone else can hold
+the lock. If the watchdog alone is killed, zklock says so, kills what is left, and exits 137 as
+if the command had been killed. With --max-hold DUR the lock is given up once held that long: as
+for a deleted node, the group gets SIGTERM and the tree SIGKILL at once (zklock is told just
+before its node's delete is sent), zklock says the lock was held for its maximum time and exits
+76. Its node says the bound, and `zklock list` shows it (held 12s of at most 30s). zklock's own
+process keeps the bound: a zklock stopped whole keeps the node until its session ends.
+
+Under systemd (the tested unit is docs/zklock@.service in zklock's sources): Type=exec, as the
+start then fails when zklock cannot be run (zklock tells systemd nothing: the unit is active
+while it waits for the lock too); KillMode=mixed, so that SIGTERM goes to zklock alone and
+reaches the command once (control-group, the default, works but sends the command's group a
+second one); TimeoutStopSec above --kill-after with a few seconds for the release, as systemd's
+SIGKILL of zklock leaves the node until the session timeout, which a restarted unit then waits
+for; SuccessExitStatus=143 (75 too for a oneshot run with -n); Restart=always and RestartSec=5s.
 
 Ctrl-Z works as on any shell job: a terminal stop of the command (SIGTSTP, SIGTTIN, SIGTTOU), or
 SIGTSTP sent to zklock, stops the command and zklock together, and the shell prompts again; `fg`

@@ -154,8 +154,13 @@ pub fn check(matches: &ArgMatches, mode: Mode) -> Result<(), Failure> {
 /// Options of which one at most may be in force. One written on the command line overrides
 /// those set in the environment (as every option does); two written, or two set, are refused.
 /// A semaphore's waits are no deadlock's (a waiter goes on when any lease is let go).
-const EXCLUSIVE: [&[&str]; 3] =
-    [&["nonblock", "timeout"], &["write", "read", "semaphore", "mutex", "kazoo"], &["semaphore", "fail_on_deadlock"]];
+/// `--kazoo` with `--semaphore N` is kazoo's `Semaphore` layout.
+const EXCLUSIVE: [&[&str]; 4] = [
+    &["nonblock", "timeout"],
+    &["write", "read", "semaphore", "mutex"],
+    &["write", "read", "mutex", "kazoo"],
+    &["semaphore", "fail_on_deadlock"],
+];
 
 /// Applies [`EXCLUSIVE`]: clears what the environment set against the command line.
 pub fn settle(matches: &ArgMatches, cli: &mut Cli) -> Result<(), Failure> {

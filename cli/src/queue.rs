@@ -7,7 +7,7 @@ use zklock::{InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, NodeSchema
 use zookeeper_client::Client;
 
 use crate::exit::Failure;
-use crate::layout::Kind;
+use crate::layout::{kazoo_gate, Kind};
 use crate::node_data::NodeData;
 
 /// One participant of a queue.
@@ -39,14 +39,21 @@ impl Entry {
 /// An election lists its leader as the holder. A semaphore lists its leases, then the
 /// participants queued in `locks`: the first N leases hold, N as zklock's leases say (Curator's
 /// layout stores it nowhere: with only Curator's leases, every lease shows as holding, also one
-/// that was just added and waits for room).
+/// that was just added and waits for room). A kazoo semaphore lists its leases, all holding,
+/// then the takers queued on its gate.
 pub async fn queue(client: &Client, path: &str, kind: Kind) -> Result<Vec<Entry>, Failure> {
     let lock_error = Failure::from_lock_error;
     let nodes = match kind {
         Kind::ReadWrite => {
             let rw = InterProcessMutex::builder(client, path).build_read_write().map_err(lock_error)?;
             let nodes = rw.read_lock().participants_with_data().await.map_err(lock_error)?;
-            return Ok(read_write_roles(nodes.into_iter().map(|node| entry(node, None, false)).collect()));
+            return Ok(read_write_roles(nodes.into_iter().map(|node| entry(node, None, false)).collect(), "__WRIT__"));
+        }
+        Kind::KazooReadWrite => {
+            let builder = InterProcessMutex::builder(client, path).node_schema(NodeSchema::Kazoo);
+            let rw = builder.build_read_write().map_err(lock_error)?;
+            let nodes = rw.read_lock().participants_with_data().await.map_err(lock_error)?;
+            return Ok(read_write_roles(nodes.into_iter().map(|node| entry(node, None, false)).collect(), "__lock__"));
         }
         Kind::Mutex => InterProcessMutex::new(client, path).map_err(lock_error)?,
         Kind::Kazoo => {
@@ -63,6 +70,16 @@ pub async fn queue(client: &Client, path: &str, kind: Kind) -> Result<Vec<Entry>
                 entry.holds = room.is_none_or(|room| position < room as usize);
             }
             return Ok(entries.into_iter().chain(queued.into_iter().map(|node| entry(node, None, false))).collect());
+        }
+        Kind::KazooSemaphore => {
+            // Every lease node holds (a kazoo taker creates one only when there is room); the
+            // takers wait on the gate, the first of them for room.
+            let semaphore = InterProcessSemaphoreV2::builder(client, path, 1).node_schema(NodeSchema::Kazoo);
+            let leases = semaphore.build().map_err(lock_error)?.participants_with_data().await.map_err(lock_error)?;
+            let gate = InterProcessMutex::builder(client, &kazoo_gate(path)).node_schema(NodeSchema::Kazoo);
+            let queued = gate.build().map_err(lock_error)?.participants_with_data().await.map_err(lock_error)?;
+            let leases = leases.into_iter().map(|node| entry(node, None, true));
+            return Ok(leases.chain(queued.into_iter().map(|node| entry(node, None, false))).collect());
         }
         Kind::Latch => {
             // The latch only reads here: it never joins the election.
@@ -91,12 +108,13 @@ fn entry(node: ParticipantNode, side: Option<&'static str>, holds: bool) -> Entr
     Entry { node: node.path, data, side, holds, token: None, session: None, created: None }
 }
 
-/// Curator's read-write rules on a queue in order: a writer holds when it is first, a reader
-/// when no writer is ahead of it (a writer's own downgrade is not told apart: it shows waiting).
-fn read_write_roles(mut entries: Vec<Entry>) -> Vec<Entry> {
+/// The read-write rules (Curator's, and kazoo's recipe) on a queue in order, its writers' nodes
+/// named with `writer_name`: a writer holds when it is first, a reader when no writer is ahead of
+/// it (a writer's own downgrade is not told apart: it shows waiting).
+fn read_write_roles(mut entries: Vec<Entry>, writer_name: &str) -> Vec<Entry> {
     let mut writer_ahead = false;
     for (position, entry) in entries.iter_mut().enumerate() {
-        if entry.node.contains("__WRIT__") {
+        if entry.node.rsplit('/').next().is_some_and(|name| name.contains(writer_name)) {
             entry.side = Some("write");
             entry.holds = position == 0;
             writer_ahead = true;
@@ -145,14 +163,14 @@ mod tests {
     fn readers_before_the_first_writer_hold() {
         let queue =
             vec![node("_c_a-__READ__1"), node("_c_b-__READ__2"), node("_c_c-__WRIT__3"), node("_c_d-__READ__4")];
-        let holds: Vec<bool> = read_write_roles(queue).iter().map(|entry| entry.holds).collect();
+        let holds: Vec<bool> = read_write_roles(queue, "__WRIT__").iter().map(|entry| entry.holds).collect();
         assert_eq!(holds, [true, true, false, false]);
     }
 
     #[test]
     fn a_writer_holds_only_first() {
         let queue = vec![node("_c_a-__WRIT__1"), node("_c_b-__WRIT__2"), node("_c_c-__READ__3")];
-        let holds: Vec<bool> = read_write_roles(queue).iter().map(|entry| entry.holds).collect();
+        let holds: Vec<bool> = read_write_roles(queue, "__WRIT__").iter().map(|entry| entry.holds).collect();
         assert_eq!(holds, [true, false, false]);
     }
 }

@@ -22,6 +22,7 @@ use crate::layout::Layout;
 use crate::revocation::Revocation;
 use crate::signals::Signals;
 use crate::stderr;
+use crate::stop::{Step, Stop};
 use crate::take_alone::take_alone;
 use crate::watchdog::Report;
 
@@ -87,6 +88,7 @@ async fn supervise(
 ) -> Result<ExitCode, Failure> {
     let Watched { signals, suspend } = watched;
     let mut revocation_seen = false;
+    let mut stop = Stop::new(options.kill_after);
     let intruder = intruders::arrived(client, watch);
     tokio::pin!(intruder);
     loop {
@@ -111,7 +113,8 @@ async fn supervise(
                 // says the rest.
                 stderr::warn(&format!("{}; stopping the command", held.lost(reason)));
                 group.signal(libc::SIGTERM);
-                let kill_by = kill_deadline(reason, client.session_timeout(), options.kill_after);
+                let grace = stop.grace_left(tokio::time::Instant::now());
+                let kill_by = kill_deadline(reason, client.session_timeout(), grace);
                 if tokio::time::timeout(kill_by, group.wait()).await.is_err() {
                     group.signal(libc::SIGKILL);
                     group.wait().await;
@@ -130,19 +133,41 @@ async fn supervise(
             }
             failure = &mut intruder => {
                 // Not a loss to the session: nobody else is about to be granted our lock, so
-                // the command gets --kill-after's grace.
+                // the command gets --kill-after's grace (what a stop asked for left of it).
                 stderr::warn(&format!("{}; stopping the command", failure.message));
                 group.signal(libc::SIGTERM);
-                if tokio::time::timeout(options.kill_after, group.wait()).await.is_err() {
+                if tokio::time::timeout(stop.grace_left(tokio::time::Instant::now()), group.wait()).await.is_err() {
                     group.signal(libc::SIGKILL);
                     group.wait().await;
                 }
                 return Err(Failure::quiet(Outcome::Lost));
             }
-            signal = signals.next() => group.signal(signal),
+            signal = signals.next() => match stop.heard(signal, tokio::time::Instant::now()) {
+                Step::PassOn => group.signal(signal),
+                Step::KillNow => {
+                    stderr::warn(&format!("{} again: killing the command", signal_name(signal)));
+                    return Ok(kill(group).await);
+                }
+            },
+            () = stop.overdue() => {
+                let grace = crate::duration::human(stop.grace());
+                stderr::warn(&format!("the command did not end within --kill-after ({grace}) of the signal to stop: killing it"));
+                return Ok(kill(group).await);
+            }
             () = suspend.next() => group.signal(libc::SIGTSTP),
         }
     }
+}
+
+/// Kills the command's whole tree and waits until it is gone: its status (SIGKILL's, 137).
+async fn kill(group: &mut Group) -> ExitCode {
+    group.signal(libc::SIGKILL);
+    ExitCode::from(exit_code(group.wait().await))
+}
+
+/// `SIGTERM` for 15, for messages.
+fn signal_name(signal: libc::c_int) -> &'static str {
+    nix::sys::signal::Signal::try_from(signal).map_or("the signal", |signal| signal.as_str())
 }
 
 /// Whether the hold outlived a stop of zklock, in which no heartbeat went out: ZooKeeper

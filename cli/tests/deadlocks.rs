@@ -11,6 +11,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use common::{connect, server, unique_path, wait_for_children};
+use support::kazoo::Kazoo;
 use support::{zklock, Group};
 use tokio::task::JoinHandle;
 use zklock::{InterProcessMutex, LockGuard};
@@ -385,6 +386,38 @@ async fn a_missing_root_or_a_root_without_locks_exits_3() {
         let empty = deadlocks(&root, false).await;
         assert_eq!(empty.status.code(), Some(NO_LOCKS), "{empty:?}");
         assert!(String::from_utf8_lossy(&empty.stdout).starts_with(&format!("{root}: holds no locks")), "{empty:?}");
+    })
+    .await;
+}
+
+/// Two real kazoo processes, each holding a kazoo `WriteLock` and queued as a `ReadLock` on the
+/// other's: by kazoo's rules a reader waits behind the writer ahead, so the two sessions are a
+/// possible deadlock (kazoo's nodes carry no owner tag).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoo_readers_behind_each_others_writers_are_a_deadlock() {
+    bounded(async {
+        let root = unique_path("deadlocks-kazoo-rw");
+        let zk = server().connect_string();
+        let (a, b) = (format!("{root}/a"), format!("{root}/b"));
+        let mut first = Kazoo::start(&zk, "kazoo-1", &[&format!("write:{a}"), &format!("read:{b}")]);
+        let mut second = Kazoo::start(&zk, "kazoo-2", &[&format!("write:{b}"), &format!("read:{a}")]);
+        first.go();
+        second.go();
+        let observer = connect().await;
+        for path in [&a, &b] {
+            wait_for_children(&observer, path, 2).await;
+        }
+        let json = deadlocks(&root, true).await;
+        assert_eq!(json.status.code(), Some(POSSIBLE), "{json:?}");
+        let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        let cycles = json["deadlocks"].as_array().unwrap();
+        assert_eq!(cycles.len(), 1, "{json}");
+        let waited: BTreeSet<&str> =
+            cycles[0]["waits"].as_array().unwrap().iter().map(|wait| wait["lock"].as_str().unwrap()).collect();
+        assert_eq!(waited, BTreeSet::from([a.as_str(), b.as_str()]), "{json}");
+        let waiters: Vec<&str> =
+            cycles[0]["waits"].as_array().unwrap().iter().map(|wait| wait["waiter_node"].as_str().unwrap()).collect();
+        assert!(waiters.iter().all(|node| node.contains("__rlock__")), "{json}");
     })
     .await;
 }

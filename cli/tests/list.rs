@@ -5,6 +5,7 @@ mod common;
 mod support;
 
 use common::{connect, server, unique_path, wait_for_children};
+use support::kazoo::Kazoo;
 use support::{hold, zklock, Group};
 use zookeeper_client::{Acls, CreateMode};
 
@@ -68,6 +69,33 @@ async fn list_shows_each_queue_apart() {
     for queue in json["queues"].as_array().unwrap() {
         assert_eq!(queue["nodes"][0]["role"], "holder", "{json}");
     }
+}
+
+/// kazoo's read-write layout, from real kazoo processes: a `WriteLock` holder and a `ReadLock`
+/// waiting behind it are one queue of kind `kazoo-read-write`, with their sides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_shows_a_kazoo_read_write_lock_as_one_queue_with_its_sides() {
+    let path = unique_path("cli-list-kazoo-rw");
+    let zk = server().connect_string();
+    let client = connect().await;
+    let _writer = Kazoo::start(&zk, "kazoo-writer", &[&format!("write:{path}")]);
+    // Its first step, free to take, only tells that the process is up.
+    let mut reader = Kazoo::start(&zk, "kazoo-reader", &[&format!("write:{path}-other"), &format!("read:{path}")]);
+    reader.go();
+    wait_for_children(&client, &path, 2).await;
+    let listed = zklock(&zk).args(["list", "--json", &path]).output().unwrap();
+    assert!(listed.status.success(), "{listed:?}");
+    let json: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let queues = json["queues"].as_array().unwrap();
+    assert_eq!(queues.len(), 1, "{json}");
+    assert_eq!(queues[0]["kind"], "kazoo-read-write", "{json}");
+    let nodes: Vec<(&str, &str, &str)> = queues[0]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|node| (node["role"].as_str().unwrap(), node["side"].as_str().unwrap(), node["data"].as_str().unwrap()))
+        .collect();
+    assert_eq!(nodes, [("holder", "write", "kazoo-writer"), ("waiter", "read", "kazoo-reader")], "{json}");
 }
 
 /// A semaphore of two leases with a third participant waiting: two holders, the third a

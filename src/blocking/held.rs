@@ -14,7 +14,7 @@ use crate::hold::lease::Lease;
 use crate::lock::guard::LockGuard;
 use crate::lock::multi::MultiLockGuard;
 
-use super::run::run;
+use super::run::{run, run_for};
 
 /// A hold taken through [`zklock::blocking`](crate::blocking): the async hold `H`, whose
 /// waiting methods ([`lost`](Held::lost), [`release`](Held::release)) block here. Its other
@@ -72,7 +72,7 @@ impl<H: sealed::Releasable> Held<H> {
     /// # Errors
     /// As [`lost`](Self::lost).
     pub fn lost_timeout(&self, timeout: Duration) -> Result<Option<LossReason>> {
-        run(async { tokio::time::timeout(timeout, self.hold.lost_boxed()).await.ok() })
+        run_for(timeout, self.hold.lost_boxed())
     }
 
     /// Releases the hold and reports how it went, as the async `release` does (`LockLost` for
@@ -106,7 +106,7 @@ impl Held<Leadership> {
     /// # Errors
     /// As [`ended`](Self::ended).
     pub fn ended_timeout(&self, timeout: Duration) -> Result<Option<TermEnd>> {
-        run(async { tokio::time::timeout(timeout, self.hold.ended()).await.ok() })
+        run_for(timeout, self.hold.ended())
     }
 }
 

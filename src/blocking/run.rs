@@ -46,6 +46,12 @@ pub fn run<F: Future>(future: F) -> Result<F::Output> {
     Ok(runtime.block_on(future))
 }
 
+/// [`run`] for at most `timeout`: `Ok(None)` when `future` has not finished by then (it is
+/// dropped). What every blocking `*_timeout` wait is.
+pub(crate) fn run_for<F: Future>(timeout: std::time::Duration, future: F) -> Result<Option<F::Output>> {
+    run(async { tokio::time::timeout(timeout, future).await.ok() })
+}
+
 /// Connects a client to `connect_string` (a comma-separated list of `host:port`), on zklock's
 /// runtime thread: the blocking `Client::connect`.
 ///

@@ -7,12 +7,12 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
-use zookeeper_client::{Client, Connector, SessionState};
+use zookeeper_client::{Client, SessionState};
 
 use super::deadline::{within, Patience};
+use super::retry_policy::RetryPolicy;
 use super::session_end::{check_session_ended, SessionEnd};
 use crate::error::{Error, Result};
 
@@ -42,9 +42,6 @@ impl fmt::Debug for Connect {
         f.write_str("Connect(..)")
     }
 }
-
-/// The longest pause between two tries to connect a new session (full jitter below it).
-const MAX_RECONNECT_PAUSE: Duration = Duration::from_secs(5);
 
 /// Where a [`Session`] stands, as Curator's `ConnectionState` says it.
 ///
@@ -82,8 +79,8 @@ pub enum ConnectionState {
 
 /// A ZooKeeper session for the life of a service: it hands out the current [`Client`], and when
 /// the server expires the session (a long pause, a partition longer than the session timeout),
-/// it connects a new client, backing off with jitter up to 5 s between tries, until it
-/// connects or the `Session` is dropped. [`subscribe`](Self::subscribe) tells where it stands.
+/// it connects a new client, pacing its tries as its [`RetryPolicy`] says (by default with
+/// jitter up to 5 s between tries), until it connects or the `Session` is dropped. [`subscribe`](Self::subscribe) tells where it stands.
 ///
 /// Every recipe can be built on a `Session` instead of a `Client` (`&session` wherever a builder
 /// takes `&client`). Such a recipe object survives expiry, with no code of the caller's: holds
@@ -96,6 +93,9 @@ pub enum ConnectionState {
 /// answers `Ok(None)` at once, as it does when another participant holds the lock (on a
 /// `Client`, an expired session is [`Error::SessionExpired`] at once). Leader elections built
 /// on a `Session` join again after an expiry.
+///
+/// Every request of a recipe built on it is retried as its [`RetryPolicy`] says, set with
+/// [`Session::builder`]; the constructors below take the default.
 ///
 /// Clones share the session. Dropping the last one closes the current client.
 ///
@@ -123,6 +123,7 @@ pub struct Session {
 
 struct Shared {
     connect: Connect,
+    retry: RetryPolicy,
     current: watch::Sender<Client>,
     state: watch::Sender<ConnectionState>,
     /// Ends the task that follows the sessions, once the last `Session` is dropped.
@@ -136,101 +137,9 @@ impl Drop for Shared {
 }
 
 impl Session {
-    /// Connects a first session with `connect` (code of the caller's: a connect string read
-    /// anew, a connector chosen per try), and connects every later session the same way.
-    ///
-    /// # Errors
-    /// [`Error::ZooKeeper`] (operation `connect`) when the first connect fails: nothing is
-    /// retried before the caller has a session.
-    pub async fn connect<F, Fut>(connect: F) -> Result<Session>
-    where
-        F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = std::result::Result<Client, zookeeper_client::Error>> + Send + 'static,
-    {
-        Session::connect_first(Connect::new(connect), "").await
-    }
-
-    /// Connects the first session with `connect`; a failure names `address` (empty when a
-    /// caller's closure hides it).
-    async fn connect_first(connect: Connect, address: &str) -> Result<Session> {
-        let client = connect.connect().await.map_err(Error::on("connect", address))?;
-        Session::start(client, connect)
-    }
-
-    /// Connects a first session to `connect_string` (`"host:2181,host2:2181/chroot"`, the
-    /// client's defaults: a 6 s session timeout, no auth), and every later session the same
-    /// way. [`connect_with`](Self::connect_with) takes a connector with options of its own;
-    /// [`connect`](Self::connect) any connecting code.
-    ///
-    /// # Errors
-    /// [`Error::ZooKeeper`] (operation `connect`, its path the connect string) when the first
-    /// connect fails.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let session = zklock::Session::connect_to("127.0.0.1:2181").await?;
-    /// let mutex = zklock::InterProcessMutex::new(&session, "/app/locks/nightly")?;
-    /// # let _ = mutex;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub async fn connect_to(connect_string: &str) -> Result<Session> {
-        Session::connect_with(Client::connector(), connect_string).await
-    }
-
-    /// Connects a first session with `connector` (its session timeout, auth, TLS) to
-    /// `connect_string`, and every later session with a clone of it. A connector told to resume
-    /// a session ([`with_session`](zookeeper_client::Connector::with_session)) would try the
-    /// expired one again after each expiry: leave that to [`from_client`](Self::from_client).
-    ///
-    /// # Errors
-    /// [`Error::ZooKeeper`] (operation `connect`, its path the connect string) when the first
-    /// connect fails.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// use std::time::Duration;
-    ///
-    /// let connector = zklock::Client::connector().with_session_timeout(Duration::from_secs(10));
-    /// let session = zklock::Session::connect_with(connector, "127.0.0.1:2181").await?;
-    /// # let _ = session;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub async fn connect_with(connector: Connector, connect_string: &str) -> Result<Session> {
-        let address: Arc<str> = connect_string.into();
-        let connect = Connect::new(move || {
-            let (connector, address) = (connector.clone(), Arc::clone(&address));
-            async move { connector.connect(&address).await }
-        });
-        Session::connect_first(connect, connect_string).await
-    }
-
-    /// A session that starts from `client` and connects every later session with `connect` (a
-    /// program that connected its client its own way, and wants its recipes to outlive the
-    /// session). Sends nothing. It starts where `client` stands: a client whose session has
-    /// already expired is [`Lost`](ConnectionState::Lost) from the start, and the next session
-    /// is connected at once.
-    ///
-    /// # Errors
-    /// [`Error::InvalidOptions`] when called outside a tokio runtime (the session is followed by
-    /// a task of its own).
-    pub fn from_client<F, Fut>(client: Client, connect: F) -> Result<Session>
-    where
-        F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = std::result::Result<Client, zookeeper_client::Error>> + Send + 'static,
-    {
-        Session::start(client, Connect::new(connect))
-    }
-
-    /// Follows `client`, and those `connect` makes after it.
-    pub(crate) fn start(client: Client, connect: Connect) -> Result<Session> {
+    /// Follows `client`, and those `connect` makes after it, retrying as `retry` says (checked
+    /// by the caller).
+    pub(crate) fn start(client: Client, connect: Connect, retry: RetryPolicy) -> Result<Session> {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return Err(Error::InvalidOptions("a Session needs a tokio runtime"));
         };
@@ -245,6 +154,7 @@ impl Session {
         let stop = Arc::new(Notify::new());
         let shared = Arc::new(Shared {
             connect,
+            retry,
             current: watch::Sender::new(client),
             state: watch::Sender::new(state),
             stop: Arc::clone(&stop),
@@ -256,6 +166,11 @@ impl Session {
     /// The current client: the one the next acquire uses.
     pub fn client(&self) -> Client {
         self.shared.current.borrow().clone()
+    }
+
+    /// How requests on this session are retried, and new sessions connected after an expiry.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.shared.retry
     }
 
     /// The current session's id.
@@ -342,12 +257,16 @@ async fn follow(shared: Weak<Shared>, mut states: zookeeper_client::StateWatcher
     }
 }
 
-/// Connects a new client after an expiry, backing off with full jitter (so that the services one
-/// outage expired do not reconnect in step); `None` once the session is dropped.
+/// Connects a new client after an expiry, pausing between tries as the policy's reconnect
+/// back-off says (full jitter, so that the services one outage expired do not reconnect in
+/// step); never gives up: `None` once the session is dropped.
 async fn reconnect(shared: &Weak<Shared>, stop: &Notify, expiries: u64) -> Option<zookeeper_client::StateWatcher> {
-    let mut pause = Duration::from_millis(100);
+    let mut failures = 0;
     loop {
-        let connect = shared.upgrade()?.connect.clone();
+        let (connect, backoff) = {
+            let session = shared.upgrade()?;
+            (session.connect.clone(), session.retry.reconnect_backoff())
+        };
         let connected = tokio::select! {
             connected = connect.connect() => connected,
             () = stop.notified() => return None,
@@ -365,8 +284,9 @@ async fn reconnect(shared: &Weak<Shared>, stop: &Notify, expiries: u64) -> Optio
                 tracing::warn!(target: "zklock", error = %err, "could not connect a new session after an expiry")
             }
         }
+        failures += 1;
         tokio::select! {
-            () = tokio::time::sleep(pause.mul_f64(fastrand::f64())) => pause = (pause * 2).min(MAX_RECONNECT_PAUSE),
+            () = tokio::time::sleep(backoff.pause(failures, fastrand::f64())) => {}
             () = stop.notified() => return None,
         }
     }
@@ -375,8 +295,14 @@ async fn reconnect(shared: &Weak<Shared>, stop: &Notify, expiries: u64) -> Optio
 /// What a recipe is built on: a [`Client`] (its one session, for as long as it lives) or a
 /// [`Session`] (a new client after each expiry). Every builder takes `impl Into<Connection>`, so
 /// `&client` and `&session` both work.
+///
+/// It carries how the recipe's requests are retried: a session's [`RetryPolicy`], or the default
+/// for a client.
 #[derive(Clone, Debug)]
-pub struct Connection(Source);
+pub struct Connection {
+    source: Source,
+    retry: RetryPolicy,
+}
 
 #[derive(Clone, Debug)]
 enum Source {
@@ -385,9 +311,22 @@ enum Source {
 }
 
 impl Connection {
+    fn new(source: Source) -> Self {
+        let retry = match &source {
+            Source::Client(_) => RetryPolicy::default(),
+            Source::Session(session) => session.retry_policy(),
+        };
+        Connection { source, retry }
+    }
+
+    /// How the recipe's requests are retried.
+    pub(crate) fn retry_policy(&self) -> RetryPolicy {
+        self.retry
+    }
+
     /// The client now (for reads, and what a lock object is labelled with).
     pub(crate) fn client(&self) -> Client {
-        match &self.0 {
+        match &self.source {
             Source::Client(client) => client.clone(),
             Source::Session(session) => session.client(),
         }
@@ -397,7 +336,7 @@ impl Connection {
     /// reconnection is through, waited for within `patience`; `None` when it runs out first. A
     /// try (`NoWait`) never waits for a reconnection: `None` at once while there is none.
     pub(crate) async fn usable_client(&self, patience: Patience) -> Option<Client> {
-        match &self.0 {
+        match &self.source {
             Source::Client(client) => Some(client.clone()),
             Source::Session(session) if patience == Patience::NoWait => {
                 let client = session.client();
@@ -411,14 +350,16 @@ impl Connection {
     /// expiry that landed while it was under way is ridden over, on the next session (Curator
     /// retries its `NoNode` there); on a client, it is the acquire's error.
     pub(crate) fn rides_over<T>(&self, outcome: &Result<T>) -> bool {
-        matches!((outcome, &self.0), (Err(Error::SessionExpired), Source::Session(_)))
+        matches!((outcome, &self.source), (Err(Error::SessionExpired), Source::Session(_)))
     }
 
     /// This connection, followed past an expiry: a client goes into a [`Session`] that connects
     /// the next one with `connect` (a leader election told to rejoin); a session already is one.
     pub(crate) fn rejoining(self, connect: Connect) -> Result<Connection> {
-        match self.0 {
-            Source::Client(client) => Ok(Connection(Source::Session(Session::start(client, connect)?))),
+        match self.source {
+            Source::Client(client) => {
+                Ok(Connection::new(Source::Session(Session::start(client, connect, self.retry)?)))
+            }
             Source::Session(_) => Ok(self),
         }
     }
@@ -426,24 +367,24 @@ impl Connection {
 
 impl From<&Client> for Connection {
     fn from(client: &Client) -> Self {
-        Connection(Source::Client(client.clone()))
+        Connection::new(Source::Client(client.clone()))
     }
 }
 
 impl From<Client> for Connection {
     fn from(client: Client) -> Self {
-        Connection(Source::Client(client))
+        Connection::new(Source::Client(client))
     }
 }
 
 impl From<&Session> for Connection {
     fn from(session: &Session) -> Self {
-        Connection(Source::Session(session.clone()))
+        Connection::new(Source::Session(session.clone()))
     }
 }
 
 impl From<Session> for Connection {
     fn from(session: Session) -> Self {
-        Connection(Source::Session(session))
+        Connection::new(Source::Session(session))
     }
 }

@@ -1,5 +1,5 @@
 //! `LeaderSelector`: Curator's leader selector, which runs the leader's work for one term at a
-//! time on top of an `InterProcessMutex`.
+//! time on top of an `InterProcessMutex` (or, in kazoo's layout, kazoo's `Election`).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use crate::election::leadership::Leadership;
 use crate::election::state::ElectionState;
 use crate::error::Result;
 use crate::lock::mutex::InterProcessMutex;
-use crate::lock::mutex_builder::MutexBuilder;
+use crate::lock::mutex_builder::{MutexBuilder, NodeSchema};
 use crate::observe::label::Recipe;
 use crate::options::recipe_options;
 
@@ -23,6 +23,11 @@ use crate::options::recipe_options;
 /// path take part in the same election. When the mutex is ours, the selector calls `lead` with
 /// the term's [`Leadership`] and leads until the future it returned completes; then it deletes
 /// its node and, with [`auto_requeue`](LeaderSelectorBuilder::auto_requeue), queues again.
+///
+/// Built with [`node_schema`](LeaderSelectorBuilder::node_schema)`(NodeSchema::Kazoo)` its mutex
+/// is kazoo's `Lock` (`{hex32}__lock__{seq}`, data: the id), which is what kazoo's `Election` is:
+/// Python services calling `Election(path, id).run(func)` on the same path take part in the
+/// same election, and their `contenders()` list our id among theirs.
 ///
 /// The future is **dropped**, cancelling the leader's work at its next await point, the moment
 /// leadership is lost (under the selector's [`LossPolicy`](crate::LossPolicy)),
@@ -83,6 +88,13 @@ impl LeaderSelectorBuilder {
     pub fn auto_requeue(mut self, auto_requeue: bool) -> Self {
         self.auto_requeue = auto_requeue;
         self
+    }
+
+    /// How the election's nodes are named and ordered: as Curator's `LeaderSelector` (the
+    /// default) or as kazoo's `Election` ([`NodeSchema::Kazoo`]). Never both on one path:
+    /// neither sees the other's nodes, and each would elect a leader of its own.
+    pub fn node_schema(self, schema: NodeSchema) -> Self {
+        LeaderSelectorBuilder { mutex: self.mutex.node_schema(schema), ..self }
     }
 
     recipe_options!(mutex.options);

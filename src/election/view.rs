@@ -12,11 +12,12 @@ use tokio::sync::watch;
 use zookeeper_client::{Client, Error as ZkError, OneshotWatcher};
 
 use crate::client::background;
-use crate::client::retry::{back_off, is_transient};
+use crate::client::retry::is_transient;
+use crate::client::retry_policy::Retries;
 use crate::client::session::Connection;
 use crate::error::{Error, Result};
 use crate::queue::listing::in_queue_order;
-use crate::rules::naming::{Schema, LATCH, MUTEX};
+use crate::rules::naming::{Schema, KAZOO_MUTEX, LATCH, MUTEX};
 use crate::rules::path::validate_lock_path;
 
 /// The leader of an election, as a [`LeaderView`] sees it.
@@ -94,6 +95,16 @@ impl LeaderView {
         Self::start(on.into(), path, MUTEX)
     }
 
+    /// Follows a kazoo `Election` at `path` (and the [`LeaderSelector`](crate::LeaderSelector)s
+    /// built with [`NodeSchema::Kazoo`](crate::NodeSchema::Kazoo)): the leader is the first
+    /// `{hex32}__lock__{seq}` node, its data the id kazoo's `contenders()` reads.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a path that is not one.
+    pub fn kazoo(on: impl Into<Connection>, path: &str) -> Result<LeaderView> {
+        Self::start(on.into(), path, KAZOO_MUTEX)
+    }
+
     fn start(connection: Connection, path: &str, schema: Schema) -> Result<LeaderView> {
         validate_lock_path(path)?;
         let (publish, seen) = watch::channel(Seen::Unread);
@@ -140,7 +151,8 @@ impl LeaderView {
 /// The task: reads the leader after every event that may change it, until the view is dropped
 /// or the session ends for good.
 async fn follow(connection: Connection, path: String, schema: Schema, publish: watch::Sender<Seen>) {
-    let mut failures = 0;
+    // Paced, never giving up: a view follows for as long as it is kept.
+    let mut failures = Retries::new(connection.retry_policy().without_bound());
     loop {
         let client = connection.client();
         let read = tokio::select! {
@@ -149,7 +161,7 @@ async fn follow(connection: Connection, path: String, schema: Schema, publish: w
         };
         match read {
             Ok((leader, wake)) => {
-                failures = 0;
+                failures = Retries::new(connection.retry_policy().without_bound());
                 publish.send_if_modified(|seen| match seen {
                     Seen::Leader(old) if *old == leader => false,
                     _ => {
@@ -163,8 +175,7 @@ async fn follow(connection: Connection, path: String, schema: Schema, publish: w
                 }
             }
             Err(err) if is_transient(&err) => {
-                failures += 1;
-                back_off(failures).await;
+                failures.pause().await;
             }
             Err(err) => {
                 let err = Error::zookeeper("watch", &path, err);

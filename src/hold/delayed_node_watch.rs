@@ -10,6 +10,7 @@ use tokio::sync::Notify;
 
 use super::hold_signal::HoldSignal;
 use super::node_watch::watch_node;
+use crate::client::retry_policy::RetryPolicy;
 use zookeeper_client::Client;
 
 /// How long a lock is held before the watch on its node is set without being asked for: short
@@ -38,6 +39,8 @@ struct DelayedNodeWatch {
     due: Instant,
     signal: Weak<HoldSignal>,
     node_path: Arc<str>,
+    /// How the watch's read is retried (the hold's pacing, never giving up).
+    retry: RetryPolicy,
 }
 
 impl DelayedNodeWatches {
@@ -45,9 +48,9 @@ impl DelayedNodeWatches {
         self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    pub(crate) fn push(&self, signal: &Arc<HoldSignal>, node_path: &Arc<str>) {
+    pub(crate) fn push(&self, signal: &Arc<HoldSignal>, node_path: &Arc<str>, retry: RetryPolicy) {
         let due = Instant::now() + NODE_WATCH_DELAY;
-        let watch = DelayedNodeWatch { due, signal: Arc::downgrade(signal), node_path: Arc::clone(node_path) };
+        let watch = DelayedNodeWatch { due, signal: Arc::downgrade(signal), node_path: Arc::clone(node_path), retry };
         self.lock().push_back(watch);
     }
 
@@ -88,7 +91,7 @@ pub(crate) async fn set_delayed_node_watches(client: impl Fn() -> Option<Client>
         let Some(client) = client() else { return };
         for hold in due {
             if let Some(signal) = hold.signal.upgrade() {
-                watch_node(&client, &hold.node_path, &signal);
+                watch_node(&client, hold.retry, &hold.node_path, &signal);
             }
         }
     }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use zookeeper_client::{Client, MultiWriteResult};
 
+use crate::client::retry_policy::{Backoff, RetryPolicy};
 use crate::client::session_end::{check_session_ended, SessionEnd};
 use crate::error::{Error, LossReason, Result};
 use crate::hold::fenced_write::FencedWrite;
@@ -25,6 +26,9 @@ use crate::queue::node::LockNode;
 #[derive(Debug)]
 pub struct HeldNode {
     client: Client,
+    /// How its requests are paced; they never give up (`LockNode::retry`). The pacing alone,
+    /// not the whole policy: a lease carries its node inline, and must stay small.
+    pacing: Backoff,
     path: Arc<str>,
     czxid: i64,
     signal: Arc<HoldSignal>,
@@ -50,11 +54,12 @@ impl HeldNode {
         events: Arc<HoldEvents>,
         max_hold: Option<Duration>,
     ) -> Self {
-        let path: Arc<str> = node.path.into();
+        let (path, retry): (Arc<str>, _) = (node.path.into(), node.retry.without_bound());
         let signal = HoldSignal::new(events);
-        let max_hold = max_hold.map(|bound| MaxHold::start(bound, client, &path, &signal));
+        let max_hold = max_hold.map(|bound| MaxHold::start(bound, client, retry, &path, &signal));
         let held = HeldNode {
             client: client.clone(),
+            pacing: retry.backoff(),
             path,
             czxid: node.czxid,
             signal,
@@ -62,8 +67,13 @@ impl HeldNode {
             _session_watch: Arc::clone(session_watch),
             _max_hold: max_hold,
         };
-        session_watch.register(&held.signal, &held.path);
+        session_watch.register(&held.signal, &held.path, retry);
         held
+    }
+
+    /// How its requests are retried: its pacing, never giving up.
+    fn retry(&self) -> RetryPolicy {
+        RetryPolicy::new().with_backoff(self.pacing)
     }
 
     pub(crate) fn path(&self) -> &str {
@@ -101,7 +111,7 @@ impl HeldNode {
     /// known within a notification: for a hold that is passed on with no request, which would
     /// otherwise go on past a deletion until the watch the hold sets after a second.
     pub(crate) fn watch_for_deletion(&self) {
-        watch_node(&self.client, &self.path, &self.signal);
+        watch_node(&self.client, self.retry(), &self.path, &self.signal);
     }
 
     /// Resolves with the reason once the hold is known lost, without setting the node watch
@@ -199,12 +209,12 @@ impl HeldNode {
             self.delete_in_background();
             return Err(Error::LockLost(reason));
         }
-        delete_released(&self.client, &self.path).await
+        delete_released(&self.client, self.retry(), &self.path).await
     }
 
     /// Deletes the node of a released hold in the background (a guard's `Drop`).
     pub(crate) fn delete_in_background(&self) {
-        delete_in_background(&self.client, Arc::clone(&self.path));
+        delete_in_background(&self.client, self.retry(), Arc::clone(&self.path));
     }
 
     /// Releases the hold and deletes its node in the background: for a hold that nobody will

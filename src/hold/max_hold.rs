@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use zookeeper_client::Client;
 
 use crate::client::background::spawn_abortable;
+use crate::client::retry_policy::RetryPolicy;
 use crate::error::LossReason;
 use crate::hold::hold_signal::HoldSignal;
 use crate::queue::delete::delete_in_background;
@@ -22,13 +23,19 @@ pub(crate) struct MaxHold {
 
 impl MaxHold {
     /// Gives the hold of `path`, told through `signal`, up once `bound` has passed from now.
-    pub(crate) fn start(bound: Duration, client: &Client, path: &Arc<str>, signal: &Arc<HoldSignal>) -> Self {
+    pub(crate) fn start(
+        bound: Duration,
+        client: &Client,
+        retry: RetryPolicy,
+        path: &Arc<str>,
+        signal: &Arc<HoldSignal>,
+    ) -> Self {
         // Counted from now, not from the task's first poll.
         let deadline = Instant::now() + bound;
         let (client, node, signal) = (client.clone(), Arc::clone(path), Arc::clone(signal));
         let timer = spawn_abortable(async move {
             tokio::time::sleep_until(deadline).await;
-            give_up(bound, &client, node, &signal).await;
+            give_up(bound, &client, retry, node, &signal).await;
         });
         if timer.is_none() {
             tracing::error!(node = %path, "no runtime for the maximum hold time's timer: the hold lasts until it is released or lost");
@@ -39,7 +46,7 @@ impl MaxHold {
 
 /// The bound passed: the holder is told, and then, unless its own release has taken the node
 /// over meanwhile (it deletes it), the node is deleted.
-async fn give_up(bound: Duration, client: &Client, path: Arc<str>, signal: &HoldSignal) {
+async fn give_up(bound: Duration, client: &Client, retry: RetryPolicy, path: Arc<str>, signal: &HoldSignal) {
     if signal.is_released() {
         return;
     }
@@ -48,7 +55,7 @@ async fn give_up(bound: Duration, client: &Client, path: Arc<str>, signal: &Hold
     // current-thread runtime it is ahead of us in the queue.
     tokio::task::yield_now().await;
     if !signal.is_released() {
-        delete_in_background(client, path);
+        delete_in_background(client, retry, path);
     }
 }
 

@@ -8,14 +8,18 @@ use zookeeper_client::{Client, Error as ZkError, EventType};
 
 use super::hold_signal::HoldSignal;
 use crate::client::retry::retry_transient;
+use crate::client::retry_policy::RetryPolicy;
 use crate::client::session_end::SessionEnd;
 use crate::error::LossReason;
 use crate::rules::naming::REVOKE_MARKER;
 
 /// Sets a getData watch on our node (once per hold) in a spawned task, and turns its firing into
 /// a loss unless our own release deleted the node. The watch is never removed: it fires on our
-/// delete, where dropping it unfired would cost a RemoveWatches request.
-pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<HoldSignal>) {
+/// delete, where dropping it unfired would cost a RemoveWatches request. Its reads are paced as
+/// `retry` says and never give up while the session lives: a watch that gave up would leave the
+/// holder blind to the loss of its node.
+pub(crate) fn watch_node(client: &Client, retry: RetryPolicy, node_path: &Arc<str>, signal: &Arc<HoldSignal>) {
+    let retry = retry.without_bound();
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };
@@ -28,7 +32,7 @@ pub(crate) fn watch_node(client: &Client, node_path: &Arc<str>, signal: &Arc<Hol
             // Made before the request: a disconnection after it, even one healed before the
             // answer, shows as a change (see `HoldSignal::armed_unbroken`).
             let since = client.state_watcher();
-            let (data, watcher) = match retry_transient(|| client.get_and_watch_data(&node_path)).await {
+            let (data, watcher) = match retry_transient(retry, || client.get_and_watch_data(&node_path)).await {
                 Ok((data, _stat, watcher)) => (data, watcher),
                 Err(ZkError::NoNode) => return signal.mark_lost(LossReason::NodeDeleted),
                 Err(err) => match SessionEnd::of_error(&err) {

@@ -12,6 +12,7 @@ use zookeeper_client::{Client, StateWatcher};
 
 use super::delayed_node_watch::{set_delayed_node_watches, DelayedNodeWatches};
 use super::hold_signal::HoldSignal;
+use crate::client::retry_policy::RetryPolicy;
 use crate::client::session_end::{wait_session_gone, SessionEnd, SessionGone};
 use crate::error::LossReason;
 use crate::options::LossPolicy;
@@ -93,7 +94,7 @@ impl SessionWatch {
     /// Starts watching for `signal`'s hold on `node_path`: the session's state at once, the node
     /// once the hold has lasted [`NODE_WATCH_DELAY`] (unless released before). Sends nothing,
     /// spawns nothing (the tasks started with the first lock object), wakes no task.
-    pub(crate) fn register(self: &Arc<Self>, signal: &Arc<HoldSignal>, node_path: &Arc<str>) {
+    pub(crate) fn register(self: &Arc<Self>, signal: &Arc<HoldSignal>, node_path: &Arc<str>, retry: RetryPolicy) {
         {
             let mut holds = self.lock();
             if holds.signals.len() >= holds.prune_at {
@@ -105,7 +106,7 @@ impl SessionWatch {
         if let Some(end) = SessionEnd::of_state(self.client.state()) {
             signal.mark_lost(end.loss());
         }
-        self.delayed.push(signal, node_path);
+        self.delayed.push(signal, node_path, retry);
         if !self.started.load(Ordering::Acquire) {
             // The lock object was made outside a runtime.
             self.start_tasks();

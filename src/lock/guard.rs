@@ -120,6 +120,18 @@ impl LockGuard {
         self.hold.node.lost().await
     }
 
+    /// Resolves when the lock is lost, with the error a wait that needs the hold (a semaphore's
+    /// taker behind its gate) ends with: the session's end as itself, as for every other
+    /// acquire, a deleted node as [`Error::LockNodeDeleted`].
+    pub(crate) async fn lost_as_error(&self) -> Error {
+        match self.lost().await {
+            LossReason::NodeDeleted => Error::LockNodeDeleted { path: self.node_path().to_owned() },
+            LossReason::SessionExpired => Error::SessionExpired,
+            LossReason::SessionClosed => Error::SessionClosed,
+            reason => Error::LockLost(reason),
+        }
+    }
+
     /// Resolves when another participant asks this holder to give the lock up, through
     /// [`revoke`](crate::revoke) or Curator's `Revoker.attemptRevoke` (which write `__REVOKE__`
     /// into the lock node). Revocation is cooperative: nothing is taken away; the holder decides

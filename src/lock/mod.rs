@@ -1,6 +1,7 @@
 //! The lock recipes, one per file, each a driver of the one queue engine (`queue/`) under the
 //! rules of `rules/`: [`InterProcessMutex`] (`mutex.rs`), [`InterProcessReadWriteLock`]
-//! (`rwlock.rs`), [`InterProcessSemaphoreV2`] (`semaphore.rs`), [`InterProcessSemaphoreMutex`]
+//! (`rwlock.rs`), [`InterProcessSemaphoreV2`] (`semaphore.rs`;
+//! kazoo's layout of it in `semaphore_kazoo.rs`), [`InterProcessSemaphoreMutex`]
 //! (`semaphore_mutex.rs`), [`InterProcessMultiLock`] (`multi.rs`) and [`revoke`] (`revoke.rs`);
 //! with what a lock object keeps between acquires (`state.rs`: its options and its hold table,
 //! counted per [`owner`](owner::Owner)) and the [`LockGuard`] that counts in it (`guard.rs`); and
@@ -16,5 +17,6 @@ pub(crate) mod owner;
 pub(crate) mod revoke;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
+pub(crate) mod semaphore_kazoo;
 pub(crate) mod semaphore_mutex;
 pub(crate) mod state;

@@ -238,7 +238,13 @@ impl InterProcessMutex {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<String>> {
-        queue_order(&self.state.connection.client(), self.path(), self.state.schema).await
+        queue_order(
+            &self.state.connection.client(),
+            self.state.connection.retry_policy(),
+            self.path(),
+            self.state.schema,
+        )
+        .await
     }
 
     /// Like [`participants`](Self::participants), with each node's data (read in one request).
@@ -249,7 +255,13 @@ impl InterProcessMutex {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn participants_with_data(&self) -> Result<Vec<ParticipantNode>> {
-        queue_with_data(&self.state.connection.client(), self.path(), self.state.schema).await
+        queue_with_data(
+            &self.state.connection.client(),
+            self.state.connection.retry_policy(),
+            self.path(),
+            self.state.schema,
+        )
+        .await
     }
 
     async fn acquire_with(&self, patience: Patience, place: Option<&PlaceReport>) -> Result<Option<LockGuard>> {
@@ -323,7 +335,15 @@ impl InterProcessMutex {
             place,
             deadlock: state.deadlock.as_ref(),
             mark: state.node_mark(),
-            ..QueueSpec::new(client, &state.path, state.schema, entry.rule, &state.data, &state.acls)
+            ..QueueSpec::new(
+                client,
+                state.connection.retry_policy(),
+                &state.path,
+                state.schema,
+                entry.rule,
+                &state.data,
+                &state.acls,
+            )
         };
         let placed = take_place(&spec, patience).await;
         if let (Err(Error::LockLost(reason)), Some(write)) = (&placed, &other_side) {
@@ -334,7 +354,7 @@ impl InterProcessMutex {
             return Ok(None);
         };
         let Some(fencing_token) = state.first_token(node.czxid) else {
-            delete_in_background(client, node.path.into());
+            delete_in_background(client, node.retry, node.path.into());
             return Err(Error::InvalidOptions("local handoff: the lock node's czxid is past 2^55"));
         };
         let events = state.label.acquired(&node.path, fencing_token, started);

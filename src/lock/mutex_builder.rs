@@ -45,7 +45,9 @@ pub enum NodeSchema {
     /// services using kazoo's `Lock` with its default settings. Never mix it with Curator
     /// participants on one path: kazoo ignores Curator's nodes unless told otherwise
     /// (`extra_lock_patterns=["-lock-"]`), and neither Curator nor this schema sees the other's.
-    /// Mutex only.
+    /// A read-write lock with it uses kazoo's `ReadLock`/`WriteLock` layout
+    /// (`{hex32}__rlock__{seq}`, `{hex32}__lock__{seq}`), and a semaphore kazoo's `Semaphore`
+    /// layout ([`SemaphoreBuilder::node_schema`](crate::SemaphoreBuilder::node_schema)).
     Kazoo,
 }
 

@@ -16,7 +16,8 @@ use crate::rules::naming::REVOKE_MARKER;
 ///
 /// Returns `Ok(())` also when the node is already gone (the lock was released meanwhile).
 ///
-/// `on` is what every builder takes: a `&Client`, or a `&Session` (its current client).
+/// `on` is what every builder takes: a `&Client`, or a `&Session` (its current client, and its
+/// [`RetryPolicy`](crate::RetryPolicy)).
 ///
 /// # Examples
 ///
@@ -40,8 +41,9 @@ use crate::rules::naming::REVOKE_MARKER;
 /// The request is sent on the first poll; dropping the future after that may or may not have
 /// delivered it.
 pub async fn revoke(on: impl Into<Connection>, node_path: &str) -> Result<()> {
-    let client = on.into().client();
-    match retry_transient(|| client.set_data(node_path, REVOKE_MARKER, None)).await {
+    let connection = on.into();
+    let client = connection.client();
+    match retry_transient(connection.retry_policy(), || client.set_data(node_path, REVOKE_MARKER, None)).await {
         Ok(_) | Err(ZkError::NoNode) => Ok(()),
         Err(err) => Err(Error::zookeeper("revoke", node_path, err)),
     }

@@ -4,13 +4,13 @@ use crate::client::session::Connection;
 
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lock::mutex::InterProcessMutex;
 use crate::lock::mutex_builder::{MutexBuilder, NodeSchema};
 use crate::lock::state::LockState;
 use crate::options::lock_options;
 use crate::rules::entry::Role;
-use crate::rules::naming::{READ, WRITE};
+use crate::rules::naming::{KAZOO_READ, KAZOO_WRITE, READ, WRITE};
 
 /// A read-write lock shared by every process that uses the same ZooKeeper path, in the style of
 /// Apache Curator's `InterProcessReadWriteLock`, and wire-compatible with it.
@@ -27,6 +27,13 @@ use crate::rules::naming::{READ, WRITE};
 ///
 /// - **Downgrade**: the holder of the write lock may take the read lock (at once), then release
 ///   the write lock and keep reading.
+/// - **kazoo's layout**: built with [`ReadWriteLockBuilder::node_schema`]`(NodeSchema::Kazoo)`
+///   the nodes are `{hex32}__rlock__{seq}` and `{hex32}__lock__{seq}`, and the lock is shared
+///   with Python services using kazoo's `ReadLock` and `WriteLock` on the same path (and with
+///   kazoo's `Lock`, which is its `WriteLock` without the readers). Same rules, guarantees and
+///   options. kazoo 2.8's own `ReadLock` also waits for writers queued *behind* it (kazoo #649,
+///   fixed in 2.9), so kazoo 2.8 readers can deadlock with any later writer, zklock's or
+///   kazoo's, until one of them times out: docs/interop.md.
 /// - **No upgrade**: the holder of the read lock asking for the write lock gets
 ///   [`Error::WouldDeadlock`](crate::Error::WouldDeadlock) at once (Curator's would wait for
 ///   ever). Release the read lock first.
@@ -90,6 +97,13 @@ pub struct ReadWriteLockBuilder {
 impl ReadWriteLockBuilder {
     lock_options!(mutex.options);
 
+    /// How the nodes are named and ordered: Curator's `__READ__`/`__WRIT__` layout (the
+    /// default) or kazoo's `__rlock__`/`__lock__` ([`NodeSchema::Kazoo`]), to share the lock with
+    /// kazoo's `ReadLock` and `WriteLock`. Never both on one path: neither sees the other's nodes.
+    pub fn node_schema(self, schema: NodeSchema) -> Self {
+        ReadWriteLockBuilder { mutex: self.mutex.node_schema(schema) }
+    }
+
     /// Whether each side is reentrant per task; see [`MutexBuilder::reentrant`]. Defaults to
     /// `true`; with `false` a writer cannot downgrade.
     pub fn reentrant(self, reentrant: bool) -> Self {
@@ -132,11 +146,12 @@ impl MutexBuilder {
     /// As [`Self::build`].
     pub fn build_read_write(self) -> Result<InterProcessReadWriteLock> {
         self.validate()?;
-        if self.node_schema != NodeSchema::Curator {
-            return Err(Error::InvalidOptions("the read-write lock has Curator's node schema only"));
-        }
-        let read = Arc::new(self.lock_state(Role::Read, READ));
-        let write = Arc::new(self.lock_state(Role::Write, WRITE));
+        let (read, write) = match self.node_schema {
+            NodeSchema::Curator => (READ, WRITE),
+            NodeSchema::Kazoo => (KAZOO_READ, KAZOO_WRITE),
+        };
+        let read = Arc::new(self.lock_state(Role::Read, read));
+        let write = Arc::new(self.lock_state(Role::Write, write));
         LockState::pair(&read, &write);
         Ok(InterProcessReadWriteLock {
             read: InterProcessMutex { state: read },

@@ -1,10 +1,11 @@
 //! `InterProcessSemaphoreV2`: a counting semaphore shared through ZooKeeper.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::client::deadline::{acquire_forever, Patience};
+use crate::client::deadline::{acquire_forever, within, Patience};
 use crate::client::session::Connection;
 use crate::client::session_end::check_session_ended;
 use crate::error::{Error, LossReason, Result};
@@ -14,13 +15,16 @@ use crate::hold::lease::Lease;
 use crate::hold::session_watch::LatestSessionWatch;
 use crate::hold::while_held::RunEnd;
 use crate::lock::mutex::InterProcessMutex;
+use crate::lock::mutex_builder::NodeSchema;
+use crate::lock::semaphore_kazoo::{lease_paths, KazooPool};
 use crate::observe::label::{LockLabel, Recipe};
 use crate::options::{lock_options, AclProvider, LockOptions};
-use crate::queue::listing::{queue_order, queue_with_data};
+use crate::queue::listing::{queue_order, queue_with_data, read_nodes};
 use crate::queue::node::{list_children, QueueSpec};
 use crate::queue::participant_node::ParticipantNode;
 use crate::queue::turn::{queues_again, take_lease};
 use crate::rules::decide::Rule;
+use crate::rules::kazoo_leases::gate_path;
 use crate::rules::naming::LEASE;
 use crate::rules::path::validate_lock_path;
 
@@ -32,6 +36,13 @@ use crate::rules::path::validate_lock_path;
 /// `{path}/leases/_c_{uuid}-lease-{seq}`. A taker holding the mutex creates its lease node, and
 /// waits while the leases directory has more than `max_leases` children. Every participant must
 /// use the same `max_leases` (as with Curator).
+///
+/// With [`node_schema(NodeSchema::Kazoo)`](SemaphoreBuilder::node_schema) it is kazoo's
+/// `Semaphore` instead, shared with Python services: the gate is a kazoo `Lock` on the sibling
+/// path `{path}-__lock__`, each lease an ephemeral `{path}/{hex32}`, and `{path}` stores
+/// `max_leases`; a taker holding the gate creates its lease only while `{path}` has fewer than
+/// `max_leases` children, as kazoo's does. An acquire whose maximum differs from the one stored
+/// is refused with [`Error::MaxLeasesMismatch`], as kazoo refuses it.
 ///
 /// Leases are not reentrant: each acquire takes new leases. A crashed holder's leases vanish
 /// with its session. Every acquire is cancel safe: a dropped future leaves no lease node and
@@ -61,6 +72,9 @@ struct Inner {
     path: String,
     leases_path: String,
     max_leases: u32,
+    node_schema: NodeSchema,
+    /// kazoo's layout: the maximum stored on the path was found to be ours.
+    max_checked: AtomicBool,
     lock: InterProcessMutex,
     data: Vec<u8>,
     acls: AclProvider,
@@ -72,7 +86,7 @@ struct Inner {
 
 /// Builds an [`InterProcessSemaphoreV2`] with options; from [`InterProcessSemaphoreV2::builder`].
 /// The options are every recipe's (ACLs, loss policy, node data); they apply to the lease nodes,
-/// and the ACLs and loss policy also to the semaphore's mutex (`{path}/locks`).
+/// and the ACLs and loss policy also to the semaphore's mutex (`{path}/locks`, kazoo's `{path}-__lock__`).
 #[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct SemaphoreBuilder {
@@ -81,10 +95,22 @@ pub struct SemaphoreBuilder {
     max_leases: u32,
     pub(crate) options: LockOptions,
     recipe: Recipe,
+    node_schema: NodeSchema,
 }
 
 impl SemaphoreBuilder {
     lock_options!(options);
+
+    /// Whose layout the semaphore takes: Curator's `InterProcessSemaphoreV2` (the default:
+    /// `{path}/locks` and `{path}/leases`) or, with [`NodeSchema::Kazoo`], kazoo's `Semaphore`
+    /// (`{path}-__lock__` and the leases as children of `{path}`, which stores `max_leases`).
+    /// The two layouts do not see each other: use one per path. In kazoo's, the path node is
+    /// persistent, as kazoo makes it: it keeps the maximum after the last lease goes (delete it
+    /// to change the maximum, once no participant runs). Defaults to [`NodeSchema::Curator`].
+    pub fn node_schema(mut self, schema: NodeSchema) -> Self {
+        self.node_schema = schema;
+        self
+    }
 
     /// As an [`InterProcessSemaphoreMutex`](crate::InterProcessSemaphoreMutex) in events and
     /// metrics.
@@ -99,7 +125,7 @@ impl SemaphoreBuilder {
     /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidOptions`] when `max_leases` is 0,
     /// an ACL list is empty, or the maximum hold time is zero or over a year.
     pub fn build(self) -> Result<InterProcessSemaphoreV2> {
-        let SemaphoreBuilder { connection, path, max_leases, options, recipe } = self;
+        let SemaphoreBuilder { connection, path, max_leases, options, recipe, node_schema } = self;
         validate_lock_path(&path)?;
         options.validate()?;
         if max_leases == 0 {
@@ -108,7 +134,12 @@ impl SemaphoreBuilder {
         // Not reentrant: two acquires of one task (`join!`) must take turns, or both would create
         // a lease under one hold and, with the semaphore full, wait for each other for ever
         // while holding the lock every other taker needs.
-        let lock = InterProcessMutex::builder(connection.clone(), &format!("{path}/locks"))
+        let (gate, leases_path) = match node_schema {
+            NodeSchema::Kazoo => (gate_path(&path), path.clone()),
+            _ => (format!("{path}/locks"), format!("{path}/leases")),
+        };
+        let lock = InterProcessMutex::builder(connection.clone(), &gate)
+            .node_schema(node_schema)
             .reentrant(false)
             .acl_provider(options.acls.clone())
             .loss_policy(options.loss_policy)
@@ -118,7 +149,9 @@ impl SemaphoreBuilder {
             inner: Arc::new(Inner {
                 session_watch: LatestSessionWatch::new(&connection.client(), options.loss_policy),
                 label: LockLabel::new(recipe, &path, options.path_in_metrics),
-                leases_path: format!("{path}/leases"),
+                leases_path,
+                node_schema,
+                max_checked: AtomicBool::new(false),
                 connection,
                 path,
                 max_leases,
@@ -149,13 +182,15 @@ impl InterProcessSemaphoreV2 {
             max_leases,
             options: LockOptions::default(),
             recipe: Recipe::Semaphore,
+            node_schema: NodeSchema::Curator,
         }
     }
 
     /// Takes one lease, waiting as long as it takes.
     ///
     /// # Errors
-    /// [`Error::SessionExpired`], [`Error::SessionClosed`], [`Error::ZooKeeper`].
+    /// [`Error::SessionExpired`], [`Error::SessionClosed`], [`Error::ZooKeeper`]; in kazoo's layout
+    /// [`Error::MaxLeasesMismatch`] when the path stores another maximum (nothing is left behind).
     ///
     /// # Cancel safety
     /// Cancel safe: a dropped future leaves no lease node and releases the semaphore's mutex.
@@ -244,8 +279,15 @@ impl InterProcessSemaphoreV2 {
     ///
     /// # Cancel safety
     /// Cancel safe: it only reads.
+    ///
+    /// In kazoo's layout: every child of the path, by name (each is a lease held).
     pub async fn participants(&self) -> Result<Vec<String>> {
-        queue_order(&self.inner.connection.client(), &self.inner.leases_path, LEASE).await
+        let (client, retry, leases) =
+            (self.inner.connection.client(), self.inner.connection.retry_policy(), &self.inner.leases_path);
+        match self.inner.node_schema {
+            NodeSchema::Kazoo => lease_paths(&client, retry, leases).await,
+            NodeSchema::Curator => queue_order(&client, retry, leases, LEASE).await,
+        }
     }
 
     /// How many leases are free now: [`max_leases`](Self::max_leases) less the lease nodes there
@@ -262,7 +304,8 @@ impl InterProcessSemaphoreV2 {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn available(&self) -> Result<u32> {
-        let taken = match list_children(&self.inner.connection.client(), &self.inner.leases_path).await {
+        let (client, retry) = (self.inner.connection.client(), self.inner.connection.retry_policy());
+        let taken = match list_children(&client, retry, &self.inner.leases_path).await {
             Err(Error::ZooKeeper { source: zookeeper_client::Error::NoNode, .. }) => 0,
             listing => listing?.len(),
         };
@@ -277,7 +320,13 @@ impl InterProcessSemaphoreV2 {
     /// # Cancel safety
     /// Cancel safe: it only reads.
     pub async fn participants_with_data(&self) -> Result<Vec<ParticipantNode>> {
-        queue_with_data(&self.inner.connection.client(), &self.inner.leases_path, LEASE).await
+        let (client, retry, leases) =
+            (self.inner.connection.client(), self.inner.connection.retry_policy(), &self.inner.leases_path);
+        let NodeSchema::Kazoo = self.inner.node_schema else {
+            return queue_with_data(&client, retry, leases, LEASE).await;
+        };
+        let nodes = read_nodes(&client, retry, leases, self.participants().await?).await?;
+        Ok(nodes.into_iter().map(|(node, _)| node).collect())
     }
 
     async fn acquire_one(&self, patience: Patience) -> Result<Option<Lease>> {
@@ -317,14 +366,29 @@ impl InterProcessSemaphoreV2 {
         started: Instant,
     ) -> Result<Option<Vec<Lease>>> {
         let inner = &self.inner;
+        let kazoo = KazooPool {
+            client: &inner.connection.client(),
+            retry: inner.connection.retry_policy(),
+            path: &inner.path,
+            max_leases: inner.max_leases,
+            data: &inner.data,
+            acls: &inner.acls,
+        };
+        // Once per semaphore object, as kazoo checks once per instance.
+        if inner.node_schema == NodeSchema::Kazoo && !inner.max_checked.load(Ordering::Relaxed) {
+            let Some(checked) = within(patience.deadline(), kazoo.check_max_leases()).await else { return Ok(None) };
+            inner.max_checked.store(checked.map(|()| true)?, Ordering::Relaxed);
+        }
         let Some(guard) = inner.lock.acquire_within(patience).await? else { return Ok(None) };
         // The session the gate is held on (a later expiry ends the gate's hold, and so the wait).
         let client = inner.connection.client();
+        let kazoo = KazooPool { client: &client, ..kazoo };
         if let Some(ended) = check_session_ended(&client) {
             return Err(ended);
         }
         let spec = QueueSpec::new(
             &client,
+            inner.connection.retry_policy(),
             &inner.leases_path,
             LEASE,
             Rule::Leases { max_leases: inner.max_leases as usize },
@@ -334,16 +398,12 @@ impl InterProcessSemaphoreV2 {
         let mut leases = Vec::with_capacity(quantity as usize);
         let mut outcome = Ok(true);
         while leases.len() < quantity as usize {
-            let gate_lost = async {
-                match guard.lost().await {
-                    LossReason::NodeDeleted => Error::LockNodeDeleted { path: guard.node_path().to_owned() },
-                    // The session's end is the wait's error, as for every other acquire.
-                    LossReason::SessionExpired => Error::SessionExpired,
-                    LossReason::SessionClosed => Error::SessionClosed,
-                    reason => Error::LockLost(reason),
-                }
+            let gate_lost = guard.lost_as_error();
+            let taken = match inner.node_schema {
+                NodeSchema::Kazoo => kazoo.take(patience, guard.node_path(), gate_lost).await,
+                _ => take_lease(&spec, patience, gate_lost).await,
             };
-            match take_lease(&spec, patience, gate_lost).await {
+            match taken {
                 Ok(Some(node)) => {
                     let events = inner.label.acquired(&node.path, node.czxid, started);
                     let session_watch = inner.session_watch.of(&client);

@@ -11,10 +11,12 @@ use zookeeper_client::Client;
 use super::listing::{children_or_none, in_queue_order, read_nodes};
 use super::node::list_children;
 use crate::client::retry::retry_transient;
+use crate::client::retry_policy::RetryPolicy;
+use crate::client::session::Connection;
 use crate::error::{Deadlock, Error, Result};
 use crate::options::DeadlockCheck;
 use crate::rules::lock_kind::LockKind;
-use crate::rules::naming::{Schema, KAZOO_MUTEX, LATCH, LEASE, MUTEX, READ};
+use crate::rules::naming::{Schema, KAZOO_MUTEX, KAZOO_READ, LATCH, LEASE, MUTEX, READ};
 use crate::rules::owner_tag::{NodeMark, Tag};
 use crate::rules::rings::{common, cycles, victim};
 use crate::rules::wait_for::{graph, whole_sessions, Graph, Node, Session};
@@ -25,7 +27,7 @@ const MOST_DEADLOCKS: usize = 100;
 
 /// Every schema whose nodes are queue nodes, not folders to walk into (an ephemeral node has no
 /// children): the locks', an election's and a semaphore's leases.
-const QUEUE_NODES: [Schema; 5] = [MUTEX, KAZOO_MUTEX, READ, LATCH, LEASE];
+const QUEUE_NODES: [Schema; 6] = [MUTEX, KAZOO_MUTEX, KAZOO_READ, READ, LATCH, LEASE];
 
 /// What [`find_deadlocks`] found under a root.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,11 +104,21 @@ impl DeadlockReport {
 ///
 /// # Cancel safety
 /// Cancel safe: it only reads.
-pub async fn find_deadlocks(client: &Client, root: &str) -> Result<DeadlockReport> {
-    let Some(folders) = lock_folders(client, root).await? else {
+///
+/// `on` is what every builder takes: a `&Client`, or a `&Session` (its current client, and its
+/// [`RetryPolicy`](crate::RetryPolicy) for the reads).
+pub async fn find_deadlocks(on: impl Into<Connection>, root: &str) -> Result<DeadlockReport> {
+    let connection = on.into();
+    // Boxed: the walk's state is large, and a caller's future that holds this one stays small.
+    Box::pin(deadlocks_under(&connection.client(), connection.retry_policy(), root)).await
+}
+
+/// [`find_deadlocks`] through `client`, its reads retried as `retry` says.
+async fn deadlocks_under(client: &Client, retry: RetryPolicy, root: &str) -> Result<DeadlockReport> {
+    let Some(folders) = lock_folders(client, retry, root).await? else {
         return Ok(DeadlockReport { root_exists: false, locks_read: 0, deadlocks: Vec::new() });
     };
-    let first = Read::locks(client, &folders).await?;
+    let first = Read::locks(client, retry, &folders).await?;
     let locks_read = first.read.len();
     let whole = first.whole_sessions();
     let first_graph = first.graph(&whole);
@@ -116,7 +128,7 @@ pub async fn find_deadlocks(client: &Client, root: &str) -> Result<DeadlockRepor
     }
     let on_a_ring = |lock: &&(String, LockKind)| suspects.iter().flat_map(Deadlock::waits).any(|w| w.lock == lock.0);
     let again: Vec<(String, LockKind)> = first.read.iter().filter(on_a_ring).cloned().collect();
-    let second = Read::locks(client, &again).await?;
+    let second = Read::locks(client, retry, &again).await?;
     let deadlocks = cycles(&common(&first_graph, &second.graph(&whole)), MOST_DEADLOCKS);
     Ok(DeadlockReport { root_exists: true, locks_read, deadlocks })
 }
@@ -125,23 +137,22 @@ pub async fn find_deadlocks(client: &Client, root: &str) -> Result<DeadlockRepor
 /// queue node; a folder with several kinds of nodes is one lock of each. A queue with a node
 /// that carries the election mark is an election, not a lock (see [`find_deadlocks`]). `None`
 /// when `root` does not exist.
-async fn lock_folders(client: &Client, root: &str) -> Result<Option<Vec<(String, LockKind)>>> {
-    retry_transient(|| client.sync(root)).await.or_else(|err| match err {
+async fn lock_folders(client: &Client, retry: RetryPolicy, root: &str) -> Result<Option<Vec<(String, LockKind)>>> {
+    retry_transient(retry, || client.sync(root)).await.or_else(|err| match err {
         zookeeper_client::Error::NoNode => Ok(()),
         err => Err(Error::zookeeper("sync", root, err)),
     })?;
     let mut found = Vec::new();
     let mut pending = vec![root.to_owned()];
     while let Some(path) = pending.pop() {
-        let children = match list_children(client, &path).await {
+        let children = match list_children(client, retry, &path).await {
             Err(Error::ZooKeeper { source: zookeeper_client::Error::NoNode, .. }) if path == root => return Ok(None),
             Err(Error::ZooKeeper { source: zookeeper_client::Error::NoNode, .. }) => Vec::new(),
             other => other?,
         };
-        for kind in LockKind::ALL {
+        for kind in LockKind::present(&children) {
             let contenders = kind.schema().contenders(children.clone());
-            let election = contenders.iter().any(|node| NodeMark::of_node(node) == Some(NodeMark::Election));
-            if !contenders.is_empty() && !election {
+            if !contenders.iter().any(|node| NodeMark::of_node(node) == Some(NodeMark::Election)) {
                 found.push((path.clone(), kind));
             }
         }
@@ -163,11 +174,11 @@ impl Read {
     /// Reads each of `locks`: a listing, then one multi-read of its nodes' data and stats. A
     /// node gone between the two neither holds nor waits any more; one that is not ephemeral
     /// (session 0) is nobody's.
-    async fn locks(client: &Client, locks: &[(String, LockKind)]) -> Result<Read> {
+    async fn locks(client: &Client, retry: RetryPolicy, locks: &[(String, LockKind)]) -> Result<Read> {
         let mut queues = Vec::with_capacity(locks.len());
         for (path, kind) in locks {
-            let order = in_queue_order(path, kind.schema(), children_or_none(client, path).await?);
-            let nodes = read_nodes(client, path, order).await?;
+            let order = in_queue_order(path, kind.schema(), children_or_none(client, retry, path).await?);
+            let nodes = read_nodes(client, retry, path, order).await?;
             let names: Vec<String> = nodes.iter().map(|(node, _)| node.path.clone()).collect();
             let behind = kind.waits_behind(&names);
             // A node that is nobody's (not ephemeral: session 0) still keeps those behind it
@@ -236,13 +247,13 @@ impl<'a> DeadlockWatch<'a> {
     /// # Cancel safety
     /// Cancel safe, and dropping it stops the looking: a look under way is cut short, and the
     /// next one is due a period after it began.
-    pub(crate) async fn until_victim(&mut self, client: &Client, node: &str) -> Error {
+    pub(crate) async fn until_victim(&mut self, client: &Client, retry: RetryPolicy, node: &str) -> Error {
         loop {
             tokio::time::sleep_until(self.next.into()).await;
             // Due a period after this one began, even if it is cut short: a queue that moves
             // ends a wait after wait, and must not start a look at each.
             self.next = Instant::now() + self.check.period;
-            let found = find_deadlocks(client, &self.check.root).await;
+            let found = deadlocks_under(client, retry, &self.check.root).await;
             match found {
                 Ok(report) => {
                     let certain = report.deadlocks.into_iter().filter(Deadlock::is_certain);

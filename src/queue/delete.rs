@@ -8,7 +8,8 @@ use std::sync::Arc;
 use zookeeper_client::{Client, Error as ZkError};
 
 use crate::client::background;
-use crate::client::retry::{back_off, is_connection_loss, is_transient};
+use crate::client::retry::{is_connection_loss, is_transient};
+use crate::client::retry_policy::{Retries, RetryPolicy};
 use crate::error::{Error, Result};
 
 /// How a delete ended.
@@ -20,13 +21,15 @@ pub(crate) enum Deleted {
     AlreadyGone,
 }
 
-/// Deletes `path`, retrying what is transient until it is gone.
+/// Deletes `path`, retrying what is transient until it is gone: paced as `retry` says, but never
+/// giving up while the session lives, whatever its bound (a delete that gave up would leave a
+/// node of ours that keeps the queue waiting until our session ends).
 ///
 /// A `NoNode` after a lost reply means our earlier delete went through; after a `Throttled`
 /// one it does not (the server ran nothing).
-pub(crate) async fn delete_node(client: &Client, path: &str) -> Result<Deleted> {
+pub(crate) async fn delete_node(client: &Client, retry: RetryPolicy, path: &str) -> Result<Deleted> {
     let mut may_have_run = false;
-    let mut failures = 0;
+    let mut retries = Retries::new(retry.without_bound());
     loop {
         match client.delete(path, None).await {
             Ok(()) => return Ok(Deleted::ByUs),
@@ -34,8 +37,8 @@ pub(crate) async fn delete_node(client: &Client, path: &str) -> Result<Deleted> 
             Err(ZkError::NoNode) => return Ok(Deleted::AlreadyGone),
             Err(err) if is_transient(&err) => {
                 may_have_run |= is_connection_loss(&err);
-                failures += 1;
-                back_off(failures).await;
+                // Unbounded: it always pauses and goes on.
+                retries.pause().await;
             }
             Err(err) => return Err(Error::zookeeper("delete", path, err)),
         }
@@ -47,8 +50,8 @@ pub(crate) async fn delete_node(client: &Client, path: &str) -> Result<Deleted> 
 /// The delete is sent at once, in call order, and awaited here; if the caller's future is
 /// dropped first, the rest (waiting, retrying through connection loss) goes on in a spawned task,
 /// so the node is never left behind.
-pub(crate) async fn delete_released(client: &Client, node: &Arc<str>) -> Result<()> {
-    match PendingDelete::send(client, node).finish().await {
+pub(crate) async fn delete_released(client: &Client, retry: RetryPolicy, node: &Arc<str>) -> Result<()> {
+    match PendingDelete::send(client, retry, node).finish().await {
         Ok(Deleted::ByUs) => Ok(()),
         Ok(Deleted::AlreadyGone) => Err(Error::LockNodeDeleted { path: node.to_string() }),
         Err(err) => Err(err),
@@ -57,10 +60,10 @@ pub(crate) async fn delete_released(client: &Client, node: &Arc<str>) -> Result<
 
 /// Deletes a released node, sending the delete at once and seeing it through in a spawned task;
 /// failures are logged: a guard's `Drop`.
-pub(crate) fn delete_in_background(client: &Client, node: Arc<str>) {
+pub(crate) fn delete_in_background(client: &Client, retry: RetryPolicy, node: Arc<str>) {
     // Dropped unfinished, it goes on in the background: on this thread's runtime, or zklock's
     // own on a thread with none.
-    drop(PendingDelete::send(client, &node));
+    drop(PendingDelete::send(client, retry, &node));
 }
 
 type Finishing = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Deleted>> + Send>>;
@@ -74,10 +77,10 @@ struct PendingDelete {
 
 impl PendingDelete {
     /// Sends the delete of `node`.
-    fn send(client: &Client, node: &Arc<str>) -> Self {
+    fn send(client: &Client, retry: RetryPolicy, node: &Arc<str>) -> Self {
         let first = client.delete(node, None);
         let (client, task_node) = (client.clone(), Arc::clone(node));
-        let rest: Finishing = Box::pin(async move { finish_delete(first, &client, &task_node).await });
+        let rest: Finishing = Box::pin(async move { finish_delete(first, &client, retry, &task_node).await });
         PendingDelete { node: Arc::clone(node), rest: Some(rest) }
     }
 
@@ -110,15 +113,16 @@ impl Drop for PendingDelete {
 async fn finish_delete(
     first: impl std::future::Future<Output = std::result::Result<(), ZkError>>,
     client: &Client,
+    retry: RetryPolicy,
     path: &str,
 ) -> Result<Deleted> {
     match first.await {
         Ok(()) => Ok(Deleted::ByUs),
         Err(ZkError::NoNode) => Ok(Deleted::AlreadyGone),
         // The lost attempt may have deleted it: a NoNode now means ours went through.
-        Err(err) if is_connection_loss(&err) => delete_node(client, path).await.map(|_| Deleted::ByUs),
+        Err(err) if is_connection_loss(&err) => delete_node(client, retry, path).await.map(|_| Deleted::ByUs),
         // Refused unrun: as if it had not been sent.
-        Err(ZkError::Throttled) => delete_node(client, path).await,
+        Err(ZkError::Throttled) => delete_node(client, retry, path).await,
         Err(err) => Err(Error::zookeeper("delete", path, err)),
     }
 }

@@ -5,18 +5,24 @@ use zookeeper_client::{Client, Error as ZkError, MultiReadResult, Stat};
 
 use super::node::list_children;
 use crate::client::retry::retry_transient;
+use crate::client::retry_policy::RetryPolicy;
 use crate::error::{Error, Result};
 use crate::queue::participant_node::ParticipantNode;
 use crate::rules::naming::Schema;
 
 /// The queue of `lock_path` as full paths, holder first; empty when the path does not exist.
-pub(crate) async fn queue_order(client: &Client, lock_path: &str, schema: Schema) -> Result<Vec<String>> {
-    Ok(in_queue_order(lock_path, schema, children_or_none(client, lock_path).await?))
+pub(crate) async fn queue_order(
+    client: &Client,
+    retry: RetryPolicy,
+    lock_path: &str,
+    schema: Schema,
+) -> Result<Vec<String>> {
+    Ok(in_queue_order(lock_path, schema, children_or_none(client, retry, lock_path).await?))
 }
 
 /// The children of `path`; none when it does not exist.
-pub(crate) async fn children_or_none(client: &Client, path: &str) -> Result<Vec<String>> {
-    match list_children(client, path).await {
+pub(crate) async fn children_or_none(client: &Client, retry: RetryPolicy, path: &str) -> Result<Vec<String>> {
+    match list_children(client, retry, path).await {
         Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => Ok(Vec::new()),
         other => other,
     }
@@ -29,22 +35,28 @@ pub(crate) fn in_queue_order(lock_path: &str, schema: Schema, children: Vec<Stri
 
 /// The queue of `lock_path` with each node's data, holder first: one list, then one multi-read
 /// for every node's data. Nodes that go between the two are left out.
-pub(crate) async fn queue_with_data(client: &Client, lock_path: &str, schema: Schema) -> Result<Vec<ParticipantNode>> {
-    let paths = queue_order(client, lock_path, schema).await?;
-    Ok(read_nodes(client, lock_path, paths).await?.into_iter().map(|(node, _)| node).collect())
+pub(crate) async fn queue_with_data(
+    client: &Client,
+    retry: RetryPolicy,
+    lock_path: &str,
+    schema: Schema,
+) -> Result<Vec<ParticipantNode>> {
+    let paths = queue_order(client, retry, lock_path, schema).await?;
+    Ok(read_nodes(client, retry, lock_path, paths).await?.into_iter().map(|(node, _)| node).collect())
 }
 
 /// Each of `paths` (nodes of `lock_path`, in the order given) with its data and stat, read in
 /// one multi-read. Nodes gone meanwhile are left out.
 pub(crate) async fn read_nodes(
     client: &Client,
+    retry: RetryPolicy,
     lock_path: &str,
     paths: Vec<String>,
 ) -> Result<Vec<(ParticipantNode, Stat)>> {
     if paths.is_empty() {
         return Ok(Vec::new());
     }
-    let results = retry_transient(|| async {
+    let results = retry_transient(retry, || async {
         let mut reader = client.new_multi_reader();
         for path in &paths {
             reader.add_get_data(path)?;

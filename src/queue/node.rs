@@ -1,24 +1,22 @@
 //! Our node in the queue: which queue and how our node looks (`QueueSpec`), the protected create
-//! (pipelined with what the opening asks for), finding the node again after a lost reply, and
-//! deleting what an acquire that did not hold may have left (`NodeCleanup`). A held node's delete
-//! is `delete.rs`'s.
+//! (pipelined with what the opening asks for). Finding the node again after a lost reply and
+//! deleting what an acquire that did not hold may have left is `cleanup.rs`'s, a held node's
+//! delete `delete.rs`'s.
 
 use zookeeper_client::{
     Acl, Acls, Client, CreateMode, CreateOptions, CreateSequence, Error as ZkError, OneshotWatcher, Stat,
 };
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use super::delete::delete_node;
-use crate::client::background;
-use crate::client::deadline::{within, CLEANUP_AFTER_DEADLINE};
-use crate::client::retry::{back_off, is_connection_loss, is_transient, retry_transient};
+use super::cleanup::{delete_ours, find_ours, NodeCleanup, Remains};
+use crate::client::retry::{is_connection_loss, is_transient, retry_transient};
+use crate::client::retry_policy::{Retries, RetryPolicy};
 use crate::error::{Error, LossReason, Result};
 use crate::options::{AclProvider, DeadlockCheck};
 use crate::rules::decide::Rule;
 use crate::rules::entry::Level;
-use crate::rules::naming::{sequential_name, Schema};
+use crate::rules::naming::{sequential_name, Protection, Schema};
 use crate::rules::opening::{alone_proof, Opening, Ours, Proof};
 use crate::rules::owner_tag::NodeMark;
 
@@ -26,6 +24,9 @@ use crate::rules::owner_tag::NodeMark;
 #[derive(Debug)]
 pub(crate) struct QueueSpec<'a> {
     pub(crate) client: &'a Client,
+    /// How the acquire's requests are retried (bounded, if the policy is), and, without its
+    /// bound, the requests of its cleanup and of its hold.
+    pub(crate) retry: RetryPolicy,
     pub(crate) lock_path: &'a str,
     /// How nodes are named and ordered.
     pub(crate) schema: Schema,
@@ -55,10 +56,11 @@ pub(crate) struct QueueSpec<'a> {
 
 impl<'a> QueueSpec<'a> {
     /// The queue of `lock_path`, our node named by `schema` and let hold by `rule`, carrying
-    /// `data` under the provider's ACLs; it opens with a listing, sorts by its own sequence
+    /// `data` under the provider's ACLs, its requests retried as `retry` says; it opens with a listing, sorts by its own sequence
     /// number, and tells nobody its place (what a recipe may set otherwise).
     pub(crate) fn new(
         client: &'a Client,
+        retry: RetryPolicy,
         lock_path: &'a str,
         schema: Schema,
         rule: Rule,
@@ -67,6 +69,7 @@ impl<'a> QueueSpec<'a> {
     ) -> Self {
         QueueSpec {
             client,
+            retry,
             lock_path,
             schema,
             rule,
@@ -86,11 +89,12 @@ impl<'a> QueueSpec<'a> {
 pub(crate) type PlaceReport = tokio::sync::watch::Sender<Option<Place>>;
 
 /// Our node in a queue: its protected prefix from the moment its create may be sent, its path
-/// once ZooKeeper confirmed the create.
+/// once ZooKeeper confirmed the create, and how its delete is retried (never giving up).
 #[derive(Clone, Debug)]
 pub(crate) struct Place {
     pub(crate) prefix: Arc<str>,
     pub(crate) node: Option<Arc<str>>,
+    pub(crate) retry: RetryPolicy,
 }
 
 impl Place {
@@ -98,7 +102,7 @@ impl Place {
     /// confirmed; every request of ours, that create too, runs in order) and waits for
     /// ZooKeeper to confirm. A session that ended took the node with it.
     pub(crate) async fn delete(&self, client: &Client, lock_path: &str) -> Result<()> {
-        delete_ours(client, lock_path, &self.prefix, self.node.as_deref()).await
+        delete_ours(client, self.retry, lock_path, &self.prefix, self.node.as_deref()).await
     }
 }
 
@@ -113,11 +117,15 @@ pub(crate) struct LockNode {
     /// Its sequence number, when the create's reply gave it (not for a node that sorts level
     /// with another, nor one found again after a lost reply).
     pub(crate) sequence: Option<i64>,
+    /// How the requests about it are retried once it is ours: the acquire's pacing, never
+    /// giving up (a delete that gave up would leave the node behind).
+    pub(crate) retry: RetryPolicy,
 }
 
 impl LockNode {
-    fn new(lock_path: &str, name: &str, czxid: i64, sequence: Option<i64>) -> Self {
-        LockNode { path: format!("{lock_path}/{name}"), name_at: lock_path.len() + 1, czxid, sequence }
+    pub(crate) fn new(lock_path: &str, name: &str, czxid: i64, sequence: Option<i64>, retry: RetryPolicy) -> Self {
+        let retry = retry.without_bound();
+        LockNode { path: format!("{lock_path}/{name}"), name_at: lock_path.len() + 1, czxid, sequence, retry }
     }
 
     /// What the opening's decisions need of it.
@@ -151,9 +159,10 @@ pub(crate) enum FirstLook {
 ///
 /// Both requests are sent before either is awaited; the server runs a session's requests in
 /// order, so the list already shows our node, and a watched node that still exists was there
-/// after our create. Missing parents are created as containers. After a `ConnectionLoss` on the
+/// after our create. Missing parents are created (see [`create_parents`]). After a `ConnectionLoss` on the
 /// create, the node is looked for by its protected prefix and taken only if our session owns it
-/// (CURATOR-498); else the create is sent again.
+/// (CURATOR-498); else the create is sent again. Each lost or throttled create counts toward
+/// the retry policy's bound: once it is spent, the create's last error is returned.
 ///
 /// `cleanup` is kept up to date so that whatever happens to this future, the node can be found
 /// and deleted.
@@ -168,33 +177,45 @@ pub(crate) async fn create_node(
     };
     let acls = Acls::new(spec.acls);
     let options = mode.with_acls(acls);
-    let mut throttled = 0;
+    let mut retries = Retries::new(spec.retry);
     loop {
         cleanup.remains = Remains::MaybeCreated;
         let replies = send_create(spec, &create_path, &options).await;
         let node = match replies.created {
             Ok((stat, _)) if spec.level_with.is_some() => {
-                LockNode::new(spec.lock_path, &create_path[spec.lock_path.len() + 1..], stat.czxid, None)
+                LockNode::new(spec.lock_path, &create_path[spec.lock_path.len() + 1..], stat.czxid, None, spec.retry)
             }
             Ok((stat, sequence)) => {
                 let sequence = sequence.into_i64();
-                LockNode::new(spec.lock_path, &sequential_name(prefix, sequence), stat.czxid, Some(sequence))
+                LockNode::new(
+                    spec.lock_path,
+                    &sequential_name(prefix, sequence),
+                    stat.czxid,
+                    Some(sequence),
+                    spec.retry,
+                )
             }
             Err(ZkError::NoNode) => {
                 cleanup.remains = Remains::Nothing;
-                create_parents(spec.client, spec.lock_path, Acls::new(spec.parent_acls)).await?;
+                create_parents(spec.client, spec.retry, spec.lock_path, spec.schema, Acls::new(spec.parent_acls))
+                    .await?;
                 continue;
             }
-            Err(err) if is_connection_loss(&err) => match find_ours(spec.client, spec.lock_path, prefix).await? {
-                Some(node) => node,
-                None => continue,
-            },
+            Err(err) if is_connection_loss(&err) => {
+                match find_ours(spec.client, spec.retry, spec.lock_path, prefix).await? {
+                    Some((name, czxid)) => LockNode::new(spec.lock_path, &name, czxid, None, spec.retry),
+                    // Found again at once (the search took its round trips): no pause.
+                    None if retries.failed().is_some() => continue,
+                    None => return Err(Error::zookeeper("create", &create_path, err)),
+                }
+            }
             Err(ZkError::Throttled) => {
                 // Refused unrun: nothing was created.
                 cleanup.remains = Remains::Nothing;
-                throttled += 1;
-                back_off(throttled).await;
-                continue;
+                if retries.pause().await {
+                    continue;
+                }
+                return Err(Error::zookeeper("create", &create_path, ZkError::Throttled));
             }
             Err(err) => {
                 cleanup.remains = Remains::Nothing;
@@ -203,7 +224,7 @@ pub(crate) async fn create_node(
         };
         cleanup.remains = Remains::Created(node.path.clone());
         if let Some(level) = spec.level_with {
-            stands_beside(spec.client, level, replies.beside).await?;
+            stands_beside(spec.client, spec.retry, level, replies.beside).await?;
         }
         let proof = alone_proof(&spec.opening, node.sequence, node.czxid);
         let look = match proof {
@@ -238,12 +259,13 @@ struct CreateReplies {
 /// node is deleted by the acquire's cleanup.
 async fn stands_beside(
     client: &Client,
+    retry: RetryPolicy,
     level: Level<'_>,
     beside: Option<std::result::Result<Option<Stat>, ZkError>>,
 ) -> Result<()> {
     let found = match beside {
         Some(Ok(found)) => found,
-        _ => retry_transient(|| client.check_stat(level.node)).await.map_err(Error::on("read", level.node))?,
+        _ => retry_transient(retry, || client.check_stat(level.node)).await.map_err(Error::on("read", level.node))?,
     };
     match found {
         Some(_) => Ok(()),
@@ -290,150 +312,28 @@ fn first_look(node: &LockNode, listed: Option<Listed>, watched: Option<Watched>,
     })
 }
 
-/// Lists the children of `lock_path`, retrying through connection loss.
-pub(crate) async fn list_children(client: &Client, lock_path: &str) -> Result<Vec<String>> {
-    retry_transient(|| client.list_children(lock_path)).await.map_err(Error::on("list", lock_path))
+/// Lists the children of `lock_path`, retrying what is transient as `retry` says.
+pub(crate) async fn list_children(client: &Client, retry: RetryPolicy, lock_path: &str) -> Result<Vec<String>> {
+    retry_transient(retry, || client.list_children(lock_path)).await.map_err(Error::on("list", lock_path))
 }
 
-async fn create_parents(client: &Client, lock_path: &str, acls: Acls<'_>) -> Result<()> {
-    let options = CreateMode::Container.with_acls(acls);
-    retry_transient(|| client.mkdir(lock_path, &options)).await.map_err(Error::on("create parents of", lock_path))
-}
-
-/// Finds the node created with `prefix` by this session, if any.
-///
-/// After a lost reply the client may have reconnected to a server that has not applied our
-/// create yet; a listing there would miss the node, and we would create a second one and wait
-/// behind the first for ever. A `sync` first brings that server up to date with the leader.
-async fn find_ours(client: &Client, lock_path: &str, prefix: &str) -> Result<Option<LockNode>> {
-    match retry_transient(|| client.sync(lock_path)).await {
-        Ok(()) | Err(ZkError::NoNode) => {}
-        Err(err) => return Err(Error::zookeeper("sync", lock_path, err)),
-    }
-    let children = match list_children(client, lock_path).await {
-        Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => return Ok(None),
-        other => other?,
+/// Creates the lock path and its missing parents: containers, as Curator makes them (the server
+/// deletes them once empty), but persistent for a kazoo-schema lock, as kazoo's `ensure_path`
+/// makes them: kazoo ensures a lock's path once per lock object, and its next create under a
+/// reaped container would fail with `NoNodeError`.
+async fn create_parents(
+    client: &Client,
+    retry: RetryPolicy,
+    lock_path: &str,
+    schema: Schema,
+    acls: Acls<'_>,
+) -> Result<()> {
+    let mode = match schema.protection {
+        Protection::Curator => CreateMode::Container,
+        Protection::Kazoo => CreateMode::Persistent,
     };
-    let Some(name) = children.into_iter().find(|child| child.starts_with(prefix)) else {
-        return Ok(None);
-    };
-    let node = LockNode::new(lock_path, &name, 0, None);
-    let stat = retry_transient(|| client.check_stat(&node.path)).await.map_err(Error::on("stat", &node.path))?;
-    Ok(stat
-        .filter(|stat| stat.ephemeral_owner == client.session_id().0)
-        .map(|stat| LockNode { czxid: stat.czxid, ..node }))
-}
-
-/// What may exist of our node, as far as the acquire got.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Remains {
-    /// Nothing was created, or it was cleaned up or handed to a guard.
-    Nothing,
-    /// A create was sent and its outcome is unknown: look for the node by prefix.
-    MaybeCreated,
-    /// The node exists at this path.
-    Created(String),
-}
-
-/// Deletes a half-acquired node: awaited on timeout and error, spawned when dropped.
-///
-/// Armed before the create is sent, so a dropped acquire future leaves no node behind.
-#[derive(Debug)]
-pub(crate) struct NodeCleanup {
-    client: Client,
-    lock_path: String,
-    prefix: String,
-    pub(crate) remains: Remains,
-}
-
-impl NodeCleanup {
-    pub(crate) fn new(client: &Client, lock_path: &str, prefix: &str) -> Self {
-        NodeCleanup {
-            client: client.clone(),
-            lock_path: lock_path.to_owned(),
-            prefix: prefix.to_owned(),
-            remains: Remains::Nothing,
-        }
-    }
-
-    /// The node now belongs to a guard: nothing to clean up.
-    pub(crate) fn disarm(&mut self) {
-        self.remains = Remains::Nothing;
-    }
-
-    /// Ends an acquire: a node we hold now belongs to its guard; on timeout or error, what may
-    /// exist of our node is deleted, spending at most [`CLEANUP_AFTER_DEADLINE`] past a deadline
-    /// (an unfinished cleanup goes on in the background, from `Drop`).
-    pub(crate) async fn settle<T>(
-        &mut self,
-        outcome: Result<Option<T>>,
-        deadline: Option<Instant>,
-    ) -> Result<Option<T>> {
-        if let Ok(Some(_)) = &outcome {
-            self.disarm();
-        } else {
-            let grace = deadline.map(|_| Instant::now() + CLEANUP_AFTER_DEADLINE);
-            within(grace, self.run()).await;
-        }
-        outcome
-    }
-
-    /// Deletes what may exist of our node. Failures are logged: a session that ended took the
-    /// node with it.
-    ///
-    /// Cancel safe: what remains is cleared only once the work is done, so a dropped `run` is
-    /// finished by `Drop`.
-    pub(crate) async fn run(&mut self) {
-        if let Err(err) = delete_remains(&self.client, &self.lock_path, &self.prefix, &self.remains).await {
-            tracing::warn!(lock_path = %self.lock_path, error = %err.with_causes(), "could not delete an abandoned lock node");
-        }
-        self.remains = Remains::Nothing;
-    }
-}
-
-impl Drop for NodeCleanup {
-    fn drop(&mut self) {
-        let remains = std::mem::replace(&mut self.remains, Remains::Nothing);
-        if remains == Remains::Nothing {
-            return;
-        }
-        // The spawned future owns plain data, not a NodeCleanup: a runtime that is shutting down
-        // drops it unpolled, and that must not spawn again.
-        let (client, lock_path, prefix) =
-            (self.client.clone(), std::mem::take(&mut self.lock_path), std::mem::take(&mut self.prefix));
-        background::spawn(async move {
-            if let Err(err) = delete_remains(&client, &lock_path, &prefix, &remains).await {
-                tracing::warn!(%lock_path, error = %err.with_causes(), "could not delete an abandoned lock node");
-            }
-        });
-    }
-}
-
-/// Deletes our node `prefix…` under `lock_path`: at `node` when its create was confirmed, else
-/// wherever a create of ours may have put it. Returns once ZooKeeper confirmed.
-pub(crate) async fn delete_ours(client: &Client, lock_path: &str, prefix: &str, node: Option<&str>) -> Result<()> {
-    let remains = match node {
-        Some(path) => Remains::Created(path.to_owned()),
-        None => Remains::MaybeCreated,
-    };
-    delete_remains(client, lock_path, prefix, &remains).await
-}
-
-async fn delete_remains(client: &Client, lock_path: &str, prefix: &str, remains: &Remains) -> Result<()> {
-    let outcome = async {
-        let path = match remains {
-            Remains::Nothing => return Ok(()),
-            Remains::Created(path) => path.clone(),
-            Remains::MaybeCreated => match find_ours(client, lock_path, prefix).await? {
-                Some(node) => node.path,
-                None => return Ok(()),
-            },
-        };
-        delete_node(client, &path).await.map(drop)
-    };
-    match outcome.await {
-        // The session's end deleted the node.
-        Err(Error::SessionExpired | Error::SessionClosed) => Ok(()),
-        outcome => outcome,
-    }
+    let options = mode.with_acls(acls);
+    retry_transient(retry, || client.mkdir(lock_path, &options))
+        .await
+        .map_err(Error::on("create parents of", lock_path))
 }

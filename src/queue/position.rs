@@ -10,7 +10,8 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 use zookeeper_client::{Client, Error as ZkError};
 
-use crate::client::retry::{back_off, retry_transient};
+use crate::client::retry::retry_transient;
+use crate::client::retry_policy::{Retries, RetryPolicy};
 
 tokio::task_local! {
     /// Where the acquire running in [`watch_queue`]'s scope publishes its position.
@@ -115,20 +116,23 @@ impl PositionReport {
     /// Follows the queue `lock_path` for good (the caller stops it when its wait ends): lists it
     /// with a watch, tells where our node `node` stands among the children as `sort` orders
     /// them, and again at each change; the head is read again only when another node heads the
-    /// queue. It never stops telling while the wait lasts: a transient failure is retried at
-    /// once (as the acquire's own requests are), any other listing failure after a back-off, and
+    /// queue. It never stops telling while the wait lasts: a transient failure is retried as
+    /// the acquire's own requests are, any other listing failure (or one past the retry policy's
+    /// bound) after a back-off, and
     /// a lock path gone is told as our node gone (`ahead: None`).
     pub(crate) async fn follow(
         &self,
         client: &Client,
+        retry: RetryPolicy,
         lock_path: &str,
         node: &str,
         sort: impl Fn(Vec<String>) -> Vec<String>,
     ) -> Infallible {
         let mut holder: Option<QueueHolder> = None;
-        let mut failures = 0;
+        // Every failure is paced, but the view never stops while the wait lasts.
+        let mut failures = Retries::new(retry.without_bound());
         loop {
-            let (children, watcher) = match retry_transient(|| client.list_and_watch_children(lock_path)).await {
+            let (children, watcher) = match retry_transient(retry, || client.list_and_watch_children(lock_path)).await {
                 Ok(listing) => listing,
                 Err(ZkError::NoNode) => {
                     // Our node went with the lock path; the acquire's own wait hears of it too,
@@ -140,18 +144,17 @@ impl PositionReport {
                     // Not transient (a session ending, an ACL): the acquire's wait fails on it
                     // soon, or the next try succeeds. Told as it stands until then.
                     tracing::debug!(lock_path, error = %err, "cannot list the queue for its view");
-                    failures += 1;
-                    back_off(failures).await;
+                    failures.pause().await;
                     continue;
                 }
             };
-            failures = 0;
+            failures = Retries::new(retry.without_bound());
             let queue = sort(children);
             let ahead = queue.iter().position(|name| name == node);
             holder = match queue.first() {
                 Some(head) if head == node => None,
                 Some(head) if holder.as_ref().is_some_and(|holder| holder.node == *head) => holder,
-                Some(head) => head_of(client, lock_path, head).await,
+                Some(head) => head_of(client, retry, lock_path, head).await,
                 None => None,
             };
             self.tell(lock_path, node, ahead, holder.clone());
@@ -173,9 +176,9 @@ impl PositionReport {
 /// The queue's head `name`, read (an exists, tried again on a transient failure); `None` if it
 /// is gone or the read failed otherwise (the view is a courtesy: its failure never fails the
 /// acquire).
-async fn head_of(client: &Client, lock_path: &str, name: &str) -> Option<QueueHolder> {
+async fn head_of(client: &Client, retry: RetryPolicy, lock_path: &str, name: &str) -> Option<QueueHolder> {
     let path = format!("{lock_path}/{name}");
-    let stat = retry_transient(|| client.check_stat(&path)).await.ok()??;
+    let stat = retry_transient(retry, || client.check_stat(&path)).await.ok()??;
     let since = SystemTime::UNIX_EPOCH + Duration::from_millis(u64::try_from(stat.ctime).ok()?);
     Some(QueueHolder { node: name.to_owned(), session_id: stat.ephemeral_owner, since })
 }

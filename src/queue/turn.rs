@@ -8,11 +8,13 @@ use std::task::{Context, Poll, Waker};
 
 use zookeeper_client::{Client, Error as ZkError, EventType, OneshotWatcher, WatchedEvent};
 
+use super::cleanup::NodeCleanup;
 use super::deadlock::DeadlockWatch;
-use super::node::{create_node, list_children, FirstLook, LockNode, NodeCleanup, Place, QueueSpec};
+use super::node::{create_node, list_children, FirstLook, LockNode, Place, QueueSpec};
 use super::position::PositionReport;
 use crate::client::deadline::{within, Patience};
 use crate::client::retry::{is_transient, retry_transient};
+use crate::client::retry_policy::RetryPolicy;
 use crate::client::session_end::{check_session_ended, SessionEnd};
 use crate::error::{Error, Result};
 use crate::rules::decide::{decide, Decision};
@@ -63,11 +65,15 @@ async fn enter(
     loop {
         let random = uuid::Uuid::new_v4();
         let prefix = spec.schema.protected_prefix(&spec.mark.map_or(random, |mark| mark.uuid(random)));
-        let mut cleanup = NodeCleanup::new(spec.client, spec.lock_path, &prefix);
+        let mut cleanup = NodeCleanup::new(spec.client, spec.retry, spec.lock_path, &prefix);
         // Only an election asks: a lock's acquire allocates nothing for it.
         let report = |node: Option<&str>| {
             if let Some(place) = spec.place {
-                place.send_replace(Some(Place { prefix: prefix.as_str().into(), node: node.map(Arc::from) }));
+                place.send_replace(Some(Place {
+                    prefix: prefix.as_str().into(),
+                    node: node.map(Arc::from),
+                    retry: spec.retry,
+                }));
             }
         };
         report(None);
@@ -140,7 +146,7 @@ async fn wait_turn<G: Future<Output = Error>>(
                 following(&mut watches, spec, node, changed(watcher)).await?;
                 continue;
             }
-            FirstLook::Nothing => match list_children(spec.client, spec.lock_path).await {
+            FirstLook::Nothing => match list_children(spec.client, spec.retry, spec.lock_path).await {
                 // The lock path went, and our node with it.
                 Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => Vec::new(),
                 other => other?,
@@ -170,10 +176,12 @@ async fn wait_turn<G: Future<Output = Error>>(
             continue;
         };
         if !holds_when_gone {
-            following(&mut watches, spec, node, predecessor_goes(spec.client, &predecessor)).await?;
+            following(&mut watches, spec, node, predecessor_goes(spec.client, spec.retry, &predecessor)).await?;
             continue;
         }
-        if following(&mut watches, spec, node, succeeds_predecessor(spec.client, node, &predecessor)).await? {
+        if following(&mut watches, spec, node, succeeds_predecessor(spec.client, spec.retry, node, &predecessor))
+            .await?
+        {
             // Held without a listing: nothing known of who is behind.
             return Ok(WaitOutcome::Hold(Opening::Unknown));
         }
@@ -207,13 +215,13 @@ async fn following<T>(
     let sort = |children| spec.schema.contenders(children);
     let report = async {
         match &watches.report {
-            Some(report) => match report.follow(spec.client, spec.lock_path, node.name(), sort).await {},
+            Some(report) => match report.follow(spec.client, spec.retry, spec.lock_path, node.name(), sort).await {},
             None => std::future::pending().await,
         }
     };
     let deadlock = async {
         match &mut watches.deadlock {
-            Some(deadlock) => deadlock.until_victim(spec.client, &node.path).await,
+            Some(deadlock) => deadlock.until_victim(spec.client, spec.retry, &node.path).await,
             None => std::future::pending().await,
         }
     };
@@ -234,11 +242,12 @@ async fn room_changes<G: Future<Output = Error>>(
     node: &LockNode,
     gate_lost: Pin<&mut G>,
 ) -> Result<Vec<String>> {
-    let (listed, watcher) = match retry_transient(|| spec.client.list_and_watch_children(spec.lock_path)).await {
-        Ok(listing) => listing,
-        Err(ZkError::NoNode) => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
-        Err(err) => return Err(Error::zookeeper("watch", spec.lock_path, err)),
-    };
+    let (listed, watcher) =
+        match retry_transient(spec.retry, || spec.client.list_and_watch_children(spec.lock_path)).await {
+            Ok(listing) => listing,
+            Err(ZkError::NoNode) => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
+            Err(err) => return Err(Error::zookeeper("watch", spec.lock_path, err)),
+        };
     if decide(&listed, node.name(), spec.rule) != Decision::WaitForRoom {
         return Ok(listed);
     }
@@ -249,7 +258,7 @@ async fn room_changes<G: Future<Output = Error>>(
     if let Some(end) = SessionEnd::of_state(event.session_state) {
         return Err(end.error());
     }
-    list_children(spec.client, spec.lock_path).await
+    list_children(spec.client, spec.retry, spec.lock_path).await
 }
 
 /// Waits for `predecessor`, the last node ahead of ours that keeps us out, to go; `true` when
@@ -272,9 +281,9 @@ async fn room_changes<G: Future<Output = Error>>(
 /// # Errors
 /// [`Error::LockNodeDeleted`] when our node is gone (the queue then takes a new one); a
 /// session's end; what the requests return that is not transient.
-async fn succeeds_predecessor(client: &Client, node: &LockNode, predecessor: &str) -> Result<bool> {
+async fn succeeds_predecessor(client: &Client, retry: RetryPolicy, node: &LockNode, predecessor: &str) -> Result<bool> {
     let mut connection = client.state_watcher();
-    if !predecessor_goes(client, predecessor).await? {
+    if !predecessor_goes(client, retry, predecessor).await? {
         return Ok(false);
     }
     match client.check_stat(&node.path).await {
@@ -297,8 +306,8 @@ fn ready_now<F: Future>(future: F) -> Option<F::Output> {
 ///
 /// A getData watch, as Curator sets: on a node that is already gone it fails with `NoNode` and
 /// leaves no watch behind (an exists-watch would stay, waiting for a creation).
-async fn predecessor_goes(client: &Client, predecessor: &str) -> Result<bool> {
-    match retry_transient(|| client.get_and_watch_data(predecessor)).await {
+async fn predecessor_goes(client: &Client, retry: RetryPolicy, predecessor: &str) -> Result<bool> {
+    match retry_transient(retry, || client.get_and_watch_data(predecessor)).await {
         Ok((_data, _stat, watcher)) => changed(watcher).await,
         Err(ZkError::NoNode) => Ok(true),
         Err(err) => Err(Error::zookeeper("watch", predecessor, err)),

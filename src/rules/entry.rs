@@ -3,7 +3,7 @@
 //! already holds of the other side. No I/O.
 
 use super::decide::Rule;
-use super::naming::{Schema, WRITE_NAME};
+use super::naming::Schema;
 
 /// What a lock object is: a mutex, or one side of a read-write lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,20 +47,20 @@ pub(crate) fn entry<'a>(role: Role, schema: Schema, other_side: Option<&'a str>)
     match (role, other_side) {
         (Role::Mutex, _) => queue(Rule::First),
         (Role::Write, Some(_)) => Err("a read lock holder cannot take the write lock (no upgrades)"),
-        (Role::Write, None) => queue(Rule::Writer { writer_name: WRITE_NAME }),
+        (Role::Write, None) => queue(Rule::Writer { writer_name: schema.writer_name() }),
         // The write holder may read: a downgrade, never a wait.
         (Role::Read, Some(write_node)) => Ok(Entry {
             rule: Rule::Always,
             level_with: Some(Level { key: schema.sort_key(write_node), node: write_node }),
         }),
-        (Role::Read, None) => queue(Rule::Reader { writer_name: WRITE_NAME }),
+        (Role::Read, None) => queue(Rule::Reader { writer_name: schema.writer_name() }),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::naming::{MUTEX, READ, WRITE};
+    use crate::rules::naming::{KAZOO_READ, KAZOO_WRITE, MUTEX, READ, WRITE, WRITE_NAME};
 
     #[test]
     fn each_side_queues_under_its_own_rule() {
@@ -70,6 +70,15 @@ mod tests {
             entry(Role::Read, READ, None).unwrap(),
             Entry { rule: Rule::Reader { writer_name: WRITE_NAME }, level_with: None }
         );
+    }
+
+    #[test]
+    fn kazoo_sides_wait_for_kazoos_write_nodes() {
+        assert_eq!(entry(Role::Write, KAZOO_WRITE, None).unwrap().rule, Rule::Writer { writer_name: "__lock__" });
+        assert_eq!(entry(Role::Read, KAZOO_READ, None).unwrap().rule, Rule::Reader { writer_name: "__lock__" });
+        let write_node = "/app/rw/6ba7b8109dad11d180b400c04fd430c8__lock__0000000042";
+        let downgrade = entry(Role::Read, KAZOO_READ, Some(write_node)).unwrap();
+        assert_eq!(downgrade.level_with, Some(Level { key: "0000000042", node: write_node }));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use super::decide::Rule;
 #[cfg(test)]
 use super::decide::{decide, Decision};
-use super::naming::{Schema, KAZOO_MUTEX, MUTEX, READ, WRITE_NAME};
+use super::naming::{Schema, KAZOO_MUTEX, KAZOO_READ, KAZOO_READ_NAME, MUTEX, READ};
 
 /// The kinds of lock whose waits make the graph, each told by its nodes' names. A semaphore's
 /// waiter goes on when any one lease is let go, so a ring through it is no deadlock unless
@@ -18,11 +18,28 @@ pub(crate) enum LockKind {
     Kazoo,
     /// Curator's read-write layout.
     ReadWrite,
+    /// kazoo's read-write layout (`ReadLock`'s `__rlock__` beside `WriteLock`'s `__lock__`).
+    KazooReadWrite,
 }
 
 impl LockKind {
     /// Every kind, in the order a folder's kinds are read.
-    pub(crate) const ALL: [LockKind; 3] = [LockKind::Mutex, LockKind::Kazoo, LockKind::ReadWrite];
+    pub(crate) const ALL: [LockKind; 4] =
+        [LockKind::Mutex, LockKind::Kazoo, LockKind::ReadWrite, LockKind::KazooReadWrite];
+
+    /// The kinds of lock whose nodes are among `children`, each read once. kazoo's `Lock` and
+    /// `WriteLock` name their nodes alike: a queue with a `__rlock__` node is a read-write lock
+    /// (read as a mutex, it would drop the readers), one of `__lock__` nodes only a kazoo mutex
+    /// (a writer alone waits as a mutex's node does).
+    pub(crate) fn present(children: &[String]) -> Vec<LockKind> {
+        let kazoo_readers = KAZOO_READ.contenders(children.to_vec()).iter().any(|node| node.contains(KAZOO_READ_NAME));
+        let present = LockKind::ALL.into_iter().filter(|kind| match kind {
+            LockKind::Kazoo if kazoo_readers => false,
+            LockKind::KazooReadWrite if !kazoo_readers => false,
+            kind => !kind.schema().contenders(children.to_vec()).is_empty(),
+        });
+        present.collect()
+    }
 
     /// How its nodes are named and ordered (a read-write lock's two sides share one order).
     pub(crate) fn schema(self) -> Schema {
@@ -30,6 +47,7 @@ impl LockKind {
             LockKind::Mutex => MUTEX,
             LockKind::Kazoo => KAZOO_MUTEX,
             LockKind::ReadWrite => READ,
+            LockKind::KazooReadWrite => KAZOO_READ,
         }
     }
 
@@ -64,8 +82,13 @@ impl LockKind {
     fn rule(self, node: &str) -> Rule {
         match self {
             LockKind::Mutex | LockKind::Kazoo => Rule::First,
-            LockKind::ReadWrite if node.contains(WRITE_NAME) => Rule::Writer { writer_name: WRITE_NAME },
-            LockKind::ReadWrite => Rule::Reader { writer_name: WRITE_NAME },
+            LockKind::ReadWrite | LockKind::KazooReadWrite => {
+                let writer_name = self.schema().writer_name();
+                match node.contains(writer_name) {
+                    true => Rule::Writer { writer_name },
+                    false => Rule::Reader { writer_name },
+                }
+            }
         }
     }
 }
@@ -93,14 +116,45 @@ mod tests {
         let expected = [none.clone(), none.clone(), vec![0, 1], vec![2], vec![0, 1, 2, 3], vec![2, 4]];
         assert_eq!(LockKind::ReadWrite.waits_behind(&read_write), expected);
         let writers = queue(&["_c_a-__WRIT__0000000001", "_c_b-__WRIT__0000000002", "_c_c-__READ__0000000003"]);
-        assert_eq!(LockKind::ReadWrite.waits_behind(&writers), [none, vec![0], vec![0, 1]]);
+        assert_eq!(LockKind::ReadWrite.waits_behind(&writers), [none.clone(), vec![0], vec![0, 1]]);
+        // kazoo's layout, by the recipe's rule (kazoo 2.9's): a reader behind the writers ahead
+        // of it only; a writer behind every node ahead.
+        let kazoo = queue(&[
+            "a__rlock__0000000001",
+            "b__lock__0000000002",
+            "c__rlock__0000000003",
+            "d__lock__0000000004",
+            "e__rlock__0000000005",
+        ]);
+        let expected = [none.clone(), vec![0], vec![1], vec![0, 1, 2], vec![1, 3]];
+        assert_eq!(LockKind::KazooReadWrite.waits_behind(&kazoo), expected);
         // A node waits behind nothing exactly when its rule lets it hold.
-        for (kind, sorted) in
-            [(LockKind::Mutex, &mutex), (LockKind::ReadWrite, &read_write), (LockKind::ReadWrite, &writers)]
-        {
+        for (kind, sorted) in [
+            (LockKind::Mutex, &mutex),
+            (LockKind::ReadWrite, &read_write),
+            (LockKind::ReadWrite, &writers),
+            (LockKind::KazooReadWrite, &kazoo),
+        ] {
             for (node, behind) in sorted.iter().zip(kind.waits_behind(sorted)) {
                 assert_eq!(behind.is_empty(), kind.holds(sorted, node), "{node}");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod present_tests {
+    use super::*;
+
+    #[test]
+    fn a_kazoo_queue_with_readers_is_a_read_write_lock_and_without_a_mutex() {
+        let queue = |names: &[&str]| names.iter().map(|name| (*name).to_owned()).collect::<Vec<_>>();
+        let writers = queue(&["a__lock__0000000001", "b__lock__0000000002"]);
+        assert_eq!(LockKind::present(&writers), [LockKind::Kazoo]);
+        let mixed = queue(&["a__lock__0000000001", "b__rlock__0000000002", "config"]);
+        assert_eq!(LockKind::present(&mixed), [LockKind::KazooReadWrite]);
+        let both = queue(&["_c_x-lock-0000000001", "a__rlock__0000000002", "_c_y-__READ__0000000003"]);
+        assert_eq!(LockKind::present(&both), [LockKind::Mutex, LockKind::ReadWrite, LockKind::KazooReadWrite]);
+        assert!(LockKind::present(&queue(&["config"])).is_empty());
     }
 }

@@ -46,6 +46,11 @@ pub(crate) const READ_NAME: &str = "__READ__";
 /// The lock name of Curator's write-lock nodes.
 pub(crate) const WRITE_NAME: &str = "__WRIT__";
 
+/// The lock name of kazoo's `WriteLock` (and `Lock`) nodes.
+pub(crate) const KAZOO_WRITE_NAME: &str = "__lock__";
+/// The lock name of kazoo's `ReadLock` nodes.
+pub(crate) const KAZOO_READ_NAME: &str = "__rlock__";
+
 /// What Curator's `Revoker.attemptRevoke` writes into a lock node to ask its holder to let go.
 pub(crate) const REVOKE_MARKER: &[u8] = b"__REVOKE__";
 
@@ -58,6 +63,14 @@ pub(crate) const LEASE: Schema = Schema { own_name: "lease-", names: &["lease-"]
 /// kazoo's `Lock`: `{hex32}__lock__{seq}`, ordered by the sequence after `__lock__`.
 pub(crate) const KAZOO_MUTEX: Schema =
     Schema { own_name: "__lock__", names: &["__lock__"], protection: Protection::Kazoo };
+/// The read side of a read-write lock in kazoo's layout (kazoo's `ReadLock`):
+/// `{hex32}__rlock__{seq}`, in one order with the write side's `__lock__` nodes.
+pub(crate) const KAZOO_READ: Schema =
+    Schema { own_name: KAZOO_READ_NAME, names: &[KAZOO_WRITE_NAME, KAZOO_READ_NAME], protection: Protection::Kazoo };
+/// The write side of a read-write lock in kazoo's layout (kazoo's `WriteLock`):
+/// `{hex32}__lock__{seq}`, the names of kazoo's `Lock`.
+pub(crate) const KAZOO_WRITE: Schema =
+    Schema { own_name: KAZOO_WRITE_NAME, names: &[KAZOO_WRITE_NAME, KAZOO_READ_NAME], protection: Protection::Kazoo };
 /// The read side of `InterProcessReadWriteLock`: `_c_{uuid}-__READ__{seq}`.
 pub(crate) const READ: Schema =
     Schema { own_name: READ_NAME, names: &[READ_NAME, WRITE_NAME], protection: Protection::Curator };
@@ -72,6 +85,15 @@ impl Schema {
         match self.protection {
             Protection::Curator => format!("{PROTECTED_MARKER}{}-{}", id.hyphenated(), self.own_name),
             Protection::Kazoo => format!("{}{}", id.simple(), self.own_name),
+        }
+    }
+
+    /// The lock name of the write side of a read-write lock with this schema's protection: a
+    /// reader waits for the nodes that carry it.
+    pub(crate) fn writer_name(&self) -> &'static str {
+        match self.protection {
+            Protection::Curator => WRITE_NAME,
+            Protection::Kazoo => KAZOO_WRITE_NAME,
         }
     }
 
@@ -160,6 +182,26 @@ mod tests {
         assert_eq!(READ.contenders(children.clone()), expected);
         assert_eq!(WRITE.contenders(children), expected);
         assert_eq!(MUTEX.parse_sequence("_c_b-__READ__0000000001"), None, "a mutex ignores rw nodes");
+    }
+
+    #[test]
+    fn kazoo_readers_and_writers_share_one_order_by_sequence() {
+        // A `__rlock__` name does not contain `__lock__`: each node is cut at its own name.
+        let children =
+            ["b__lock__0000000003", "a__rlock__0000000001", "_c_x-__WRIT__0000000000", "c__rlock__0000000002"]
+                .map(String::from)
+                .to_vec();
+        let expected = ["a__rlock__0000000001", "c__rlock__0000000002", "b__lock__0000000003"];
+        assert_eq!(KAZOO_READ.contenders(children.clone()), expected);
+        assert_eq!(KAZOO_WRITE.contenders(children), expected);
+        assert_eq!(KAZOO_READ.sort_key("a__rlock__0000000001"), "0000000001");
+        assert_eq!(KAZOO_WRITE.sort_key("b__lock__0000000003"), "0000000003");
+        let id = Uuid::parse_str("6ba7b810-9dad-11d1-80b4-00c04fd430c8").unwrap();
+        assert_eq!(KAZOO_READ.protected_prefix(&id), "6ba7b8109dad11d180b400c04fd430c8__rlock__");
+        assert_eq!((KAZOO_READ.writer_name(), READ.writer_name()), ("__lock__", "__WRIT__"));
+        // After the wrap, a negative sequence sorts first, for kazoo ('-' < '0') as here.
+        let wrapped = vec!["a__lock__2147483647".to_owned(), "b__rlock__-2147483648".to_owned()];
+        assert_eq!(KAZOO_WRITE.contenders(wrapped)[0], "b__rlock__-2147483648");
     }
 
     #[test]

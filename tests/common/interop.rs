@@ -327,3 +327,53 @@ pub fn check_turns(log: &Path, at_least: usize) -> Turns {
     );
     turns
 }
+
+/// A zklock reader and a zklock writer of the read-write lock at `path` (`schema`'s layout, its
+/// nodes named so) contend with `peers`, another library's reader and writer named
+/// `{library}-reader` and `{library}-writer`, each side for `writes` rounds of writing and twice
+/// as many of reading (writers queued between readers keep them apart, so readers take twice
+/// the rounds: once the writers are done, readers share for sure). Then the log must show
+/// readers overlapping only readers, every round, `switches` turns each way, and a zklock
+/// reader holding beside the other library's.
+pub async fn read_write_contention(
+    path: &str,
+    log: &Path,
+    schema: zklock::NodeSchema,
+    mut peers: [Peer; 2],
+    (library, writes, timeout, switches): (&str, u32, Duration, usize),
+) {
+    let (reads, start) = (2 * writes, StartLine::new(2));
+    let (writer_name, reader_name) =
+        if schema == zklock::NodeSchema::Kazoo { ("__lock__", "__rlock__") } else { ("__WRIT__", "__READ__") };
+    let mut rust = Vec::new();
+    for (name, write) in [("zklock-reader", false), ("zklock-writer", true)] {
+        let (path, log, start) = (path.to_owned(), log.to_owned(), start.clone());
+        rust.push(tokio::spawn(async move {
+            let client = super::connect().await;
+            let lock = zklock::InterProcessReadWriteLock::builder(&client, &path).node_schema(schema).build().unwrap();
+            let (side, mode, name_part) =
+                if write { (lock.write_lock(), "write", writer_name) } else { (lock.read_lock(), "read", reader_name) };
+            start.ready().await;
+            for _ in 0..if write { writes } else { reads } {
+                let guard = side.acquire_timeout(timeout).await.unwrap().expect("zklock starved");
+                assert!(guard.node_path().contains(name_part), "{}", guard.node_path());
+                logged_section(&log, name, mode, Duration::from_millis(if write { 5 } else { 20 })).await;
+                guard.release().await.unwrap();
+            }
+        }));
+    }
+    start.open(&mut peers).await;
+    finish(rust, peers, timeout).await;
+    let (peer_reader, peer_writer) = (format!("{library}-reader"), format!("{library}-writer"));
+    let expected = [
+        (peer_reader.as_str(), reads),
+        (peer_writer.as_str(), writes),
+        ("zklock-reader", reads),
+        ("zklock-writer", writes),
+    ];
+    let shared = check_log(log, &expected);
+    let turns = check_turns(log, switches);
+    eprintln!("readers held together {shared} times; {turns:?}");
+    assert!(turns.shared_across > 0, "a zklock reader and a {library} reader never held together");
+    let _ = std::fs::remove_file(log);
+}

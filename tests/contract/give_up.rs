@@ -115,22 +115,12 @@ pub async fn an_acquire_dropped_between_polls_leaves_no_node<L: LockUnderTest>()
 /// A release polled once (which sends the delete) and then dropped still frees the lock, for
 /// this process at once and for everyone once the delete is answered.
 pub async fn a_release_dropped_after_its_first_poll_still_frees_the_lock<L: LockUnderTest>() {
-    let path = unique_path("contract-cancel-release");
-    let client = connect().await;
-    let lock = L::make(&client, &path);
-    let rival_client = connect().await;
-    let rival = L::rival(&rival_client, &path);
-    for _ in 0..3 {
-        let held = lock.acquire().await.unwrap();
+    let_go_each_time::<L>("contract-cancel-release", 3, "the dropped release", |held| {
         let mut release = Box::pin(held.release());
         let mut context = Context::from_waker(Waker::noop());
         assert!(release.as_mut().poll(&mut context).is_pending(), "a delete takes a round trip");
-        drop(release);
-        assert_ne!(lock.holds_in_this_process(), Some(true), "held in this process after the dropped release");
-        wait_for_nodes::<L>(&client, &path, &[]).await;
-        let rival_held = rival.try_acquire().await.unwrap().expect("free after the dropped release");
-        rival_held.release().await.unwrap();
-    }
+    })
+    .await;
 }
 
 /// An acquire waiting behind a holder and dropped on a thread with no tokio runtime leaves no
@@ -157,17 +147,26 @@ pub async fn an_acquire_dropped_on_a_plain_thread_leaves_no_node<L: LockUnderTes
 /// A hold dropped on a thread with no tokio runtime (a synchronous caller's) frees the lock all
 /// the same: its node's delete is sent at once and seen through on zklock's own runtime.
 pub async fn a_hold_dropped_on_a_plain_thread_frees_the_lock<L: LockUnderTest>() {
-    let path = unique_path("contract-drop-plain-thread");
+    let_go_each_time::<L>("contract-drop-plain-thread", 2, "a drop on a plain thread", |held| {
+        std::thread::spawn(move || drop(held)).join().unwrap();
+    })
+    .await;
+}
+
+/// `rounds` times on a fresh path named after `name`: takes the lock, ends the hold with
+/// `let_go` (`how`, for the messages), and checks that the lock is free, for this process at
+/// once and for a rival once its node is gone.
+async fn let_go_each_time<L: LockUnderTest>(name: &str, rounds: usize, how: &str, let_go: impl Fn(L::Held)) {
+    let path = unique_path(name);
     let client = connect().await;
     let lock = L::make(&client, &path);
     let rival_client = connect().await;
     let rival = L::rival(&rival_client, &path);
-    for _ in 0..2 {
-        let held = lock.acquire().await.unwrap();
-        std::thread::spawn(move || drop(held)).join().unwrap();
-        assert_ne!(lock.holds_in_this_process(), Some(true), "held in this process after the drop");
+    for _ in 0..rounds {
+        let_go(lock.acquire().await.unwrap());
+        assert_ne!(lock.holds_in_this_process(), Some(true), "held in this process after {how}");
         wait_for_nodes::<L>(&client, &path, &[]).await;
-        let rival_held = rival.try_acquire().await.unwrap().expect("free after a drop on a plain thread");
+        let rival_held = rival.try_acquire().await.unwrap().unwrap_or_else(|| panic!("not free after {how}"));
         rival_held.release().await.unwrap();
     }
 }

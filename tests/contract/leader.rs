@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use zklock::{ElectionParticipant, Error, LeaderLatch, LeaderSelector, Leadership, LossPolicy, LossReason, Result};
+use zklock::{
+    ElectionParticipant, Error, LeaderLatch, LeaderSelector, Leadership, LossPolicy, LossReason, NodeSchema, Result,
+};
 use zookeeper_client::Client;
 
 use crate::lock::{Held, LockUnderTest, WithLossPolicy};
@@ -26,6 +28,8 @@ pub type Latch = Candidate<LeaderLatch>;
 
 /// A leader selector: each acquire starts a new `LeaderSelector` whose closure hands its term out.
 pub type Selector = Candidate<SelectorRun>;
+/// The same in kazoo's layout (a kazoo `Election`'s nodes).
+pub type KazooSelector = Candidate<SelectorRun<true>>;
 
 /// One participant's membership of an election, as each recipe offers it.
 pub trait Election: Sized + Send + Sync + 'static {
@@ -169,17 +173,18 @@ impl Election for LeaderLatch {
 }
 
 /// A started `LeaderSelector` whose closure sends each term out with a way to end it, then
-/// leads until told to end (or until the selector cancels it).
-pub struct SelectorRun {
+/// leads until told to end (or until the selector cancels it); in kazoo's layout when `KAZOO`.
+pub struct SelectorRun<const KAZOO: bool = false> {
     selector: LeaderSelector,
     terms: mpsc::UnboundedReceiver<(Leadership, oneshot::Sender<()>)>,
     /// Ends the current term; dropped, it ends it too.
     end: Option<oneshot::Sender<()>>,
 }
 
-impl Election for SelectorRun {
+impl<const KAZOO: bool> Election for SelectorRun<KAZOO> {
     async fn join(client: &Client, path: &str, id: &str, policy: LossPolicy) -> Result<Self> {
-        let selector = LeaderSelector::builder(client, path, id).loss_policy(policy).build()?;
+        let schema = if KAZOO { NodeSchema::Kazoo } else { NodeSchema::Curator };
+        let selector = LeaderSelector::builder(client, path, id).node_schema(schema).loss_policy(policy).build()?;
         let (sender, terms) = mpsc::unbounded_channel();
         selector
             .start(move |leadership| {

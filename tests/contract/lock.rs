@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use zklock::{
     Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
-    InterProcessSemaphoreV2, Lease, LocalHandoff, LockGuard, LossPolicy, LossReason, MultiLockGuard, Result,
+    InterProcessSemaphoreV2, Lease, LocalHandoff, LockGuard, LossPolicy, LossReason, MultiLockGuard, NodeSchema,
+    Result,
 };
 use zookeeper_client::Client;
 
@@ -39,6 +40,10 @@ pub trait LockUnderTest: Sized + Send + Sync + 'static {
     fn is_shared(&self) -> bool {
         false
     }
+
+    /// Whether a waiter holds on a node it queued with. Not in kazoo's semaphore layout: a
+    /// waiter queues on the gate only, and creates its lease once there is room.
+    const HOLDS_ON_A_QUEUED_NODE: bool = true;
 
     /// Whether this participant's process holds it, for recipes that can say
     /// (`InterProcessMutex::is_acquired_in_this_process`); `None` for the others.
@@ -226,8 +231,14 @@ pub struct WriteSide(Side);
 /// The read side of a read-write lock, against writers.
 pub struct ReadSide(Side);
 
+/// The write side of a read-write lock in kazoo's layout, against other writers.
+pub struct KazooWriteSide(Side);
+
+/// The read side of a read-write lock in kazoo's layout, against writers.
+pub struct KazooReadSide(Side);
+
 macro_rules! side_under_test {
-    ($name:ident, reader: $reader:expr) => {
+    ($name:ident, reader: $reader:expr, schema: $schema:expr) => {
         impl $name {
             fn recipe(&self) -> &InterProcessMutex {
                 self.0.recipe()
@@ -237,10 +248,12 @@ macro_rules! side_under_test {
         impl LockUnderTest for $name {
             type Held = LockGuard;
             fn make(client: &Client, path: &str) -> Self {
-                $name(Side { lock: InterProcessReadWriteLock::new(client, path).unwrap(), reader: $reader })
+                let lock = InterProcessReadWriteLock::builder(client, path).node_schema($schema).build().unwrap();
+                $name(Side { lock, reader: $reader })
             }
             fn rival(client: &Client, path: &str) -> Self {
-                $name(Side { lock: InterProcessReadWriteLock::new(client, path).unwrap(), reader: false })
+                let lock = InterProcessReadWriteLock::builder(client, path).node_schema($schema).build().unwrap();
+                $name(Side { lock, reader: false })
             }
             fn is_shared(&self) -> bool {
                 self.0.reader
@@ -253,15 +266,18 @@ macro_rules! side_under_test {
 
         impl WithLossPolicy for $name {
             fn with_loss_policy(client: &Client, path: &str, policy: LossPolicy) -> Self {
-                let lock = InterProcessMutex::builder(client, path).loss_policy(policy).build_read_write().unwrap();
+                let builder = InterProcessMutex::builder(client, path).node_schema($schema);
+                let lock = builder.loss_policy(policy).build_read_write().unwrap();
                 $name(Side { lock, reader: $reader })
             }
         }
     };
 }
 
-side_under_test!(WriteSide, reader: false);
-side_under_test!(ReadSide, reader: true);
+side_under_test!(WriteSide, reader: false, schema: NodeSchema::Curator);
+side_under_test!(ReadSide, reader: true, schema: NodeSchema::Curator);
+side_under_test!(KazooWriteSide, reader: false, schema: NodeSchema::Kazoo);
+side_under_test!(KazooReadSide, reader: true, schema: NodeSchema::Kazoo);
 
 /// `InterProcessSemaphoreMutex`.
 pub struct SemaphoreMutex(InterProcessSemaphoreMutex);
@@ -271,16 +287,30 @@ wraps!(SemaphoreMutex(InterProcessSemaphoreMutex));
 pub struct SemaphoreOfOne(InterProcessSemaphoreV2);
 wraps!(SemaphoreOfOne(InterProcessSemaphoreV2));
 
+/// `InterProcessSemaphoreV2` with one lease, in kazoo's layout.
+pub struct KazooSemaphoreOfOne(InterProcessSemaphoreV2);
+wraps!(KazooSemaphoreOfOne(InterProcessSemaphoreV2));
+
 macro_rules! semaphore_under_test {
     ($name:ident, $make:expr, $build:expr) => {
+        semaphore_under_test!($name, $make, $build, |path: &str| vec![
+            format!("{path}/leases"),
+            format!("{path}/locks")
+        ]);
+    };
+    ($name:ident, $make:expr, $build:expr, $dirs:expr) => {
+        semaphore_under_test!($name, $make, $build, $dirs, true);
+    };
+    ($name:ident, $make:expr, $build:expr, $dirs:expr, $queued:expr) => {
         impl LockUnderTest for $name {
             type Held = Lease;
+            const HOLDS_ON_A_QUEUED_NODE: bool = $queued;
             fn make(client: &Client, path: &str) -> Self {
                 $name($make(client, path).unwrap())
             }
             /// Its leases, and the mutex that guards taking them.
             fn node_dirs(path: &str) -> Vec<String> {
-                vec![format!("{path}/leases"), format!("{path}/locks")]
+                $dirs(path)
             }
             acquires!(Lease);
         }
@@ -297,6 +327,13 @@ semaphore_under_test!(SemaphoreMutex, InterProcessSemaphoreMutex::new, InterProc
 semaphore_under_test!(SemaphoreOfOne, |client, path| InterProcessSemaphoreV2::new(client, path, 1), |client, path| {
     InterProcessSemaphoreV2::builder(client, path, 1)
 });
+semaphore_under_test!(
+    KazooSemaphoreOfOne,
+    |client, path| InterProcessSemaphoreV2::builder(client, path, 1).node_schema(NodeSchema::Kazoo).build(),
+    |client, path| InterProcessSemaphoreV2::builder(client, path, 1).node_schema(NodeSchema::Kazoo),
+    |path: &str| vec![path.to_owned(), format!("{path}-__lock__")],
+    false
+);
 
 /// `InterProcessMultiLock` over two paths under the lock path, in one order for everyone.
 pub struct MultiOfTwo(InterProcessMultiLock);

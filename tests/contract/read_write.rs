@@ -1,20 +1,52 @@
 //! The read-write lock's own rules: readers share and exclude writers, writers queue in order,
-//! a reader behind a waiting writer waits, no upgrade, and a downgrade keeps writers out.
+//! a reader behind a waiting writer waits, no upgrade, and a downgrade keeps writers out. Each
+//! runs in both layouts, Curator's (`curator::`) and kazoo's (`kazoo::`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use zklock::{Error, InterProcessReadWriteLock, LockGuard};
+use zklock::{Error, InterProcessReadWriteLock, LockGuard, NodeSchema};
 use zookeeper_client::Client;
 
 use crate::common::{children, connect, unique_path, wait_for_children};
 use crate::exclusion::Ledger;
 use crate::support::PROMPTLY;
 
-async fn rw(path: &str) -> (Client, InterProcessReadWriteLock) {
+/// Runs each rule, an `async fn(NodeSchema)`, as a test in each layout.
+macro_rules! in_both_layouts {
+    ($($rule:ident),* $(,)?) => {
+        mod curator {
+            $(
+                #[tokio::test]
+                async fn $rule() {
+                    super::$rule(zklock::NodeSchema::Curator).await;
+                }
+            )*
+        }
+        mod kazoo {
+            $(
+                #[tokio::test]
+                async fn $rule() {
+                    super::$rule(zklock::NodeSchema::Kazoo).await;
+                }
+            )*
+        }
+    };
+}
+
+in_both_layouts!(
+    readers_share_and_exclude_writers,
+    writers_hold_in_the_order_they_queued,
+    a_reader_behind_a_waiting_writer_waits_for_it,
+    a_reader_asking_to_write_is_refused_without_a_node,
+    a_downgraded_reader_keeps_out_a_writer_queued_before_the_downgrade,
+    a_downgraded_reader_keeps_out_a_writer_queued_after_the_downgrade,
+);
+
+async fn rw(path: &str, schema: NodeSchema) -> (Client, InterProcessReadWriteLock) {
     let client = connect().await;
-    let lock = InterProcessReadWriteLock::new(&client, path).unwrap();
+    let lock = InterProcessReadWriteLock::builder(&client, path).node_schema(schema).build().unwrap();
     (client, lock)
 }
 
@@ -26,18 +58,17 @@ async fn hold(ledger: &Mutex<Ledger>, party: &str, shared: bool, guard: LockGuar
     guard.release().await.unwrap();
 }
 
-#[tokio::test]
-async fn readers_share_and_exclude_writers() {
+async fn readers_share_and_exclude_writers(schema: NodeSchema) {
     let path = unique_path("rw-share");
     let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let (observer, first) = rw(&path).await;
-    let (_b, second) = rw(&path).await;
+    let (observer, first) = rw(&path, schema).await;
+    let (_b, second) = rw(&path, schema).await;
     let first_read = first.read_lock().acquire().await.unwrap();
     // Both readers hold at once: the second does not wait for the first.
     let second_read = second.read_lock().try_acquire().await.unwrap().expect("readers share");
     ledger.lock().unwrap().enter("reader 0", true, first_read.fencing_token());
     ledger.lock().unwrap().enter("reader 1", true, second_read.fencing_token());
-    let (_c, writer) = rw(&path).await;
+    let (_c, writer) = rw(&path, schema).await;
     assert!(writer.write_lock().try_acquire().await.unwrap().is_none(), "a writer beside readers");
     let writing = tokio::spawn({
         let ledger = ledger.clone();
@@ -57,16 +88,15 @@ async fn readers_share_and_exclude_writers() {
     assert!(children(&observer, &path).await.is_empty());
 }
 
-#[tokio::test]
-async fn writers_hold_in_the_order_they_queued() {
+async fn writers_hold_in_the_order_they_queued(schema: NodeSchema) {
     const WRITERS: usize = 4;
     let path = unique_path("rw-fifo");
-    let (observer, holder) = rw(&path).await;
+    let (observer, holder) = rw(&path, schema).await;
     let held = holder.write_lock().acquire().await.unwrap();
     let order = Arc::new(Mutex::new(Vec::new()));
     let mut writers = Vec::new();
     for id in 0..WRITERS {
-        let (client, lock) = rw(&path).await;
+        let (client, lock) = rw(&path, schema).await;
         let order = order.clone();
         writers.push(tokio::spawn(async move {
             let guard = lock.write_lock().acquire().await.unwrap();
@@ -84,10 +114,9 @@ async fn writers_hold_in_the_order_they_queued() {
     assert_eq!(*order.lock().unwrap(), (0..WRITERS).collect::<Vec<_>>());
 }
 
-#[tokio::test]
-async fn a_reader_behind_a_waiting_writer_waits_for_it() {
+async fn a_reader_behind_a_waiting_writer_waits_for_it(schema: NodeSchema) {
     let path = unique_path("rw-reader-behind-writer");
-    let (observer, first) = rw(&path).await;
+    let (observer, first) = rw(&path, schema).await;
     let reading = first.read_lock().acquire().await.unwrap();
     let order = Arc::new(Mutex::new(Vec::new()));
     let queue = |name: &'static str, lock: InterProcessReadWriteLock, reader: bool| {
@@ -100,10 +129,10 @@ async fn a_reader_behind_a_waiting_writer_waits_for_it() {
             guard.release().await.unwrap();
         })
     };
-    let (_b, writer) = rw(&path).await;
+    let (_b, writer) = rw(&path, schema).await;
     let writing = queue("writer", writer, false);
     wait_for_children(&observer, &path, 2).await;
-    let (_c, late) = rw(&path).await;
+    let (_c, late) = rw(&path, schema).await;
     let late_reading = queue("late reader", late, true);
     wait_for_children(&observer, &path, 3).await;
     // A reader that jumped the writer would hold now, beside the first reader.
@@ -115,10 +144,9 @@ async fn a_reader_behind_a_waiting_writer_waits_for_it() {
     assert_eq!(*order.lock().unwrap(), ["writer", "late reader"]);
 }
 
-#[tokio::test]
-async fn a_reader_asking_to_write_is_refused_without_a_node() {
+async fn a_reader_asking_to_write_is_refused_without_a_node(schema: NodeSchema) {
     let path = unique_path("rw-upgrade");
-    let (client, lock) = rw(&path).await;
+    let (client, lock) = rw(&path, schema).await;
     let reading = lock.read_lock().acquire().await.unwrap();
     assert!(matches!(lock.write_lock().acquire().await, Err(Error::WouldDeadlock(_))));
     assert!(matches!(lock.write_lock().try_acquire().await, Err(Error::WouldDeadlock(_))));
@@ -131,11 +159,11 @@ async fn a_reader_asking_to_write_is_refused_without_a_node() {
 
 /// The write holder takes the read lock and lets the write lock go; a writer queued meanwhile
 /// (`queued_before_the_downgrade`: before the read lock was taken) must wait for the read.
-async fn a_downgraded_reader_keeps_a_queued_writer_out(queued_before_the_downgrade: bool) {
+async fn a_downgraded_reader_keeps_a_queued_writer_out(schema: NodeSchema, queued_before_the_downgrade: bool) {
     let path = unique_path("rw-downgrade");
-    let (observer, lock) = rw(&path).await;
+    let (observer, lock) = rw(&path, schema).await;
     let writing = lock.write_lock().acquire().await.unwrap();
-    let (_b, other) = rw(&path).await;
+    let (_b, other) = rw(&path, schema).await;
     let still_reading = Arc::new(AtomicBool::new(true));
     let queue_writer = || {
         let still_reading = still_reading.clone();
@@ -166,12 +194,10 @@ async fn a_downgraded_reader_keeps_a_queued_writer_out(queued_before_the_downgra
     assert!(!beside_the_reader, "a writer held while the downgraded reader was still reading");
 }
 
-#[tokio::test]
-async fn a_downgraded_reader_keeps_out_a_writer_queued_before_the_downgrade() {
-    a_downgraded_reader_keeps_a_queued_writer_out(true).await;
+async fn a_downgraded_reader_keeps_out_a_writer_queued_before_the_downgrade(schema: NodeSchema) {
+    a_downgraded_reader_keeps_a_queued_writer_out(schema, true).await;
 }
 
-#[tokio::test]
-async fn a_downgraded_reader_keeps_out_a_writer_queued_after_the_downgrade() {
-    a_downgraded_reader_keeps_a_queued_writer_out(false).await;
+async fn a_downgraded_reader_keeps_out_a_writer_queued_after_the_downgrade(schema: NodeSchema) {
+    a_downgraded_reader_keeps_a_queued_writer_out(schema, false).await;
 }

@@ -6,7 +6,7 @@
 //!   (`Error::Deadlock`), is one of the model: each wait is in a lock's queue (never an
 //!   election's), its node waits behind the other by the lock's rule, both nodes are nodes the
 //!   tasks were told of, each hop's waits go from one vertex to one vertex (a task where the
-//!   ring names tags, else a session read whole) and each hop's holder is the next
+//!   ring names tags, the chain where it names the chain, else a session read whole) and each hop's holder is the next
 //!   hop's waiter. A reported ring must also stand in the model within the call: each waiter
 //!   waited on its node, and each node waited behind was its task's (held or queued), as the
 //!   model saw it just before the call or just after it (for a session read whole: any of its
@@ -20,7 +20,9 @@
 //! - No ring missed. Every ring of the model that stands in the snapshots before and after the
 //!   call, with the same waits, and stood so at the check before, must be reported: as
 //!   certain when none of its actors held, acquired or let go of a lock without owner tags at
-//!   either check (the library would read them whole), else (across actors) at all. Not asked:
+//!   either check (the library would read them whole), else (across actors) at all, unless it
+//!   goes through the chain (a link read whole is its session, whose other link's waits are
+//!   not its own: the ring is then no ring of the library's vertices). Not asked:
 //!   a ring through a task that holds through one session and waits through another (the
 //!   `Session` actor made anew from an expired client, its earlier holds kept): the library's
 //!   vertices are a session's tasks, and that task is two of them (`docs/deadlocks.md`).
@@ -30,7 +32,7 @@ use std::collections::{HashMap, HashSet};
 use zklock::{find_deadlocks, Deadlock};
 
 use super::check::Memory;
-use super::wait_for::{graph, in_queue_order, rings, Ring, Snapshot, Task};
+use super::wait_for::{graph, in_queue_order, rings, Ring, Snapshot, Task, Vertex};
 use super::World;
 use crate::common::children;
 
@@ -46,12 +48,12 @@ fn owner_tag(node: &str) -> Option<String> {
     (uuid.get(14..15) == Some("8")).then(|| uuid[..13].to_owned())
 }
 
-/// A vertex of a reported ring, as the model reads it: a task, or a session read whole (an
-/// actor's, though an actor may have two: the `Session` actor made anew from an expired
-/// client keeps its earlier holds on the old one).
+/// A vertex of a reported ring, as the model reads it: one of the model's (a task, the chain),
+/// or a session read whole (an actor's, though an actor may have two: the `Session` actor made
+/// anew from an expired client keeps its earlier holds on the old one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Vertex {
-    Task(Task),
+enum Reported {
+    Model(Vertex),
     Session(i64),
 }
 
@@ -157,12 +159,16 @@ impl World<'_> {
         let untagged: HashSet<usize> = before.untagged.union(&after.untagged).copied().collect();
         let seen_by_the_library = |ring: &&Ring| !ring.spans_sessions(&before) && !ring.spans_sessions(&after);
         for ring in standing.iter().filter(|ring| memory.standing.contains(ring)).filter(seen_by_the_library) {
-            let actors: HashSet<usize> = ring.tasks.iter().map(|task| task.0).collect();
+            let actors: HashSet<usize> = ring.vertices.iter().flat_map(|vertex| vertex.actors()).collect();
             let sure = actors.is_disjoint(&untagged) && actors.is_disjoint(&memory.untagged);
             let certain = report.deadlocks.iter().filter(|reported| reported.is_certain()).any(|reported| {
-                let tasks: HashSet<Option<&Task>> =
-                    reported.waits().map(|wait| owners.get(&wait.waiter_node)).collect();
-                tasks == ring.tasks.iter().map(Some).collect()
+                let vertices: HashSet<Option<Vertex>> = reported
+                    .waits()
+                    .map(|wait| {
+                        owners.get(&wait.waiter_node).map(|task| Vertex::of(&self.paths, *task, &wait.waiter_node))
+                    })
+                    .collect();
+                vertices == ring.vertices.iter().copied().map(Some).collect()
             });
             let seen = report.deadlocks.iter().any(|reported| {
                 reported.waits().any(|wait| ring.waits.contains(&(wait.waiter_node.clone(), wait.holder_node.clone())))
@@ -171,7 +177,7 @@ impl World<'_> {
                 violations.push(format!(
                     "a certain ring of the model stood for two checks, not reported as certain: {ring:?}"
                 ));
-            } else if actors.len() > 1 && !seen {
+            } else if actors.len() > 1 && !seen && (sure || !ring.vertices.contains(&Vertex::Chain)) {
                 violations.push(format!("a ring of the model stood for two checks, not reported: {ring:?}"));
             }
         }
@@ -198,7 +204,8 @@ impl World<'_> {
         for (hop, wait) in ring.hops.iter().flat_map(|hop| hop.waits.iter().map(move |wait| (hop, wait))) {
             let (waiter, holder) = (owners[&wait.waiter_node], owners[&wait.holder_node]);
             // A session read whole waits (or holds) through any of its tasks.
-            let waits = around.iter().any(|snapshot| match hop.waiter_owner {
+            // A task or the chain waits (or holds) through the task the node is the model's.
+            let waits = around.iter().any(|snapshot| match hop.waiter_owner.or(hop.waiter_chain) {
                 Some(_) => snapshot.waits_on(waiter, &wait.waiter_node),
                 None => snapshot.actor_waits_on(&self.paths, waiter.0, &wait.waiter_node),
             });
@@ -211,7 +218,7 @@ impl World<'_> {
                         .acquiring
                         .get(&holder)
                         .is_some_and(|lock| self.paths.queues(*lock).iter().any(|queue| queue == &wait.lock));
-                match hop.holder_owner {
+                match hop.holder_owner.or(hop.holder_chain) {
                     Some(_) => task == Some(holder) || acquiring,
                     None => {
                         task.map(|task| task.0) == Some(holder.0)
@@ -263,16 +270,20 @@ impl World<'_> {
                 else {
                     return Err(format!("{} or {} is no task's", wait.waiter_node, wait.holder_node));
                 };
-                waiters.insert(if hop.waiter_owner.is_some() {
-                    Vertex::Task(*waiter)
-                } else {
-                    Vertex::Session(hop.waiter_session)
-                });
-                holders.insert(if hop.holder_owner.is_some() {
-                    Vertex::Task(*holder)
-                } else {
-                    Vertex::Session(hop.holder_session)
-                });
+                waiters.insert(self.reported(
+                    &wait.waiter_node,
+                    *waiter,
+                    hop.waiter_owner,
+                    hop.waiter_chain,
+                    hop.waiter_session,
+                )?);
+                holders.insert(self.reported(
+                    &wait.holder_node,
+                    *holder,
+                    hop.holder_owner,
+                    hop.holder_chain,
+                    hop.holder_session,
+                )?);
             }
             let (Some(waiter), Some(holder)) = (waiters.iter().next(), holders.iter().next()) else {
                 return Err("a hop without waits".to_owned());
@@ -287,5 +298,28 @@ impl World<'_> {
             return Err(format!("its hops do not chain: {ends:?}"));
         }
         Ok(())
+    }
+
+    /// The vertex a ring reports `task`'s node `node` as (by its `owner` tag, its `chain`, else
+    /// its `session` read whole), which must be the model's vertex of the node when the ring
+    /// names one: a chain's node is no task's, and a task's no chain's.
+    fn reported(
+        &self,
+        node: &str,
+        task: Task,
+        owner: Option<u64>,
+        chain: Option<u64>,
+        session: i64,
+    ) -> Result<Reported, String> {
+        let model = Vertex::of(&self.paths, task, node);
+        let reported = match (owner, chain) {
+            (Some(_), _) => Vertex::Task(task),
+            (None, Some(_)) => Vertex::Chain,
+            (None, None) => return Ok(Reported::Session(session)),
+        };
+        if reported != model {
+            return Err(format!("{node} is reported as {reported:?}'s, which the model says is {model:?}"));
+        }
+        Ok(Reported::Model(model))
     }
 }

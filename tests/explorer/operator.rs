@@ -182,7 +182,7 @@ impl World<'_> {
         }
         record.expiries += 1;
         drop(record);
-        *actor.locks.lock().unwrap() = Arc::new(Locks::new(&session, &self.paths));
+        *actor.locks.lock().unwrap() = Arc::new(Locks::new(&session, &self.paths, actor.index));
         *view.lock().unwrap() = SessionView::new(session, HashSet::from([expired]));
     }
 
@@ -260,14 +260,15 @@ impl World<'_> {
         let epoch = {
             let mut record = self.record.lock().unwrap();
             record.cut.insert(actor.index, true);
-            record.cut_epoch += 1;
-            record.cut_epoch
+            let epoch = record.cut_epoch.entry(actor.index).or_default();
+            *epoch += 1;
+            *epoch
         };
         let (record, proxy, index) = (Arc::clone(&self.record), Arc::clone(&actor.proxy), actor.index);
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             let mut record = record.lock().unwrap();
-            if record.cut_epoch == epoch {
+            if record.cut_epoch.get(&index) == Some(&epoch) {
                 proxy.heal();
                 record.cut.insert(index, false);
             }
@@ -278,7 +279,7 @@ impl World<'_> {
         actor.proxy.heal();
         let mut record = self.record.lock().unwrap();
         record.cut.insert(actor.index, false);
-        record.cut_epoch += 1;
+        *record.cut_epoch.entry(actor.index).or_default() += 1;
     }
 
     /// Every task of `actor` met a cut connection during what it does now.

@@ -1,4 +1,5 @@
-//! The model's wait-for graph: who waits behind whom among the explorer's tasks, from what the
+//! The model's wait-for graph: who waits behind whom among the explorer's tasks (and the chain
+//! two of its actors are links of, one owner for the chained locks), from what the
 //! tasks themselves know (their holds, and the nodes their queue views told them they queued)
 //! and the order of each queue as the observer lists it, by each lock's rule written again for
 //! the model (`QueueKind`), never by asking the library's graph. Its vertices are tasks; its
@@ -21,6 +22,34 @@ use super::World;
 
 /// A task: its actor and its slot.
 pub type Task = (usize, usize);
+
+/// A vertex of the model's graph: a task, or the chain (every node of a chained lock that a
+/// link of it queued, whichever task: the links are one owner, `MutexBuilder::owner_chain`). A
+/// task with nodes of both kinds is two vertices, as it is to the library.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Vertex {
+    Task(Task),
+    Chain,
+}
+
+impl Vertex {
+    /// The vertex of `task`'s node `node`.
+    pub fn of(paths: &Paths, task: Task, node: &str) -> Vertex {
+        if paths.chained(task.0, dir(node)) {
+            Vertex::Chain
+        } else {
+            Vertex::Task(task)
+        }
+    }
+
+    /// The actors it stands for.
+    pub fn actors(self) -> Vec<usize> {
+        match self {
+            Vertex::Task(task) => vec![task.0],
+            Vertex::Chain => super::world::CHAIN_LINKS.to_vec(),
+        }
+    }
+}
 
 /// The locks whose nodes carry no owner tag, or whose acquire queues such a node (a semaphore's
 /// gate, a plain mutex): an actor with one is a session the library reads whole.
@@ -142,11 +171,11 @@ pub fn in_queue_order(mut children: Vec<String>) -> Vec<String> {
 }
 
 /// waiter -> holder -> the waits (waiting node, node it waits behind) that make the edge.
-pub type Graph = BTreeMap<Task, BTreeMap<Task, BTreeSet<(String, String)>>>;
+pub type Graph = BTreeMap<Vertex, BTreeMap<Vertex, BTreeSet<(String, String)>>>;
 
 /// The model's graph at `snapshot`, `listed` holding each queue's children in queue order: an
-/// edge from each task whose acquire queued a node to the task of every node that node waits
-/// behind by its lock's rule (held or queued itself), but none from a task to itself.
+/// edge from the vertex of each node an acquire queued to the vertex of every node that node
+/// waits behind by its lock's rule (held or queued itself), but none from a vertex to itself.
 pub fn graph(snapshot: &Snapshot, paths: &Paths, listed: &HashMap<String, Vec<String>>) -> Graph {
     let mut graph = Graph::new();
     for (&task, nodes) in &snapshot.waiting {
@@ -155,20 +184,25 @@ pub fn graph(snapshot: &Snapshot, paths: &Paths, listed: &HashMap<String, Vec<St
             let (Some(kind), Some(queue)) = (paths.queue_kind(dir), listed.get(dir)) else { continue };
             let name = &node[dir.len() + 1..];
             let Some(at) = queue.iter().position(|child| child == name) else { continue };
+            let waiter = Vertex::of(paths, task, node);
             for ahead in queue[..at].iter().filter(|ahead| kind.waits_behind(name, ahead)) {
                 let ahead = format!("{dir}/{ahead}");
-                let Some(holder) = snapshot.owner(&ahead).filter(|holder| *holder != task) else { continue };
-                graph.entry(task).or_default().entry(holder).or_default().insert((node.clone(), ahead));
+                let Some(holder) = snapshot.owner(&ahead).map(|holder| Vertex::of(paths, holder, &ahead)) else {
+                    continue;
+                };
+                if holder != waiter {
+                    graph.entry(waiter).or_default().entry(holder).or_default().insert((node.clone(), ahead));
+                }
             }
         }
     }
     graph
 }
 
-/// A ring of the model: its tasks from the smallest, and its waits.
+/// A ring of the model: its vertices from the smallest, and its waits.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Ring {
-    pub tasks: Vec<Task>,
+    pub vertices: Vec<Vertex>,
     pub waits: BTreeSet<(String, String)>,
 }
 
@@ -190,13 +224,13 @@ impl Ring {
 
 /// The graph's elementary cycles.
 pub fn rings(graph: &Graph) -> Vec<Ring> {
-    fn search(graph: &Graph, path: &mut Vec<Task>, found: &mut Vec<Ring>) {
+    fn search(graph: &Graph, path: &mut Vec<Vertex>, found: &mut Vec<Ring>) {
         let (start, last) = (path[0], *path.last().expect("a path starts at a task"));
         for &next in graph.get(&last).into_iter().flat_map(BTreeMap::keys) {
             if next == start {
                 let hops = path.iter().zip(path.iter().skip(1).chain([&start]));
                 let waits = hops.flat_map(|(waiter, holder)| graph[waiter][holder].iter().cloned()).collect();
-                found.push(Ring { tasks: path.clone(), waits });
+                found.push(Ring { vertices: path.clone(), waits });
             } else if next > start && !path.contains(&next) {
                 path.push(next);
                 search(graph, path, found);

@@ -31,6 +31,13 @@ pub const MAX_LEASES: usize = 2;
 /// longer than a case's steps take, so that holds are passed on between settled steps.
 const HANDOFF: LocalHandoff = LocalHandoff::new(3, Duration::from_secs(5));
 
+/// The actors whose chained locks are links of one chain (`MutexBuilder::owner_chain`), as a
+/// `zklock` and the `zklock` its command runs are: two sessions, one owner.
+pub const CHAIN_LINKS: [usize; 2] = [0, 1];
+
+/// The chain's id (any under 2^48: one chain per case, each case under a root of its own).
+const CHAIN: u64 = 0x00c4_a1de;
+
 /// One case's lock paths, all under one root: the root the locks built to fail on a deadlock
 /// look under, and the one the deadlock property reads (`deadlocks.rs`), elections included.
 pub struct Paths {
@@ -42,6 +49,7 @@ pub struct Paths {
     semaphore: String,
     semaphore_mutex: String,
     multi: [String; 2],
+    chained: [String; 2],
     latch: String,
     selector: String,
 }
@@ -58,6 +66,7 @@ impl Paths {
             semaphore: at("semaphore"),
             semaphore_mutex: at("semaphore-mutex"),
             multi: [at("multi-a"), at("multi-b")],
+            chained: [at("chained-a"), at("chained-b")],
             latch: at("latch"),
             selector: at("selector"),
             root,
@@ -68,7 +77,8 @@ impl Paths {
     /// semaphore's leases, or no queue of the case's): the model's own list, by what each
     /// lock is, not by its nodes' names.
     pub fn queue_kind(&self, dir: &str) -> Option<QueueKind> {
-        let mutex_like = [&self.mutex, &self.handoff, &self.multi[0], &self.multi[1]];
+        let mutex_like =
+            [&self.mutex, &self.handoff, &self.multi[0], &self.multi[1], &self.chained[0], &self.chained[1]];
         let gates = [&self.semaphore, &self.semaphore_mutex].map(|semaphore| format!("{semaphore}/locks"));
         if mutex_like.iter().any(|path| *path == dir) || gates.iter().any(|gate| gate == dir) {
             Some(QueueKind::Mutex)
@@ -88,7 +98,16 @@ impl Paths {
     /// Whether the nodes of `dir` carry their task's owner tag (the locks built to fail on a
     /// deadlock, without local handoff).
     pub fn tagged(&self, dir: &str) -> bool {
-        dir == self.mutex || dir == self.read_write_once || self.multi.iter().any(|path| path == dir)
+        dir == self.mutex
+            || dir == self.read_write_once
+            || self.multi.iter().any(|path| path == dir)
+            || self.chained.iter().any(|path| path == dir)
+    }
+
+    /// Whether `actor`'s nodes in `dir` are the chain's (a chained lock's, of a link), not its
+    /// task's.
+    pub fn chained(&self, actor: usize, dir: &str) -> bool {
+        CHAIN_LINKS.contains(&actor) && self.chained.iter().any(|path| path == dir)
     }
 
     /// The path of an election (`Lock::Latch` or `Lock::Selector`).
@@ -109,6 +128,8 @@ impl Paths {
             Lock::Semaphore => vec![format!("{}/locks", self.semaphore)],
             Lock::SemaphoreMutex => vec![format!("{}/locks", self.semaphore_mutex)],
             Lock::Multi => self.multi.to_vec(),
+            Lock::ChainedFirst => vec![self.chained[0].clone()],
+            Lock::ChainedSecond => vec![self.chained[1].clone()],
             Lock::Latch | Lock::Selector => vec![self.election(lock)],
         }
     }
@@ -122,6 +143,7 @@ impl Paths {
             dirs.push(format!("{semaphore}/leases"));
         }
         dirs.extend(self.multi.iter().cloned());
+        dirs.extend(self.chained.iter().cloned());
         dirs.extend([self.latch.clone(), self.selector.clone()]);
         dirs
     }
@@ -155,7 +177,10 @@ impl QueueKind {
 /// is not reentrant under a root where nothing is (`Paths::elsewhere`): the nodes of all three
 /// carry owner tags, but a ring whose victim is the last one's wait stands, certain, until its
 /// timeouts, for the observer's look to report. The others cannot opt in (local handoff,
-/// semaphores), so an actor with a node of theirs is a session read whole.
+/// semaphores), so an actor with a node of theirs is a session read whole. The two chained
+/// mutexes are links of one chain for the actors of [`CHAIN_LINKS`] (their nodes carry the
+/// chain's mark, not a task's), and task-tagged for the other; they look for deadlocks under
+/// `Paths::elsewhere` too, so that a ring through the chain stands for the observer to report.
 pub struct Locks {
     mutex: InterProcessMutex,
     handoff: InterProcessMutex,
@@ -164,14 +189,22 @@ pub struct Locks {
     semaphore: InterProcessSemaphoreV2,
     semaphore_mutex: InterProcessSemaphoreMutex,
     multi: InterProcessMultiLock,
+    chained: [InterProcessMutex; 2],
 }
 
 impl Locks {
-    pub fn new(on: impl Into<Connection>, paths: &Paths) -> Locks {
+    /// `actor`'s lock objects.
+    pub fn new(on: impl Into<Connection>, paths: &Paths, actor: usize) -> Locks {
         let on = on.into();
         let tagged = |path: &str| InterProcessMutex::builder(on.clone(), path).fail_on_deadlock(&paths.root);
         let multi = paths.multi.iter().map(|path| tagged(path).build().unwrap()).collect();
+        let chained = paths.chained.clone().map(|path| {
+            let builder = InterProcessMutex::builder(on.clone(), &path).fail_on_deadlock(&paths.elsewhere());
+            let builder = if CHAIN_LINKS.contains(&actor) { builder.owner_chain(CHAIN) } else { builder };
+            builder.build().unwrap()
+        });
         Locks {
+            chained,
             mutex: tagged(&paths.mutex).build().unwrap(),
             handoff: InterProcessMutex::builder(on.clone(), &paths.handoff).local_handoff(HANDOFF).build().unwrap(),
             read_write: InterProcessMutex::builder(on.clone(), &paths.read_write)
@@ -209,6 +242,8 @@ impl Locks {
             Lock::Semaphore => take!(self.semaphore, Held::Lease),
             Lock::SemaphoreMutex => take!(self.semaphore_mutex, Held::Lease),
             Lock::Multi => take!(self.multi, Held::Multi),
+            Lock::ChainedFirst => take!(self.chained[0], Held::Guard),
+            Lock::ChainedSecond => take!(self.chained[1], Held::Guard),
             Lock::Latch | Lock::Selector => unreachable!("an election is joined, not acquired"),
         })
     }
@@ -322,8 +357,10 @@ pub struct Record {
     /// Actor -> whether its proxy is cut now, and whether it was at any time since each task's
     /// acquire began (cleared by that task).
     pub cut: HashMap<usize, bool>,
-    /// Counts cuts and heals, so that a timed heal knows whether a later one came first.
-    pub cut_epoch: u64,
+    /// Actor -> its cuts and heals counted, so that a timed heal knows whether a later cut or
+    /// heal of the same actor came first (another actor's must not stop it: the proxy would
+    /// stay cut for good).
+    pub cut_epoch: HashMap<usize, u64>,
     /// Violations found by the tasks themselves (an acquire past its patience, a wrong error).
     pub violations: Vec<String>,
     /// Node -> the task that queued or held it last: every node the tasks were told of (by
@@ -411,8 +448,8 @@ impl Actor {
             On::Client(Mutex::new(connect_through(&through).await.expect("the client connects")))
         };
         let locks = Arc::new(Mutex::new(Arc::new(match &on {
-            On::Client(client) => Locks::new(&*client.lock().unwrap(), paths),
-            On::Session(view) => Locks::new(&view.lock().unwrap().session, paths),
+            On::Client(client) => Locks::new(&*client.lock().unwrap(), paths, index),
+            On::Session(view) => Locks::new(&view.lock().unwrap().session, paths, index),
         })));
         let session = match &on {
             On::Session(view) => Some(Arc::clone(view)),
@@ -456,7 +493,7 @@ impl Actor {
         }
         let through = self.proxy.connect_string();
         if let Ok(Ok(fresh)) = tokio::time::timeout(Duration::from_secs(2), connect_through(&through)).await {
-            *self.locks.lock().unwrap() = Arc::new(Locks::new(&fresh, paths));
+            *self.locks.lock().unwrap() = Arc::new(Locks::new(&fresh, paths, self.index));
             *client.lock().unwrap() = fresh;
         }
     }

@@ -15,7 +15,7 @@ use crate::counts::session_requests;
 use crate::row::{Part, Pending, Row, Scenario};
 use crate::uncontended::{Latency, Rounds};
 use crate::zookeeper::prepare;
-use crate::{percentile, Bench, Plan};
+use crate::{Bench, Plan};
 
 pub struct BlockingMutex;
 
@@ -114,11 +114,6 @@ impl Rounds for Worker {
     }
 
     fn latency(&mut self, plan: &Plan) -> Latency {
-        Latency {
-            p50_us: percentile(&mut self.samples, 50.0),
-            p99_us: percentile(&mut self.samples, 99.0),
-            requests_per_cycle: self.requests as f64 / (plan.rounds * plan.cycles) as f64,
-            server_wide: false,
-        }
+        Latency::of_session(&mut self.samples, self.requests, plan)
     }
 }

@@ -10,7 +10,7 @@ use crate::counts::session_requests;
 use crate::row::Pending;
 use crate::spin::{nothing, time_cycles};
 use crate::uncontended::{Latency, Rounds};
-use crate::{percentile, session, Bench, Plan};
+use crate::{session, Bench, Plan};
 
 /// The row's session and lock, and what its rounds measured.
 pub struct Session<L> {
@@ -49,12 +49,7 @@ impl<L: ZooKeeperLock> Rounds for Session<L> {
     }
 
     fn latency(&mut self, plan: &Plan) -> Latency {
-        Latency {
-            p50_us: percentile(&mut self.samples, 50.0),
-            p99_us: percentile(&mut self.samples, 99.0),
-            requests_per_cycle: self.requests as f64 / (plan.rounds * plan.cycles) as f64,
-            server_wide: false,
-        }
+        Latency::of_session(&mut self.samples, self.requests, plan)
     }
 
     fn note<'a>(&'a self, plan: &'a Plan) -> Pending<'a, Option<String>> {

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use crate::common::eventually;
 
+pub mod kazoo;
+
 pub const TIMED_OUT: i32 = 75;
 pub const LOST: i32 = 76;
 pub const UNAVAILABLE: i32 = 69;

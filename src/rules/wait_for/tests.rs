@@ -400,3 +400,18 @@ fn random_acyclic_waits_of_tasks_chains_and_sessions_have_no_cycle_and_a_ring_ad
     }
     assert!(session_rings > 200, "{session_rings} of 2,000 cases had a ring of sessions: the test proves little");
 }
+
+/// kazoo's layout by the recipe's rule: T's second read (`__rlock__`) waits behind W's
+/// `__lock__`, which waits behind T's first read: the same certain ring as Curator's layout.
+/// A kazoo reader with no writer ahead waits on nothing, whatever writer queues behind it.
+#[test]
+fn a_kazoo_reader_waits_on_the_writers_ahead_of_it_only() {
+    let (t, w) = (Some(1), Some(2));
+    let queue = [("a__rlock__0000000001", 1, t), ("b__lock__0000000002", 2, w), ("a__rlock__0000000003", 1, t)];
+    let cycles = found(&[ruled(LockKind::KazooReadWrite, &queue)]);
+    assert_eq!(cycles.len(), 1, "{cycles:?}");
+    assert!(cycles[0].is_certain());
+    assert_eq!(victim(&cycles[0]).waiter_node, "a__rlock__0000000003");
+    let reader_first = ruled(LockKind::KazooReadWrite, &[queue[0], queue[1]]);
+    assert!(reader_first[0].behind.is_empty() && reader_first[1].behind == [0], "{reader_first:?}");
+}
