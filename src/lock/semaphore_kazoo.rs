@@ -122,6 +122,9 @@ impl KazooPool<'_> {
     ) -> Result<Option<LockNode>> {
         let deadline = patience.deadline();
         let mut gate_lost = std::pin::pin!(gate_lost);
+        // The gate's stat rides beside the listing, so it is retried here, paced and bounded by
+        // the session's policy as every other request is.
+        let mut gate_retries = Retries::new(self.retry);
         loop {
             // Our gate node read behind the listing, in its round trip: one transaction may have
             // deleted a lease and our gate node together (an operator's `deleteall`), and the
@@ -132,7 +135,7 @@ impl KazooPool<'_> {
             match gate.await {
                 Ok(Some(_)) => {}
                 Ok(None) => return Err(Error::LockNodeDeleted { path: gate_node.to_owned() }),
-                Err(err) if is_transient(&err) => continue,
+                Err(err) if is_transient(&err) && gate_retries.pause().await => continue,
                 Err(err) => return Err(Error::zookeeper("read", gate_node, err)),
             }
             let children = match listed {
