@@ -22,7 +22,7 @@ pub struct NodeData {
 impl NodeData {
     /// This process, on this host.
     pub fn ours(leases: Option<u32>, max_hold: Option<Duration>) -> NodeData {
-        NodeData { pid: std::process::id(), host: hostname(), leases, max_hold }
+        NodeData { pid: host_pid(), host: hostname(), leases, max_hold }
     }
 
     /// A zklock participant's data; `None` for anyone else's (Curator's, kazoo's, an election id).
@@ -53,6 +53,23 @@ impl fmt::Display for NodeData {
     }
 }
 
+/// This process's pid as the host's `ps` shows it: a zklock run by another's command lives in
+/// that one's PID namespace, where `getpid` says 2 or 3, which names nothing an operator can
+/// find. /proc is the host's (the namespace does not remount it), and the first pid of `NSpid`
+/// is the one in the namespace of the /proc mounted; `getpid` when it cannot be read.
+pub fn host_pid() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| outermost_pid(&status))
+        .unwrap_or_else(std::process::id)
+}
+
+/// The first pid of a /proc status's `NSpid:` line.
+fn outermost_pid(status: &str) -> Option<u32> {
+    let line = status.lines().find_map(|line| line.strip_prefix("NSpid:"))?;
+    line.split_whitespace().next()?.parse().ok()
+}
+
 pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|name| name.trim().to_owned()).unwrap_or_default()
 }
@@ -74,6 +91,9 @@ mod tests {
         assert_eq!(NodeData::parse("10.0.0.7"), None);
         assert_eq!(NodeData::parse("__REVOKE__"), None);
         assert_eq!(NodeData::parse("zklock pid x on h"), None);
+        assert_eq!(outermost_pid("Name:\tzklock\nNSpid:\t4121\t2\nNgid:\t0\n"), Some(4121));
+        assert_eq!(outermost_pid("Name:\tzklock\nNSpid:\t77\n"), Some(77));
+        assert_eq!(outermost_pid("Name:\tzklock\n"), None);
         assert_eq!(NodeData::parse("zklock pid 1 on h for at most ever"), None);
     }
 }

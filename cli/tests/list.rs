@@ -173,3 +173,27 @@ async fn list_shows_nodes_whose_uuids_carry_owner_tags() {
     held.release().await.unwrap();
     waiting.await.unwrap().unwrap();
 }
+
+/// A zklock run by another's command lives in that one's PID namespace, where its own pid is 2
+/// or 3: `list` names it by the pid the host sees, the one an operator can find and signal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zklock_run_by_a_zklocks_command_is_listed_by_the_pid_the_host_sees() {
+    let outer = unique_path("cli-list-outer");
+    let inner = unique_path("cli-list-inner");
+    let zk = server().connect_string();
+    let client = connect().await;
+    let _outer = Group::spawn(
+        zklock(&zk).args([&outer, "--", env!("CARGO_BIN_EXE_zklock"), "--zk", &zk, &inner]).args(["--", "sleep", "30"]),
+    );
+    wait_for_children(&client, &inner, 1).await;
+    let listed = zklock(&zk).args(["list", "--json", &inner]).output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let pid = json["queues"][0]["nodes"][0]["pid"].as_u64().unwrap_or_else(|| panic!("{json}"));
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let args: Vec<&[u8]> = cmdline.split(|byte| *byte == 0).collect();
+    assert!(
+        args.contains(&inner.as_bytes()),
+        "pid {pid} is not the inner zklock: {:?}",
+        String::from_utf8_lossy(&cmdline)
+    );
+}

@@ -17,7 +17,7 @@ use crate::held::Held;
 use crate::intruders::Watch;
 use crate::keep::{keep, Kept};
 use crate::layout::{Kind, Layout};
-use crate::node_data::hostname;
+use crate::node_data::{host_pid, hostname};
 use crate::retake;
 use crate::revocation::Revocation;
 use crate::signals::Signals;
@@ -94,7 +94,7 @@ pub async fn elect(
 /// the election when it gives up.
 async fn lead(on: zklock::Connection, campaign: &Campaign<'_>, acls: &AclProvider) -> Result<Held, Failure> {
     let path = campaign.path;
-    let id = campaign.id.map(str::to_owned).unwrap_or_else(|| format!("{}:{}", hostname(), std::process::id()));
+    let id = campaign.id.map(str::to_owned).unwrap_or_else(|| format!("{}:{}", hostname(), host_pid()));
     let latch = LeaderLatch::builder(on, path, &id)
         .loss_policy(campaign.args.hold.loss_policy.into())
         .acl_provider(acls.clone())
