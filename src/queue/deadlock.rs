@@ -71,9 +71,10 @@ impl DeadlockReport {
 /// of tasks passes through an election: its waits can only make false rings of sessions. A
 /// `LeaderLatch`'s nodes are named `latch-`, never a lock's; a zklock `LeaderSelector`'s are
 /// named like a mutex's (as Curator's) but carry an election mark in their uuid, and a queue
-/// with such a node is not read. A queue of Curator's `LeaderSelector` alone cannot be told
-/// from a mutex: it is read as one, and its sessions, untagged, are read whole, so a ring
-/// through it is at most possible, never certain.
+/// with such a node is not read, in either schema. A queue of Curator's `LeaderSelector`
+/// alone, or of kazoo's `Election` (a kazoo `Lock`), cannot be told from a mutex: it is read as
+/// one, and its sessions, untagged, are read whole, so a ring through it is at most possible,
+/// never certain.
 ///
 /// It costs a `sync`, one listing per folder and one multi-read per lock; when a ring is
 /// suspected, the locks on it are read once more, and a ring is reported only if each of its
