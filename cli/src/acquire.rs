@@ -21,6 +21,8 @@ pub fn kind(args: &LockArgs) -> Kind {
         Kind::Semaphore
     } else if args.mutex {
         Kind::Mutex
+    } else if args.kazoo && (args.read || args.write) {
+        Kind::KazooReadWrite
     } else if args.kazoo {
         Kind::Kazoo
     } else {
@@ -112,8 +114,9 @@ pub async fn acquire(
         let rw;
         let mutex;
         let side = match kind {
-            Kind::ReadWrite => {
-                rw = builder.build_read_write().map_err(Failure::from_lock_error)?;
+            Kind::ReadWrite | Kind::KazooReadWrite => {
+                let schema = if kind == Kind::KazooReadWrite { NodeSchema::Kazoo } else { NodeSchema::Curator };
+                rw = builder.node_schema(schema).build_read_write().map_err(Failure::from_lock_error)?;
                 if args.read {
                     rw.read_lock()
                 } else {
@@ -124,7 +127,7 @@ pub async fn acquire(
                 mutex = builder.node_schema(NodeSchema::Kazoo).build().map_err(Failure::from_lock_error)?;
                 &mutex
             }
-            Kind::Mutex | Kind::Semaphore | Kind::KazooSemaphore | Kind::Latch | Kind::KazooReadWrite => {
+            Kind::Mutex | Kind::Semaphore | Kind::KazooSemaphore | Kind::Latch => {
                 mutex = builder.build().map_err(Failure::from_lock_error)?;
                 &mutex
             }

@@ -153,7 +153,8 @@ pub struct LockArgs {
     pub mutex: bool,
 
     /// kazoo's Lock layout (to share the path with Python services that use it); with
-    /// --semaphore N, kazoo's Semaphore layout.
+    /// --semaphore N, kazoo's Semaphore layout; with --read or --write, kazoo's ReadLock or
+    /// WriteLock (a plain --kazoo lock ignores kazoo's readers: use --write beside them).
     #[arg(long, env = "ZKLOCK_KAZOO", value_parser = BoolishValueParser::new(), global = true)]
     pub kazoo: bool,
 

@@ -83,7 +83,7 @@ impl Kind {
             Kind::ReadWrite => "the default, --write or --read",
             Kind::Mutex => "--mutex",
             Kind::Kazoo => "--kazoo",
-            Kind::KazooReadWrite => "kazoo's ReadLock and WriteLock",
+            Kind::KazooReadWrite => "--kazoo --write or --kazoo --read",
             Kind::Semaphore => "--semaphore",
             Kind::Latch => "zklock elect",
             Kind::KazooSemaphore => "--semaphore N --kazoo",
@@ -157,9 +157,16 @@ async fn list(client: &Client, path: &str) -> Result<Vec<String>, Failure> {
     }
 }
 
+/// Whether a participant of kind `ours` shares a path with nodes of kind `theirs`: of one kind
+/// only, but for kazoo's read-write lock, whose writers' nodes are named as a kazoo `Lock`'s
+/// (a path with writers only reads as `Kazoo`; a kazoo `Lock` there is not told from a writer).
+fn shares(ours: Kind, theirs: Kind) -> bool {
+    ours == theirs || (ours == Kind::KazooReadWrite && theirs == Kind::Kazoo)
+}
+
 /// Refuses `ours` on a path where another kind of lock has nodes.
 pub fn check(path: &str, ours: Kind, present: &BTreeSet<Kind>) -> Result<(), Failure> {
-    match present.iter().find(|kind| **kind != ours) {
+    match present.iter().find(|kind| !shares(ours, **kind)) {
         None => Ok(()),
         Some(theirs) => Err(Failure::new(
             Outcome::Usage,

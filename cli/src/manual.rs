@@ -142,8 +142,8 @@ not exclude each other. With a command, that stops the command as a loss does. A
 holding, as it ends any job; a revocation obeyed ends `hold` with 0.
 
 A path holds one kind of lock or an election: a mode that cannot share it with the nodes already
-there (a semaphore on a lock, a kazoo lock on a Curator one, an election on a lock) is refused
-with exit 64.
+there (a semaphore on a lock, a kazoo lock on a Curator one, an election on a lock, a plain
+--kazoo lock where kazoo readers are: use --kazoo --write there) is refused with exit 64.
 
 `zklock revoke NODE` writes only into a lock participant's node (ephemeral, sequential, named
 as a zklock, Curator or kazoo lock node or semaphore lease); anything else, an election's node

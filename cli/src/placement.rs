@@ -154,11 +154,12 @@ pub fn check(matches: &ArgMatches, mode: Mode) -> Result<(), Failure> {
 /// Options of which one at most may be in force. One written on the command line overrides
 /// those set in the environment (as every option does); two written, or two set, are refused.
 /// A semaphore's waits are no deadlock's (a waiter goes on when any lease is let go).
-/// `--kazoo` with `--semaphore N` is kazoo's `Semaphore` layout.
+/// `--kazoo` with `--semaphore N` is kazoo's `Semaphore` layout, with `--read` or `--write` a
+/// side of kazoo's read-write lock.
 const EXCLUSIVE: [&[&str]; 4] = [
     &["nonblock", "timeout"],
     &["write", "read", "semaphore", "mutex"],
-    &["write", "read", "mutex", "kazoo"],
+    &["mutex", "kazoo"],
     &["semaphore", "fail_on_deadlock"],
 ];
 

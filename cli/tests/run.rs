@@ -111,6 +111,10 @@ async fn a_mode_that_cannot_share_the_path_is_refused_with_one_line() {
         (vec![], vec![vec!["--semaphore", "2"], vec!["--mutex"], vec!["--kazoo"]]),
         (vec!["--mutex"], vec![vec!["--kazoo"], vec![], vec!["--read"], vec!["--semaphore", "1"]]),
         (vec!["--semaphore", "2"], vec![vec![], vec!["--mutex"]]),
+        (
+            vec!["--kazoo", "--read"],
+            vec![vec!["--kazoo"], vec![], vec!["--mutex"], vec!["--semaphore", "1", "--kazoo"]],
+        ),
     ] {
         let path = unique_path("cli-modes");
         let (_holder, _) = hold(&zk, &held_as, &path);
