@@ -154,7 +154,8 @@ pub struct LockArgs {
 
     /// kazoo's Lock layout (to share the path with Python services that use it); with
     /// --semaphore N, kazoo's Semaphore layout; with --read or --write, kazoo's ReadLock or
-    /// WriteLock (a plain --kazoo lock ignores kazoo's readers: use --write beside them).
+    /// WriteLock (a plain --kazoo lock ignores kazoo's readers: use --write beside them). For
+    /// `zklock leader`: the election is a kazoo Election.
     #[arg(long, env = "ZKLOCK_KAZOO", value_parser = BoolishValueParser::new(), global = true)]
     pub kazoo: bool,
 
@@ -281,7 +282,7 @@ pub enum Command {
         command: Vec<OsString>,
     },
     /// Print the current leader of an election: its id, node and fencing token. Exits 1 when nobody
-    /// leads.
+    /// leads. A LeaderLatch's (Curator's, zklock elect's); with --kazoo, a kazoo Election's.
     Leader {
         /// The election path.
         #[arg(value_name = "ELECTION_PATH")]

@@ -70,6 +70,7 @@ use crate::commands::revoke::revoke;
 use crate::commands::run::run;
 use crate::connect::{close_session, connect, say_granted};
 use crate::exit::{Failure, Outcome};
+use crate::layout::Kind;
 use crate::placement::Mode;
 
 fn main() -> ExitCode {
@@ -178,7 +179,10 @@ async fn dispatch(client: &Client, cli: Cli, chain: Option<Chain>) -> Result<Exi
         Some(Command::List { lock_path }) => Box::pin(list(client, &lock_path, json)).await,
         Some(Command::Deadlocks { root }) => Box::pin(deadlocks(client, &root, json)).await,
         Some(Command::Revoke { node }) => Box::pin(revoke(client, &node)).await,
-        Some(Command::Leader { election_path }) => Box::pin(leader(client, &election_path, json)).await,
+        Some(Command::Leader { election_path }) => {
+            let kind = if cli.lock.kazoo { Kind::Kazoo } else { Kind::Latch };
+            Box::pin(leader(client, &election_path, kind, json)).await
+        }
         Some(Command::Hold { lock_path }) => {
             Box::pin(hold(client, &cli.connection, &lock_path, &cli.lock, chain, json)).await
         }

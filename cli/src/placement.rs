@@ -38,7 +38,7 @@ const SCOPES: &[(&str, &[Mode])] = &[
     ("read", &[Run, Hold]),
     ("semaphore", &[Run, Hold]),
     ("mutex", &[Run, Hold]),
-    ("kazoo", &[Run, Hold]),
+    ("kazoo", &[Run, Hold, Leader]),
     ("on_revoke", &[Run, Hold]),
     ("fail_on_deadlock", &[Run, Hold]),
     ("max_hold", &[Run, Hold]),

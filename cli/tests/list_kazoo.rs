@@ -1,5 +1,6 @@
 //! `zklock list` and `zklock deadlocks` on a kazoo `Semaphore` made by real kazoo processes
-//! (Debian's python3-kazoo) beside zklock, and `zklock --semaphore N --kazoo`, which shares it.
+//! (Debian's python3-kazoo) beside zklock, and `zklock --semaphore N --kazoo`, which shares it;
+//! `zklock leader --kazoo` on a kazoo `Election`.
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
@@ -143,4 +144,32 @@ async fn semaphore_with_kazoo_shares_kazoos_semaphore_and_is_refused_another_n()
     assert_eq!(children(&client, &path).await.len(), 2, "a refused acquire left a lease");
     assert!(children(&client, &format!("{path}-__lock__")).await.is_empty(), "a refused acquire left a gate node");
     let _ = std::fs::remove_file(&log);
+}
+
+/// A kazoo `Election` leading: `leader --kazoo` names kazoo's leader by its identifier, with
+/// its node and fencing token, in text and JSON; without `--kazoo` the path is refused as not a
+/// latch's, rather than said to have nobody leading.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_names_the_leader_of_a_kazoo_election() {
+    let path = unique_path("cli-leader-kazoo");
+    let log = temp_log("cli-leader-kazoo");
+    let zk = server().connect_string();
+    let leader = |options: &[&str]| zklock(&zk).arg("leader").args(options).arg(&path).output().unwrap();
+    assert_eq!(leader(&["--kazoo"]).status.code(), Some(1), "nobody leads yet");
+    let _leading = Kazoo::start(&path, "election", 60_000, &log, "kazoo-leader");
+    entered(&log, "kazoo-leader").await;
+    let text = leader(&["--kazoo"]);
+    assert!(text.status.success(), "{text:?}");
+    let text = String::from_utf8(text.stdout).unwrap();
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(fields.len(), 3, "{text}");
+    assert_eq!(fields[0], "kazoo-leader", "{text}");
+    assert!(fields[1].starts_with(&path) && fields[1].contains("__lock__"), "{text}");
+    let json = leader(&["--kazoo", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["leader"]["id"], "kazoo-leader", "{json}");
+    assert_eq!(json["leader"]["node"], fields[1], "{json}");
+    assert_eq!(json["leader"]["token"].to_string(), fields[2], "{json}");
+    let refused = leader(&[]);
+    assert_eq!(refused.status.code(), Some(USAGE), "{refused:?}");
 }

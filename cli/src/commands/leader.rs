@@ -10,14 +10,17 @@ use crate::layout::{check, kinds_present, Kind};
 use crate::queue::{add_stats, queue};
 use crate::stdout;
 
-/// Prints the leader's id, node and fencing token; exit 1 when nobody leads.
-pub async fn leader(client: &Client, path: &str, as_json: bool) -> Result<ExitCode, Failure> {
+/// Prints the leader's id, node and fencing token; exit 1 when nobody leads. `kind` is the
+/// election's layout: Curator's `LeaderLatch` (`Kind::Latch`), or kazoo's `Election`
+/// (`Kind::Kazoo`, with `--kazoo`), which is a kazoo `Lock` whose holder leads and whose nodes
+/// carry each participant's identifier.
+pub async fn leader(client: &Client, path: &str, kind: Kind, as_json: bool) -> Result<ExitCode, Failure> {
     let mut participants = Vec::new();
     let kinds = kinds_present(client, path).await?;
     // A lock's path has no leader: "nobody leads" would hide that the path is the wrong one.
-    check(path, Kind::Latch, &kinds)?;
-    if kinds.contains(&Kind::Latch) {
-        participants = queue(client, path, Kind::Latch).await?;
+    check(path, kind, &kinds)?;
+    if kinds.contains(&kind) {
+        participants = queue(client, path, kind).await?;
         add_stats(client, &mut participants).await;
     }
     let leader = participants.iter().find(|participant| participant.holds);
