@@ -136,3 +136,23 @@ async fn an_acquire_under_an_elapsed_bound_gives_up_once_it_has_passed() {
     assert!(proxy.throttled_count() < 500, "it never gave up");
     assert!(children(&connect().await, &path).await.is_empty(), "a node is left");
 }
+
+/// A bound counts requests that fail, not time spent waiting for a connection: while the
+/// client has none, it holds requests until it reconnects (or the session ends), so even a
+/// policy of no retry leaves an acquire waiting; its timeout is what ends it, `Ok(None)`, and
+/// no node is left once the connection is back (docs/sessions.md says so).
+#[tokio::test]
+async fn a_bound_does_not_cut_short_a_wait_for_the_connection_the_timeout_does() {
+    let path = existing_path("retry-outage").await;
+    let (proxy, session) = session(RetryPolicy::new().with_max_retries(0)).await;
+    let mutex = InterProcessMutex::new(&session, &path).unwrap();
+    mutex.acquire().await.unwrap().release().await.unwrap();
+    proxy.cut();
+    tokio::time::sleep(Duration::from_millis(300)).await; // the client has seen its connection go
+    let outcome = tokio::time::timeout(PROMPTLY, mutex.acquire_timeout(Duration::from_millis(1500))).await;
+    let outcome = outcome.expect("the acquire outlived its timeout");
+    assert!(matches!(outcome, Ok(None)), "{:?}", outcome.map(|guard| guard.is_some()));
+    proxy.heal();
+    let observer = connect().await;
+    common::eventually("no node is left", || async { children(&observer, &path).await.is_empty() }).await;
+}
