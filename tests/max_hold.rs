@@ -2,8 +2,8 @@
 //! is told `MaxHoldTime` before a waiter of another session holds, reentry and release report
 //! it, the node is gone; a release before the bound ends as any other; a reentrant hold has its
 //! outermost hold's bound; a node passed on between tasks (local handoff) keeps its bound; a
-//! semaphore's lease, a multi-lock and both sides of a read-write lock are bounded too; a zero
-//! or absurd bound is refused at build.
+//! semaphore's lease, a multi-lock and both sides of a read-write lock are bounded too, a
+//! downgrade's read hold by a bound of its own; a zero or absurd bound is refused at build.
 
 mod common;
 
@@ -11,7 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{children, connect, unique_path, wait_for_children};
-use zklock::{Error, InterProcessMultiLock, InterProcessMutex, InterProcessSemaphoreV2, LocalHandoff, LossReason};
+use zklock::{
+    Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, LocalHandoff,
+    LossReason,
+};
 
 /// How long a test waits for what must happen: a bound against a hang, not a timing.
 const HANG: Duration = Duration::from_secs(20);
@@ -228,6 +231,42 @@ async fn a_multi_lock_and_a_read_write_lock_take_the_bound_from_their_builders()
     let written = write.acquire().await.unwrap();
     assert_eq!(tokio::time::timeout(HANG, written.lost()).await.unwrap(), LOST);
     common::eventually("the write node is deleted", || async { children(&client, &path).await.is_empty() }).await;
+}
+
+/// A downgrade: the read hold taken under the write hold is a hold of its own, bounded from
+/// its own start. The write hold ends at its bound first (told `MaxHoldTime`, its node gone,
+/// the read hold standing, so readers of other sessions join and writers still wait), then the
+/// read hold at its, and a writer of another session holds. The read hold is taken half a bound
+/// after the write hold: the checks between the two ends have that second, where they take a
+/// few round trips.
+#[tokio::test]
+async fn a_downgraded_read_hold_keeps_a_bound_of_its_own_after_the_write_hold_ends_at_its() {
+    const BOUND: Duration = Duration::from_secs(2);
+    const LOST: LossReason = LossReason::MaxHoldTime { bound: BOUND };
+    let path = unique_path("max-hold-downgrade");
+    let client = connect().await;
+    let rw = InterProcessMutex::builder(&client, &path).max_hold(BOUND).build_read_write().unwrap();
+    let write = rw.write_lock().acquire().await.unwrap();
+    tokio::time::sleep(BOUND / 2).await;
+    let read = rw.read_lock().acquire().await.unwrap();
+    assert_eq!(tokio::time::timeout(HANG, write.lost()).await.unwrap(), LOST);
+    assert!(read.is_held(), "the read hold outlives the write hold's bound");
+    let read_node = read.node_path().rsplit('/').next().unwrap().to_owned();
+    common::eventually("the write node is deleted", || async {
+        children(&client, &path).await == [read_node.as_str()]
+    })
+    .await;
+    let rival_client = connect().await;
+    let rival = InterProcessReadWriteLock::new(&rival_client, &path).unwrap();
+    let other_reader = rival.read_lock().try_acquire().await.unwrap().expect("readers join the downgraded hold");
+    other_reader.release().await.unwrap();
+    assert!(rival.write_lock().try_acquire().await.unwrap().is_none(), "a writer waits for the read hold");
+    assert!(read.is_held(), "the checks above ran within the read hold's bound");
+    assert_eq!(tokio::time::timeout(HANG, read.lost()).await.unwrap(), LOST);
+    let taken = tokio::time::timeout(HANG, rival.write_lock().acquire()).await.unwrap().unwrap();
+    assert!(taken.fencing_token() > read.fencing_token());
+    drop((write, read));
+    taken.release().await.unwrap();
 }
 
 #[tokio::test]
