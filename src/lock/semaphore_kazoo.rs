@@ -14,7 +14,7 @@ use crate::client::retry_policy::{Retries, RetryPolicy};
 use crate::client::session_end::SessionEnd;
 use crate::error::{Error, Result};
 use crate::options::AclProvider;
-use crate::queue::cleanup::{NodeCleanup, Remains};
+use crate::queue::cleanup::{czxid_if_ours, NodeCleanup, Remains};
 use crate::queue::listing::children_or_none;
 use crate::queue::node::{list_children, LockNode};
 use crate::rules::kazoo_leases::{
@@ -214,18 +214,13 @@ impl KazooPool<'_> {
                         return Err(Error::zookeeper("create", &path, err));
                     }
                 }
-                Err(ZkError::NodeExists) => {
-                    let stat = retry_transient(self.retry, || self.client.check_stat(&path))
-                        .await
-                        .map_err(Error::on("stat", &path))?;
-                    match stat.filter(|stat| stat.ephemeral_owner == self.client.session_id().0) {
-                        Some(stat) => break stat.czxid,
-                        None => {
-                            cleanup.remains = Remains::Nothing;
-                            return Err(Error::zookeeper("create", &path, ZkError::NodeExists));
-                        }
+                Err(ZkError::NodeExists) => match czxid_if_ours(self.client, self.retry, &path).await? {
+                    Some(czxid) => break czxid,
+                    None => {
+                        cleanup.remains = Remains::Nothing;
+                        return Err(Error::zookeeper("create", &path, ZkError::NodeExists));
                     }
-                }
+                },
                 Err(ZkError::NoNode) => {
                     cleanup.remains = Remains::Nothing;
                     self.create_path_node().await?;

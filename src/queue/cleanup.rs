@@ -38,9 +38,16 @@ pub(crate) async fn find_ours(
     let Some(name) = children.into_iter().find(|child| child.starts_with(prefix)) else {
         return Ok(None);
     };
-    let path = format!("{lock_path}/{name}");
-    let stat = retry_transient(retry, || client.check_stat(&path)).await.map_err(Error::on("stat", &path))?;
-    Ok(stat.filter(|stat| stat.ephemeral_owner == client.session_id().0).map(|stat| (name, stat.czxid)))
+    let czxid = czxid_if_ours(client, retry, &format!("{lock_path}/{name}")).await?;
+    Ok(czxid.map(|czxid| (name, czxid)))
+}
+
+/// The czxid of the node at `path` if this session owns it (an ephemeral node of ours), `None`
+/// when it is gone or another session's: how a create whose reply was lost, or that found the
+/// name taken, tells whether the node is ours.
+pub(crate) async fn czxid_if_ours(client: &Client, retry: RetryPolicy, path: &str) -> Result<Option<i64>> {
+    let stat = retry_transient(retry, || client.check_stat(path)).await.map_err(Error::on("stat", path))?;
+    Ok(stat.filter(|stat| stat.ephemeral_owner == client.session_id().0).map(|stat| stat.czxid))
 }
 
 /// What may exist of our node, as far as the acquire got.
@@ -106,9 +113,7 @@ impl NodeCleanup {
     /// Cancel safe: what remains is cleared only once the work is done, so a dropped `run` is
     /// finished by `Drop`.
     pub(crate) async fn run(&mut self) {
-        if let Err(err) = delete_remains(&self.client, self.retry, &self.lock_path, &self.prefix, &self.remains).await {
-            tracing::warn!(lock_path = %self.lock_path, error = %err.with_causes(), "could not delete an abandoned lock node");
-        }
+        delete_remains_or_warn(&self.client, self.retry, &self.lock_path, &self.prefix, &self.remains).await;
         self.remains = Remains::Nothing;
     }
 }
@@ -124,10 +129,16 @@ impl Drop for NodeCleanup {
         let (client, retry, lock_path, prefix) =
             (self.client.clone(), self.retry, std::mem::take(&mut self.lock_path), std::mem::take(&mut self.prefix));
         background::spawn(async move {
-            if let Err(err) = delete_remains(&client, retry, &lock_path, &prefix, &remains).await {
-                tracing::warn!(%lock_path, error = %err.with_causes(), "could not delete an abandoned lock node");
-            }
+            delete_remains_or_warn(&client, retry, &lock_path, &prefix, &remains).await;
         });
+    }
+}
+
+/// [`delete_remains`] for a cleanup, which has no caller to tell: a failure is logged (a session
+/// that ended took the node with it).
+async fn delete_remains_or_warn(client: &Client, retry: RetryPolicy, lock_path: &str, prefix: &str, remains: &Remains) {
+    if let Err(err) = delete_remains(client, retry, lock_path, prefix, remains).await {
+        tracing::warn!(%lock_path, error = %err.with_causes(), "could not delete an abandoned lock node");
     }
 }
 
