@@ -227,6 +227,15 @@ pub struct HoldOptions {
     /// which another may already hold (session expired, node deleted) gets SIGKILL at once.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true, env = "ZKLOCK_KILL_AFTER", global = true)]
     pub kill_after: Duration,
+
+    /// Run the command in a PID namespace of its own, so that no SIGKILL of zklock and its
+    /// watchdog, together or alone, leaves any of the command's processes (daemons it forked
+    /// included) running once the lock can pass on. The command then sees other pids: it is
+    /// pid 2 with parent 1, while /proc and every pidfile speak of the host's pids, so `$$`,
+    /// pidfiles and `kill $(cat pidfile)` mean different processes inside and out. Needs
+    /// CAP_SYS_ADMIN (root, and not a container's default profile); refused with 77 otherwise.
+    #[arg(long, env = "ZKLOCK_PID_NAMESPACE", value_parser = BoolishValueParser::new(), global = true)]
+    pub pid_namespace: bool,
 }
 
 /// What a revocation request does.

@@ -10,7 +10,7 @@ use nix::sys::signal::Signal;
 
 use crate::exit::{Failure, Outcome};
 use crate::job::{stop_zklock, Terminal};
-use crate::watchdog::{Report, Watchdog};
+use crate::watchdog::{Isolation, Report, Watchdog};
 
 /// A running command and every process it started.
 #[derive(Debug)]
@@ -22,18 +22,26 @@ pub struct Group {
     terminal: Option<Terminal>,
 }
 
-/// Makes this process the reaper of its orphaned descendants: without a PID namespace, what the
-/// command left behind when its watchdog was killed is ours to kill (`watchdog.rs`).
+/// Makes this process the reaper of its orphaned descendants: without a PID namespace (the
+/// default), what the command left behind when its watchdog was killed is ours to kill
+/// (`watchdog.rs`).
 pub fn become_subreaper() {
     let _ = nix::sys::prctl::set_child_subreaper(true);
 }
 
 impl Group {
-    /// Starts `program` in a new process group with the lock's environment.
-    pub fn spawn(program: &OsString, args: &[OsString], env: &[(&str, String)]) -> Result<Group, Failure> {
+    /// Starts `program` in a new process group with the lock's environment, isolated as
+    /// `isolation` says, killed by the watchdog when zklock stays stopped for `stop_limit`.
+    pub fn spawn(
+        program: &OsString,
+        args: &[OsString],
+        env: &[(&str, String)],
+        isolation: Isolation,
+        stop_limit: std::time::Duration,
+    ) -> Result<Group, Failure> {
         let command: Vec<OsString> = std::iter::once(program).chain(args).cloned().collect();
         let terminal = Terminal::if_foreground();
-        let watchdog = Watchdog::start(&command, env, terminal.as_ref())?;
+        let watchdog = Watchdog::start(&command, env, terminal.as_ref(), isolation, stop_limit)?;
         Ok(Group { watchdog, terminal })
     }
 
@@ -52,6 +60,12 @@ impl Group {
             terminal.give_to(self.watchdog.group());
         }
         self.signal(libc::SIGCONT);
+    }
+
+    /// Whether the watchdog killed the command because zklock stayed stopped
+    /// ([`Watchdog::killed_for_stopped_zklock`]).
+    pub fn killed_for_stopped_zklock(&mut self) -> bool {
+        self.watchdog.killed_for_stopped_zklock()
     }
 
     /// Sends `signal` to every process of the group (SIGKILL: to the whole tree).

@@ -67,26 +67,32 @@ ZKLOCK_CHAIN (`env -u ZKLOCK_CHAIN zklock ...`) so that each starts a chain of i
 whose wait is such a ring's victim gives up and exits 79, and the others go on.
 
 The command runs as the child of a watchdog process (zklock-watchdog, zklock's child), in a
-process group of its own and, where the kernel allows it (root, or CAP_SYS_ADMIN), in a PID
-namespace whose init is the watchdog. The watchdog dies with zklock (the kernel's parent-death
-signal, SIGKILL), and when it dies, of any signal including SIGKILL, the kernel kills every
-process of the namespace: the command, its children, daemons it double-forked or setsid'd. So
-no SIGKILL of zklock, of the watchdog or of both (pkill -9 zklock) leaves any of it running: the
-kernel kills it as it ends zklock or the watchdog, while the lock can pass on only once the
-server has expired zklock's session, at the earliest the session timeout after its last
-heartbeat; zklock itself, if alive, releases the lock only once the namespace is empty. The
-command sees its namespace: $$ is 2 and $PPID 1 (the watchdog); /proc is not remounted, so it
-shows the host's processes (/proc/self is the command's own entry, /proc/$$ is not), and pids
-outside the namespace cannot be signalled. Without a namespace (not root, a kernel without PID
-namespaces, or ZKLOCK_NO_PID_NAMESPACE=1, for tests) the promise is weaker: the command dies
-with the watchdog (its own parent-death signal), zklock kills what the command left behind if the
-watchdog alone dies, and the watchdog does if zklock alone dies, but zklock and the watchdog
-killed together leave the command's children and daemons running. What no watchdog covers:
-zklock alone stopped (SIGSTOP from an operator or a debugger, not a terminal's stop) past the
-session timeout, while the command runs on and another may hold the lock; a machine stopped or
-frozen (a paused VM, a frozen cgroup) past the session timeout, after which another may hold the
-lock by the time the command runs again (ZKLOCK_FENCING_TOKEN is for both); and a process in
-uninterruptible sleep (a hung NFS mount), which dies only when it wakes.
+process group of its own, where zklock runs: it sees the pids everyone else sees, as under
+flock, so $$, pidfiles it writes or reads, kill $(cat pidfile), pgrep, ps -p $$ and /proc/$$
+mean the same process inside the command and out. The watchdog dies with zklock (the kernel's
+parent-death signal) and the command with the watchdog; both adopt what the command leaves
+behind (they are subreapers). So zklock killed alone (SIGKILL included): the watchdog kills the
+command's whole tree; the watchdog killed alone: the command dies with it and zklock kills what
+it left; both killed at once (pkill -9 zklock): the command itself dies with the watchdog, but
+its children and daemons run on after the lock can pass to another. zklock stopped (SIGSTOP
+from an operator or a debugger, not a terminal's stop) sends no heartbeat: the watchdog kills
+the command's whole tree once zklock has been stopped for a quarter of the session timeout,
+before the server can expire the session, and zklock, continued, says so and exits 76.
+
+--pid-namespace gives the strongest promise, at the price of the pids: the command runs in a
+PID namespace whose init is the watchdog, and when the watchdog dies, of any signal including
+SIGKILL, the kernel kills every process of the namespace: the command, its children, daemons it
+double-forked or setsid'd. So no SIGKILL of zklock, of the watchdog or of both leaves any of it
+running once the lock can pass on; zklock itself, if alive, releases the lock only once the
+namespace is empty. The command then sees its namespace: $$ is 2 and $PPID 1 (the watchdog);
+/proc is not remounted, so it shows the host's processes (/proc/self is the command's own
+entry, /proc/$$ is not), a pid the command writes to a pidfile names another process outside,
+and a pid it reads from the host's pidfiles names another inside or nothing. It needs
+CAP_SYS_ADMIN (root, and not a container's default profile): without it zklock refuses, exit 77,
+before it takes the lock. What no watchdog covers: a machine stopped or frozen (a paused VM, a
+frozen cgroup) past the session timeout, after which another may hold the lock by the time the
+command runs again (ZKLOCK_FENCING_TOKEN is for that); and a process in uninterruptible sleep
+(a hung NFS mount), which dies only when it wakes.
 
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to zklock are passed on to the
 command's process group, once (one ignored when zklock started, as nohup ignores SIGHUP, stays

@@ -24,7 +24,8 @@ use crate::signals::Signals;
 use crate::stderr;
 use crate::stop::{Step, Stop};
 use crate::take_alone::take_alone;
-use crate::watchdog::Report;
+use crate::watchdog::{check_namespace, Isolation, Report};
+use crate::watchdog_process::stop_limit;
 
 /// Runs `command` under what `take` returns (a lock, a lease, leadership) on `path`, then lets
 /// go of it: the command's status, or why it could not run or was stopped.
@@ -40,6 +41,13 @@ pub async fn run_command(
     let Some((program, program_args)) = command.split_first() else {
         return Err(Failure::new(Outcome::Usage, "no command given"));
     };
+    let isolation = match options.pid_namespace {
+        true => {
+            check_namespace()?;
+            Isolation::PidNamespace
+        }
+        false => Isolation::None,
+    };
     become_subreaper();
     let mut signals = Signals::install()?;
     let held = match take_alone(client, path, layout, take, &mut signals).await? {
@@ -51,7 +59,9 @@ pub async fn run_command(
         ("ZKLOCK_NODE", held.hold().node_path().to_owned()),
         ("ZKLOCK_FENCING_TOKEN", held.hold().fencing_token().to_string()),
     ];
-    let started = Suspend::watch().and_then(|suspend| Ok((suspend, Group::spawn(program, program_args, &env)?)));
+    let stop_limit = stop_limit(client.session_timeout());
+    let started = Suspend::watch()
+        .and_then(|suspend| Ok((suspend, Group::spawn(program, program_args, &env, isolation, stop_limit)?)));
     let (mut suspend, mut group) = match started {
         Ok(started) => started,
         Err(failure) => {
@@ -94,6 +104,9 @@ async fn supervise(
     loop {
         tokio::select! {
             report = group.next() => {
+                if let Report::KilledForStoppedZklock = report {
+                    return Err(killed_for_stopped_zklock(client, group, held).await);
+                }
                 let Report::Ended(status) = report else {
                     group.stop_with_it();
                     // Continued: the command stays stopped until the lock is known to be ours.
@@ -109,6 +122,10 @@ async fn supervise(
                 return Ok(ExitCode::from(exit_code(status)));
             }
             reason = held.hold().lost() => {
+                // Continued after a stop that cost the session: the watchdog's kill is the news.
+                if group.killed_for_stopped_zklock() {
+                    return Err(killed_for_stopped_zklock(client, group, held).await);
+                }
                 // Said now, as the command may take until --kill-after to stop; the exit code
                 // says the rest.
                 stderr::warn(&format!("{}; stopping the command", held.lost(reason)));
@@ -157,6 +174,19 @@ async fn supervise(
             () = suspend.next() => group.signal(libc::SIGTSTP),
         }
     }
+}
+
+/// Says that the watchdog killed the command because zklock stayed stopped, and waits for the
+/// rest of the tree: a loss (76).
+async fn killed_for_stopped_zklock(client: &Client, group: &mut Group, held: &Held) -> Failure {
+    let limit = crate::duration::human(stop_limit(client.session_timeout()));
+    stderr::warn(&format!(
+        "zklock was stopped for over {limit} (a quarter of the session timeout) while the command ran: \
+         the command was killed, as the {} could pass to another before zklock ran again",
+        held.what()
+    ));
+    group.wait().await;
+    Failure::quiet(Outcome::Lost)
 }
 
 /// Kills the command's whole tree and waits until it is gone: its status (SIGKILL's, 137).

@@ -1,21 +1,23 @@
 //! The watchdog, from zklock's side: the parent of the command, whose death, however it comes,
-//! ends the command's whole tree before the lock can pass to another holder.
+//! ends the command's tree before the lock can pass to another holder, and which ends the tree
+//! itself when zklock stays stopped (`watchdog_process.rs` is its program).
 //!
-//! zklock clones it into a new PID namespace, whose init it is (`watchdog_process.rs` is its
-//! program): when a namespace's init dies, the kernel kills every process in it, grandchildren
-//! and double-forked daemons included, with no pid that could be reused in between. It dies
-//! with zklock (SIGKILL as its parent-death signal, tied to zklock's main thread), so no SIGKILL
-//! of zklock, of the watchdog or of both leaves anything of the command running. Where the kernel
-//! refuses a namespace (no CAP_SYS_ADMIN, or none configured), or with ZKLOCK_NO_PID_NAMESPACE
-//! set, it runs without one, weaker: the command dies with the watchdog (its own parent-death
-//! signal); what it left behind is killed by the watchdog when zklock dies (its parent-death
-//! signal is then SIGHUP, which it takes), or by zklock, a subreaper to which the orphans come,
-//! when the watchdog dies; zklock and the watchdog killed together leave the command's
-//! background processes running.
+//! By default the command runs where zklock runs, and sees the pids everyone else sees (as under
+//! `flock(1)`): the command dies with the watchdog (its parent-death signal); what it left
+//! behind is killed by the watchdog when zklock dies (its parent-death signal is then SIGHUP,
+//! which it takes), or by zklock, a subreaper to which the orphans come, when the watchdog dies.
+//! zklock and the watchdog killed together leave the command's background processes running.
+//!
+//! With `--pid-namespace` ([`Isolation::PidNamespace`]) zklock clones the watchdog into a new
+//! PID namespace, whose init it is: when a namespace's init dies, the kernel kills every process
+//! in it, grandchildren and double-forked daemons included, so no SIGKILL of zklock, of the
+//! watchdog or of both leaves anything of the command running. The price is the command's view
+//! of pids: it is pid 2 with parent 1 in its namespace while /proc is the host's, so pidfiles it
+//! writes, `$$`, and pids it reads from the host's pidfiles mean different processes.
 //!
 //! The watchdog reports to zklock through a pipe: the command started (or why not), its terminal
-//! stops, and, once every process is gone, its status. zklock holds the write end of a second
-//! pipe that tells the watchdog zklock is alive at the start.
+//! stops, a kill for a stopped zklock, and, once every process is gone, its status. zklock holds
+//! the write end of a second pipe that tells the watchdog zklock is alive at the start.
 
 use std::ffi::{CString, OsString};
 use std::io::{ErrorKind, Read as _, Write as _};
@@ -34,16 +36,20 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{pipe2, setpgid, Pid};
 use tokio::io::AsyncReadExt as _;
 use tokio::net::unix::pipe::Receiver;
-use tracing::info;
 
 use crate::exit::{Failure, Outcome};
 use crate::job::Terminal;
 use crate::stderr;
 use crate::watchdog_process::{kill_children, report, ASKED, NAME};
 
-/// Set (to anything but empty or 0), the command runs without a PID namespace, as on a kernel
-/// that has none: for tests of that mode.
-pub const NO_PID_NAMESPACE: &str = "ZKLOCK_NO_PID_NAMESPACE";
+/// Where the command runs, as to pids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isolation {
+    /// Where zklock runs: the pids everyone sees.
+    None,
+    /// In a PID namespace of its own (`--pid-namespace`): the strongest kill guarantee.
+    PidNamespace,
+}
 
 /// The stack the clone runs on until it execs: a few system calls.
 const CLONE_STACK: usize = 256 * 1024;
@@ -56,6 +62,9 @@ const REAP_POLL: Duration = Duration::from_millis(10);
 pub enum Report {
     /// The command (or an orphan of its tree) stopped on a terminal stop signal.
     Stopped,
+    /// zklock stayed stopped while the command ran: the watchdog killed the command's tree
+    /// before the server could expire the session. `Ended` follows.
+    KilledForStoppedZklock,
     /// Every process of the command's tree is gone: the command's status (death by SIGKILL when
     /// the watchdog itself was killed, which the kernel then did to the command).
     Ended(ExitStatus),
@@ -74,6 +83,8 @@ pub struct Watchdog {
     reaped: bool,
     /// zklock sent it SIGKILL: its death is no news.
     killed: std::cell::Cell<bool>,
+    /// It killed the command for a stopped zklock, and that was not yet returned.
+    killed_for_stop: bool,
     /// The write end of the liveness pipe, kept open for as long as zklock lives.
     _liveness: OwnedFd,
 }
@@ -90,14 +101,22 @@ struct Exec {
 
 impl Watchdog {
     /// Starts the watchdog, which starts `command` with `env` added to zklock's environment, in
-    /// a process group the watchdog leads; gives that group the terminal first, if zklock's has it.
+    /// a process group the watchdog leads, isolated as `isolation` says; gives that group the
+    /// terminal first, if zklock's has it. The watchdog kills the command when zklock stays
+    /// stopped for `stop_limit` (`watchdog_process::stop_limit`).
     ///
     /// Must run on a thread that lives as long as zklock (the main thread): the kernel signals
     /// the watchdog when the thread that cloned it ends.
+    ///
+    /// # Errors
+    /// `NotAllowed` (77) when a PID namespace was asked for and the kernel refuses one (no
+    /// CAP_SYS_ADMIN, as for a plain user or in a container's default profile; none configured).
     pub fn start(
         command: &[OsString],
         env: &[(&str, String)],
         terminal: Option<&Terminal>,
+        isolation: Isolation,
+        stop_limit: Duration,
     ) -> Result<Watchdog, Failure> {
         let cannot = |err: &dyn std::fmt::Display| {
             Failure::new(Outcome::Failed, format!("cannot start the command's watchdog: {err}"))
@@ -106,17 +125,18 @@ impl Watchdog {
         let (mut from_watchdog, reports) = pipe2(OFlag::O_CLOEXEC)
             .map(|(read, write)| (std::fs::File::from(read), write))
             .map_err(|err| cannot(&err))?;
-        let exec = Exec::new(command, env, liveness, reports).map_err(|err| cannot(&err))?;
-        let isolate = !std::env::var_os(NO_PID_NAMESPACE).is_some_and(|value| !value.is_empty() && value != "0");
-        let mut stack = vec![0u8; CLONE_STACK];
-        let pid = match isolate.then(|| clone(&exec, &mut stack, CloneFlags::CLONE_NEWPID)) {
-            Some(Ok(pid)) => pid,
-            Some(Err(Errno::EPERM | Errno::EINVAL | Errno::ENOSPC | Errno::EUSERS)) | None => {
-                info!("no PID namespace for the command: zklock and its watchdog killed together leave its background processes running");
-                clone(&exec, &mut stack, CloneFlags::empty()).map_err(|err| cannot(&err))?
-            }
-            Some(Err(err)) => return Err(cannot(&err)),
+        let exec = Exec::new(command, env, liveness, reports, stop_limit).map_err(|err| cannot(&err))?;
+        let flags = match isolation {
+            Isolation::None => CloneFlags::empty(),
+            Isolation::PidNamespace => CloneFlags::CLONE_NEWPID,
         };
+        let mut stack = vec![0u8; CLONE_STACK];
+        let pid = clone(&exec, &mut stack, flags).map_err(|err| match err {
+            Errno::EPERM | Errno::EINVAL | Errno::ENOSPC | Errno::EUSERS if isolation == Isolation::PidNamespace => {
+                no_namespace(err)
+            }
+            err => cannot(&err),
+        })?;
         drop(exec);
         // Also here, so the group exists whichever process runs first (after its exec the
         // watchdog refuses, having done it itself).
@@ -153,6 +173,7 @@ impl Watchdog {
             ended: None,
             reaped: false,
             killed: false.into(),
+            killed_for_stop: false,
             _liveness: liveness.into(),
         })
     }
@@ -184,11 +205,16 @@ impl Watchdog {
     /// Cancel safe: bytes read are kept until taken, and the end once seen is kept.
     pub async fn next(&mut self) -> Report {
         let status = loop {
+            if std::mem::take(&mut self.killed_for_stop) {
+                return Report::KilledForStoppedZklock;
+            }
             if let Some(status) = self.ended {
                 break status;
             }
             match self.take() {
                 Some(Report::Stopped) => return Report::Stopped,
+                // Kept in `killed_for_stop`, returned above.
+                Some(Report::KilledForStoppedZklock) => continue,
                 // Kept in `ended`, returned once the watchdog is reaped.
                 Some(Report::Ended(_)) => continue,
                 None => {}
@@ -231,6 +257,20 @@ impl Watchdog {
         }
     }
 
+    /// Whether the watchdog killed the command for a stopped zklock, as far as its reports
+    /// already written say (it may not have been returned by [`next`](Self::next) yet): a loss
+    /// seen as zklock continues may be that stop's. Terminal stops read meanwhile are dropped.
+    pub fn killed_for_stopped_zklock(&mut self) -> bool {
+        // Read from the descriptor itself: the runtime may not have seen it become readable yet
+        // (zklock just continued), and its own read would wait for that.
+        let mut bytes = [0u8; 64];
+        while let Ok(read @ 1..) = nix::unistd::read(&self.reports, &mut bytes) {
+            self.unread.extend_from_slice(&bytes[..read]);
+        }
+        self.forget_stops();
+        self.killed_for_stop
+    }
+
     /// Takes the first whole report from the bytes read.
     fn take(&mut self) -> Option<Report> {
         loop {
@@ -239,6 +279,11 @@ impl Watchdog {
                 report::STOPPED => {
                     self.unread.remove(0);
                     return Some(Report::Stopped);
+                }
+                report::ZKLOCK_STOPPED => {
+                    self.unread.remove(0);
+                    self.killed_for_stop = true;
+                    return Some(Report::KilledForStoppedZklock);
                 }
                 report::ENDED => {
                     let status: [u8; 4] = rest.get(..4)?.try_into().ok()?;
@@ -300,7 +345,13 @@ fn clone(exec: &Exec, stack: &mut [u8], flags: CloneFlags) -> nix::Result<Pid> {
 }
 
 impl Exec {
-    fn new(command: &[OsString], env: &[(&str, String)], liveness: OwnedFd, reports: OwnedFd) -> Result<Exec, String> {
+    fn new(
+        command: &[OsString],
+        env: &[(&str, String)],
+        liveness: OwnedFd,
+        reports: OwnedFd,
+        stop_limit: Duration,
+    ) -> Result<Exec, String> {
         let c_string =
             |bytes: &[u8]| CString::new(bytes).map_err(|_| "a NUL byte in the command or its environment".to_owned());
         let fd_number = |fd: &OwnedFd| std::os::fd::AsRawFd::as_raw_fd(fd).to_string();
@@ -308,6 +359,7 @@ impl Exec {
         argv.push(c_string(fd_number(&liveness).as_bytes())?);
         argv.push(c_string(fd_number(&reports).as_bytes())?);
         argv.push(c_string(std::process::id().to_string().as_bytes())?);
+        argv.push(c_string(stop_limit.as_millis().to_string().as_bytes())?);
         for word in command {
             argv.push(c_string(word.as_bytes())?);
         }
@@ -320,6 +372,37 @@ impl Exec {
             envp.push(c_string(format!("{name}={value}").as_bytes())?);
         }
         Ok(Exec { exe: c_string(b"/proc/self/exe")?, argv, envp, liveness, reports })
+    }
+}
+
+/// A PID namespace asked for and refused: the promise it gives cannot be kept.
+fn no_namespace(err: Errno) -> Failure {
+    let why = match err {
+        Errno::EPERM => "not permitted (it needs CAP_SYS_ADMIN: root, and not a container's default profile)",
+        Errno::EINVAL => "this kernel has no PID namespaces",
+        _ => "the limit of namespaces is reached",
+    };
+    Failure::new(Outcome::NotAllowed, format!("--pid-namespace: cannot run the command in a PID namespace: {why}"))
+}
+
+/// Whether the kernel gives this process a PID namespace for the command (`--pid-namespace`):
+/// clones a child into one, which exits at once. Asked before the lock is taken, so that a run
+/// that cannot keep its promise refuses before it holds anything.
+///
+/// # Errors
+/// As [`Watchdog::start`] refuses.
+pub fn check_namespace() -> Result<(), Failure> {
+    let mut stack = vec![0u8; 16 * 1024];
+    // SAFETY: no CLONE_VM, so the child runs on its own copy of `stack` and of this process;
+    // it makes no call at all before returning (which ends it).
+    let child = unsafe { nix::sched::clone(Box::new(|| 0), &mut stack, CloneFlags::CLONE_NEWPID, Some(libc::SIGCHLD)) };
+    match child {
+        Ok(pid) => {
+            let _ = waitpid(pid, None);
+            Ok(())
+        }
+        Err(err @ (Errno::EPERM | Errno::EINVAL | Errno::ENOSPC | Errno::EUSERS)) => Err(no_namespace(err)),
+        Err(err) => Err(Failure::new(Outcome::Failed, format!("cannot start the command's watchdog: {err}"))),
     }
 }
 

@@ -12,11 +12,14 @@
 
 use std::ffi::OsString;
 use std::io::{Read as _, Write as _};
+use std::os::fd::AsFd as _;
 use std::os::fd::{FromRawFd as _, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt as _;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::prctl;
 use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
@@ -37,6 +40,9 @@ pub mod report {
     pub const STOPPED: u8 = b'S';
     /// Every process is gone: the command's wait status follows (4 bytes, native order).
     pub const ENDED: u8 = b'X';
+    /// zklock stayed stopped (SIGSTOP, a debugger) past the stop limit while the command ran:
+    /// the watchdog killed the command's tree, before the server could expire the session.
+    pub const ZKLOCK_STOPPED: u8 = b'Z';
 }
 
 /// The stop signals a terminal sends (a shell's job stops on these, and not on SIGSTOP, which
@@ -58,7 +64,7 @@ const FOR_THE_COMMAND: [Signal; 9] = [
 ];
 
 /// Runs the watchdog when this process was started as one (`zklock-watchdog --zklock-watchdog
-/// LIVENESS_FD REPORT_FD ZKLOCK_PID COMMAND...`); `None` otherwise.
+/// LIVENESS_FD REPORT_FD ZKLOCK_PID STOP_LIMIT_MS COMMAND...`); `None` otherwise.
 pub fn run_if_asked() -> Option<ExitCode> {
     let mut args = std::env::args_os();
     if args.next()? != NAME || args.next()? != ASKED {
@@ -67,13 +73,31 @@ pub fn run_if_asked() -> Option<ExitCode> {
     let liveness = inherited_fd(args.next());
     let reports = inherited_fd(args.next());
     let zklock = args.next().and_then(|pid| pid.to_str()?.parse().ok()).map(Pid::from_raw);
+    let stop_limit = args.next().and_then(|ms| ms.to_str()?.parse().ok()).map(Duration::from_millis);
     let command: Vec<OsString> = args.collect();
-    Some(match (liveness, reports, zklock) {
-        (Some(liveness), Some(reports), Some(zklock)) => {
-            watch(liveness, std::fs::File::from(reports), zklock, &command)
+    Some(match (liveness, reports, zklock, stop_limit) {
+        (Some(liveness), Some(reports), Some(zklock), Some(stop_limit)) => {
+            watch(liveness, std::fs::File::from(reports), zklock, stop_limit, &command)
         }
         _ => ExitCode::from(crate::exit::Outcome::Usage.code()),
     })
+}
+
+/// How long zklock may stay stopped while the command runs, and how often the watchdog looks,
+/// for a session timeout `session`. The server cannot expire the session before `session`
+/// after the last request it had from us; zookeeper-client sends one (a ping) at the latest
+/// `session`/5 after the one before (3 of its ticks of `session`/20, looked at every tick), so
+/// expiry comes at the earliest 4/5 of `session` after zklock stopped. The watchdog sees the
+/// stop within a look (`session`/20) and kills once it has lasted `session`/4: done by 3/10 of
+/// `session`, with half of it to spare for the kill and a loaded machine. A shorter stop (a
+/// debugger's breakpoint, a `kill -STOP` undone at once) lets the command run on.
+pub fn stop_limit(session: Duration) -> Duration {
+    session / 4
+}
+
+/// How often the watchdog looks whether zklock is stopped.
+fn stop_look_period(stop_limit: Duration) -> Duration {
+    (stop_limit / 5).max(Duration::from_millis(5))
 }
 
 /// A descriptor zklock left open across exec for us, made close-on-exec again so that the
@@ -90,8 +114,17 @@ fn inherited_fd(number: Option<OsString>) -> Option<OwnedFd> {
 }
 
 /// The watchdog's life; its exit code says nothing to anyone (zklock reads the reports).
-fn watch(liveness: OwnedFd, mut reports: std::fs::File, zklock: Pid, command: &[OsString]) -> ExitCode {
+fn watch(
+    liveness: OwnedFd,
+    mut reports: std::fs::File,
+    zklock: Pid,
+    stop_limit: Duration,
+    command: &[OsString],
+) -> ExitCode {
     let _ = prctl::set_name(c"zklock-watchdog");
+    // zklock as /proc numbers it (our parent, in /proc's namespace), to look at its state.
+    let zklock_in_proc =
+        std::fs::read_link("/proc/self").ok().and_then(|me| parent_of(me.to_str()?)).filter(|parent| parent != "0");
     let init = getpid() == Pid::from_raw(1);
     if !init {
         // Orphans of the command's tree become ours to reap (and to wait for, or kill).
@@ -112,15 +145,28 @@ fn watch(liveness: OwnedFd, mut reports: std::fs::File, zklock: Pid, command: &[
     let _ = reports.write_all(&[report::RUNNING]);
     leave_zklock_stdio();
     let mut status = 0;
+    let mut command_stopped = false;
+    let mut zklock_stopped_since: Option<Instant> = None;
+    let look = stop_look_period(stop_limit);
     loop {
-        if !reap(command, &mut status, &mut reports) {
+        if !reap(command, &mut status, &mut command_stopped, &mut reports) {
             break;
         }
         if getppid() != zklock {
             // zklock died (its parent-death signal, SIGHUP without a namespace, woke us).
             kill_children();
         }
-        let _ = signals.read_signal();
+        // A stopped zklock sends no heartbeat, and the session would expire while the command
+        // runs on: a stopped command (a terminal's Ctrl-Z, which stops zklock after it) waits.
+        let stopped = !command_stopped && zklock_in_proc.as_deref().is_some_and(is_stopped);
+        zklock_stopped_since = stopped.then(|| zklock_stopped_since.unwrap_or_else(Instant::now));
+        if zklock_stopped_since.is_some_and(|since| since.elapsed() >= stop_limit) {
+            let _ = reports.write_all(&[report::ZKLOCK_STOPPED]);
+            kill_children();
+            status = Signal::SIGKILL as i32;
+            zklock_stopped_since = None;
+        }
+        wait_for_signal(&signals, look);
     }
     let _ = reports.write_all(&[&[report::ENDED][..], &status.to_ne_bytes()].concat());
     ExitCode::SUCCESS
@@ -158,16 +204,36 @@ fn start(command: &[OsString], reports: &mut std::fs::File) -> Option<Pid> {
     }
 }
 
+/// Waits until a signal comes (a child's end or stop, zklock's death) or `look` passed.
+fn wait_for_signal(signals: &SignalFd, look: Duration) {
+    let timeout = PollTimeout::try_from(look).unwrap_or(PollTimeout::MAX);
+    let mut fds = [PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
+    if matches!(poll(&mut fds, timeout), Ok(1..)) {
+        let _ = signals.read_signal();
+    }
+}
+
+/// Whether the process /proc names `pid` is stopped (by a signal, or by a debugger).
+fn is_stopped(pid: &str) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    let state = stat.rfind(')').and_then(|close| stat[close + 1..].split_whitespace().next());
+    matches!(state, Some("T" | "t"))
+}
+
 /// Reaps every child that has ended (the command, or an orphan of its tree), keeping the
-/// command's wait status in `status` and telling zklock of terminal stops; false once no child
-/// is left.
-fn reap(command: Pid, status: &mut i32, reports: &mut std::fs::File) -> bool {
+/// command's wait status in `status` and whether it is stopped in `stopped`, and telling zklock
+/// of terminal stops; false once no child is left.
+fn reap(command: Pid, status: &mut i32, stopped: &mut bool, reports: &mut std::fs::File) -> bool {
     loop {
-        match waitpid(None, Some(WaitPidFlag::WUNTRACED | WaitPidFlag::WNOHANG)) {
+        match waitpid(None, Some(WaitPidFlag::WUNTRACED | WaitPidFlag::WCONTINUED | WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::StillAlive) => return true,
-            Ok(WaitStatus::Stopped(_, signal)) if TERMINAL_STOPS.contains(&signal) => {
-                let _ = reports.write_all(&[report::STOPPED]);
+            Ok(WaitStatus::Stopped(pid, signal)) => {
+                *stopped |= pid == command;
+                if TERMINAL_STOPS.contains(&signal) {
+                    let _ = reports.write_all(&[report::STOPPED]);
+                }
             }
+            Ok(WaitStatus::Continued(pid)) if pid == command => *stopped = false,
             Ok(WaitStatus::Exited(pid, code)) if pid == command => *status = (code & 0xff) << 8,
             Ok(WaitStatus::Signaled(pid, signal, core)) if pid == command => {
                 *status = signal as i32 | if core { 0x80 } else { 0 };

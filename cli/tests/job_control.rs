@@ -190,8 +190,8 @@ async fn sigtstp_to_zklock_stops_its_command_too_and_sigcont_continues_both() {
     sigtstp_stops_both_and_sigcont_continues_both(true);
 }
 
-/// The same without a PID namespace (the watchdog is then no init, and must not stop or die of
-/// what zklock passes on).
+/// The same without a PID namespace, the default (the watchdog is then no init, and must not
+/// stop or die of what zklock passes on).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigtstp_and_sigcont_work_without_a_pid_namespace_too() {
     sigtstp_stops_both_and_sigcont_continues_both(false);
@@ -203,8 +203,8 @@ fn sigtstp_stops_both_and_sigcont_continues_both(namespace: bool) {
     let dir = job_dir(&path);
     let script = dir.join("job.sh");
     let mut zklock = zklock(&zk);
-    if !namespace {
-        zklock.env("ZKLOCK_NO_PID_NAMESPACE", "1");
+    if namespace {
+        zklock.arg("--pid-namespace");
     }
     let mut job = Group::spawn(zklock.arg(&path).arg("--").arg("sh").arg(&script).arg(&dir).stdout(Stdio::null()));
     let (command, zklock) = job_pids(&dir.join("pids"));

@@ -1,8 +1,9 @@
-//! No SIGKILL of zklock's own processes (zklock, its watchdog), in any combination, leaves
-//! anything of the command running once the lock can pass to another: the command, its
-//! grandchild, and a daemon it double-forked out of its process group and session are all dead
-//! before a second zklock on the same path runs its command. Without a PID namespace (forced
-//! here, as on a kernel that has none), the weaker promise of the man page is checked.
+//! What the watchdog promises. With `--pid-namespace`, no SIGKILL of zklock's own processes
+//! (zklock, its watchdog), in any combination, leaves anything of the command running once the
+//! lock can pass to another: the command, its grandchild, and a daemon it double-forked out of
+//! its process group and session are all dead before a second zklock on the same path runs its
+//! command. By default (no namespace), the command sees the pids everyone sees, and the weaker
+//! promise of the man page is checked; a stopped zklock has its command killed in either mode.
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
@@ -197,12 +198,12 @@ async fn killed(kill: Kill, namespace: bool, full: bool) {
     let zk = server().connect_string();
     let tree = Tree::new(&path);
     let mut first = zklock(&zk);
+    if namespace {
+        first.arg("--pid-namespace");
+    }
     first.args([&path, "--", "sh", "-c", &tree.command()]);
     let mut second = zklock(&zk);
     second.args([&path, "--", "sh", "-c", &tree.second_command()]);
-    if !namespace {
-        first.env("ZKLOCK_NO_PID_NAMESPACE", "1");
-    }
     let first = Group::spawn(&mut first);
     let pids = tree.pids();
     let namespace_of = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/pid")).unwrap();
@@ -290,15 +291,17 @@ async fn without_a_namespace_both_killed_at_once_take_at_least_the_command_along
     killed(Kill::Both, false, false).await;
 }
 
-/// What the command sees: in its namespace it is pid 2 (the watchdog is 1), while /proc, not
-/// remounted, shows the host's processes, and /proc/self is the command itself.
+/// What the command sees with --pid-namespace: in its namespace it is pid 2 (the watchdog is
+/// 1), while /proc, not remounted, shows the host's processes, and /proc/self is the command
+/// itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_command_sees_its_namespace_pid_and_the_hosts_proc() {
+async fn with_a_pid_namespace_the_command_sees_its_namespace_pid_and_the_hosts_proc() {
     let path = unique_path("kill-pids-seen");
     let tree = Tree::new(&path);
     let seen = tree.dir.join("seen");
     let script = format!("read -r pid rest < /proc/self/stat; echo \"$$ $PPID $pid\" > {0}", seen.display());
-    let mut run = Group::spawn(zklock(&server().connect_string()).args([&path, "--", "sh", "-c", &script]));
+    let mut run =
+        Group::spawn(zklock(&server().connect_string()).args(["--pid-namespace", &path, "--", "sh", "-c", &script]));
     assert!(run.wait(BOUND).success());
     let text = read(&seen);
     let words: Vec<&str> = text.split_whitespace().collect();
@@ -306,7 +309,8 @@ async fn the_command_sees_its_namespace_pid_and_the_hosts_proc() {
     assert_ne!(words[2], "2", "/proc/self is the host's view: {text}");
 }
 
-/// A zklock run by a zklock's command (here the command itself, pid 2 of the outer namespace)
+/// A zklock run by a --pid-namespace zklock's command (here the command itself, pid 2 of the
+/// outer namespace)
 /// runs where /proc numbers processes as the host does: it must still find (and kill) only its
 /// own children, not the host's children of pid 2 (the kernel's threads), and both end with the
 /// inner command's status.
@@ -317,6 +321,147 @@ async fn a_zklock_run_by_a_zklocks_command_ends_with_its_commands_status() {
     let zk = server().connect_string();
     let zklock_bin = env!("CARGO_BIN_EXE_zklock");
     let nested = format!("exec {zklock_bin} --zk {zk} --session-timeout 4s {inner} -- sh -c 'exit 3'");
-    let mut run = Group::spawn(zklock(&zk).args([&outer, "--", "sh", "-c", &nested]));
+    let mut run = Group::spawn(zklock(&zk).args(["--pid-namespace", &outer, "--", "sh", "-c", &nested]));
     assert_eq!(run.wait(BOUND).code(), Some(3));
+}
+
+/// By default the command sees the pids everyone sees, as under flock(1): `$$` is the pid /proc
+/// (and `ps`) gives it, its parent is the watchdog, and `/proc/$$` is its own entry. (With the
+/// PID namespace that was the default as root, `$$` was 2, and `/proc/2` the kernel's kthreadd.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_sees_the_pids_everyone_sees() {
+    let path = unique_path("kill-pids-host");
+    let tree = Tree::new(&path);
+    let seen = tree.dir.join("seen");
+    let script = format!(
+        "read -r pid rest < /proc/self/stat; read -r name < /proc/$$/comm; echo \"$$ $pid $PPID $name\" > {0}",
+        seen.display()
+    );
+    let mut run = Group::spawn(zklock(&server().connect_string()).args([&path, "--", "sh", "-c", &script]));
+    assert!(run.wait(BOUND).success());
+    let text = read(&seen);
+    let words: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(words[0], words[1], "$$ is the pid /proc gives the command: {text}");
+    assert_eq!(words[3], "sh", "/proc/$$ is the command's own entry: {text}");
+    let parent: libc::pid_t = words[2].parse().unwrap();
+    assert!(
+        stat(parent).is_none_or(|(name, ..)| name == "zklock-watchdog"),
+        "$PPID is the watchdog (or gone, the test being late): {text}"
+    );
+}
+
+/// A pidfile written by the command names it for everyone (a `kill $(cat pidfile)` from outside
+/// reaches it), and one written outside names that process for the command (its `kill -0` and
+/// `kill -USR1` reach it): both ways, as a deploy job's `kill -HUP $(cat web.pid)` and a
+/// single-instance guard's `kill -0 $(cat $PIDFILE)` need.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pidfiles_name_the_same_process_inside_the_command_and_out() {
+    let path = unique_path("kill-pidfiles");
+    let tree = Tree::new(&path);
+    let dir = tree.dir.display().to_string();
+    let outside_script = format!(
+        "trap 'echo got >> {dir}/outside.got' USR1; echo $$ > {dir}/outside.pid; \
+         while [ ! -e {dir}/done ]; do sleep 0.05; done"
+    );
+    let mut outside = Group::spawn(std::os::unix::process::CommandExt::process_group(
+        std::process::Command::new("sh").args(["-c", &outside_script]),
+        0,
+    ));
+    until("the outside process wrote its pidfile", || !read(&tree.dir.join("outside.pid")).is_empty());
+    let inside_script = format!(
+        "trap 'echo got >> {dir}/inside.got' USR1; echo $$ > {dir}/inside.pid; \
+         kill -0 $(cat {dir}/outside.pid) && echo alive >> {dir}/inside.saw; \
+         kill -USR1 $(cat {dir}/outside.pid) && echo sent >> {dir}/inside.saw; \
+         while [ ! -e {dir}/done ]; do sleep 0.05; done"
+    );
+    let mut run = Group::spawn(zklock(&server().connect_string()).args([&path, "--", "sh", "-c", &inside_script]));
+    until("the command read the outside pidfile", || read(&tree.dir.join("inside.saw")).lines().count() == 2);
+    assert_eq!(read(&tree.dir.join("inside.saw")), "alive\nsent\n", "kill -0 and kill -USR1 of the outside pid");
+    until("the outside process got the command's signal", || read(&tree.dir.join("outside.got")).contains("got"));
+    let inside: libc::pid_t = read(&tree.dir.join("inside.pid")).trim().parse().unwrap();
+    assert_eq!(stat(inside).map(|(name, ..)| name), Some("sh".to_owned()), "the pidfile names the command");
+    // SAFETY: kill(2) on the command of this test's zklock, as its pidfile names it.
+    unsafe {
+        libc::kill(inside, libc::SIGUSR1);
+    }
+    until("the command got the signal sent to its pidfile's pid", || {
+        read(&tree.dir.join("inside.got")).contains("got")
+    });
+    std::fs::write(tree.dir.join("done"), "").unwrap();
+    assert!(run.wait(BOUND).success());
+    assert!(outside.wait(BOUND).success());
+}
+
+/// --pid-namespace promises what only a namespace gives: refused (77) where the kernel gives
+/// none (here: root without CAP_SYS_ADMIN, as in a container's default profile), before the lock
+/// is taken, and the command never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pid_namespace_without_the_privilege_is_refused_before_the_lock_is_taken() {
+    let path = unique_path("kill-namespace-refused");
+    let tree = Tree::new(&path);
+    let ran = tree.dir.join("ran");
+    let zk = server().connect_string();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut zklock_run = match root {
+        true => {
+            let mut setpriv = support::bare_zklock_free(std::process::Command::new("setpriv"));
+            setpriv.args(["--bounding-set=-sys_admin", "--inh-caps=-sys_admin", env!("CARGO_BIN_EXE_zklock")]);
+            setpriv
+        }
+        false => support::bare_zklock(),
+    };
+    zklock_run.args(["--zk", &zk, "--pid-namespace", &path, "--", "touch"]).arg(&ran);
+    let output = zklock_run.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(77), "{stderr}");
+    assert!(stderr.contains("--pid-namespace") && stderr.contains("CAP_SYS_ADMIN"), "{stderr}");
+    assert!(!ran.exists(), "the command ran");
+    let client = connect().await;
+    let nodes = client.list_children(&path).await.unwrap_or_default();
+    assert!(nodes.is_empty(), "no lock node was left or taken: {nodes:?}");
+}
+
+/// zklock stopped (SIGSTOP: an operator, a debugger; not a terminal's stop) sends no
+/// heartbeat, and its session expires while the command runs on. The watchdog kills the
+/// command's whole tree before the second holder runs its command, and zklock, continued, says
+/// so and exits 76. (Before, the command ran for the whole second hold.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_zklock_has_its_command_killed_before_another_can_hold() {
+    stopped(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_zklock_has_its_command_killed_in_a_pid_namespace_too() {
+    stopped(true).await;
+}
+
+async fn stopped(namespace: bool) {
+    let path = unique_path(&format!("kill-stopped-{namespace}"));
+    let zk = server().connect_string();
+    let tree = Tree::new(&path);
+    let mut first = zklock(&zk);
+    if namespace {
+        first.arg("--pid-namespace");
+    }
+    first.args([&path, "--", "sh", "-c", &tree.command()]).stderr(std::process::Stdio::piped());
+    let mut first = Group::spawn(&mut first);
+    let pids = tree.pids();
+    let mut second = Group::spawn(zklock(&zk).args([&path, "--", "sh", "-c", &tree.second_command()]));
+    let client = connect().await;
+    wait_for_children(&client, &path, 2).await;
+    let zklock_pid = first.0.id() as libc::pid_t;
+    // SAFETY: kill(2) on this test's zklock.
+    unsafe {
+        libc::kill(zklock_pid, libc::SIGSTOP);
+    }
+    assert!(second.wait(BOUND).success(), "the second holder ran");
+    assert_tree_dead(&tree, &pids, Kill::Zklock, true);
+    // SAFETY: kill(2) on this test's zklock.
+    unsafe {
+        libc::kill(zklock_pid, libc::SIGCONT);
+    }
+    assert_eq!(first.wait(BOUND).code(), Some(76), "a stopped zklock's run ends as a loss");
+    let stderr = first.stderr();
+    assert!(stderr.contains("zklock was stopped for over 1s"), "{stderr}");
 }

@@ -169,10 +169,10 @@ const TIMEOUT_STOP: Duration = Duration::from_secs(20);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_mode_mixed_with_a_command_that_ignores_sigterm_releases_before_the_timeout() {
-    for no_namespace in ["0", "1"] {
+    for namespace in ["0", "1"] {
         let path = unique_path("systemd-mixed");
         let mut zklock = zklock_with_long_session(&path);
-        zklock.env("ZKLOCK_NO_PID_NAMESPACE", no_namespace);
+        zklock.env("ZKLOCK_PID_NAMESPACE", namespace);
         stopped_unit_releases_at_once(zklock, &path, KillMode::Mixed, TIMEOUT_STOP).await;
     }
 }
@@ -282,6 +282,25 @@ fn the_recommended_unit_stops_before_systemd_kills() {
     assert!(default_of("session-timeout") > Duration::ZERO);
     assert_eq!(service(&unit, "SuccessExitStatus"), (128 + libc::SIGTERM).to_string());
     assert!(seconds(&service(&unit, "RestartSec")) >= Duration::from_secs(3), "5 starts in 10s is systemd's limit");
+}
+
+/// A configuration error is not restarted for ever (every 5 s): the codes zklock exits with on
+/// a bad option (64), a refusal (77) and a command that is not there (127) are the unit's
+/// RestartPreventExitStatus; a loss (76) and a deadlock's victim (79) are restarted.
+#[test]
+fn the_recommended_unit_does_not_restart_a_configuration_error() {
+    let unit = recommended_unit();
+    let prevented: Vec<i32> =
+        service(&unit, "RestartPreventExitStatus").split_whitespace().map(|code| code.parse().unwrap()).collect();
+    let bad_option = bare_zklock().args(["--session-timeout", "soon", "/p", "--", "true"]).output().unwrap();
+    let bad_option = bad_option.status.code().unwrap();
+    assert_eq!(bad_option, 64);
+    for code in [bad_option, 77, 126, 127] {
+        assert!(prevented.contains(&code), "{code} is not in RestartPreventExitStatus {prevented:?}");
+    }
+    for code in [69, 76, 79, 128 + libc::SIGTERM] {
+        assert!(!prevented.contains(&code), "{code} is restarted");
+    }
 }
 
 /// The recommended unit's own stop, its ExecStart run with the lock path and the command put in
