@@ -55,6 +55,7 @@ mod queue;
 mod rules;
 
 // The public API, each item from its home (the folders re-export nothing).
+pub use client::background::finish_releases;
 pub use client::retry_policy::{Backoff, RetryPolicy};
 pub use client::session::{Connection, ConnectionState, Session};
 pub use client::session_builder::SessionBuilder;

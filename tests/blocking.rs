@@ -158,3 +158,70 @@ fn on_a_runtimes_threads_it_refuses_and_sends_nothing() {
     mutex.acquire().unwrap().release().unwrap();
     eventually("the node is gone", || children(&client, &path).is_empty());
 }
+
+/// Set in the child process of the exit tests: what it does, the server and the lock path.
+const EXITING_CHILD: &str = "ZKLOCK_TEST_EXITING_CHILD";
+
+/// A synchronous tool (or a cron job) drops its guard and ends at once, with
+/// `std::process::exit` or by returning from `main`: the lock is free when the process is gone,
+/// not after its session's timeout (30 s here). Before, the drop only handed the delete to
+/// zklock's thread, and the process ended before it was sent (8 runs in 10). The async API's
+/// documented end, `zklock::finish_releases` before the runtime goes, is checked beside it.
+#[test]
+fn a_program_that_ends_right_after_dropping_its_guard_leaves_the_lock_free() {
+    if let Ok(spec) = std::env::var(EXITING_CHILD) {
+        exiting_child(&spec);
+    }
+    let client = connect();
+    for (how, runs) in [("blocking", 3), ("async", 2)] {
+        for run in 0..runs {
+            let path = unique_path(&format!("blocking-exit-{how}-{run}"));
+            let child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "a_program_that_ends_right_after_dropping_its_guard_leaves_the_lock_free",
+                    "--nocapture",
+                ])
+                .env(EXITING_CHILD, format!("{how} {} {path}", server().connect_string()))
+                .output()
+                .unwrap();
+            let output =
+                format!("{}{}", String::from_utf8_lossy(&child.stdout), String::from_utf8_lossy(&child.stderr));
+            assert!(child.status.success() && output.contains("held "), "{how}: {output}");
+            assert_eq!(
+                children(&client, &path),
+                Vec::<String>::new(),
+                "{how} run {run}: the node outlived its process"
+            );
+        }
+    }
+}
+
+/// The child: acquires with a 30 s session, drops the guard and exits at once.
+fn exiting_child(spec: &str) -> ! {
+    let [how, connect_string, path] = spec.split(' ').collect::<Vec<_>>()[..] else { panic!("{spec}") };
+    let session = Duration::from_secs(30);
+    match how {
+        "blocking" => {
+            let client = blocking::run(Client::connector().with_session_timeout(session).connect(connect_string))
+                .unwrap()
+                .unwrap();
+            let mutex = InterProcessMutex::new(&client, path).unwrap();
+            let guard = mutex.acquire().unwrap();
+            println!("held {}", guard.node_path());
+            drop(guard);
+        }
+        _ => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+            runtime.block_on(async {
+                let client = Client::connector().with_session_timeout(session).connect(connect_string).await.unwrap();
+                let mutex = zklock::InterProcessMutex::new(&client, path).unwrap();
+                let guard = mutex.acquire().await.unwrap();
+                println!("held {}", guard.node_path());
+                drop(guard);
+                assert!(zklock::finish_releases(HANG).await, "the release ended");
+            });
+        }
+    }
+    std::process::exit(0)
+}

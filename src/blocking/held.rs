@@ -20,20 +20,30 @@ use super::run::{run, run_for};
 /// waiting methods ([`lost`](Held::lost), [`release`](Held::release)) block here. Its other
 /// methods are the hold's own, through `Deref`.
 ///
-/// Dropping it releases the hold in the background, as dropping `H` does, on any thread.
+/// Dropping it releases the hold and blocks until ZooKeeper has confirmed the release (or the
+/// hold's session timeout has passed, after which the server removes the node by itself), so a
+/// guard dropped at the end of `main`, or just before `std::process::exit`, frees the lock
+/// before the process ends. Dropped on a thread of a tokio runtime, it does not block: the
+/// release goes on in the background there, as dropping `H` does.
 #[must_use = "the hold is released as soon as it is dropped"]
 pub struct Held<H> {
-    hold: H,
+    /// `Some` until `Drop` or `into_inner` takes it.
+    hold: Option<H>,
 }
 
 impl<H> Held<H> {
     pub(crate) fn new(hold: H) -> Self {
-        Held { hold }
+        Held { hold: Some(hold) }
     }
 
     /// The async hold, for code that runs on a runtime.
-    pub fn into_inner(self) -> H {
-        self.hold
+    pub fn into_inner(mut self) -> H {
+        self.take()
+    }
+
+    /// The hold, taken out: only `Drop` and the methods that consume `self` call it, once.
+    fn take(&mut self) -> H {
+        self.hold.take().expect("a Held holds its hold until it is consumed")
     }
 }
 
@@ -41,20 +51,36 @@ impl<H> Deref for Held<H> {
     type Target = H;
 
     fn deref(&self) -> &H {
-        &self.hold
+        self.hold.as_ref().expect("a Held holds its hold until it is consumed")
     }
 }
 
+impl<H> Drop for Held<H> {
+    fn drop(&mut self) {
+        let Some(hold) = self.hold.take() else { return };
+        drop(hold);
+        // The release the drop handed to zklock's thread must be sent before this thread goes
+        // on: a program that ends next would otherwise leave the node to its session timeout.
+        if tokio::runtime::Handle::try_current().is_err() {
+            crate::client::background::wait_for_pending(RELEASE_WAIT_CAP);
+        }
+    }
+}
+
+/// A cap on a blocking drop's wait that no session timeout reaches: the wait ends at the
+/// pending release's session timeout.
+const RELEASE_WAIT_CAP: Duration = Duration::from_secs(24 * 60 * 60);
+
 impl<H: fmt::Debug> fmt::Debug for Held<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.hold.fmt(f)
+        (**self).fmt(f)
     }
 }
 
 impl<H: sealed::Releasable> Held<H> {
     /// Whether the hold still stands, as far as this process knows. Never sends a request.
     pub fn is_held(&self) -> bool {
-        self.hold.held()
+        (**self).held()
     }
 
     /// Blocks until the hold is lost, and says why: the blocking `lost()` (the first call sets
@@ -64,7 +90,7 @@ impl<H: sealed::Releasable> Held<H> {
     /// # Errors
     /// [`Error::CannotBlock`](crate::Error::CannotBlock) on a thread of a tokio runtime.
     pub fn lost(&self) -> Result<LossReason> {
-        run(self.hold.lost_boxed())
+        run((**self).lost_boxed())
     }
 
     /// [`lost`](Self::lost) for at most `timeout`: `Ok(None)` when the hold still stands then.
@@ -72,7 +98,7 @@ impl<H: sealed::Releasable> Held<H> {
     /// # Errors
     /// As [`lost`](Self::lost).
     pub fn lost_timeout(&self, timeout: Duration) -> Result<Option<LossReason>> {
-        run_for(timeout, self.hold.lost_boxed())
+        run_for(timeout, (**self).lost_boxed())
     }
 
     /// Releases the hold and reports how it went, as the async `release` does (`LockLost` for
@@ -81,15 +107,15 @@ impl<H: sealed::Releasable> Held<H> {
     /// # Errors
     /// As the hold's async `release`; [`Error::CannotBlock`](crate::Error::CannotBlock) on a
     /// thread of a tokio runtime (the hold is then released in the background).
-    pub fn release(self) -> Result<()> {
-        run(self.hold.release_boxed())?
+    pub fn release(mut self) -> Result<()> {
+        run(self.take().release_boxed())?
     }
 }
 
 impl Held<Leadership> {
     /// Whether the term still stands, as far as this process knows. Never sends a request.
     pub fn is_held(&self) -> bool {
-        self.hold.is_held()
+        (**self).is_held()
     }
 
     /// Blocks until the term is over, whatever ended it: the blocking
@@ -98,7 +124,7 @@ impl Held<Leadership> {
     /// # Errors
     /// [`Error::CannotBlock`](crate::Error::CannotBlock) on a thread of a tokio runtime.
     pub fn ended(&self) -> Result<TermEnd> {
-        run(self.hold.ended())
+        run((**self).ended())
     }
 
     /// [`ended`](Self::ended) for at most `timeout`: `Ok(None)` while the term still stands.
@@ -106,7 +132,7 @@ impl Held<Leadership> {
     /// # Errors
     /// As [`ended`](Self::ended).
     pub fn ended_timeout(&self, timeout: Duration) -> Result<Option<TermEnd>> {
-        run_for(timeout, self.hold.ended())
+        run_for(timeout, (**self).ended())
     }
 }
 

@@ -128,7 +128,9 @@ impl Drop for NodeCleanup {
         // drops it unpolled, and that must not spawn again.
         let (client, retry, lock_path, prefix) =
             (self.client.clone(), self.retry, std::mem::take(&mut self.lock_path), std::mem::take(&mut self.prefix));
+        let pending = background::Pending::begin(client.session_timeout());
         background::spawn(async move {
+            let _pending = pending;
             delete_remains_or_warn(&client, retry, &lock_path, &prefix, &remains).await;
         });
     }

@@ -73,15 +73,18 @@ type Finishing = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Delet
 struct PendingDelete {
     node: Arc<str>,
     rest: Option<Finishing>,
+    /// Past it the server has expired the session and removed the node: nothing to wait for.
+    session_timeout: std::time::Duration,
 }
 
 impl PendingDelete {
     /// Sends the delete of `node`.
     fn send(client: &Client, retry: RetryPolicy, node: &Arc<str>) -> Self {
         let first = client.delete(node, None);
+        let session_timeout = client.session_timeout();
         let (client, task_node) = (client.clone(), Arc::clone(node));
         let rest: Finishing = Box::pin(async move { finish_delete(first, &client, retry, &task_node).await });
-        PendingDelete { node: Arc::clone(node), rest: Some(rest) }
+        PendingDelete { node: Arc::clone(node), rest: Some(rest), session_timeout }
     }
 
     /// Waits for the delete; dropping this future hands the rest to `Drop`.
@@ -98,7 +101,9 @@ impl Drop for PendingDelete {
     fn drop(&mut self) {
         let Some(rest) = self.rest.take() else { return };
         let node = Arc::clone(&self.node);
+        let pending = background::Pending::begin(self.session_timeout);
         background::spawn(async move {
+            let _pending = pending;
             match rest.await {
                 Ok(_) | Err(Error::SessionExpired | Error::SessionClosed) => {}
                 Err(err) => {
