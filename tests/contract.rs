@@ -168,43 +168,53 @@ macro_rules! contracts {
 contracts! {
     mutex: lock::Mutex [
         lost_at_once_under_the_strict_policy,
-        a_timed_acquire_returns_in_time_while_partitioned
+        a_timed_acquire_returns_in_time_while_partitioned,
+        a_try_answers_while_cut_off_and_leaves_no_node
     ],
     mutex_with_local_handoff: lock::HandoffMutex [
         lost_at_once_under_the_strict_policy,
-        a_timed_acquire_returns_in_time_while_partitioned
+        a_timed_acquire_returns_in_time_while_partitioned,
+        a_try_answers_while_cut_off_and_leaves_no_node
     ],
     write_side: lock::WriteSide [
         lost_at_once_under_the_strict_policy,
-        a_timed_acquire_returns_in_time_while_partitioned
+        a_timed_acquire_returns_in_time_while_partitioned,
+        a_try_answers_while_cut_off_and_leaves_no_node
     ],
     read_side: lock::ReadSide [
         lost_at_once_under_the_strict_policy,
-        a_timed_acquire_returns_in_time_while_partitioned
+        a_timed_acquire_returns_in_time_while_partitioned,
+        a_try_answers_while_cut_off_and_leaves_no_node
     ],
     kazoo_write_side: lock::KazooWriteSide [
         lost_at_once_under_the_strict_policy,
-        a_timed_acquire_returns_in_time_while_partitioned
+        a_timed_acquire_returns_in_time_while_partitioned,
+        a_try_answers_while_cut_off_and_leaves_no_node
     ],
     kazoo_read_side: lock::KazooReadSide [
         lost_at_once_under_the_strict_policy,
-        a_timed_acquire_returns_in_time_while_partitioned
+        a_timed_acquire_returns_in_time_while_partitioned,
+        a_try_answers_while_cut_off_and_leaves_no_node
     ],
     semaphore_mutex: lock::SemaphoreMutex [
         lost_at_once_under_the_strict_policy,
-        a_timed_acquire_returns_in_time_while_partitioned
+        a_timed_acquire_returns_in_time_while_partitioned,
+        a_try_answers_while_cut_off_and_leaves_no_node
     ],
     semaphore_of_one: lock::SemaphoreOfOne [
         lost_at_once_under_the_strict_policy,
-        a_timed_acquire_returns_in_time_while_partitioned
+        a_timed_acquire_returns_in_time_while_partitioned,
+        a_try_answers_while_cut_off_and_leaves_no_node
     ],
     kazoo_semaphore_of_one: lock::KazooSemaphoreOfOne [
         lost_at_once_under_the_strict_policy,
-        a_timed_acquire_returns_in_time_while_partitioned
+        a_timed_acquire_returns_in_time_while_partitioned,
+        a_try_answers_while_cut_off_and_leaves_no_node
     ],
     multi_lock: lock::MultiOfTwo [
         lost_at_once_under_the_strict_policy,
-        a_timed_acquire_returns_in_time_while_partitioned
+        a_timed_acquire_returns_in_time_while_partitioned,
+        a_try_answers_while_cut_off_and_leaves_no_node
     ],
     // A term of leadership is the hold (see contract/leader.rs). Joining an election is not
     // bounded by a timeout, so a timed acquire cut off from the server is a lock's contract.

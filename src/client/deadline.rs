@@ -54,6 +54,44 @@ pub(crate) async fn within<F: Future>(deadline: Option<Instant>, future: F) -> O
     }
 }
 
+/// Runs `future` under `patience`, `None` when it runs out first: until its deadline, if any;
+/// a try (`NoWait`), which waits for no other holder, waits for ZooKeeper only while `client` is
+/// connected: `None` at once while it is not, or as soon as it finds it is not (a request made
+/// while disconnected would be held until a reconnection, a whole outage).
+pub(crate) async fn within_patience<F: Future>(
+    patience: Patience,
+    client: &zookeeper_client::Client,
+    future: F,
+) -> Option<F::Output> {
+    if patience != Patience::NoWait {
+        return within(patience.deadline(), future).await;
+    }
+    let mut states = client.state_watcher();
+    if !is_connected(states.peek_state()) {
+        return None;
+    }
+    let disconnected = async { while is_connected(states.changed().await) {} };
+    tokio::select! {
+        biased;
+        output = future => Some(output),
+        () = disconnected => None,
+    }
+}
+
+/// Whether requests sent now go out.
+fn is_connected(state: zookeeper_client::SessionState) -> bool {
+    matches!(state, zookeeper_client::SessionState::SyncConnected | zookeeper_client::SessionState::ConnectedReadOnly)
+}
+
+/// The deadline an acquire's cleanup is counted from ([`CLEANUP_AFTER_DEADLINE`]): a try's is
+/// now, so that a try cut off from ZooKeeper does not wait out the outage to clean up.
+pub(crate) fn cleanup_deadline(patience: Patience) -> Option<Instant> {
+    match patience {
+        Patience::NoWait => Some(Instant::now()),
+        other => other.deadline(),
+    }
+}
+
 /// How long a timed-out acquire may still spend deleting its node before it returns; past that
 /// (ZooKeeper unreachable) the deletion goes on in the background.
 pub(crate) const CLEANUP_AFTER_DEADLINE: Duration = Duration::from_millis(500);

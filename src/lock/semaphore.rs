@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::client::deadline::{acquire_forever, within, Patience};
+use crate::client::deadline::{acquire_forever, within_patience, Patience};
 use crate::client::session::Connection;
 use crate::client::session_end::check_session_ended;
 use crate::error::{Error, LossReason, Result};
@@ -376,7 +376,9 @@ impl InterProcessSemaphoreV2 {
         };
         // Once per semaphore object, as kazoo checks once per instance.
         if inner.node_schema == NodeSchema::Kazoo && !inner.max_checked.load(Ordering::Relaxed) {
-            let Some(checked) = within(patience.deadline(), kazoo.check_max_leases()).await else { return Ok(None) };
+            let Some(checked) = within_patience(patience, kazoo.client, kazoo.check_max_leases()).await else {
+                return Ok(None);
+            };
             inner.max_checked.store(checked.map(|()| true)?, Ordering::Relaxed);
         }
         let Some(guard) = inner.lock.acquire_within(patience).await? else { return Ok(None) };

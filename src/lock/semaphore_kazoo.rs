@@ -8,7 +8,7 @@ use std::pin::Pin;
 use uuid::Uuid;
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
 
-use crate::client::deadline::{within, Patience};
+use crate::client::deadline::{cleanup_deadline, within, within_patience, Patience};
 use crate::client::retry::{is_transient, retry_transient};
 use crate::client::retry_policy::{Retries, RetryPolicy};
 use crate::client::session_end::SessionEnd;
@@ -130,9 +130,15 @@ impl KazooPool<'_> {
             // deleted a lease and our gate node together (an operator's `deleteall`), and the
             // change of the leases may reach us first. A read sent after that change sees the
             // deletion, so a taker whose gate went never creates a lease beside the next one's.
-            let gate = self.client.check_stat(gate_node);
-            let listed = list_children(self.client, self.retry, self.path).await;
-            match gate.await {
+            let gate_and_leases = async {
+                let gate = self.client.check_stat(gate_node);
+                let listed = list_children(self.client, self.retry, self.path).await;
+                (gate.await, listed)
+            };
+            let Some((gate, listed)) = within_patience(patience, self.client, gate_and_leases).await else {
+                return Ok(None);
+            };
+            match gate {
                 Ok(Some(_)) => {}
                 Ok(None) => return Err(Error::LockNodeDeleted { path: gate_node.to_owned() }),
                 Err(err) if is_transient(&err) && gate_retries.pause().await => continue,
@@ -158,9 +164,9 @@ impl KazooPool<'_> {
             }
             let name = lease_name(&Uuid::new_v4());
             let mut cleanup = NodeCleanup::new(self.client, self.retry, self.path, &name);
-            let outcome = match within(deadline, self.create_lease(&name, &mut cleanup)).await {
+            let outcome = match within_patience(patience, self.client, self.create_lease(&name, &mut cleanup)).await {
                 Some(Ok((Created::TooMany, _))) => {
-                    cleanup.settle(Ok(None::<()>), deadline).await?;
+                    cleanup.settle(Ok(None::<()>), cleanup_deadline(patience)).await?;
                     continue;
                 }
                 Some(Ok((Created::Hold, czxid))) => Ok(Some(LockNode::new(self.path, &name, czxid, None, self.retry))),
@@ -170,7 +176,7 @@ impl KazooPool<'_> {
                 Some(Err(err)) => Err(err),
                 None => Ok(None),
             };
-            return cleanup.settle(outcome, deadline).await;
+            return cleanup.settle(outcome, cleanup_deadline(patience)).await;
         }
     }
 

@@ -12,7 +12,7 @@ use super::cleanup::NodeCleanup;
 use super::deadlock::DeadlockWatch;
 use super::node::{create_node, list_children, FirstLook, LockNode, Place, QueueSpec};
 use super::position::PositionReport;
-use crate::client::deadline::{within, Patience};
+use crate::client::deadline::{cleanup_deadline, within_patience, Patience};
 use crate::client::retry::{is_transient, retry_transient};
 use crate::client::retry_policy::RetryPolicy;
 use crate::client::session_end::{check_session_ended, SessionEnd};
@@ -60,7 +60,6 @@ async fn enter(
     patience: Patience,
     gate_lost: impl Future<Output = Error>,
 ) -> Result<Option<(LockNode, Opening)>> {
-    let deadline = patience.deadline();
     let mut gate_lost = std::pin::pin!(gate_lost);
     loop {
         let random = uuid::Uuid::new_v4();
@@ -77,11 +76,11 @@ async fn enter(
             }
         };
         report(None);
-        let outcome = match within(deadline, create_node(spec, &prefix, &mut cleanup)).await {
+        let outcome = match within_patience(patience, spec.client, create_node(spec, &prefix, &mut cleanup)).await {
             Some(Ok((mut node, first, proof))) => {
                 report(Some(&node.path));
                 let turn = wait_turn(spec, &mut node, first, proof, patience, gate_lost.as_mut());
-                match within(deadline, turn).await {
+                match within_patience(patience, spec.client, turn).await {
                     Some(Ok(WaitOutcome::Hold(next_opening))) => Ok(Some((node, next_opening))),
                     Some(Ok(WaitOutcome::GaveUp)) | None => Ok(None),
                     Some(Err(err)) => Err(err),
@@ -91,7 +90,7 @@ async fn enter(
             Some(Err(err)) => Err(err),
         };
         if !spec.rule.queues_again() || !queues_again(&outcome, spec.client) {
-            return cleanup.settle(outcome, deadline).await;
+            return cleanup.settle(outcome, cleanup_deadline(patience)).await;
         }
     }
 }

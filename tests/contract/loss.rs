@@ -233,6 +233,43 @@ pub async fn a_timed_acquire_returns_in_time_while_partitioned<L: LockUnderTest>
     wait_for_nodes::<L>(&connect().await, &path, &[]).await;
 }
 
+/// A try (`try_acquire`, `acquire_timeout(ZERO)`) waits for no holder, and so for no outage:
+/// cut off from ZooKeeper (the client knows at once, as when a server goes), it answers "not
+/// acquired" at once instead of holding its requests until a reconnection, and leaves no node.
+/// Before, it waited out the outage (the 20 s session here), then took the lock. A silent
+/// partition (`blackhole`) is noticed by the client within 2/5 of the session timeout, which
+/// bounds a try there (docs/sessions.md).
+pub async fn a_try_answers_while_cut_off_and_leaves_no_node<L: LockUnderTest>() {
+    let path = unique_path("contract-try-cut-off");
+    let proxy = start_proxy();
+    let client = connect_through(&proxy, Duration::from_secs(20)).await;
+    let lock = L::make(&client, &path);
+    lock.acquire().await.unwrap().release().await.unwrap(); // the parents exist from here on
+    proxy.cut();
+    let tried = tokio::time::timeout(TRY_BOUND, lock.try_acquire()).await.expect("the try waited for the outage");
+    assert!(matches!(tried, Ok(None)), "{:?}", tried.map(|held| held.is_some()));
+    let zero = tokio::time::timeout(TRY_BOUND, lock.acquire_timeout(Duration::ZERO)).await;
+    let zero = zero.expect("acquire_timeout(0) waited for the outage");
+    assert!(matches!(zero, Ok(None)), "{:?}", zero.map(|held| held.is_some()));
+    proxy.heal();
+    wait_for_nodes::<L>(&connect().await, &path, &[]).await;
+    // Connected again, a try takes the free lock. The client's connection may drop once more
+    // as it comes back through the healed proxy (a try then answers None, rightly): polled.
+    let deadline = std::time::Instant::now() + PROMPTLY;
+    let held = loop {
+        if let Some(held) = lock.try_acquire().await.unwrap() {
+            break held;
+        }
+        assert!(std::time::Instant::now() < deadline, "no try held the free lock in {PROMPTLY:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    held.release().await.unwrap();
+}
+
+/// What a try may take cut off: the cleanup's grace (`CLEANUP_AFTER_DEADLINE`, 0.5 s) and a
+/// loaded machine's scheduling, far below the 20 s outage it must not wait for.
+const TRY_BOUND: Duration = Duration::from_secs(3);
+
 /// A create whose reply is lost (the connection then drops) is found again on reconnect: the
 /// acquire holds on the nodes it created, owned by its session, with no second node beside
 /// them, and its token was taken on the node it holds on.
