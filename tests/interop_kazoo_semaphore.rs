@@ -256,3 +256,30 @@ async fn zklock_makes_the_path_and_the_gate_persistent_as_kazoo_does() {
     }
     assert_eq!(client.get_data(&path).await.unwrap().0, b"2", "the maximum, as kazoo stores it");
 }
+
+/// A path node made anew while a participant runs (an operator's `deleteall`, then a kazoo
+/// `Semaphore` of 3 that makes it again with its maximum) is checked again by the same semaphore
+/// object: its next acquire is refused as a new object's would be, with nothing left behind.
+/// Before, the check was made once per object, and the next acquire took a lease as one of 2
+/// on a semaphore of 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_made_anew_with_another_maximum_is_checked_again() {
+    let path = unique_path("kazoo-semaphore-remade");
+    let client = connect().await;
+    let semaphore = kazoo_semaphore(&client, &path, 2);
+    semaphore.acquire().await.unwrap().release().await.unwrap();
+    client.delete(&path, None).await.unwrap();
+    let log = temp_log("kazoo-semaphore-remade");
+    let mut kazoo = [Peer::kazoo("kazoo-3", &path, "semaphore:3", 1, 0, &log, &[])];
+    StartLine::new(0).open(&mut kazoo).await;
+    finish(Vec::new(), kazoo, PEER_TIMEOUT).await;
+    match semaphore.try_acquire().await {
+        Err(Error::MaxLeasesMismatch { stored, max_leases: 2, .. }) => assert_eq!(stored, "3"),
+        other => panic!("not refused: {:?}", other.map(|lease| lease.is_some())),
+    }
+    assert!(children(&client, &path).await.is_empty(), "a refused acquire left a lease");
+    // Refused once it held the gate, whose release (as a dropped guard's) is sent as it returns.
+    let gate = format!("{path}-__lock__");
+    eventually("the gate's node is gone", || async { children(&client, &gate).await.is_empty() }).await;
+    let _ = std::fs::remove_file(&log);
+}

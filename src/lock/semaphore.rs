@@ -1,7 +1,7 @@
 //! `InterProcessSemaphoreV2`: a counting semaphore shared through ZooKeeper.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -73,8 +73,8 @@ struct Inner {
     leases_path: String,
     max_leases: u32,
     node_schema: NodeSchema,
-    /// kazoo's layout: the maximum stored on the path was found to be ours.
-    max_checked: AtomicBool,
+    /// kazoo's layout: the czxid of the path node found storing our maximum (0: none yet).
+    max_checked: AtomicI64,
     lock: InterProcessMutex,
     data: Vec<u8>,
     acls: AclProvider,
@@ -151,7 +151,7 @@ impl SemaphoreBuilder {
                 label: LockLabel::new(recipe, &path, options.path_in_metrics),
                 leases_path,
                 node_schema,
-                max_checked: AtomicBool::new(false),
+                max_checked: AtomicI64::new(0),
                 connection,
                 path,
                 max_leases,
@@ -373,13 +373,15 @@ impl InterProcessSemaphoreV2 {
             max_leases: inner.max_leases,
             data: &inner.data,
             acls: &inner.acls,
+            checked: &inner.max_checked,
         };
-        // Once per semaphore object, as kazoo checks once per instance.
-        if inner.node_schema == NodeSchema::Kazoo && !inner.max_checked.load(Ordering::Relaxed) {
+        // Once per semaphore object, as kazoo checks once per instance (and again for a path
+        // node made anew: the take's listing sees it).
+        if inner.node_schema == NodeSchema::Kazoo {
             let Some(checked) = within_patience(patience, kazoo.client, kazoo.check_max_leases()).await else {
                 return Ok(None);
             };
-            inner.max_checked.store(checked.map(|()| true)?, Ordering::Relaxed);
+            checked?;
         }
         let Some(guard) = inner.lock.acquire_within(patience).await? else { return Ok(None) };
         // The session the gate is held on (a later expiry ends the gate's hold, and so the wait).

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use uuid::Uuid;
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
@@ -32,6 +33,9 @@ pub(crate) struct KazooPool<'a> {
     /// Our lease nodes' data (kazoo writes its identifier there).
     pub(crate) data: &'a [u8],
     pub(crate) acls: &'a AclProvider,
+    /// The czxid of the path node last found storing our maximum (0: none yet), kept by the
+    /// semaphore object: a path node made again (another czxid) is checked again.
+    pub(crate) checked: &'a AtomicI64,
 }
 
 impl KazooPool<'_> {
@@ -39,16 +43,24 @@ impl KazooPool<'_> {
     /// `_ensure_path` does; creates the path node with ours when there is none. Done before an
     /// acquire takes the gate, so a refused acquire leaves nothing behind; by each semaphore
     /// object until it finds our maximum (kazoo checks once per instance: data that is no number
-    /// yet, between kazoo's create of the node and its set, is no refusal).
+    /// yet, between kazoo's create of the node and its set, is no refusal), and again when the
+    /// path node was made anew since (its czxid, seen by each take's listing).
     ///
     /// # Errors
     /// [`Error::MaxLeasesMismatch`]; a session's end; what ZooKeeper refuses.
     pub(crate) async fn check_max_leases(&self) -> Result<()> {
+        if self.checked.load(Ordering::Relaxed) != 0 {
+            return Ok(());
+        }
         loop {
             match retry_transient(self.retry, || self.client.get_data(self.path)).await {
-                Ok((data, _)) => {
+                Ok((data, stat)) => {
                     return match read_stored_max(&data, self.max_leases) {
-                        StoredMax::Same | StoredMax::NoNumber => Ok(()),
+                        StoredMax::Same => {
+                            self.checked.store(stat.czxid, Ordering::Relaxed);
+                            Ok(())
+                        }
+                        StoredMax::NoNumber => Ok(()),
                         StoredMax::Other(stored) => Err(Error::MaxLeasesMismatch {
                             path: self.path.to_owned(),
                             stored,
@@ -132,8 +144,8 @@ impl KazooPool<'_> {
             // deletion, so a taker whose gate went never creates a lease beside the next one's.
             let gate_and_leases = async {
                 let gate = self.client.check_stat(gate_node);
-                let listed = list_children(self.client, self.retry, self.path).await;
-                (gate.await, listed)
+                let listed = retry_transient(self.retry, || self.client.get_children(self.path)).await;
+                (gate.await, listed.map_err(Error::on("list", self.path)))
             };
             let Some((gate, listed)) = within_patience(patience, self.client, gate_and_leases).await else {
                 return Ok(None);
@@ -150,7 +162,13 @@ impl KazooPool<'_> {
                     self.create_path_node().await?;
                     continue;
                 }
-                other => other?,
+                Ok((children, path_node)) if path_node.czxid != self.checked.load(Ordering::Relaxed) => {
+                    // Made anew since our check, maybe by a participant with another maximum.
+                    self.checked.store(0, Ordering::Relaxed);
+                    self.check_max_leases().await?;
+                    children
+                }
+                other => other?.0,
             };
             if !has_room(children.len(), self.max_leases) {
                 if patience == Patience::NoWait {
