@@ -110,7 +110,13 @@ impl World<'_> {
             if !owners.contains_key(node) {
                 let sibling = owner_tag(node).and_then(|tag| by_tag.get(&(session, tag)).copied());
                 let untold = || [&before, &after].iter().find_map(|at| at.untold_owner(&self.paths, node, session));
-                owners.extend(sibling.or_else(untold).map(|task| (node.clone(), task)));
+                // Untagged, its session is one vertex to the library: any of its tasks there.
+                let of_session = || {
+                    let untagged = owner_tag(node).is_none();
+                    let at = |at: &&Snapshot| at.untold_session_task(&self.paths, node, session);
+                    untagged.then(|| [&before, &after].iter().find_map(at)).flatten()
+                };
+                owners.extend(sibling.or_else(untold).or_else(of_session).map(|task| (node.clone(), task)));
             }
         }
         for (task, ring) in &victims {

@@ -136,6 +136,19 @@ impl Snapshot {
         }
     }
 
+    /// For a node with no owner tag, whose session the library reads whole (one vertex,
+    /// whichever task): a task of its actor acquiring a lock with a queue there, the first when
+    /// several are (two tasks of one session in a semaphore mutex's gate, say, which
+    /// [`untold_owner`](Self::untold_owner) cannot tell apart, and need not).
+    pub fn untold_session_task(&self, paths: &Paths, node: &str, session: i64) -> Option<Task> {
+        let actor = *self.sessions.get(&session)?;
+        self.acquiring
+            .iter()
+            .filter(|((of, _), lock)| *of == actor && paths.queues(**lock).iter().any(|queue| queue == dir(node)))
+            .map(|(task, _)| *task)
+            .min()
+    }
+
     /// Whether `actor`, a session read whole, waits on `node` now: a task of it queued it, or
     /// acquires the lock it is in (a local handoff's line waits through one node, whichever
     /// task queued it).
