@@ -61,8 +61,9 @@ zklock picks a chain id at random and passes it on in ZKLOCK_CHAIN; each zklock 
 writes it into its lock node's name, and `zklock deadlocks` reads the whole chain as one member
 of a ring, so `zklock /a -- zklock /b -- job` beside `zklock /b -- zklock /a -- job` is found, a
 certain deadlock of two chains. A chain is one owner only while its zklocks run one inside the
-other: for zklocks a command runs side by side (in the background, in parallel), unset
-ZKLOCK_CHAIN (`env -u ZKLOCK_CHAIN zklock ...`) so that each starts a chain of its own. With
+other: a zklock admits one inner zklock at a time (ZKLOCK_CHAIN_LINK names a file the inner one
+locks for its life), so of zklocks a command runs side by side (in the background, in parallel)
+the first joins and the others start chains of their own: no ring is made up. With
 --fail-on-deadlock ROOT (or ZKLOCK_FAIL_ON_DEADLOCK, which the whole chain inherits), the zklock
 whose wait is such a ring's victim gives up and exits 79, and the others go on.
 
@@ -197,6 +198,12 @@ const ENVIRONMENT: &[(&str, &str)] = &[
          digits; the outermost zklock picks one at random). Its lock node carries it, and `zklock \
          deadlocks` reads a chain as one owner. Unset or empty, zklock starts a chain of its own; any other \
          value that is no id is refused with exit 64.",
+    ),
+    (
+        "ZKLOCK_CHAIN_LINK",
+        "Set for the command: a file (under /proc) that an inner zklock locks to join the chain, one at a \
+         time; one that finds it locked by a sibling starts a chain of its own. Without it, ZKLOCK_CHAIN \
+         joins as it says.",
     ),
     ("ZKLOCK_PATH", "Set for the command: the lock (or election) path."),
     ("ZKLOCK_NODE", "Set for the command: the node that holds the lock."),

@@ -421,3 +421,47 @@ async fn kazoo_readers_behind_each_others_writers_are_a_deadlock() {
     })
     .await;
 }
+
+/// Issue 48, item 3: a job that runs `zklock`s side by side (`&`, `xargs -P`) passed its chain
+/// to each, and they read as one owner: two such jobs, each with one `zklock` holding a lock the
+/// other job's second `zklock` waits for, made a "certain" ring of two chains though nothing was
+/// stuck (`deadlocks` exited 1), and with --fail-on-deadlock one job gave up with 79 for
+/// nothing. An outer link now admits one inner link at a time (the others start chains of
+/// their own): no ring is reported, and every job ends with 0 once the holders let go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zklocks_a_command_runs_side_by_side_make_no_ring() {
+    bounded(async {
+        let root = unique_path("deadlocks-side-by-side");
+        let zk = server().connect_string();
+        let dir = std::env::temp_dir().join(format!("zklock-side{}", root.replace('/', "_")));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (dir_text, bin) = (dir.display().to_string(), env!("CARGO_BIN_EXE_zklock"));
+        let [x, y] = ["x", "y"].map(|name| format!("{root}/{name}"));
+        let job = |own: &str, holds: &str, waits: &str| {
+            let inner = format!("'{bin}' --zk '{zk}' --session-timeout 4s -w 40s");
+            let script = format!(
+                "{inner} '{holds}' -- sh -c 'touch {dir_text}/{own}-holds; until [ -e {dir_text}/go ]; do sleep 0.05; done' & a=$!; \
+                 until [ -e {dir_text}/{own}-holds ]; do sleep 0.05; done; \
+                 {inner} '{waits}' -- true & b=$!; \
+                 wait $a; ra=$?; wait $b; rb=$?; echo \"$ra $rb\" > {dir_text}/{own}-codes; exit $((ra + rb))"
+            );
+            let mut command = zklock(&zk);
+            command.env("ZKLOCK_FAIL_ON_DEADLOCK", &root).args(["-w", "40s", &format!("{root}/{own}"), "--", "sh", "-c", &script]);
+            Group::spawn(command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()))
+        };
+        let jobs = [job("one", &x, &y), job("two", &y, &x)];
+        let observer = connect().await;
+        wait_for_children(&observer, &x, 2).await;
+        wait_for_children(&observer, &y, 2).await;
+        let text = deadlocks(&root, false).await;
+        assert_eq!(text.status.code(), Some(0), "{text:?}");
+        std::fs::write(dir.join("go"), b"").unwrap();
+        for (mut job, own) in jobs.into_iter().zip(["one", "two"]) {
+            let status = job.wait(Duration::from_secs(45));
+            let codes = std::fs::read_to_string(dir.join(format!("{own}-codes"))).unwrap_or_default();
+            assert_eq!(status.code(), Some(0), "{own}: the side-by-side zklocks ended with {codes}: {}", job.stderr());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await;
+}
