@@ -149,6 +149,14 @@ pub async fn acquire(
             );
             Err(Failure::new(Outcome::Deadlock, message))
         }
+        Some(Err(zklock::Error::SessionExpired)) => {
+            let session = crate::duration::human(reader.session_timeout());
+            let message = format!(
+                "{lock_path}: the ZooKeeper session expired while waiting (ZooKeeper was out of reach for longer than the \
+                 session timeout, {session}); nothing was held, our place in the queue went with the session"
+            );
+            Err(Failure::new(Outcome::Unavailable, message))
+        }
         Some(Err(err)) => Err(Failure::from_lock_error(err)),
         None => Err(not_in_time(lock_path, "held by another", args)),
     }

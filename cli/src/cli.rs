@@ -24,7 +24,8 @@ zklock [OPTIONS] LOCK_PATH [--] COMMAND [ARGS]...
     name = "zklock",
     version,
     about = "Run a command while holding a ZooKeeper lock or semaphore, cluster-wide (like flock, consul lock, etcdctl lock), or while leading an election.",
-    after_help = crate::manual::after_help(),
+    after_help = crate::manual::after_short_help(),
+    after_long_help = crate::manual::after_help(),
     override_usage = USAGE,
     subcommand_negates_reqs = true
 )]
@@ -152,19 +153,24 @@ pub struct LockArgs {
     #[arg(long, env = "ZKLOCK_MUTEX", value_parser = BoolishValueParser::new(), global = true)]
     pub mutex: bool,
 
-    /// kazoo's Lock layout (to share the path with Python services that use it); with
-    /// --semaphore N, kazoo's Semaphore layout; with --read or --write, kazoo's ReadLock or
+    /// kazoo's Lock layout (to share the path with Python services that use it).
+    ///
+    /// With --semaphore N, kazoo's Semaphore layout; with --read or --write, kazoo's ReadLock or
     /// WriteLock (a plain --kazoo lock ignores kazoo's readers: use --write beside them). For
     /// `zklock leader`: the election is a kazoo Election.
     #[arg(long, env = "ZKLOCK_KAZOO", value_parser = BoolishValueParser::new(), global = true)]
     pub kazoo: bool,
 
-    /// hold, elect without a command: after losing the lock or leadership to the session
+    /// hold, elect without a command: take the lock or leadership again after losing it.
+    ///
+    /// After losing the lock or leadership to the session
     /// (expired, cut off), take it again and print the new line, instead of exiting 76 (as
     /// `etcdctl lock` without a command keeps going). The hold then has a gap.
     #[arg(long, env = "ZKLOCK_RETAKE", value_parser = BoolishValueParser::new(), global = true)]
     pub retake: bool,
 
+    /// While waiting, give up with 79 when this wait is the victim of a deadlock under ROOT.
+    ///
     /// While waiting for the lock, look for a deadlock among the locks under ROOT that this wait
     /// is part of (what `zklock deadlocks ROOT` finds); when this wait is the ring's victim (its
     /// newest), give up and exit 79, so that the others go on. Only a certain ring counts
@@ -173,7 +179,9 @@ pub struct LockArgs {
     #[arg(long, value_name = "ROOT", env = "ZKLOCK_FAIL_ON_DEADLOCK", global = true)]
     pub fail_on_deadlock: Option<String>,
 
-    /// Give the lock (or lease) up once it has been held this long: the command is stopped as
+    /// Give the lock (or lease) up once it has been held this long (exit 76).
+    ///
+    /// The command is stopped as
     /// on a lost lock and zklock exits 76, saying the lock was held for its maximum time; `hold`
     /// ends with 76 too. The bound goes into the node's
     /// data, where `zklock list` shows it. Default: no bound.
@@ -211,7 +219,9 @@ pub struct HoldOptions {
     )]
     pub loss_policy: LossPolicyArg,
 
-    /// The ACL of the nodes zklock creates (the lock path, if new, and the lock nodes), as
+    /// The ACL of the nodes zklock creates, as zkCli writes one (e.g. auth::cdrwa).
+    ///
+    /// The lock path, if new, and the lock nodes, as
     /// zkCli writes one: SCHEME:ID:PERMS, comma-separated or repeated, e.g. auth::cdrwa (the
     /// authenticated creator) and world:anyone:r. Default: the ACL of the lock path, or of its
     /// nearest parent that exists. With --auth, a lock anyone may change (world:anyone with more
@@ -219,7 +229,9 @@ pub struct HoldOptions {
     #[arg(long, value_name = "ACL", value_delimiter = ',', value_parser = parse_acl, env = "ZKLOCK_ACL", global = true)]
     pub acl: Vec<zookeeper_client::Acl>,
 
-    /// How long the command may take to end once told to: after SIGINT, SIGTERM or SIGQUIT
+    /// How long the command may take to end once told to stop, or once the lock is lost.
+    ///
+    /// After SIGINT, SIGTERM or SIGQUIT
     /// sent to zklock and passed on (a second one kills at once), or after SIGTERM on a lost
     /// lock or leadership, zklock then kills the command's whole tree with SIGKILL, releases and
     /// exits. Keep it below a supervisor's stop timeout (systemd's TimeoutStopSec). On a loss,
@@ -228,7 +240,9 @@ pub struct HoldOptions {
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true, env = "ZKLOCK_KILL_AFTER", global = true)]
     pub kill_after: Duration,
 
-    /// Run the command in a PID namespace of its own, so that no SIGKILL of zklock and its
+    /// Run the command in a PID namespace of its own: the strongest kill guarantee, other pids.
+    ///
+    /// No SIGKILL of zklock and its
     /// watchdog, together or alone, leaves any of the command's processes (daemons it forked
     /// included) running once the lock can pass on. The command then sees other pids: it is
     /// pid 2 with parent 1, while /proc and every pidfile speak of the host's pids, so `$$`,
@@ -298,9 +312,10 @@ pub enum Command {
         election_path: String,
     },
     /// Print each queue of a lock path in order (holders, then waiters) with each node's data,
-    /// session and age (how long it has held or waited). Exits 1 when nobody holds.
+    /// session and age (how long it has held or waited); on a path that is no lock, those of
+    /// every lock under it. Exits 1 when nobody holds.
     List {
-        /// The lock path.
+        /// The lock path, or a folder of locks.
         lock_path: String,
     },
     /// Find deadlocks under ROOT: sessions (or tasks, or chains) that each wait on a lock behind

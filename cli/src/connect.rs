@@ -135,6 +135,11 @@ fn credentials(connection: &Connection) -> Result<Vec<(String, String)>, Failure
 /// `scheme:credentials`, e.g. `digest:user:password`.
 fn parse_auth(text: &str) -> Result<(String, String), Failure> {
     match text.split_once(':') {
+        // The server would take a digest without a password as the identity `user:` with no
+        // error, and the ACLs it then meets would refuse everything for a reason hard to see.
+        Some(("digest", credentials)) if credentials.split_once(':').is_none_or(|(user, _)| user.is_empty()) => Err(
+            Failure::new(Outcome::Usage, "--auth digest takes digest:USER:PASSWORD (the user, a colon, the password)"),
+        ),
         Some((scheme, credentials)) if !scheme.is_empty() && !credentials.is_empty() => {
             Ok((scheme.to_owned(), credentials.to_owned()))
         }
@@ -187,5 +192,10 @@ mod tests {
         assert!(parse_auth("digest").is_err());
         assert!(parse_auth(":x").is_err());
         assert!(parse_auth("digest:").is_err());
+        for no_password in ["digest:user", "digest::pw"] {
+            let failure = parse_auth(no_password).unwrap_err();
+            assert!(failure.message.contains("digest:USER:PASSWORD"), "{no_password}: {}", failure.message);
+        }
+        assert_eq!(parse_auth("digest:user:").unwrap(), ("digest".to_owned(), "user:".to_owned()));
     }
 }

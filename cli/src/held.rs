@@ -2,6 +2,8 @@
 //! tells of its node is zklock's [`Hold`]; what differs is how it is let go of (a term by leaving
 //! the election).
 
+use std::time::Duration;
+
 use tracing::info;
 use zklock::{Hold, LeaderLatch, Leadership, Lease, LockGuard, LossReason};
 use zookeeper_client::{Client, SessionState};
@@ -25,9 +27,10 @@ impl Held {
         }
     }
 
-    /// "lock lost (why)", for messages: a disconnection's length as a person reads it.
-    pub fn lost(&self, reason: LossReason) -> String {
-        lost(self.what(), reason)
+    /// "lock lost (why)", for messages: a disconnection's length as a person reads it, on a
+    /// session of `session_timeout`.
+    pub fn lost(&self, reason: LossReason, session_timeout: Duration) -> String {
+        lost(self.what(), reason, session_timeout)
     }
 
     /// The hold itself: what every kind of hold tells (its node, token, loss, revocation) is
@@ -76,12 +79,18 @@ impl Held {
     }
 }
 
-/// "`what` lost (why)", for messages: a disconnection's length as a person reads it.
-pub fn lost(what: &str, reason: LossReason) -> String {
+/// "`what` lost (why)", for messages: a disconnection's length as a person reads it, on a
+/// session of `session_timeout`. The length is counted from when the client found the
+/// connection gone: at once for a closed one, but only after 2/5 of the session timeout of
+/// silence for one that went quiet (zookeeper-client's connection timeout), which is said too,
+/// as an operator counts from the last answer.
+pub fn lost(what: &str, reason: LossReason, session_timeout: Duration) -> String {
     match reason {
-        LossReason::Disconnected { after } => {
-            format!("{what} lost (disconnected from ZooKeeper for {})", crate::duration::human(after))
-        }
+        LossReason::Disconnected { after } => format!(
+            "{what} lost (cut off from ZooKeeper for {} since the connection was found gone, after up to {} without an answer)",
+            crate::duration::human(after),
+            crate::duration::human(session_timeout * 2 / 5)
+        ),
         LossReason::MaxHoldTime { bound } => {
             format!("{what} held for its maximum time ({}), given up", crate::duration::human(bound))
         }

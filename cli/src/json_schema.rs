@@ -28,7 +28,12 @@ pub const LIST: Schema = Schema {
         field("schema", "string", "always: \"zklock.list/1\""),
         field("path", "string", "always: the lock path"),
         field("held", "boolean", "always: someone holds (exit 0)"),
-        field("queues", "array", "always: one object per kind of lock on the path, empty if none"),
+        field(
+            "queues",
+            "array",
+            "always: one object per kind of lock on the path (on a path with none: on each lock under it), empty if none",
+        ),
+        field("queues[].path", "string", "always: the lock path of the queue (the path, or a lock under it)"),
         field(
             "queues[].kind",
             "string",

@@ -28,10 +28,10 @@ pub enum Kept {
 
 impl Kept {
     /// What the command exits with when it does not take the hold again.
-    pub fn outcome(self, held: &Held) -> Result<ExitCode, Failure> {
+    pub fn outcome(self, held: &Held, session_timeout: std::time::Duration) -> Result<ExitCode, Failure> {
         match self {
             Kept::Ended(outcome) => outcome,
-            Kept::Lost(reason) => Err(Failure::new(Outcome::Lost, held.lost(reason))),
+            Kept::Lost(reason) => Err(Failure::new(Outcome::Lost, held.lost(reason, session_timeout))),
             Kept::Intruded(failure) => Err(failure),
         }
     }

@@ -160,7 +160,7 @@ async fn list(client: &Client, path: &str) -> Result<Vec<String>, Failure> {
 /// Whether a participant of kind `ours` shares a path with nodes of kind `theirs`: of one kind
 /// only, but for kazoo's read-write lock, whose writers' nodes are named as a kazoo `Lock`'s
 /// (a path with writers only reads as `Kazoo`; a kazoo `Lock` there is not told from a writer).
-fn shares(ours: Kind, theirs: Kind) -> bool {
+pub fn shares(ours: Kind, theirs: Kind) -> bool {
     ours == theirs || (ours == Kind::KazooReadWrite && theirs == Kind::Kazoo)
 }
 

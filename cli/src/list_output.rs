@@ -11,19 +11,22 @@ use crate::json_schema::LIST;
 use crate::layout::Kind;
 use crate::queue::{session_id, Entry};
 
-/// `stored_leases`: the maximum a kazoo semaphore's path stores, for its queue's `leases`.
-pub fn to_json(
-    path: &str,
-    held: bool,
-    queues: &[(Kind, Vec<Entry>)],
-    stored_leases: Option<u32>,
-    now: SystemTime,
-) -> serde_json::Value {
+/// One queue on a lock path: the path `zklock list` was given, or a lock under it.
+#[derive(Debug)]
+pub struct Queue {
+    pub path: String,
+    pub kind: Kind,
+    pub entries: Vec<Entry>,
+    /// The maximum a kazoo semaphore's path stores, for its queue's `leases`.
+    pub stored_leases: Option<u32>,
+}
+
+pub fn to_json(path: &str, held: bool, queues: &[Queue], now: SystemTime) -> serde_json::Value {
     let queues: Vec<_> = queues
         .iter()
-        .map(|(kind, entries)| {
+        .map(|Queue { path, kind, entries, stored_leases }| {
             let nodes: Vec<_> = entries.iter().map(|entry| node_json(entry, now)).collect();
-            let mut queue = json!({ "kind": kind.name(), "nodes": nodes });
+            let mut queue = json!({ "path": path, "kind": kind.name(), "nodes": nodes });
             if *kind == Kind::Semaphore {
                 queue["leases"] = json!(entries.iter().filter_map(|entry| entry.owner()?.leases).max());
             }
@@ -81,12 +84,12 @@ fn held_for(entry: &Entry, now: SystemTime) -> String {
     }
 }
 
-pub fn to_text(path: &str, queues: &[(Kind, Vec<Entry>)], now: SystemTime) -> String {
+pub fn to_text(path: &str, queues: &[Queue], now: SystemTime) -> String {
     let mut lines = Vec::new();
     if queues.is_empty() {
         lines.push(format!("{path}: nobody holds or waits"));
     }
-    for (kind, entries) in queues {
+    for Queue { path, kind, entries, .. } in queues {
         lines.push(format!("{path}: {kind}"));
         for entry in entries {
             let token = entry.token.map(|token| token.to_string()).unwrap_or_default();

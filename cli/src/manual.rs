@@ -220,6 +220,17 @@ const JSON_INTRO: &str = "With --json, list and deadlocks print one JSON object 
      `a[].b` is field b of each element of array a.";
 
 /// What `--help` says after the options: the examples, how zklock behaves, the exit codes.
+/// What `-h` shows after the options: the examples and exit codes, and where the rest is.
+pub fn after_short_help() -> String {
+    let codes: Vec<String> =
+        EXIT_STATUS.iter().map(|(code, meaning)| format!("  {code:<8}{}", wrap(meaning))).collect();
+    format!(
+        "Examples:\n{EXAMPLES}\n\nExit codes:\n{}\n\n`zklock --help` says more: the command's watchdog and the pids it \
+         sees, chains of zklocks, signals, losses; `zklock manpage` has it all.",
+        codes.join("\n")
+    )
+}
+
 pub fn after_help() -> String {
     let codes: Vec<String> =
         EXIT_STATUS.iter().map(|(code, meaning)| format!("  {code:<8}{}", wrap(meaning))).collect();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::duration::{human, parse_duration};
 
 /// The data of a zklock participant's node:
-/// `zklock pid PID on HOST[ of N leases][ for at most DUR]`.
+/// `zklock pid PID on HOST[, one of N leases][ for at most DUR]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeData {
     pub pid: u32,
@@ -32,7 +32,7 @@ impl NodeData {
             Some((rest, bound)) => (rest, Some(parse_duration(bound).ok()?)),
             None => (rest, None),
         };
-        let (host, leases) = match rest.rsplit_once(" of ") {
+        let (host, leases) = match rest.rsplit_once(", one of ") {
             Some((host, count)) => (host, Some(count.strip_suffix(" leases")?.parse().ok()?)),
             None => (rest, None),
         };
@@ -44,7 +44,7 @@ impl fmt::Display for NodeData {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "zklock pid {} on {}", self.pid, self.host)?;
         if let Some(leases) = self.leases {
-            write!(f, " of {leases} leases")?;
+            write!(f, ", one of {leases} leases")?;
         }
         match self.max_hold {
             Some(bound) => write!(f, " for at most {}", human(bound)),

@@ -128,7 +128,7 @@ async fn supervise(
                 }
                 // Said now, as the command may take until --kill-after to stop; the exit code
                 // says the rest.
-                stderr::warn(&format!("{}; stopping the command", held.lost(reason)));
+                stderr::warn(&format!("{}; stopping the command", held.lost(reason, client.session_timeout())));
                 group.signal(libc::SIGTERM);
                 let grace = stop.grace_left(tokio::time::Instant::now());
                 let kill_by = kill_deadline(reason, client.session_timeout(), grace);
@@ -209,7 +209,7 @@ async fn still_held(client: &Client, held: &Held) -> Result<(), String> {
     let what = held.what();
     tokio::select! {
         biased;
-        reason = held.hold().lost() => Err(held.lost(reason)),
+        reason = held.hold().lost() => Err(held.lost(reason, client.session_timeout())),
         answered = answered => match answered {
             Ok(Ok(Some(_))) => Ok(()),
             Ok(Ok(None)) => Err(format!("{what} lost while stopped ({node} deleted)")),

@@ -182,3 +182,25 @@ fn a_session_timeout_the_server_shortens_is_said_in_one_line() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("granted a session timeout of 1m"), "{stderr}");
 }
+
+/// A waiter whose session expires in an outage says which lock it waited for, why the session
+/// went and that nothing was held, not only "zookeeper session expired" (issue 48, item 5); 69.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_session_expired_in_an_outage_says_what_happened() {
+    let zk = server().connect_string();
+    let path = unique_path("cli-waiter-expired");
+    let (_holder, _) = hold(&zk, &[], &path);
+    let proxy = zklock_testcontainers::Proxy::start(server().address()).unwrap();
+    let mut waiter =
+        support::Group::spawn(zklock(&proxy.connect_string()).args([&path, "--", "true"]).stderr(Stdio::piped()));
+    let observer = common::connect().await;
+    common::wait_for_children(&observer, &path, 2).await;
+    proxy.cut();
+    // The server expires the waiter's session (4 s) and its node goes; healed, the waiter hears.
+    common::wait_for_children(&observer, &path, 1).await;
+    proxy.heal();
+    assert_eq!(waiter.wait(Duration::from_secs(30)).code(), Some(UNAVAILABLE));
+    let stderr = waiter.stderr();
+    assert!(stderr.contains(&format!("{path}: the ZooKeeper session expired while waiting")), "{stderr}");
+    assert!(stderr.contains("longer than the session timeout, 4s") && stderr.contains("nothing was held"), "{stderr}");
+}

@@ -43,7 +43,9 @@ fn session_timeouts_zookeeper_cannot_take_are_usage_errors() {
     }
 }
 
-/// `leader` on a lock's path is the wrong path, as `elect` there is: 64, not "nobody leads".
+/// `leader` on a lock's path is the wrong path, as `elect` there is: 64, not "nobody leads";
+/// said as a question's answer (what the path is, where to look), not as an election that
+/// "cannot share it" (issue 48, item 7).
 #[test]
 fn leader_on_a_lock_path_is_a_usage_error() {
     let zk = server().connect_string();
@@ -51,7 +53,19 @@ fn leader_on_a_lock_path_is_a_usage_error() {
     let (_holder, _) = hold(&zk, &[], &path);
     let output = zklock(&zk).args(["leader", &path]).output().unwrap();
     assert_eq!(output.status.code(), Some(USAGE), "{output:?}");
-    assert!(String::from_utf8_lossy(&output.stderr).contains("read-write lock"), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("is a read-write lock") && stderr.contains("nobody leads it"), "{stderr}");
+    assert!(stderr.contains(&format!("zklock list {path}")) && !stderr.contains("share"), "{stderr}");
+}
+
+/// A path with a character beyond U+FFFF (an emoji) is refused when it is checked, 64 with the
+/// reason, before anything is sent; it failed with 70 and "invalid utf8 bytes [237]" (issue 48).
+#[test]
+fn a_path_with_an_emoji_is_a_usage_error_that_says_why() {
+    let output = zklock("127.0.0.1:1").args(["/locks/\u{1f512}", "--", "true"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(USAGE), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("outside the Basic Multilingual Plane"), "{stderr}");
 }
 
 /// A loss after which another may already hold gets no grace: --help says so where the grace

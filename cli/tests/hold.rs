@@ -144,7 +144,7 @@ async fn another_layout_arriving_while_holding_ends_the_hold_loudly() {
     let lease_node = "leases/_c_6ba7b810-9dad-11d1-80b4-00c04fd430c8-lease-";
     let cases: [(&str, &[&str], &str, &str); 3] = [
         ("hold", &["hold"], mutex_node, ""),
-        ("semaphore", &["hold", "--semaphore", "2"], lease_node, "zklock pid 1 on elsewhere of 3 leases"),
+        ("semaphore", &["hold", "--semaphore", "2"], lease_node, "zklock pid 1 on elsewhere, one of 3 leases"),
         ("command", &["--"], mutex_node, ""),
     ];
     for (case, mode, intruder, data) in cases {

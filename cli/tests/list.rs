@@ -197,3 +197,28 @@ async fn a_zklock_run_by_a_zklocks_command_is_listed_by_the_pid_the_host_sees() 
         String::from_utf8_lossy(&cmdline)
     );
 }
+
+/// Issue 48, item 6: `zklock list` on a folder of locks said "nobody holds or waits" (exit 1).
+/// It lists the queues of every lock under the folder, each under its own path (`path` in
+/// JSON), in path order, and exits 0 when one is held; a folder with none still says nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_on_a_folder_lists_every_lock_under_it() {
+    let folder = unique_path("cli-list-folder");
+    let zk = server().connect_string();
+    let locks = [format!("{folder}/a"), format!("{folder}/deeper/b"), format!("{folder}/deeper/c")];
+    let _holders: Vec<_> = locks.iter().map(|lock| hold(&zk, &[], lock)).collect();
+    let listed = zklock(&zk).args(["list", "--json", &folder]).output().unwrap();
+    assert!(listed.status.success(), "{listed:?}");
+    let json: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!((&json["path"], &json["held"]), (&serde_json::json!(folder), &serde_json::json!(true)), "{json}");
+    let paths: Vec<&str> =
+        json["queues"].as_array().unwrap().iter().map(|queue| queue["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, locks.iter().map(String::as_str).collect::<Vec<_>>(), "{json}");
+    let text = String::from_utf8(zklock(&zk).args(["list", &folder]).output().unwrap().stdout).unwrap();
+    for lock in &locks {
+        assert!(text.contains(&format!("{lock}: read-write lock")), "{lock} in {text}");
+    }
+    let empty = zklock(&zk).args(["list", &format!("{folder}-none")]).output().unwrap();
+    assert_eq!(empty.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&empty.stdout).contains("nobody holds or waits"));
+}

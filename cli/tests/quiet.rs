@@ -19,7 +19,9 @@ fn has_long_fraction(text: &str) -> bool {
 }
 
 /// A hold cut off from ZooKeeper says how long it was disconnected as a person reads it (`1.3s`
-/// of a 4 s session), not as `1.333333333s`.
+/// of a 4 s session), not as `1.333333333s`, and that this counts from when the connection was
+/// found gone, which a silent one takes up to 2/5 of the session (1.6s) to show (issue 48: the
+/// message said 3.3s after 7.8s of silence).
 #[test]
 fn a_loss_says_how_long_in_rounded_units() {
     let path = unique_path("quiet-rounded");
@@ -33,7 +35,8 @@ fn a_loss_says_how_long_in_rounded_units() {
     proxy.cut();
     assert_eq!(holder.wait(Duration::from_secs(30)).code(), Some(support::LOST));
     let stderr = holder.stderr();
-    assert!(stderr.to_lowercase().contains("disconnected from zookeeper for "), "{stderr}");
+    assert!(stderr.contains("cut off from ZooKeeper for "), "{stderr}");
+    assert!(stderr.contains("since the connection was found gone, after up to 1.6s without an answer"), "{stderr}");
     assert!(!has_long_fraction(&stderr), "{stderr}");
 }
 

@@ -24,10 +24,12 @@ pub fn validate_lock_path(path: &str) -> Result<()> {
         return invalid("must not end with '/'");
     }
     if let Some(bad) = path.chars().find(|&c| is_forbidden_char(c)) {
-        return invalid(if bad == '\0' {
-            "contains a NUL character"
-        } else {
-            "contains a character ZooKeeper refuses"
+        return invalid(match bad {
+            '\0' => "contains a NUL character",
+            '\u{10000}'.. => {
+                "contains a character outside the Basic Multilingual Plane (an emoji, say), which ZooKeeper refuses"
+            }
+            _ => "contains a character ZooKeeper refuses",
         });
     }
     for segment in path[1..].split('/') {
@@ -43,8 +45,10 @@ pub fn validate_lock_path(path: &str) -> Result<()> {
     Ok(())
 }
 
+/// ZooKeeper's `PathUtils.validatePath` refuses these UTF-16 code units; a character beyond
+/// U+FFFF is two of them, surrogates, which it refuses too.
 fn is_forbidden_char(c: char) -> bool {
-    matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{e000}'..='\u{f8ff}' | '\u{fff0}'..='\u{ffff}')
+    matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{e000}'..='\u{f8ff}' | '\u{fff0}'..)
 }
 
 #[cfg(test)]
@@ -78,6 +82,7 @@ mod tests {
         assert_eq!(reason("/zookeeper"), "/zookeeper is reserved for the server");
         assert_eq!(reason("/zookeeper/quota"), "/zookeeper is reserved for the server");
         assert_eq!(reason("/a\0b"), "contains a NUL character");
+        assert!(reason("/locks/\u{1f512}").starts_with("contains a character outside the Basic Multilingual Plane"));
         assert_eq!(reason("/a\u{7}b"), "contains a character ZooKeeper refuses");
         assert_eq!(reason("/a\u{fff5}"), "contains a character ZooKeeper refuses");
     }

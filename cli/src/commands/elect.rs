@@ -72,7 +72,7 @@ pub async fn elect(
             (Kept::Lost(reason), Held::Leader { latch, leadership })
                 if campaign.args.retake && retake::takes_again(reason) =>
             {
-                retake::say_again(&crate::held::lost("leadership", reason));
+                retake::say_again(&crate::held::lost("leadership", reason, client.session_timeout()));
                 *leadership = tokio::select! {
                     next = latch.await_leadership() => next.map_err(Failure::from_lock_error)?,
                     signal = signals.next() => break signal,
@@ -80,7 +80,7 @@ pub async fn elect(
                 info!("leading {} again", campaign.path);
             }
             (kept, _) => {
-                let outcome = kept.outcome(&held);
+                let outcome = kept.outcome(&held, client.session_timeout());
                 held.release(&session.client()).await;
                 return outcome;
             }

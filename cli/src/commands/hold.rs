@@ -61,7 +61,7 @@ pub async fn hold(
         let kept = keep(&client, watch, &held, &mut signals, &revocation, as_json).await;
         if let Kept::Lost(reason) = kept {
             if args.retake && retake::takes_again(reason) {
-                retake::say_again(&held.lost(reason));
+                retake::say_again(&held.lost(reason, client.session_timeout()));
                 let settled = signals.until(retake::settled(&client)).await;
                 held.release(&client).await;
                 match settled {
@@ -70,7 +70,7 @@ pub async fn hold(
                 }
             }
         }
-        let outcome = kept.outcome(&held);
+        let outcome = kept.outcome(&held, client.session_timeout());
         held.release(&client).await;
         return outcome;
     }

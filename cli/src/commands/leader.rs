@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use serde_json::json;
 use zookeeper_client::Client;
 
-use crate::exit::Failure;
-use crate::layout::{check, kinds_present, Kind};
+use crate::exit::{Failure, Outcome};
+use crate::layout::{kinds_present, shares, Kind};
 use crate::queue::{add_stats, queue};
 use crate::stdout;
 
@@ -18,7 +18,12 @@ pub async fn leader(client: &Client, path: &str, kind: Kind, as_json: bool) -> R
     let mut participants = Vec::new();
     let kinds = kinds_present(client, path).await?;
     // A lock's path has no leader: "nobody leads" would hide that the path is the wrong one.
-    check(path, kind, &kinds)?;
+    if let Some(theirs) = kinds.iter().find(|theirs| !shares(kind, **theirs)) {
+        return Err(Failure::new(
+            Outcome::Usage,
+            format!("{path} is a {theirs}, not a {kind}: nobody leads it (`zklock list {path}` shows who holds it)"),
+        ));
+    }
     if kinds.contains(&kind) {
         participants = queue(client, path, kind).await?;
         add_stats(client, &mut participants).await;
