@@ -156,3 +156,32 @@ async fn a_bound_does_not_cut_short_a_wait_for_the_connection_the_timeout_does()
     let observer = connect().await;
     common::eventually("no node is left", || async { children(&observer, &path).await.is_empty() }).await;
 }
+
+/// Issue 49, item 6: a slow retry policy (pauses of seconds) beside a short acquire timeout:
+/// the timeout still holds (the acquire does not sleep out a pause that ends past it) and the
+/// node, if any, is cleaned. (A throttled listing needs no retry on a free lock: the create's
+/// sequence number proves it free.)
+#[tokio::test]
+async fn a_slow_retry_policy_does_not_stretch_a_short_timeout_and_leaves_no_node() {
+    let slow = RetryPolicy::new().with_backoff(Backoff::linear(Duration::from_secs(5), Duration::from_secs(5)));
+    for (name, operation) in [("create", ThrottledOperation::Create), ("delete", ThrottledOperation::Delete)] {
+        let path = existing_path(&format!("retry-slow-{name}")).await;
+        let (proxy, session) = session(slow).await;
+        proxy.throttle_next(operation);
+        let mutex = InterProcessMutex::new(&session, &path).unwrap();
+        // Held by another, so that our acquire times out and must clean up (its delete
+        // throttled in the second case).
+        let holder = InterProcessMutex::new(&connect().await, &path).unwrap().acquire().await.unwrap();
+        let started = std::time::Instant::now();
+        let outcome = tokio::time::timeout(PROMPTLY, mutex.acquire_timeout(Duration::from_millis(300))).await;
+        let outcome = outcome.expect("acquire hung").unwrap();
+        // The bound: the timeout, the cleanup's grace (0.5 s) and scheduling; a pause is 5 s.
+        assert!(started.elapsed() < Duration::from_secs(3), "{name}: returned after {:?}", started.elapsed());
+        assert!(outcome.is_none(), "{name}: held a held lock");
+        assert_eq!(proxy.throttled_count(), 1, "{name}");
+        holder.release().await.unwrap();
+        let observer = connect().await;
+        common::eventually(&format!("{name}: no node left"), || async { children(&observer, &path).await.is_empty() })
+            .await;
+    }
+}
