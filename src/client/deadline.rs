@@ -56,16 +56,24 @@ pub(crate) async fn within<F: Future>(deadline: Option<Instant>, future: F) -> O
 
 /// Runs `future` under `patience`, `None` when it runs out first: until its deadline, if any;
 /// a try (`NoWait`), which waits for no other holder, waits for ZooKeeper only while `client` is
-/// connected: `None` at once while it is not, or as soon as it finds it is not (a request made
-/// while disconnected would be held until a reconnection, a whole outage).
+/// connected ([`while_connected`]). For the small futures of rare steps: a large one (a queue's
+/// turn) is better matched on at its call site, as `turn.rs` does, since a wrapper's state
+/// holds it twice and copies it on every acquire.
 pub(crate) async fn within_patience<F: Future>(
     patience: Patience,
     client: &zookeeper_client::Client,
     future: F,
 ) -> Option<F::Output> {
-    if patience != Patience::NoWait {
-        return within(patience.deadline(), future).await;
+    match patience {
+        Patience::NoWait => while_connected(client, future).await,
+        other => within(other.deadline(), future).await,
     }
+}
+
+/// Runs `future` while `client` is connected: `None` at once while it is not, or as soon as it
+/// finds it is not (a request made while disconnected would be held until a reconnection, a
+/// whole outage, which a try must not wait for).
+pub(crate) async fn while_connected<F: Future>(client: &zookeeper_client::Client, future: F) -> Option<F::Output> {
     let mut states = client.state_watcher();
     if !is_connected(states.peek_state()) {
         return None;

@@ -12,7 +12,7 @@ use super::cleanup::NodeCleanup;
 use super::deadlock::DeadlockWatch;
 use super::node::{create_node, list_children, FirstLook, LockNode, Place, QueueSpec};
 use super::position::PositionReport;
-use crate::client::deadline::{cleanup_deadline, within_patience, Patience};
+use crate::client::deadline::{cleanup_deadline, while_connected, within, Patience};
 use crate::client::retry::{is_transient, retry_transient};
 use crate::client::retry_policy::RetryPolicy;
 use crate::client::session_end::{check_session_ended, SessionEnd};
@@ -76,11 +76,21 @@ async fn enter(
             }
         };
         report(None);
-        let outcome = match within_patience(patience, spec.client, create_node(spec, &prefix, &mut cleanup)).await {
+        // Matched here rather than in a wrapper of both: the turn's state machine is large, and a
+        // wrapper would hold it twice and copy it on every acquire.
+        let created = match patience {
+            Patience::NoWait => while_connected(spec.client, create_node(spec, &prefix, &mut cleanup)).await,
+            other => within(other.deadline(), create_node(spec, &prefix, &mut cleanup)).await,
+        };
+        let outcome = match created {
             Some(Ok((mut node, first, proof))) => {
                 report(Some(&node.path));
                 let turn = wait_turn(spec, &mut node, first, proof, patience, gate_lost.as_mut());
-                match within_patience(patience, spec.client, turn).await {
+                let turned = match patience {
+                    Patience::NoWait => while_connected(spec.client, turn).await,
+                    other => within(other.deadline(), turn).await,
+                };
+                match turned {
                     Some(Ok(WaitOutcome::Hold(next_opening))) => Ok(Some((node, next_opening))),
                     Some(Ok(WaitOutcome::GaveUp)) | None => Ok(None),
                     Some(Err(err)) => Err(err),
