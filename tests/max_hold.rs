@@ -281,3 +281,34 @@ async fn a_zero_or_absurd_bound_is_refused_at_build() {
         refused(InterProcessMultiLock::builder(&client, &[path.as_str()]).max_hold(bad).build().map(drop));
     }
 }
+
+/// Issue 49, item 6: a bounded hold on a `Session` whose connection drops and comes back mid-hold
+/// (no expiry): the reconnection neither resets nor cancels the bound. The holder is told
+/// `MaxHoldTime` and its node goes, counted from the hold's start, and a rival then holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnection_mid_hold_keeps_the_bound() {
+    let path = unique_path("max-hold-reconnect");
+    let proxy = zklock_testcontainers::Proxy::start(common::server().address()).unwrap();
+    let session = zklock::Session::builder().connect_to(&proxy.connect_string()).await.unwrap();
+    let bound = Duration::from_secs(2);
+    let mutex = InterProcessMutex::builder(&session, &path).max_hold(bound).build().unwrap();
+    let started = std::time::Instant::now();
+    let guard = mutex.acquire().await.unwrap();
+    let node = guard.node_path().to_owned();
+    proxy.cut();
+    let mut states = session.subscribe();
+    let suspended = |state: &zklock::ConnectionState| matches!(state, zklock::ConnectionState::Suspended);
+    tokio::time::timeout(HANG, states.wait_for(suspended)).await.unwrap().unwrap();
+    proxy.heal();
+    let back =
+        |state: &zklock::ConnectionState| matches!(state, zklock::ConnectionState::Reconnected { expiries: 0, .. });
+    tokio::time::timeout(HANG, states.wait_for(back)).await.unwrap().unwrap();
+    let reason = tokio::time::timeout(HANG, guard.lost()).await.expect("the bound passed unseen");
+    assert_eq!(reason, LossReason::MaxHoldTime { bound });
+    assert!(started.elapsed() >= bound, "told before the bound: {:?}", started.elapsed());
+    let observer = connect().await;
+    common::eventually("the bounded node is gone", || async { observer.check_stat(&node).await.unwrap().is_none() })
+        .await;
+    let rival = InterProcessMutex::new(&observer, &path).unwrap();
+    tokio::time::timeout(HANG, rival.acquire()).await.unwrap().unwrap().release().await.unwrap();
+}

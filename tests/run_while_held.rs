@@ -164,3 +164,36 @@ async fn a_guard_runs_work_while_held_and_keeps_the_hold() {
     assert!(dropped.load(Ordering::SeqCst), "the work was dropped");
     assert!(matches!(guard.release().await, Err(zklock::Error::LockLost(LossReason::NodeDeleted))));
 }
+
+/// Issue 49, item 6: `run_while_held` whose own future is dropped while the work runs (a caller's
+/// `select!`, a cancelled task): the work is dropped with it, the hold is let go, and another
+/// session holds next; nothing of ours stays in the queue.
+#[tokio::test]
+async fn dropping_the_outer_future_drops_the_work_and_frees_the_lock() {
+    let path = unique_path("run-outer-dropped");
+    let client = connect().await;
+    let mutex = Arc::new(InterProcessMutex::new(&client, &path).unwrap());
+    let (started, node) = oneshot::channel();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let work_dropped = Arc::clone(&dropped);
+    let run = tokio::spawn({
+        let mutex = Arc::clone(&mutex);
+        async move {
+            mutex
+                .run_while_held(HANG, move |guard: &LockGuard| {
+                    Box::pin(endless(started, guard.node_path().to_owned(), work_dropped))
+                })
+                .await
+        }
+    });
+    let node = node.await.unwrap();
+    run.abort();
+    assert!(run.await.unwrap_err().is_cancelled());
+    assert!(dropped.load(Ordering::SeqCst), "the work was dropped with the outer future");
+    assert!(!mutex.is_acquired_in_this_process(), "no hold stays behind");
+    let rival_client = connect().await;
+    let rival = InterProcessMutex::new(&rival_client, &path).unwrap();
+    let after = rival.acquire_timeout(HANG).await.unwrap().expect("free once the outer future is dropped");
+    assert!(rival_client.check_stat(&node).await.unwrap().is_none(), "our node is gone");
+    after.release().await.unwrap();
+}
