@@ -745,8 +745,9 @@ async fn a_missing_root_or_one_without_locks_says_so() {
     let root = unique_path("deadlock-empty");
     let missing = zklock::find_deadlocks(&client, &root).await.unwrap();
     assert!(!missing.root_exists && missing.locks_read == 0 && missing.deadlocks.is_empty(), "{missing:?}");
+    // mkdir: run first on a fresh server, the tests' common parent does not exist yet.
     client
-        .create(&root, b"", &zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()))
+        .mkdir(&root, &zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()))
         .await
         .unwrap();
     let empty = zklock::find_deadlocks(&client, &root).await.unwrap();
