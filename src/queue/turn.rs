@@ -222,15 +222,19 @@ async fn following<T>(
     // In sequence order for every rule, leases too (their rule only counts them): the nodes
     // ahead of a lease taker are the leases standing.
     let sort = |children| spec.schema.contenders(children);
+    // Boxed: each is an opt-in's, and its state machine (a deadlock look reads a whole tree,
+    // twice) would otherwise be part of every wait's, moved on every acquire of every lock.
     let report = async {
         match &watches.report {
-            Some(report) => match report.follow(spec.client, spec.retry, spec.lock_path, node.name(), sort).await {},
+            Some(report) => {
+                match Box::pin(report.follow(spec.client, spec.retry, spec.lock_path, node.name(), sort)).await {}
+            }
             None => std::future::pending().await,
         }
     };
     let deadlock = async {
         match &mut watches.deadlock {
-            Some(deadlock) => deadlock.until_victim(spec.client, spec.retry, &node.path).await,
+            Some(deadlock) => Box::pin(deadlock.until_victim(spec.client, spec.retry, &node.path)).await,
             None => std::future::pending().await,
         }
     };
