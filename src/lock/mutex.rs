@@ -269,7 +269,7 @@ impl InterProcessMutex {
         // Boxed: the attempt's state machine is tens of kilobytes, and every future that awaits
         // it (the caller's, a select's, a debug build's copies of each) would carry it on the
         // stack; the CLI's main thread overflowed 8 MiB with a semaphore before this.
-        Box::pin(self.state.label.acquiring(started, self.acquire_on_live_sessions(patience, place, started))).await
+        Box::pin(self.state.label.acquiring(started, || self.acquire_on_live_sessions(patience, place, started))).await
     }
 
     /// Acquires on the session now (on a `Session`, the next one once an expiry's reconnection

@@ -336,7 +336,7 @@ impl InterProcessSemaphoreV2 {
     async fn acquire_with(&self, quantity: u32, patience: Patience) -> Result<Option<Vec<Lease>>> {
         let started = Instant::now();
         // Boxed, as the mutex's attempt is (`mutex.rs`): the futures handed out stay small.
-        Box::pin(self.inner.label.acquiring(started, self.take_leases(quantity, patience, started))).await
+        Box::pin(self.inner.label.acquiring(started, || self.take_leases(quantity, patience, started))).await
     }
 
     /// Takes the leases, starting over from the semaphore's mutex while an operator's deletion

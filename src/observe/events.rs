@@ -14,13 +14,17 @@ use crate::error::{LossReason, Result};
 impl LockLabel {
     /// Runs an acquire of this lock, begun at `started`, in the recipe's span and counted among
     /// the waiting, and tells how it ended when it did not hold (a hold tells of itself).
-    pub(crate) async fn acquiring<T>(
+    ///
+    /// `acquire` makes the acquire's future here, rather than being it: an async fn keeps its
+    /// arguments apart from what it awaits, and the acquire's state machine, kilobytes, would be
+    /// held twice and copied on every acquire.
+    pub(crate) async fn acquiring<T, F: Future<Output = Result<Option<T>>>>(
         &self,
         started: Instant,
-        acquire: impl Future<Output = Result<Option<T>>>,
+        acquire: impl FnOnce() -> F,
     ) -> Result<Option<T>> {
         let _waiting = self.waiting();
-        let outcome = acquire.instrument(self.acquire_span()).await;
+        let outcome = acquire().instrument(self.acquire_span()).await;
         match &outcome {
             Ok(None) => self.timed_out(started),
             Err(err) => self.failed(err),

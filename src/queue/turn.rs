@@ -85,7 +85,13 @@ async fn enter(
         let outcome = match created {
             Some(Ok((mut node, first, proof))) => {
                 report(Some(&node.path));
-                let turn = wait_turn(spec, &mut node, first, proof, patience, gate_lost.as_mut());
+                // The first look decides most acquires (a free lock): held without building
+                // the wait, whose state machine is large and is boxed only when it is needed.
+                let (held, first) = held_at_first_look(spec, &node, first, proof);
+                if let Some(next_opening) = held {
+                    return cleanup.settle(Ok(Some((node, next_opening))), cleanup_deadline(patience)).await;
+                }
+                let turn = Box::pin(wait_turn(spec, &mut node, first, proof, patience, gate_lost.as_mut()));
                 let turned = match patience {
                     Patience::NoWait => while_connected(spec.client, turn).await,
                     other => within(other.deadline(), turn).await,
@@ -102,6 +108,23 @@ async fn enter(
         if !spec.rule.queues_again() || !queues_again(&outcome, spec.client) {
             return cleanup.settle(outcome, cleanup_deadline(patience)).await;
         }
+    }
+}
+
+/// The hold a first look's listing proves (our node first by the rule), with what the next
+/// acquire may open with; else the look, its listing in queue order, for [`wait_turn`], which
+/// decides again from it (the order is the same).
+fn held_at_first_look(
+    spec: &QueueSpec<'_>,
+    node: &LockNode,
+    first: FirstLook,
+    proof: Proof,
+) -> (Option<Opening>, FirstLook) {
+    let FirstLook::Listing(children) = first else { return (None, first) };
+    let children = spec.rule.queue(spec.schema, children);
+    match decide(&children, node.name(), spec.rule) {
+        Decision::Hold => (Some(after_hold(&children, &node.ours(), Waited::No, proof)), FirstLook::Nothing),
+        _ => (None, FirstLook::Listing(children)),
     }
 }
 
