@@ -265,6 +265,15 @@ impl InterProcessMutex {
     }
 
     async fn acquire_with(&self, patience: Patience, place: Option<&PlaceReport>) -> Result<Option<LockGuard>> {
+        // A re-entry needs no attempt: taken here, before one is built and boxed, unless the
+        // client knows its session ended (the whole path says what becomes of that acquire).
+        let owner = self.state.owner_now();
+        let session_lives = || check_session_ended(&self.state.connection.client()).is_none();
+        match self.state.reenter(owner, session_lives) {
+            Some(Ok(hold)) => return Ok(Some(LockGuard::new(self.state.clone(), owner, hold))),
+            Some(Err(reason)) => return Err(Error::LockLost(reason)),
+            None => {}
+        }
         let started = Instant::now();
         // Boxed: the attempt's state machine is tens of kilobytes, and every future that awaits
         // it (the caller's, a select's, a debug build's copies of each) would carry it on the

@@ -176,6 +176,28 @@ impl LockState {
         }
     }
 
+    /// Re-enters `owner`'s hold as [`admit`](Self::admit) does, when it has one and `may`
+    /// says so (asked only then); `None`, with nothing changed, otherwise (no hold, its first
+    /// acquire under way, or `may` refused): the acquire then takes the whole path.
+    pub(crate) fn reenter(
+        &self,
+        owner: Owner,
+        may: impl FnOnce() -> bool,
+    ) -> Option<std::result::Result<OwnerHold, LossReason>> {
+        let mut slot = self.holds.get_mut(&owner)?;
+        let Slot::Held(hold, _) = slot.value_mut() else { return None };
+        if !may() {
+            return None;
+        }
+        Some(match hold.node.loss() {
+            Some(reason) => Err(reason),
+            None => {
+                hold.count += 1;
+                Ok(hold.clone())
+            }
+        })
+    }
+
     /// Admits `owner`: re-enters a hold, waits behind its own acquire, or claims the right to
     /// queue.
     pub(crate) fn admit(self: &Arc<Self>, owner: Owner) -> Admission {
