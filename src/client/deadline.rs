@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use crate::client::session_end::is_connected;
 use crate::error::Result;
 
 /// How long an acquire is willing to wait for other holders.
@@ -84,11 +85,6 @@ pub(crate) async fn while_connected<F: Future>(client: &zookeeper_client::Client
         output = future => Some(output),
         () = disconnected => None,
     }
-}
-
-/// Whether requests sent now go out.
-fn is_connected(state: zookeeper_client::SessionState) -> bool {
-    matches!(state, zookeeper_client::SessionState::SyncConnected | zookeeper_client::SessionState::ConnectedReadOnly)
 }
 
 /// The deadline an acquire's cleanup is counted from ([`CLEANUP_AFTER_DEADLINE`]): a try's is

@@ -52,6 +52,11 @@ impl SessionEnd {
     }
 }
 
+/// Whether requests sent in `state` go out now (a try waits for nothing else).
+pub(crate) fn is_connected(state: SessionState) -> bool {
+    matches!(state, SessionState::SyncConnected | SessionState::ConnectedReadOnly)
+}
+
 /// The error for a session that has ended, checked now from the client's state, without a
 /// request; `None` while the session may still be used.
 pub(crate) fn check_session_ended(client: &Client) -> Option<Error> {

@@ -104,6 +104,17 @@ pub(crate) enum Admission {
     Queue(Claim),
 }
 
+/// The owner's hold entered once more (its count up), or why it cannot be: it is lost.
+fn enter_again(hold: &mut OwnerHold) -> std::result::Result<OwnerHold, LossReason> {
+    match hold.node.loss() {
+        Some(reason) => Err(reason),
+        None => {
+            hold.count += 1;
+            Ok(hold.clone())
+        }
+    }
+}
+
 impl LockState {
     pub(crate) fn new(
         role: Role,
@@ -186,16 +197,7 @@ impl LockState {
     ) -> Option<std::result::Result<OwnerHold, LossReason>> {
         let mut slot = self.holds.get_mut(&owner)?;
         let Slot::Held(hold, _) = slot.value_mut() else { return None };
-        if !may() {
-            return None;
-        }
-        Some(match hold.node.loss() {
-            Some(reason) => Err(reason),
-            None => {
-                hold.count += 1;
-                Ok(hold.clone())
-            }
-        })
+        may().then(|| enter_again(hold))
     }
 
     /// Admits `owner`: re-enters a hold, waits behind its own acquire, or claims the right to
@@ -203,12 +205,9 @@ impl LockState {
     pub(crate) fn admit(self: &Arc<Self>, owner: Owner) -> Admission {
         match self.holds.entry(owner) {
             Entry::Occupied(mut slot) => match slot.get_mut() {
-                Slot::Held(hold, _) => match hold.node.loss() {
-                    Some(reason) => Admission::Lost(reason),
-                    None => {
-                        hold.count += 1;
-                        Admission::Reentered(hold.clone())
-                    }
+                Slot::Held(hold, _) => match enter_again(hold) {
+                    Ok(hold) => Admission::Reentered(hold),
+                    Err(reason) => Admission::Lost(reason),
                 },
                 Slot::Acquiring(done) => Admission::WaitForOwnAcquire(Arc::clone(done).notified_owned()),
             },
