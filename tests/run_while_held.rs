@@ -32,6 +32,27 @@ async fn endless(started: oneshot::Sender<String>, node: String, dropped: Arc<At
     std::future::pending::<()>().await;
 }
 
+/// `mutex.run_while_held` of [`endless`] work, spawned (its future is Send, as a worker's is),
+/// once the work has started: the task, the held node, and whether the work was dropped.
+async fn run_endless(
+    mutex: &Arc<InterProcessMutex>,
+) -> (tokio::task::JoinHandle<zklock::Result<RunEnd<()>>>, String, Arc<AtomicBool>) {
+    let (started, node) = oneshot::channel();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let work_dropped = Arc::clone(&dropped);
+    let run = tokio::spawn({
+        let mutex = Arc::clone(mutex);
+        async move {
+            mutex
+                .run_while_held(HANG, move |guard: &LockGuard| {
+                    Box::pin(endless(started, guard.node_path().to_owned(), work_dropped))
+                })
+                .await
+        }
+    });
+    (run, node.await.unwrap(), dropped)
+}
+
 #[tokio::test]
 async fn finished_work_gives_its_output_and_the_lock_is_free_after() {
     let path = unique_path("run-done");
@@ -56,21 +77,7 @@ async fn a_deleted_node_drops_the_work_at_once_and_says_why() {
     let path = unique_path("run-lost");
     let client = connect().await;
     let mutex = Arc::new(InterProcessMutex::new(&client, &path).unwrap());
-    let (started, node) = oneshot::channel();
-    let dropped = Arc::new(AtomicBool::new(false));
-    let work_dropped = Arc::clone(&dropped);
-    // Spawned: the future is Send, as a worker's is.
-    let run = tokio::spawn({
-        let mutex = Arc::clone(&mutex);
-        async move {
-            mutex
-                .run_while_held(HANG, move |guard: &LockGuard| {
-                    Box::pin(endless(started, guard.node_path().to_owned(), work_dropped))
-                })
-                .await
-        }
-    });
-    let node = node.await.unwrap();
+    let (run, node, dropped) = run_endless(&mutex).await;
     connect().await.delete(&node, None).await.unwrap();
     let ran = tokio::time::timeout(HANG, run).await.expect("the work was not stopped").unwrap().unwrap();
     assert_eq!(ran, RunEnd::Lost(LossReason::NodeDeleted));
@@ -173,20 +180,7 @@ async fn dropping_the_outer_future_drops_the_work_and_frees_the_lock() {
     let path = unique_path("run-outer-dropped");
     let client = connect().await;
     let mutex = Arc::new(InterProcessMutex::new(&client, &path).unwrap());
-    let (started, node) = oneshot::channel();
-    let dropped = Arc::new(AtomicBool::new(false));
-    let work_dropped = Arc::clone(&dropped);
-    let run = tokio::spawn({
-        let mutex = Arc::clone(&mutex);
-        async move {
-            mutex
-                .run_while_held(HANG, move |guard: &LockGuard| {
-                    Box::pin(endless(started, guard.node_path().to_owned(), work_dropped))
-                })
-                .await
-        }
-    });
-    let node = node.await.unwrap();
+    let (run, node, dropped) = run_endless(&mutex).await;
     run.abort();
     assert!(run.await.unwrap_err().is_cancelled());
     assert!(dropped.load(Ordering::SeqCst), "the work was dropped with the outer future");

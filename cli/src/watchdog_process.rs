@@ -215,9 +215,7 @@ fn wait_for_signal(signals: &SignalFd, look: Duration) {
 
 /// Whether the process /proc names `pid` is stopped (by a signal, or by a debugger).
 fn is_stopped(pid: &str) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-    let state = stat.rfind(')').and_then(|close| stat[close + 1..].split_whitespace().next());
-    matches!(state, Some("T" | "t"))
+    matches!(stat_field(pid, 0).as_deref(), Some("T" | "t"))
 }
 
 /// Reaps every child that has ended (the command, or an orphan of its tree), keeping the
@@ -278,11 +276,16 @@ fn children() -> Vec<Pid> {
         .collect()
 }
 
-/// The parent of `pid` as /proc says ("pid (comm) state ppid ...", comm may hold spaces and
-/// parentheses).
+/// The parent of `pid` as /proc says.
 fn parent_of(pid: &str) -> Option<String> {
+    stat_field(pid, 1)
+}
+
+/// Field `index` of `pid`'s /proc stat after its name ("pid (comm) state ppid ...", comm may
+/// hold spaces and parentheses): 0 the state, 1 the parent.
+fn stat_field(pid: &str, index: usize) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(')')? + 1..].split_whitespace().nth(1).map(str::to_owned)
+    stat[stat.rfind(')')? + 1..].split_whitespace().nth(index).map(str::to_owned)
 }
 
 /// The pids of `pid` (as /proc names it) in each PID namespace, from /proc's own to its.
