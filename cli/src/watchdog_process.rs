@@ -132,7 +132,8 @@ fn watch(
     }
     // Taken from a signalfd, so that one thread waits for children and for zklock's death.
     let mut heard = SigSet::empty();
-    FOR_THE_COMMAND.iter().chain(&[Signal::SIGCHLD]).for_each(|&signal| heard.add(signal));
+    // SIGCONT too, to see a stop that held the command up end (blocked, it still continues us).
+    FOR_THE_COMMAND.iter().chain(&[Signal::SIGCHLD, Signal::SIGCONT]).for_each(|&signal| heard.add(signal));
     let _ = heard.thread_block();
     let Ok(signals) = SignalFd::with_flags(&heard, SfdFlags::SFD_CLOEXEC) else { return ExitCode::FAILURE };
     // zklock may have died before the parent-death signal was set: then nothing would end us.
@@ -144,32 +145,85 @@ fn watch(
     let Some(command) = start(command, &mut reports) else { return ExitCode::FAILURE };
     let _ = reports.write_all(&[report::RUNNING]);
     leave_zklock_stdio();
-    let mut status = 0;
-    let mut command_stopped = false;
+    let mut state = CommandState {
+        pid: command,
+        in_proc: in_proc_of_child(command),
+        status: 0,
+        stopped: false,
+        hold_up_told: false,
+    };
     let mut zklock_stopped_since: Option<Instant> = None;
     let look = stop_look_period(stop_limit);
     loop {
-        if !reap(command, &mut status, &mut command_stopped, &mut reports) {
+        if !reap(&mut state, &mut reports) {
             break;
         }
         if getppid() != zklock {
             // zklock died (its parent-death signal, SIGHUP without a namespace, woke us).
             kill_children();
         }
+        let held_up = state.held_up_by_a_stop();
+        if held_up && !state.hold_up_told {
+            let _ = reports.write_all(&[report::STOPPED]);
+        }
+        state.hold_up_told = held_up;
         // A stopped zklock sends no heartbeat, and the session would expire while the command
         // runs on: a stopped command (a terminal's Ctrl-Z, which stops zklock after it) waits.
-        let stopped = !command_stopped && zklock_in_proc.as_deref().is_some_and(is_stopped);
+        let stopped = !held_up && !state.stopped && zklock_in_proc.as_deref().is_some_and(is_stopped);
         zklock_stopped_since = stopped.then(|| zklock_stopped_since.unwrap_or_else(Instant::now));
         if zklock_stopped_since.is_some_and(|since| since.elapsed() >= stop_limit) {
             let _ = reports.write_all(&[report::ZKLOCK_STOPPED]);
             kill_children();
-            status = Signal::SIGKILL as i32;
+            state.status = Signal::SIGKILL as i32;
             zklock_stopped_since = None;
         }
-        wait_for_signal(&signals, look);
+        // Each terminal stop (Ctrl-Z again after `fg`) is news, whether or not the last was
+        // seen to end.
+        if wait_for_signal(&signals, look).is_some_and(|signal| TERMINAL_STOPS.contains(&signal)) {
+            state.hold_up_told = false;
+        }
     }
-    let _ = reports.write_all(&[&[report::ENDED][..], &status.to_ne_bytes()].concat());
+    let _ = reports.write_all(&[&[report::ENDED][..], &state.status.to_ne_bytes()].concat());
     ExitCode::SUCCESS
+}
+
+/// What the watchdog knows of the command.
+struct CommandState {
+    pid: Pid,
+    /// Its name in /proc (another number than `pid` in a PID namespace); `None` once it ended.
+    in_proc: Option<String>,
+    /// Its wait status, once it ended.
+    status: i32,
+    /// Stopped, as its last wait status said.
+    stopped: bool,
+    /// zklock was told of a stop that holds it up (`held_up_by_a_stop`), which lasts.
+    hold_up_told: bool,
+}
+
+impl CommandState {
+    /// Whether a terminal stop holds the command up without its being stopped: a stop signal is
+    /// due in a process that cannot act on it, asleep in the kernel (`stop_is_due`). So is a
+    /// shell in vfork(2) whose child the same Ctrl-Z stopped before it could exec: the shell
+    /// cannot run (nor stop) until the child is continued, and no wait status ever comes.
+    fn held_up_by_a_stop(&self) -> bool {
+        !self.stopped
+            && self
+                .in_proc
+                .as_deref()
+                .and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
+                .is_some_and(|status| stop_is_due(&status))
+    }
+}
+
+/// Whether a /proc status says the process sleeps uninterruptibly (state D, as in vfork(2)
+/// until the child execs) with a terminal stop signal pending (for a thread or the process):
+/// it stops, or handles the stop, as soon as it can run again.
+fn stop_is_due(status: &str) -> bool {
+    let field = |name: &str| status.lines().find_map(|line| line.strip_prefix(name)).map(str::trim);
+    let pending = |name: &str| field(name).and_then(|mask| u64::from_str_radix(mask, 16).ok()).unwrap_or(0);
+    let stops = TERMINAL_STOPS.iter().fold(0u64, |mask, &signal| mask | 1 << (signal as u64 - 1));
+    field("State:").is_some_and(|state| state.starts_with('D'))
+        && (pending("SigPnd:") | pending("ShdPnd:")) & stops != 0
 }
 
 /// Starts the command in the watchdog's process group; its pid, or `None` after reporting why
@@ -204,13 +258,16 @@ fn start(command: &[OsString], reports: &mut std::fs::File) -> Option<Pid> {
     }
 }
 
-/// Waits until a signal comes (a child's end or stop, zklock's death) or `look` passed.
-fn wait_for_signal(signals: &SignalFd, look: Duration) {
+/// Waits until a signal comes (a child's end or stop, zklock's death, a stop or a continue of
+/// the group) or `look` passed; the signal.
+fn wait_for_signal(signals: &SignalFd, look: Duration) -> Option<Signal> {
     let timeout = PollTimeout::try_from(look).unwrap_or(PollTimeout::MAX);
     let mut fds = [PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
-    if matches!(poll(&mut fds, timeout), Ok(1..)) {
-        let _ = signals.read_signal();
+    if !matches!(poll(&mut fds, timeout), Ok(1..)) {
+        return None;
     }
+    let heard = signals.read_signal().ok()??;
+    Signal::try_from(heard.ssi_signo as i32).ok()
 }
 
 /// Whether the process /proc names `pid` is stopped (by a signal, or by a debugger).
@@ -219,22 +276,26 @@ fn is_stopped(pid: &str) -> bool {
 }
 
 /// Reaps every child that has ended (the command, or an orphan of its tree), keeping the
-/// command's wait status in `status` and whether it is stopped in `stopped`, and telling zklock
-/// of terminal stops; false once no child is left.
-fn reap(command: Pid, status: &mut i32, stopped: &mut bool, reports: &mut std::fs::File) -> bool {
+/// command's wait status and whether it is stopped in `command`, and telling zklock of terminal
+/// stops; false once no child is left.
+fn reap(command: &mut CommandState, reports: &mut std::fs::File) -> bool {
     loop {
         match waitpid(None, Some(WaitPidFlag::WUNTRACED | WaitPidFlag::WCONTINUED | WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::StillAlive) => return true,
             Ok(WaitStatus::Stopped(pid, signal)) => {
-                *stopped |= pid == command;
+                command.stopped |= pid == command.pid;
                 if TERMINAL_STOPS.contains(&signal) {
                     let _ = reports.write_all(&[report::STOPPED]);
                 }
             }
-            Ok(WaitStatus::Continued(pid)) if pid == command => *stopped = false,
-            Ok(WaitStatus::Exited(pid, code)) if pid == command => *status = (code & 0xff) << 8,
-            Ok(WaitStatus::Signaled(pid, signal, core)) if pid == command => {
-                *status = signal as i32 | if core { 0x80 } else { 0 };
+            Ok(WaitStatus::Continued(pid)) if pid == command.pid => command.stopped = false,
+            Ok(WaitStatus::Exited(pid, code)) if pid == command.pid => {
+                command.status = (code & 0xff) << 8;
+                command.in_proc = None;
+            }
+            Ok(WaitStatus::Signaled(pid, signal, core)) if pid == command.pid => {
+                command.status = signal as i32 | if core { 0x80 } else { 0 };
+                command.in_proc = None;
             }
             Ok(_) | Err(Errno::EINTR) => {}
             Err(_) => return false,
@@ -260,10 +321,21 @@ pub fn kill_children() {
     }
 }
 
-/// Our children, by their pids in our PID namespace. /proc, not remounted, numbers processes
-/// as an outer namespace sees them when we run in one (a zklock run by a zklock's command): its
-/// NSpid line gives a process's pid at each level, ours among them.
+/// Our children, by their pids in our PID namespace.
 fn children() -> Vec<Pid> {
+    children_in_proc().into_iter().map(|(_, pid)| pid).collect()
+}
+
+/// How /proc names our child `child` (`None` if it names no such child).
+fn in_proc_of_child(child: Pid) -> Option<String> {
+    children_in_proc().into_iter().find_map(|(in_proc, pid)| (pid == child).then_some(in_proc))
+}
+
+/// Our children, each by its name in /proc and its pid in our PID namespace. /proc, not
+/// remounted, numbers processes as an outer namespace sees them when we run in one (with
+/// `--pid-namespace`, or a zklock run by a zklock's command): its NSpid line gives a process's
+/// pid at each level, ours among them.
+fn children_in_proc() -> Vec<(String, Pid)> {
     let Some(me) = std::fs::read_link("/proc/self").ok().and_then(|me| me.to_str().map(str::to_owned)) else {
         return Vec::new();
     };
@@ -272,7 +344,10 @@ fn children() -> Vec<Pid> {
     processes
         .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
         .filter(|pid| pid.bytes().all(|byte| byte.is_ascii_digit()) && parent_of(pid).as_deref() == Some(&me))
-        .filter_map(|pid| Some(Pid::from_raw(*pids_by_level(&pid)?.get(depth)?)))
+        .filter_map(|in_proc| {
+            let pid = Pid::from_raw(*pids_by_level(&in_proc)?.get(depth)?);
+            Some((in_proc, pid))
+        })
         .collect()
 }
 
@@ -314,4 +389,33 @@ fn leave_zklock_stdio() {
     let _ = nix::unistd::dup2_stdin(&null);
     let _ = nix::unistd::dup2_stdout(&null);
     let _ = nix::unistd::dup2_stderr(&null);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stop_is_due;
+
+    /// /proc/PID/status, as much of it as `stop_is_due` reads.
+    fn status(state: &str, thread_pending: &str, shared_pending: &str) -> String {
+        format!("Name:\tsh\nState:\t{state}\nSigPnd:\t{thread_pending}\nShdPnd:\t{shared_pending}\nSigBlk:\t0000000000000000\n")
+    }
+
+    #[test]
+    fn a_stop_is_due_in_an_uninterruptible_sleep_with_a_terminal_stop_pending() {
+        // SIGTSTP (20), SIGTTIN (21), SIGTTOU (22): bits 19, 20, 21.
+        assert!(stop_is_due(&status("D (disk sleep)", "0000000000000000", "0000000000080000")));
+        assert!(stop_is_due(&status("D (disk sleep)", "0000000000100000", "0000000000000000")));
+        assert!(stop_is_due(&status("D (disk sleep)", "0000000000000000", "0000000000200000")));
+    }
+
+    #[test]
+    fn no_stop_is_due_when_the_process_can_act_on_it_or_none_is_pending() {
+        // Running or in an interruptible sleep, it stops by itself (and its parent hears).
+        assert!(!stop_is_due(&status("R (running)", "0000000000000000", "0000000000080000")));
+        assert!(!stop_is_due(&status("S (sleeping)", "0000000000000000", "0000000000080000")));
+        // SIGSTOP (19, bit 18) is no terminal stop; SIGINT (2) no stop at all.
+        assert!(!stop_is_due(&status("D (disk sleep)", "0000000000040000", "0000000000000002")));
+        assert!(!stop_is_due(&status("D (disk sleep)", "0000000000000000", "0000000000000000")));
+        assert!(!stop_is_due(""));
+    }
 }
