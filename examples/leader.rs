@@ -23,8 +23,9 @@ use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
+use zklock::election::{ElectionState, Leadership};
 use zklock::Client;
-use zklock::{ElectionState, LeaderLatch, LeaderSelector, Leadership};
+use zklock::{LeaderLatch, LeaderSelector};
 use zklock_testcontainers::{expire_session, Proxy};
 
 const LATCH_PATH: &str = "/examples/election/report-writer";

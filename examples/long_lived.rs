@@ -11,8 +11,9 @@ mod support;
 use std::net::ToSocketAddrs;
 use std::time::Duration;
 
+use zklock::session::ConnectionState;
 use zklock::Client;
-use zklock::{ConnectionState, InterProcessMutex, Session};
+use zklock::{InterProcessMutex, Session};
 use zklock_testcontainers::{expire_session, Proxy};
 
 const LOCK_PATH: &str = "/examples/locks/long-lived";

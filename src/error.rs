@@ -231,8 +231,8 @@ impl fmt::Display for LossReason {
 
 /// A deadlock: tasks, chains (or whole sessions) in a ring, each waiting on a lock the next one
 /// holds (or queued behind a node of the next one that must hold and go first), so that none of
-/// them can go on until one gives up. What [`find_deadlocks`](crate::find_deadlocks) returns and
-/// [`Error::Deadlock`] carries.
+/// them can go on until one gives up. What [`find_deadlocks`](crate::deadlock::find_deadlocks)
+/// returns and [`Error::Deadlock`] carries.
 ///
 /// The tasks of one process share its session, and ZooKeeper alone cannot tell which of them
 /// holds a node. A lock built with

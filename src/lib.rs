@@ -26,16 +26,29 @@
 //! [`InterProcessSemaphoreMutex`], [`InterProcessMultiLock`], and [`revoke`] to ask a holder to
 //! let go. [`NodeSchema::Kazoo`] makes a mutex, a read-write lock or a [`LeaderSelector`] share
 //! its path with Python's kazoo (`Lock`, `ReadLock`/`WriteLock`, `Election`) instead.
-//! Leader election: [`LeaderLatch`] and [`LeaderSelector`] (Curator's, on the same queue), whose
-//! [`Leadership`] has the locks' loss signal and a fencing token to fence with.
 //!
-//! Deadlocks across processes (two processes that each hold a lock the other waits on):
-//! [`find_deadlocks`] reads them from ZooKeeper, and an acquire built with
-//! [`MutexBuilder::fail_on_deadlock`] gives up with [`Error::Deadlock`] when it is one's victim.
+//! A feature with a vocabulary of its own has a module:
+//!
+//! - [`election`]: leader election. [`LeaderLatch`] and [`LeaderSelector`] (Curator's, on the
+//!   same queue; also here at the root), whose [`Leadership`](election::Leadership) has the
+//!   locks' loss signal and a fencing token to fence with, and a
+//!   [`LeaderView`](election::LeaderView) that follows an election without joining it.
+//! - [`session`]: connecting. A [`Session`] (also here at the root) connects a new client after
+//!   each expiry, with its [`RetryPolicy`](session::RetryPolicy); a recipe is built on a
+//!   [`Connection`](session::Connection) (a `&Client` or a `&Session`).
+//! - [`deadlock`]: deadlocks across processes (two processes that each hold a lock the other
+//!   waits on). [`find_deadlocks`](deadlock::find_deadlocks) reads them from ZooKeeper, and an
+//!   acquire built with [`MutexBuilder::fail_on_deadlock`] gives up with [`Error::Deadlock`]
+//!   when it is one's victim.
+//! - [`queue`]: where a waiting acquire stands in its lock's queue
+//!   ([`watch_queue`](queue::watch_queue)), and the queue's participants.
+//! - [`blocking`]: every recipe for synchronous code; [`metrics`]: the metrics zklock records.
 //!
 //! Runnable versions are in `examples/`; `scripts/example` starts a throwaway ZooKeeper for
-//! them. Every acquire is cancel safe, and [`LockGuard::fencing_token`] gives a strictly
-//! increasing token to fence the resources the lock protects.
+//! them. The guide, one page per recipe and per topic, is
+//! [docs/ in the repository](https://github.com/zklock/zklock/blob/main/docs/README.md). Every
+//! acquire is cancel safe, and [`LockGuard::fencing_token`] gives a strictly increasing token to
+//! fence the resources the lock protects.
 //!
 //! Every recipe takes the same options through `Type::builder(...)` (ACLs through
 //! [`AclProvider`], [`LossPolicy`], node data); the mutexes are reentrant per tokio task (two
@@ -45,28 +58,23 @@
 
 pub mod blocking;
 mod client;
-mod election;
+pub mod election;
 mod error;
 mod hold;
 mod lock;
 mod observe;
 mod options;
-mod queue;
+pub mod queue;
 mod rules;
 
-// The public API, each item from its home (the folders re-export nothing).
-pub use client::background::finish_releases;
-pub use client::retry_policy::{Backoff, RetryPolicy};
-pub use client::session::{Connection, ConnectionState, Session};
-pub use client::session_builder::SessionBuilder;
-pub use election::latch::{LeaderLatch, LeaderLatchBuilder};
-pub use election::leadership::Leadership;
-pub use election::participant::ElectionParticipant;
-pub use election::selector::{LeaderSelector, LeaderSelectorBuilder};
-pub use election::state::ElectionState;
-pub use election::term_end::TermEnd;
-pub use election::view::{Leader, LeaderView};
-pub use error::{Deadlock, DeadlockHop, Error, LockWait, LossReason, Result};
+// The public API: every item has one public path, from its home (the folders re-export
+// nothing, but for the public modules `blocking`, `election` and `queue`, whose mod.rs
+// re-exports their users' items). A feature whose items live in several folders, or in a folder
+// named for its layer, gets its module here: `session` and `deadlock`, re-exports and docs only.
+// Two exceptions to one path per item: the entry points `LeaderLatch` and `LeaderSelector` are
+// at the root and in `election`, and `Session` at the root and in `session`.
+pub use election::{LeaderLatch, LeaderSelector};
+pub use error::{Error, LossReason, Result};
 pub use hold::fenced_write::FencedWrite;
 pub use hold::hold_trait::{Hold, HoldFuture};
 pub use hold::lease::Lease;
@@ -81,10 +89,65 @@ pub use lock::semaphore::{InterProcessSemaphoreV2, SemaphoreBuilder};
 pub use lock::semaphore_mutex::{InterProcessSemaphoreMutex, SemaphoreMutexBuilder};
 pub use observe::metrics;
 pub use options::{AclProvider, LocalHandoff, LossPolicy};
-pub use queue::deadlock::{find_deadlocks, DeadlockReport};
-pub use queue::participant_node::ParticipantNode;
-pub use queue::position::{watch_queue, QueueHolder, QueuePosition};
 pub use rules::path::validate_lock_path;
+pub use session::Session;
+
+pub mod session {
+    //! Connecting to ZooKeeper: a [`Session`] connects a new client after each expiry (Curator's
+    //! framework does so for Java), paced by a [`RetryPolicy`], and tells its [`ConnectionState`];
+    //! every recipe is built on a [`Connection`], which a `&Client` or a `&Session` converts into.
+    //! [`finish_releases`] waits for the releases that dropped guards left to the background.
+    //!
+    //! `Session` is also at the crate root. The guide's page: sessions.md in docs/.
+    //!
+    //! ```no_run
+    //! # #[tokio::main(flavor = "current_thread")]
+    //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    //! use std::time::Duration;
+    //! use zklock::session::{RetryPolicy, Session};
+    //!
+    //! let session = Session::builder()
+    //!     .retry_policy(RetryPolicy::new().with_max_elapsed(Duration::from_secs(30)))
+    //!     .connect_to("127.0.0.1:2181")
+    //!     .await?;
+    //! let mutex = zklock::InterProcessMutex::new(&session, "/app/locks/migrations")?;
+    //! mutex.acquire().await?.release().await?;
+    //! zklock::session::finish_releases(Duration::from_secs(5)).await;
+    //! # Ok(())
+    //! # }
+    //! ```
+
+    pub use crate::client::background::finish_releases;
+    pub use crate::client::retry_policy::{Backoff, RetryPolicy};
+    pub use crate::client::session::{Connection, ConnectionState, Session};
+    pub use crate::client::session_builder::SessionBuilder;
+}
+
+pub mod deadlock {
+    //! Deadlocks across processes: two processes (or tasks, or chains of them) that each hold a
+    //! lock the next one waits on. [`find_deadlocks`] reads the lock folders under a root as a
+    //! wait-for graph and returns its rings ([`DeadlockReport`]); an acquire built with
+    //! [`fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock) gives up with
+    //! [`Error::Deadlock`](crate::Error::Deadlock) when it is a ring's victim. Each ring is a
+    //! [`Deadlock`]: its [`DeadlockHop`]s, each a waiter with the [`LockWait`] it is stuck in.
+    //!
+    //! The guide's page: deadlocks.md in docs/.
+    //!
+    //! ```no_run
+    //! # #[tokio::main(flavor = "current_thread")]
+    //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    //! let client = zklock::Client::connect("127.0.0.1:2181").await?;
+    //! let report = zklock::deadlock::find_deadlocks(&client, "/app/locks").await?;
+    //! for ring in report.certain() {
+    //!     eprintln!("a ring of {} waits", ring.hops.len());
+    //! }
+    //! # Ok(())
+    //! # }
+    //! ```
+
+    pub use crate::error::{Deadlock, DeadlockHop, LockWait};
+    pub use crate::queue::deadlock::{find_deadlocks, DeadlockReport};
+}
 
 /// The client crate zklock is built on, re-exported so that a user's `Client`, `Acl` and
 /// `MultiWriteResult` are always the very types zklock takes and returns.

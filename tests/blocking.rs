@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use common::{server, unique_path};
 use zklock::blocking::{self, InterProcessMutex};
-use zklock::{Client, Error, LossReason, TermEnd};
+use zklock::election::TermEnd;
+use zklock::{Client, Error, LossReason};
 
 /// A bound against a hang, not a timing.
 const HANG: Duration = Duration::from_secs(20);
@@ -166,7 +167,8 @@ const EXITING_CHILD: &str = "ZKLOCK_TEST_EXITING_CHILD";
 /// `std::process::exit` or by returning from `main`: the lock is free when the process is gone,
 /// not after its session's timeout (30 s here). Before, the drop only handed the delete to
 /// zklock's thread, and the process ended before it was sent (8 runs in 10). The async API's
-/// documented end, `zklock::finish_releases` before the runtime goes, is checked beside it.
+/// documented end, `zklock::session::finish_releases` before the runtime goes, is checked beside
+/// it.
 #[test]
 fn a_program_that_ends_right_after_dropping_its_guard_leaves_the_lock_free() {
     if let Ok(spec) = std::env::var(EXITING_CHILD) {
@@ -219,7 +221,7 @@ fn exiting_child(spec: &str) -> ! {
                 let guard = mutex.acquire().await.unwrap();
                 println!("held {}", guard.node_path());
                 drop(guard);
-                assert!(zklock::finish_releases(HANG).await, "the release ended");
+                assert!(zklock::session::finish_releases(HANG).await, "the release ended");
             });
         }
     }

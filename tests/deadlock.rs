@@ -12,10 +12,9 @@ use std::time::{Duration, Instant};
 
 use common::{connect, eventually, server, unique_path, wait_for_children};
 use tokio::task::JoinHandle;
-use zklock::{
-    watch_queue, Deadlock, Error, InterProcessMutex, InterProcessReadWriteLock, LocalHandoff, LockGuard, NodeSchema,
-    QueuePosition,
-};
+use zklock::deadlock::Deadlock;
+use zklock::queue::{watch_queue, QueuePosition};
+use zklock::{Error, InterProcessMutex, InterProcessReadWriteLock, LocalHandoff, LockGuard, NodeSchema};
 use zklock_testcontainers::__private::spawn_tied_to_process;
 use zklock_testcontainers::ServerOptions;
 use zookeeper_client::Client;
@@ -626,7 +625,7 @@ async fn a_ring_through_a_task_that_does_not_wait(name: &str, a_opts_in: bool) {
     wait_for_children(&observer, &l1, 2).await;
     tokio::time::sleep(3 * two_ticks()).await;
     assert!(!q_party.is_finished() && !b.is_finished(), "Q and B still wait, no error");
-    let report = zklock::find_deadlocks(&observer, &root).await.unwrap();
+    let report = zklock::deadlock::find_deadlocks(&observer, &root).await.unwrap();
     assert_eq!(report.certain().count(), 0, "{report:?}");
     assert_eq!(
         report.deadlocks.len(),
@@ -680,7 +679,7 @@ async fn a_leaders_work_waiting_on_a_lock_a_followers_task_holds_is_no_deadlock(
     wait_for_children(&observer, &lock, 2).await;
     tokio::time::sleep(3 * two_ticks()).await;
     assert!(outcome.try_recv().is_err(), "the leader's work still waits, no error");
-    let report = zklock::find_deadlocks(&observer, &root).await.unwrap();
+    let report = zklock::deadlock::find_deadlocks(&observer, &root).await.unwrap();
     assert!(report.deadlocks.is_empty(), "an election is not read as a lock: {report:?}");
     follower_task_holds.release().await.unwrap();
     let held = tokio::time::timeout(PROMPTLY, outcome.recv()).await.expect("the work holds in time");
@@ -743,14 +742,14 @@ async fn a_possible_ring_through_a_session_read_whole_fails_no_acquire() {
 async fn a_missing_root_or_one_without_locks_says_so() {
     let client = connect().await;
     let root = unique_path("deadlock-empty");
-    let missing = zklock::find_deadlocks(&client, &root).await.unwrap();
+    let missing = zklock::deadlock::find_deadlocks(&client, &root).await.unwrap();
     assert!(!missing.root_exists && missing.locks_read == 0 && missing.deadlocks.is_empty(), "{missing:?}");
     // mkdir: run first on a fresh server, the tests' common parent does not exist yet.
     client
         .mkdir(&root, &zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()))
         .await
         .unwrap();
-    let empty = zklock::find_deadlocks(&client, &root).await.unwrap();
+    let empty = zklock::deadlock::find_deadlocks(&client, &root).await.unwrap();
     assert!(empty.root_exists && empty.locks_read == 0, "{empty:?}");
 }
 
@@ -782,7 +781,7 @@ async fn two_chains_across_four_sessions_are_one_certain_ring() {
     });
     wait_for_children(&outer_one, &a, 2).await;
     wait_for_children(&outer_one, &b, 2).await;
-    let report = zklock::find_deadlocks(&outer_one, &root).await.unwrap();
+    let report = zklock::deadlock::find_deadlocks(&outer_one, &root).await.unwrap();
     assert_eq!(report.deadlocks.len(), 1, "{report:?}");
     let ring = &report.deadlocks[0];
     assert!(ring.is_certain(), "{ring:?}");

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use common::{connect, unique_path};
 use election::*;
-use zklock::{Error, LeaderSelector, LeaderView};
+use zklock::election::LeaderView;
+use zklock::{Error, LeaderSelector};
 use zklock_testcontainers::expire_session;
 
 /// A bound against a hang, not a timing.

@@ -19,7 +19,8 @@ use common::interop::{curator_classpath, temp_log, READY_TIMEOUT};
 use common::{connect, eventually, unique_path};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
-use zklock::{ElectionParticipant, LeaderLatch, LeaderSelector, Leadership};
+use zklock::election::{ElectionParticipant, Leadership};
+use zklock::{LeaderLatch, LeaderSelector};
 use zookeeper_client::Client;
 
 /// Terms each participant leads: it queues again after each, and leaves after the last.

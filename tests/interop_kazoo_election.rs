@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use common::interop::{check_log, check_turns, finish, logged_section, temp_log, Peer, StartLine};
 use common::{connect, eventually, unique_path};
-use zklock::{LeaderSelector, LeaderView, Leadership, NodeSchema};
+use zklock::election::{LeaderView, Leadership};
+use zklock::{LeaderSelector, NodeSchema};
 
 /// Terms each participant leads.
 const TERMS: u32 = 12;

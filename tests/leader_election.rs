@@ -14,7 +14,8 @@ use std::time::Duration;
 use common::{children, connect, connect_through, eventually, server, unique_path, wait_for_children};
 use election::*;
 use tokio::sync::mpsc;
-use zklock::{ElectionParticipant, Error, LeaderLatch, LeaderSelector, Leadership, LossPolicy, LossReason, TermEnd};
+use zklock::election::{ElectionParticipant, Leadership, TermEnd};
+use zklock::{Error, LeaderLatch, LeaderSelector, LossPolicy, LossReason};
 use zklock_testcontainers::{expire_session, Proxy};
 use zookeeper_client::Client;
 

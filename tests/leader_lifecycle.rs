@@ -14,7 +14,8 @@ use common::{children, connect, eventually, unique_path, wait_for_children};
 use election::*;
 use tokio::sync::watch;
 use tokio::sync::{mpsc, oneshot};
-use zklock::{ElectionState, Error, LeaderLatch, LeaderSelector, Leadership, LossReason, TermEnd};
+use zklock::election::{ElectionState, Leadership, TermEnd};
+use zklock::{Error, LeaderLatch, LeaderSelector, LossReason};
 
 #[tokio::test]
 async fn closing_a_queued_latch_or_the_leader_leaves_no_node_and_hands_over() {

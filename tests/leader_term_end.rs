@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{children, unique_path};
 use election::*;
-use zklock::{Leadership, TermEnd};
+use zklock::election::{Leadership, TermEnd};
 
 /// Awaits `term.lost()` in a task of its own, as leader work does, and returns that task once
 /// it is waiting (the term still held).

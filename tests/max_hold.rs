@@ -297,11 +297,13 @@ async fn a_reconnection_mid_hold_keeps_the_bound() {
     let node = guard.node_path().to_owned();
     proxy.cut();
     let mut states = session.subscribe();
-    let suspended = |state: &zklock::ConnectionState| matches!(state, zklock::ConnectionState::Suspended);
+    let suspended =
+        |state: &zklock::session::ConnectionState| matches!(state, zklock::session::ConnectionState::Suspended);
     tokio::time::timeout(HANG, states.wait_for(suspended)).await.unwrap().unwrap();
     proxy.heal();
-    let back =
-        |state: &zklock::ConnectionState| matches!(state, zklock::ConnectionState::Reconnected { expiries: 0, .. });
+    let back = |state: &zklock::session::ConnectionState| {
+        matches!(state, zklock::session::ConnectionState::Reconnected { expiries: 0, .. })
+    };
     tokio::time::timeout(HANG, states.wait_for(back)).await.unwrap().unwrap();
     let reason = tokio::time::timeout(HANG, guard.lost()).await.expect("the bound passed unseen");
     assert_eq!(reason, LossReason::MaxHoldTime { bound });

@@ -1,5 +1,5 @@
-//! A waiter's view of its queue (`zklock::watch_queue`): where it stands and who holds, for every
-//! lock recipe, what it costs, and that an acquire nobody watches sends nothing for it.
+//! A waiter's view of its queue (`zklock::queue::watch_queue`): where it stands and who holds, for
+//! every lock recipe, what it costs, and that an acquire nobody watches sends nothing for it.
 
 mod common;
 
@@ -7,9 +7,10 @@ use std::time::{Duration, SystemTime};
 
 use common::{connect, connect_through, server, unique_path};
 use tokio::sync::watch;
+use zklock::queue::{watch_queue, QueuePosition};
 use zklock::{
-    watch_queue, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
-    InterProcessSemaphoreV2, NodeSchema, QueuePosition,
+    InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    InterProcessSemaphoreV2, NodeSchema,
 };
 use zklock_testcontainers::{Proxy, ThrottledOperation};
 use zookeeper_client::Client;

@@ -8,8 +8,9 @@ mod common;
 use std::time::Duration;
 
 use common::{children, connect, server, unique_path};
+use zklock::session::{Backoff, RetryPolicy};
 use zklock::zookeeper_client::{Acls, CreateMode, Error as ZkError};
-use zklock::{Backoff, Error, InterProcessMutex, InterProcessSemaphoreV2, RetryPolicy, Session};
+use zklock::{Error, InterProcessMutex, InterProcessSemaphoreV2, Session};
 use zklock_testcontainers::{Proxy, ThrottledOperation};
 
 const PROMPTLY: Duration = Duration::from_secs(10);

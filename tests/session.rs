@@ -9,10 +9,12 @@ use std::time::Duration;
 
 use common::session::{expirable, expire, lost_to_the_expiry, owner_of, session_through};
 use common::{children, connect, server, unique_path};
+use zklock::election::TermEnd;
+use zklock::session::ConnectionState;
 use zklock::zookeeper_client::Client;
 use zklock::{
-    ConnectionState, Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
-    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LeaderLatch, Session, TermEnd,
+    Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    InterProcessSemaphoreV2, LeaderLatch, Session,
 };
 use zklock_testcontainers::{expire_session, Proxy};
 

@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 
 use common::session::{expirable, expire, gated, owner_of};
 use common::{children, unique_path};
+use zklock::session::{Connection, ConnectionState};
 use zklock::{
-    Connection, ConnectionState, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
-    InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
+    InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    InterProcessSemaphoreV2,
 };
 use zklock_testcontainers::expire_session;
 

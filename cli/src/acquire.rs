@@ -70,7 +70,7 @@ pub fn own_data(args: &LockArgs) -> String {
 /// `chain`'s (`chain.rs`), so that the deadlock scan reads this process and the `zklock`s
 /// around it as one owner; a semaphore's lease and gate do not (its waits are no deadlock's).
 pub async fn acquire(
-    on: zklock::Connection,
+    on: zklock::session::Connection,
     reader: &Client,
     lock_path: &str,
     kind: Kind,

@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use tracing::info;
-use zklock::{Hold, LeaderLatch, Leadership, Lease, LockGuard, LossReason};
+use zklock::election::Leadership;
+use zklock::{Hold, LeaderLatch, Lease, LockGuard, LossReason};
 use zookeeper_client::{Client, SessionState};
 
 pub enum Held {

@@ -3,7 +3,8 @@
 
 use std::time::{Duration, SystemTime};
 
-use zklock::{InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, NodeSchema, ParticipantNode};
+use zklock::queue::ParticipantNode;
+use zklock::{InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, NodeSchema};
 use zookeeper_client::Client;
 
 use crate::exit::Failure;

@@ -11,7 +11,7 @@ use std::io::IsTerminal as _;
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
-use zklock::QueuePosition;
+use zklock::queue::QueuePosition;
 use zookeeper_client::Client;
 
 use crate::duration::whole_seconds;
@@ -31,7 +31,7 @@ pub async fn shown<F: Future>(client: &Client, acquire: F) -> F::Output {
     let _cleared = Cleared;
     let (position, seen) = watch::channel(None);
     tokio::select! {
-        done = zklock::watch_queue(position, acquire) => done,
+        done = zklock::queue::watch_queue(position, acquire) => done,
         never = draw(client, seen) => match never {},
     }
 }

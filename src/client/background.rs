@@ -114,7 +114,7 @@ pub(crate) fn wait_for_pending(within: Duration) -> bool {
 /// let guard = mutex.acquire().await?;
 /// // ... the work; the guard may drop anywhere, even on an error path ...
 /// drop(guard);
-/// zklock::finish_releases(std::time::Duration::from_secs(5)).await;
+/// zklock::session::finish_releases(std::time::Duration::from_secs(5)).await;
 /// # Ok(())
 /// # }
 /// ```

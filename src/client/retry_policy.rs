@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 ///
 /// ```
 /// use std::time::Duration;
-/// use zklock::Backoff;
+/// use zklock::session::Backoff;
 ///
 /// // 10 ms, 20 ms, 40 ms, ... up to 1 s: the ceilings, each pause a random share of its own.
 /// let backoff = Backoff::exponential(Duration::from_millis(10), Duration::from_secs(1));
@@ -85,10 +85,11 @@ impl Backoff {
 /// How zklock retries a request that failed in a way another try may cure (its connection broke,
 /// or the server refused it unrun with `Throttled`), and how a [`Session`](crate::Session)
 /// paces its tries to connect a new session after an expiry. Set once with
-/// [`SessionBuilder::retry_policy`](crate::SessionBuilder::retry_policy); every recipe built on
-/// that session follows it. A recipe built on a plain [`Client`](crate::Client) follows the
-/// default (wrap the client with [`SessionBuilder::from_client`](crate::SessionBuilder::from_client)
-/// to give it another).
+/// [`SessionBuilder::retry_policy`](crate::session::SessionBuilder::retry_policy); every recipe
+/// built on that session follows it. A recipe built on a plain [`Client`](crate::Client) follows
+/// the default (wrap the client with
+/// [`SessionBuilder::from_client`](crate::session::SessionBuilder::from_client) to give it
+/// another).
 ///
 /// Defaults to what zklock always did: requests retried until the session ends, the pause before
 /// each a random share of a ceiling that grows 5 ms a failure up to 100 ms
@@ -105,7 +106,7 @@ impl Backoff {
 ///   node ahead, finding our node again after a lost reply): the acquire fails with
 ///   [`Error::ZooKeeper`] whose source is the last transient error (`Throttled`,
 ///   `ConnectionLoss`), and its cleanup deletes whatever it may have created;
-/// - one-off reads: `participants()`, [`find_deadlocks`](crate::find_deadlocks), and
+/// - one-off reads: `participants()`, [`find_deadlocks`](crate::deadlock::find_deadlocks), and
 ///   [`revoke`](crate::revoke)'s write: they fail with the same error.
 ///
 /// These take only the pacing, and never give up while the session lives:
@@ -114,8 +115,8 @@ impl Backoff {
 ///   a node that keeps every other participant out until our session ends;
 /// - the watch on a held node, which tells the holder its node was deleted: a watch that gave up
 ///   would leave the holder blind to its loss;
-/// - what follows for as long as it is kept: a [`LeaderView`](crate::LeaderView), a watched
-///   acquire's queue position (a courtesy that never fails the acquire);
+/// - what follows for as long as it is kept: a [`LeaderView`](crate::election::LeaderView), a
+///   watched acquire's queue position (a courtesy that never fails the acquire);
 /// - connecting a new session after an expiry: a `Session` that gave up would leave every recipe
 ///   on it waiting for ever; drop the `Session` to stop it.
 ///
@@ -125,7 +126,8 @@ impl Backoff {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
-/// use zklock::{Backoff, RetryPolicy, Session};
+/// use zklock::Session;
+/// use zklock::session::{Backoff, RetryPolicy};
 ///
 /// // Exponential back-off from 10 ms to 1 s, and an acquire's request gives up after 5 retries.
 /// let policy = RetryPolicy::new()

@@ -21,7 +21,8 @@ impl Session {
     /// ```no_run
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// use zklock::{RetryPolicy, Session};
+    /// use zklock::Session;
+    /// use zklock::session::RetryPolicy;
     ///
     /// // An acquire whose requests keep failing gives up after 10 retries instead of riding on.
     /// let session = Session::builder()
@@ -124,7 +125,8 @@ impl Session {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
-/// use zklock::{Backoff, RetryPolicy, Session};
+/// use zklock::Session;
+/// use zklock::session::{Backoff, RetryPolicy};
 ///
 /// let policy = RetryPolicy::new()
 ///     .with_backoff(Backoff::exponential(Duration::from_millis(20), Duration::from_secs(2)))
@@ -194,8 +196,8 @@ impl SessionBuilder {
     /// program that connected its client its own way, and wants its recipes to outlive the
     /// session, or to follow a retry policy of its own). Sends nothing. It starts where
     /// `client` stands: a client whose session has already expired is
-    /// [`Lost`](crate::ConnectionState::Lost) from the start, and the next session is connected
-    /// at once.
+    /// [`Lost`](crate::session::ConnectionState::Lost) from the start, and the next session is
+    /// connected at once.
     ///
     /// # Errors
     /// [`Error::InvalidOptions`] for a retry policy that does not hold together, or when called

@@ -11,8 +11,9 @@ macro_rules! rejoin_option {
         /// handle itself; a zookeeper-client `Client` cannot renew its session): the client goes
         /// into a [`Session`](crate::Session) with `connect`, so `build` needs a tokio runtime.
         /// A failed connect is tried again, backing off up to 5 s, until it succeeds or the
-        /// participant is closed. The lost term's [`Leadership::ended`](crate::Leadership::ended)
-        /// says `SessionExpired`; the next term has a greater fencing token.
+        /// participant is closed. The lost term's
+        /// [`Leadership::ended`](crate::election::Leadership::ended) says `SessionExpired`; the
+        /// next term has a greater fencing token.
         ///
         /// Built on a [`Session`](crate::Session), a participant does this by default, on the
         /// session's next client, and `connect` is not used (the session connects its own).
@@ -79,12 +80,13 @@ macro_rules! election_handle {
             }
 
             /// Leaves the election for good: ends the current term at once (its
-            /// [`Leadership::ended`](crate::Leadership::ended) resolves with
-            /// [`TermEnd::Closed`](crate::TermEnd::Closed) before our node goes; a selector's work
-            /// is dropped), deletes our node and returns once it is gone: ZooKeeper confirmed the
-            /// delete, or the session ended, which took the node with it. From the first poll on,
-            /// the participant reads as closed ([`Error::ElectionClosed`](crate::Error::ElectionClosed)
-            /// from waiting for leadership and from `start`). Closing again does nothing.
+            /// [`Leadership::ended`](crate::election::Leadership::ended) resolves with
+            /// [`TermEnd::Closed`](crate::election::TermEnd::Closed) before our node goes; a
+            /// selector's work is dropped), deletes our node and returns once it is gone: ZooKeeper
+            /// confirmed the delete, or the session ended, which took the node with it. From the
+            /// first poll on, the participant reads as closed
+            /// ([`Error::ElectionClosed`](crate::Error::ElectionClosed) from waiting for leadership
+            /// and from `start`). Closing again does nothing.
             ///
             /// Bounded in a partition: while the client cannot reach ZooKeeper, `close` waits at
             /// most one (negotiated) session timeout of disconnection, counted from the later of
@@ -130,7 +132,7 @@ macro_rules! election_handle {
 
         impl Drop for $handle {
             /// Leaves the election in the background: the term ends at once
-            /// ([`TermEnd::Dropped`](crate::TermEnd::Dropped)) and our node is deleted.
+            /// ([`TermEnd::Dropped`](crate::election::TermEnd::Dropped)) and our node is deleted.
             fn drop(&mut self) {
                 self.election.stop(crate::election::term_end::TermEnd::Dropped);
             }

@@ -31,8 +31,8 @@ use crate::rules::naming::LATCH;
 ///   the term ends: when it is lost under the latch's [`LossPolicy`](crate::LossPolicy) (by default once the client
 ///   has been disconnected for a third of the session timeout, before the server can expire the
 ///   session and let another participant lead), and also when the latch is closed or dropped,
-///   with a [`TermEnd`](crate::TermEnd) that says which; its [`fencing_token`](Leadership::fencing_token) fences
-///   what the leader writes.
+///   with a [`TermEnd`](crate::election::TermEnd) that says which; its
+///   [`fencing_token`](Leadership::fencing_token) fences what the leader writes.
 /// - After a loss while the session lives (a long disconnection, the node deleted by someone
 ///   else), the latch joins again with a new node at the back of the queue, as Curator's does.
 ///   When the session expires, a latch built with
@@ -158,7 +158,8 @@ impl LeaderLatch {
     /// Run the scheduler in a task of its own for each term this process leads:
     ///
     /// ```no_run
-    /// use zklock::{ElectionState, LeaderLatch};
+    /// use zklock::LeaderLatch;
+    /// use zklock::election::ElectionState;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {

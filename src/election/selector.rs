@@ -168,7 +168,8 @@ impl LeaderSelector {
     /// Tell a load balancer which instance leads, outside the leader's work:
     ///
     /// ```no_run
-    /// use zklock::{ElectionState, LeaderSelector};
+    /// use zklock::LeaderSelector;
+    /// use zklock::election::ElectionState;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -205,9 +206,9 @@ impl LeaderSelector {
     }
 
     /// Ends the current term at once, if this participant leads: its [`Leadership::ended`]
-    /// resolves with [`TermEnd::Interrupted`](crate::TermEnd::Interrupted), then the leader's
-    /// future is dropped and our node deleted (then, with auto-requeue, the selector queues
-    /// again). Does nothing otherwise.
+    /// resolves with [`TermEnd::Interrupted`](crate::election::TermEnd::Interrupted), then the
+    /// leader's future is dropped and our node deleted (then, with auto-requeue, the selector
+    /// queues again). Does nothing otherwise.
     pub fn interrupt_leadership(&self) {
         self.election.interrupt();
     }

@@ -16,7 +16,8 @@ use crate::election::leadership::Leadership;
 /// # Examples
 ///
 /// ```no_run
-/// use zklock::{ElectionState, LeaderLatch};
+/// use zklock::LeaderLatch;
+/// use zklock::election::ElectionState;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {

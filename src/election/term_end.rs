@@ -1,4 +1,5 @@
-//! How a term of leadership ended, as [`Leadership::ended`](crate::Leadership::ended) tells it.
+//! How a term of leadership ended, as [`Leadership::ended`](crate::election::Leadership::ended)
+//! tells it.
 
 use std::fmt;
 
@@ -8,14 +9,15 @@ use crate::error::LossReason;
 
 /// Why a term of leadership is over: lost through ZooKeeper, or given up by this process.
 ///
-/// [`Leadership::ended`](crate::Leadership::ended) resolves with it and
-/// [`Leadership::end_reason`](crate::Leadership::end_reason) returns it once the term ended,
-/// whatever ended it, so leader work watching the term stops in every case.
+/// [`Leadership::ended`](crate::election::Leadership::ended) resolves with it and
+/// [`Leadership::end_reason`](crate::election::Leadership::end_reason) returns it once the term
+/// ended, whatever ended it, so leader work watching the term stops in every case.
 ///
 /// # Examples
 ///
 /// ```
-/// use zklock::{LossReason, TermEnd};
+/// use zklock::LossReason;
+/// use zklock::election::TermEnd;
 ///
 /// let end = TermEnd::Lost(LossReason::NodeDeleted);
 /// assert_eq!(end.loss(), Some(LossReason::NodeDeleted));

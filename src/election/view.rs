@@ -25,14 +25,14 @@ use crate::rules::path::validate_lock_path;
 #[non_exhaustive]
 pub struct Leader {
     /// Its id: its node's data read as UTF-8 (invalid bytes replaced), as
-    /// [`ElectionParticipant::id`](crate::ElectionParticipant::id).
+    /// [`ElectionParticipant::id`](crate::election::ElectionParticipant::id).
     pub id: String,
     /// Its node's data as written.
     pub data: Vec<u8>,
     /// The full path of its node.
     pub node_path: String,
     /// Its term's fencing token: the node's czxid, as
-    /// [`Leadership::fencing_token`](crate::Leadership::fencing_token) tells the leader.
+    /// [`Leadership::fencing_token`](crate::election::Leadership::fencing_token) tells the leader.
     pub fencing_token: i64,
     /// The session that holds its node.
     pub session_id: i64,
@@ -62,7 +62,7 @@ enum Seen {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let client = zklock::Client::connect("127.0.0.1:2181").await?;
-/// let mut view = zklock::LeaderView::latch(&client, "/app/elections/report-writer")?;
+/// let mut view = zklock::election::LeaderView::latch(&client, "/app/elections/report-writer")?;
 /// loop {
 ///     match view.changed().await? {
 ///         Some(leader) => println!("{} leads (token {})", leader.id, leader.fencing_token),

@@ -23,8 +23,9 @@ use crate::error::{Error, LossReason, Result};
 use crate::hold::hold_signal::HoldSignal;
 
 /// A ZooKeeper transaction that commits only while a hold lasts: made by `multi_writer()` of a
-/// [`LockGuard`](crate::LockGuard), [`Lease`](crate::Lease), [`Leadership`](crate::Leadership)
-/// or any [`Hold`](crate::Hold), and sent by `commit()`.
+/// [`LockGuard`](crate::LockGuard), [`Lease`](crate::Lease),
+/// [`Leadership`](crate::election::Leadership) or any [`Hold`](crate::Hold), and sent by
+/// `commit()`.
 ///
 /// Its first operation, added when it is made and out of the caller's reach, checks that the
 /// hold's node still exists; the caller adds the writes with the `add_*` methods of the client's

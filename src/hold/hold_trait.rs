@@ -18,11 +18,11 @@ use crate::hold::fenced_write::FencedWrite;
 pub type HoldFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What every hold offers: [`LockGuard`](crate::LockGuard), [`Lease`](crate::Lease) and
-/// [`Leadership`](crate::Leadership) each stand for one node of ours in a queue, and tell the
-/// same things of it. Write code that runs under any of them against this trait (or
+/// [`Leadership`](crate::election::Leadership) each stand for one node of ours in a queue, and tell
+/// the same things of it. Write code that runs under any of them against this trait (or
 /// `&dyn Hold`); each type's own methods of the same names say the same, and a
-/// [`Leadership`](crate::Leadership)'s own [`ended`](crate::Leadership::ended) tells every end
-/// of the term, not only a loss.
+/// [`Leadership`](crate::election::Leadership)'s own [`ended`](crate::election::Leadership::ended)
+/// tells every end of the term, not only a loss.
 ///
 /// Sealed: only zklock's holds implement it.
 ///

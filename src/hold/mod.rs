@@ -7,7 +7,7 @@
 //! (`while_held.rs`, [`RunEnd`](crate::RunEnd)).
 //!
 //! A [`LockGuard`](crate::LockGuard) is a hold too, but it lives with the hold table it counts
-//! in (`lock/`), as a [`Leadership`](crate::Leadership) lives with its election.
+//! in (`lock/`), as a [`Leadership`](crate::election::Leadership) lives with its election.
 
 pub(crate) mod delayed_node_watch;
 pub(crate) mod fenced_write;

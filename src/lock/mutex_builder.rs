@@ -94,9 +94,9 @@ impl MutexBuilder {
     ///
     /// While an acquire **waits** (not one that holds at once: the uncontended path sends
     /// nothing more), it reads the lock folders under `root` as
-    /// [`find_deadlocks`](crate::find_deadlocks) does when it starts waiting, then once every
-    /// [`deadlock_scan_period`](Self::deadlock_scan_period) (200 ms unless set), until it holds,
-    /// gives up or is dropped (a dropped acquire stops looking). A deadlock that our node
+    /// [`find_deadlocks`](crate::deadlock::find_deadlocks) does when it starts waiting, then once
+    /// every [`deadlock_scan_period`](Self::deadlock_scan_period) (200 ms unless set), until it
+    /// holds, gives up or is dropped (a dropped acquire stops looking). A deadlock that our node
     /// completes is found by the first read; one completed later (a lock changing hands) within
     /// a period and a read or two.
     ///
@@ -164,14 +164,15 @@ impl MutexBuilder {
     ///
     /// Each node this lock creates carries the chain's id in the uuid of its protected prefix
     /// (an RFC 9562 version 8 uuid, its first 12 hex digits the id, with a marker of its own),
-    /// and [`find_deadlocks`](crate::find_deadlocks) reads every node of one chain as one
-    /// member of a ring ([`DeadlockHop::waiter_chain`](crate::DeadlockHop::waiter_chain)),
-    /// whatever its session: the parent holding one lock and its child waiting on another are
-    /// one owner holding and waiting, as a task is. A ring of such members (chains, or tasks of
-    /// [`fail_on_deadlock`](Self::fail_on_deadlock)) is certain. Every task of the process is
-    /// the chain's: set it on every lock of the process, or on none. Without it, the parent and
-    /// the child are two sessions, neither holding what it waits on, and a ring through them is
-    /// not seen at all.
+    /// and [`find_deadlocks`](crate::deadlock::find_deadlocks) reads every node of one chain as one
+    /// member of a ring
+    /// ([`DeadlockHop::waiter_chain`](crate::deadlock::DeadlockHop::waiter_chain)), whatever its
+    /// session: the parent holding one lock and its child waiting on another are one owner holding
+    /// and waiting, as a task is. A ring of such members (chains, or tasks of
+    /// [`fail_on_deadlock`](Self::fail_on_deadlock)) is certain. Every task of the process is the
+    /// chain's: set it on every lock of the process, or on none. Without it, the parent and the
+    /// child are two sessions, neither holding what it waits on, and a ring through them is not
+    /// seen at all.
     ///
     /// What it promises is yours to keep: a link lets go of its locks only once the links it
     /// started have ended, and it starts them one at a time. Two links that run side by side

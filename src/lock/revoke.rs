@@ -17,7 +17,7 @@ use crate::rules::naming::REVOKE_MARKER;
 /// Returns `Ok(())` also when the node is already gone (the lock was released meanwhile).
 ///
 /// `on` is what every builder takes: a `&Client`, or a `&Session` (its current client, and its
-/// [`RetryPolicy`](crate::RetryPolicy)).
+/// [`RetryPolicy`](crate::session::RetryPolicy)).
 ///
 /// # Examples
 ///

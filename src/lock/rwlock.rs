@@ -110,8 +110,9 @@ impl ReadWriteLockBuilder {
         ReadWriteLockBuilder { mutex: self.mutex.reentrant(reentrant) }
     }
 
-    /// Fails a waiting acquire of either side with [`Error::Deadlock`] once it is the victim of
-    /// a deadlock among the locks under `root`; see [`MutexBuilder::fail_on_deadlock`].
+    /// Fails a waiting acquire of either side with [`Error::Deadlock`](crate::Error::Deadlock)
+    /// once it is the victim of a deadlock among the locks under `root`; see
+    /// [`MutexBuilder::fail_on_deadlock`].
     pub fn fail_on_deadlock(self, root: &str) -> Self {
         ReadWriteLockBuilder { mutex: self.mutex.fail_on_deadlock(root) }
     }

@@ -92,7 +92,7 @@ impl DeadlockReport {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
-/// for deadlock in zklock::find_deadlocks(&client, "/app/locks").await?.deadlocks {
+/// for deadlock in zklock::deadlock::find_deadlocks(&client, "/app/locks").await?.deadlocks {
 ///     for hop in &deadlock.hops {
 ///         for wait in &hop.waits {
 ///             eprintln!("{:#x} waits on {} held by {:#x}", hop.waiter_session, wait.lock, hop.holder_session);
@@ -107,7 +107,7 @@ impl DeadlockReport {
 /// Cancel safe: it only reads.
 ///
 /// `on` is what every builder takes: a `&Client`, or a `&Session` (its current client, and its
-/// [`RetryPolicy`](crate::RetryPolicy) for the reads).
+/// [`RetryPolicy`](crate::session::RetryPolicy) for the reads).
 pub async fn find_deadlocks(on: impl Into<Connection>, root: &str) -> Result<DeadlockReport> {
     let connection = on.into();
     // Boxed: the walk's state is large, and a caller's future that holds this one stays small.

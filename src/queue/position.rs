@@ -81,7 +81,7 @@ pub struct QueueHolder {
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let client = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
 /// let mutex = zklock::InterProcessMutex::new(&client, "/app/locks/nightly")?;
-/// let (position, mut seen) = tokio::sync::watch::channel(None::<zklock::QueuePosition>);
+/// let (position, mut seen) = tokio::sync::watch::channel(None::<zklock::queue::QueuePosition>);
 /// tokio::spawn(async move {
 ///     while seen.changed().await.is_ok() {
 ///         if let Some(position) = &*seen.borrow() {
@@ -89,7 +89,7 @@ pub struct QueueHolder {
 ///         }
 ///     }
 /// });
-/// let guard = zklock::watch_queue(position, mutex.acquire()).await?;
+/// let guard = zklock::queue::watch_queue(position, mutex.acquire()).await?;
 /// # Ok(())
 /// # }
 /// ```

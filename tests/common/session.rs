@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use tokio::sync::watch;
+use zklock::session::ConnectionState;
 use zklock::zookeeper_client::Client;
-use zklock::{ConnectionState, LossReason, Session};
+use zklock::{LossReason, Session};
 use zklock_testcontainers::{expire_session, Proxy};
 
 use super::{connect, server};

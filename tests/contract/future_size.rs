@@ -7,9 +7,11 @@
 use std::mem::size_of_val;
 use std::time::Duration;
 
+use zklock::deadlock::find_deadlocks;
+use zklock::queue::watch_queue;
 use zklock::{
-    find_deadlocks, revoke, watch_queue, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
-    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LeaderLatch, LeaderSelector,
+    revoke, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    InterProcessSemaphoreV2, LeaderLatch, LeaderSelector,
 };
 
 use crate::common::{connect, unique_path};

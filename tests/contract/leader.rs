@@ -7,9 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use zklock::{
-    ElectionParticipant, Error, LeaderLatch, LeaderSelector, Leadership, LossPolicy, LossReason, NodeSchema, Result,
-};
+use zklock::election::{ElectionParticipant, Leadership};
+use zklock::{Error, LeaderLatch, LeaderSelector, LossPolicy, LossReason, NodeSchema, Result};
 use zookeeper_client::Client;
 
 use crate::lock::{Held, LockUnderTest, WithLossPolicy};

@@ -7,7 +7,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use zklock::{LeaderLatch, LeaderSelector, Leadership};
+use zklock::election::Leadership;
+use zklock::{LeaderLatch, LeaderSelector};
 use zklock_testcontainers::Proxy;
 use zookeeper_client::Client;
 

@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use zklock::ConnectionState;
+use zklock::session::ConnectionState;
 use zookeeper_client::SessionState;
 
 use super::ops::{ACTORS, SLOTS};

@@ -29,7 +29,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use zklock::{find_deadlocks, Deadlock};
+use zklock::deadlock::{find_deadlocks, Deadlock};
 
 use super::check::Memory;
 use super::wait_for::{graph, in_queue_order, rings, Ring, Snapshot, Task, Vertex};

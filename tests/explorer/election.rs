@@ -9,7 +9,9 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use zklock::{Connection, ElectionState, LeaderLatch, LeaderSelector, Leadership, Result};
+use zklock::election::{ElectionState, Leadership};
+use zklock::session::Connection;
+use zklock::{LeaderLatch, LeaderSelector, Result};
 
 use super::ops::Lock;
 use super::world::{Paths, Shared, Started};

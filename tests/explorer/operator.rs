@@ -7,7 +7,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zklock::{ConnectionState, Session};
+use zklock::session::ConnectionState;
+use zklock::Session;
 use zklock_testcontainers::{expire_session, Proxy};
 use zookeeper_client::SessionState;
 

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
-use zklock::{Error, QueuePosition, Session};
+use zklock::queue::QueuePosition;
+use zklock::{Error, Session};
 use zookeeper_client::SessionState;
 
 use super::ops::{Lock, Op, Wait};
@@ -253,7 +254,7 @@ impl Task {
         let objects = Arc::as_ptr(&locks) as usize;
         self.state.lock().unwrap().waiting = Some(Waiting { lock, objects, view: view.clone(), nodes: Vec::new() });
         tokio::spawn(follow_view(view, self.who, Arc::clone(&self.state), Arc::clone(&self.record)));
-        let acquire = zklock::watch_queue(position, locks.acquire(lock, timeout));
+        let acquire = zklock::queue::watch_queue(position, locks.acquire(lock, timeout));
         let outcome = match wait {
             Wait::CancelAfter(ms) => match tokio::time::timeout(Duration::from_millis(ms), acquire).await {
                 Ok(outcome) => outcome,

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
+use zklock::session::{Connection, ConnectionState};
 use zklock::{
-    Connection, ConnectionState, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
-    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, LocalHandoff, LockGuard, MultiLockGuard, Result,
-    Session,
+    InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    InterProcessSemaphoreV2, Lease, LocalHandoff, LockGuard, MultiLockGuard, Result, Session,
 };
 use zklock_testcontainers::Proxy;
 use zookeeper_client::Client;
@@ -373,7 +373,7 @@ pub struct Record {
     /// cleanup may still be deleting them.
     pub ended: HashSet<String>,
     /// The rings acquires gave up on (`Error::Deadlock`), by task, since the last check.
-    pub victims: Vec<((usize, usize), zklock::Deadlock)>,
+    pub victims: Vec<((usize, usize), zklock::deadlock::Deadlock)>,
     /// Counts for the summary.
     pub holds: u64,
     pub gave_up: u64,

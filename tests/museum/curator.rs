@@ -3,8 +3,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use zklock::election::TermEnd;
 use zklock::zookeeper_client::Client;
-use zklock::{Error, InterProcessMutex, LeaderLatch, LeaderSelector, LossReason, Session, TermEnd};
+use zklock::{Error, InterProcessMutex, LeaderLatch, LeaderSelector, LossReason, Session};
 use zklock_testcontainers::{expire_session, Proxy};
 use zookeeper_client::SessionState;
 

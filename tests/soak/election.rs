@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fastrand::Rng;
-use zklock::{LeaderLatch, LeaderSelector, Leadership, LossReason};
+use zklock::election::Leadership;
+use zklock::{LeaderLatch, LeaderSelector, LossReason};
 
 use super::client::{Hold, Holding};
 use super::history::Section;

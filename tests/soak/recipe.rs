@@ -3,8 +3,9 @@
 
 use std::time::{Duration, Instant};
 
+use zklock::session::Connection;
 use zklock::{
-    Connection, Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2, Lease, LocalHandoff, LockGuard, LossReason, MultiLockGuard, Result,
 };
 

@@ -1,14 +1,14 @@
 //! `zklock deadlocks ROOT`: sessions (or tasks, or chains) under ROOT that wait on each other in
 //! a ring, each queued on a lock behind a node of the next one, so that none of them can go on.
-//! zklock finds them (`zklock::find_deadlocks`); this prints them, each certain (every member a
-//! task or a chain told by its tag) or only possible (through a session read whole), and exits
-//! with what it found (see [`Found`]).
+//! zklock finds them (`zklock::deadlock::find_deadlocks`); this prints them, each certain (every
+//! member a task or a chain told by its tag) or only possible (through a session read whole), and
+//! exits with what it found (see [`Found`]).
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use serde_json::json;
-use zklock::{find_deadlocks, Deadlock, DeadlockHop, DeadlockReport, LockWait};
+use zklock::deadlock::{find_deadlocks, Deadlock, DeadlockHop, DeadlockReport, LockWait};
 use zookeeper_client::Client;
 
 use crate::exit::Failure;

@@ -92,7 +92,7 @@ pub async fn elect(
 
 /// Joins the election and waits to lead, until `--timeout`, creating nodes with `acls`. Leaves
 /// the election when it gives up.
-async fn lead(on: zklock::Connection, campaign: &Campaign<'_>, acls: &AclProvider) -> Result<Held, Failure> {
+async fn lead(on: zklock::session::Connection, campaign: &Campaign<'_>, acls: &AclProvider) -> Result<Held, Failure> {
     let path = campaign.path;
     let id = campaign.id.map(str::to_owned).unwrap_or_else(|| format!("{}:{}", hostname(), host_pid()));
     let latch = LeaderLatch::builder(on, path, &id)
