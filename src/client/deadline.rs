@@ -47,10 +47,13 @@ impl Patience {
     }
 }
 
-/// Runs `future` to completion, or until `deadline` (`None` when it passes first).
+/// Runs `future` to completion, or until `deadline` (`None` when it passes first). A deadline
+/// already passed is `None` without a poll: nothing is started that could only finish late
+/// (tokio's timer, a millisecond coarse, would let a loopback request finish first).
 pub(crate) async fn within<F: Future>(deadline: Option<Instant>, future: F) -> Option<F::Output> {
     match deadline {
         None => Some(future.await),
+        Some(deadline) if deadline <= Instant::now() => None,
         Some(deadline) => tokio::time::timeout_at(deadline.into(), future).await.ok(),
     }
 }
@@ -144,6 +147,14 @@ mod tests {
         let ahead = Patience::Until(Instant::now() + Duration::from_secs(60));
         assert_eq!(ahead.left(), ahead);
         assert_eq!(Patience::Forever.left(), Patience::Forever);
+    }
+
+    #[tokio::test]
+    async fn a_deadline_already_passed_starts_nothing() {
+        let passed = Instant::now() - Duration::from_nanos(1);
+        assert_eq!(within(Some(passed), async { unreachable!("polled past its deadline") }).await, None::<()>);
+        assert_eq!(within(Some(Instant::now() + Duration::from_secs(60)), async { 7 }).await, Some(7));
+        assert_eq!(within(None, async { 7 }).await, Some(7));
     }
 
     #[tokio::test]

@@ -34,12 +34,24 @@ pub fn bare_zklock_free(command: Command) -> Command {
     command
 }
 
-/// `command` with no zklock option inherited from the test's environment.
+/// `command` with no zklock option inherited from the test's environment, and SIGINT and SIGQUIT
+/// as a terminal's job has them. Tests run in the background of a non-interactive shell
+/// (`scripts/test &`, nohup, some CI runners) start with the two ignored, and a child inherits
+/// an ignored signal: zklock then rightly leaves a Ctrl-C alone, as an ignored signal stays
+/// ignored (cli/tests/it/ignored.rs), and the tests of Ctrl-C would fail on how they were run.
 fn uninherited(mut command: Command) -> Command {
     for (name, _) in std::env::vars() {
         if name.starts_with("ZKLOCK_") || name == "ZK_CONNECT" || name == "RUST_LOG" {
             command.env_remove(name);
         }
+    }
+    // SAFETY: signal() is async-signal-safe, as pre_exec requires.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+            Ok(())
+        });
     }
     command
 }
