@@ -187,7 +187,7 @@ fn may_pass(node: &HeldNode) -> bool {
 /// answered a read of the node (the watch's getData, or one exists-read) with the node's watch
 /// armed, and since that answer the watch has not been spent and the connection has not
 /// changed. Then a deletion before the take is told already (the hold is lost: no take) or its
-/// notification is on its way (the notification window, `tests/handoff_window.rs`); without
+/// notification is on its way (the notification window, `tests/it/handoff_window.rs`); without
 /// it, a node deleted by an operator before the watch was answered, or while the connection
 /// was down, would be held beside the holder that the deletion let in. When it is not known,
 /// the check is made now, and when the check fails the waiter queues in ZooKeeper.

@@ -16,7 +16,7 @@ use zookeeper_client::Client;
 
 /// How long after an operator deleted a node a local handoff may still pass that node on: the
 /// notification's delay, in which the process cannot know (docs/local-handoff.md).
-/// `tests/handoff_window.rs` measures that delay on the test server and holds it below this;
+/// `tests/it/handoff_window.rs` measures that delay on the test server and holds it below this;
 /// the fault soak forgives a pass only inside it, which is half the soak's handoff time.
 pub const NOTIFICATION_WINDOW: Duration = Duration::from_millis(100);
 
@@ -54,6 +54,15 @@ pub fn watchers_under(prefix: &str) -> BTreeMap<String, Vec<String>> {
     let mut watchers = server().watchers();
     watchers.retain(|path, _| path == prefix || path.starts_with(&below));
     watchers
+}
+
+/// The name the test harness knows test `name` of the module `module` (its `module_path!()`) by,
+/// to run that test again in a child process (`--exact`): the module's path without the crate's.
+pub fn harness_name(module: &str, name: &str) -> String {
+    match module.split_once("::") {
+        Some((_, within)) => format!("{within}::{name}"),
+        None => name.to_owned(),
+    }
 }
 
 /// A lock path no other test uses.

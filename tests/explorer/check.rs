@@ -30,7 +30,7 @@ use super::World;
 use crate::common::NOTIFICATION_WINDOW;
 
 /// How long a holder whose node is watched may go on believing in a node that was deleted, or
-/// in a session that expired: far above a notification's delay (`tests/handoff_window.rs`).
+/// in a session that expired: far above a notification's delay (`tests/it/handoff_window.rs`).
 const TOLD_BOUND: Duration = Duration::from_secs(1);
 
 /// When a term's node is watched: its election sets the watch once it has lasted a second.

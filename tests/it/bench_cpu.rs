@@ -2,7 +2,7 @@
 //! process's CPU time from `/proc`, this one's from getrusage, both growing as it spins.
 
 #[allow(dead_code)] // the benchmarks use the rest
-#[path = "../benches/compare/cpu.rs"]
+#[path = "../../benches/compare/cpu.rs"]
 mod cpu;
 
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! has entered, lands inside the first's hold.
 
 #[allow(dead_code)] // the benchmark uses the rest
-#[path = "../benches/compare/exclusion.rs"]
+#[path = "../../benches/compare/exclusion.rs"]
 mod exclusion;
 
 use std::sync::{Arc, Barrier};

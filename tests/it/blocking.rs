@@ -1,9 +1,9 @@
 //! `zklock::blocking` from plain threads, as a synchronous program uses it: reentrancy per
 //! thread, a timed-out acquire that leaves no node, a loss told by a blocking wait, holds
 //! released on drop, every recipe, and a clear refusal on a runtime's threads. Its interop with
-//! Curator is in `tests/interop_curator.rs`.
+//! Curator is in `tests/it/interop_curator.rs`.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -181,7 +181,10 @@ fn a_program_that_ends_right_after_dropping_its_guard_leaves_the_lock_free() {
             let child = std::process::Command::new(std::env::current_exe().unwrap())
                 .args([
                     "--exact",
-                    "a_program_that_ends_right_after_dropping_its_guard_leaves_the_lock_free",
+                    &crate::common::harness_name(
+                        module_path!(),
+                        "a_program_that_ends_right_after_dropping_its_guard_leaves_the_lock_free",
+                    ),
                     "--nocapture",
                 ])
                 .env(EXITING_CHILD, format!("{how} {} {path}", server().connect_string()))

@@ -8,8 +8,6 @@
 //! the hold between them, with local handoff). Each (lock, contract) pair is its own test, named
 //! `{lock}::{contract}`. The recipes' own rules follow in `*_rules` modules.
 
-mod common;
-
 #[path = "contract/exclusion.rs"]
 mod exclusion;
 #[path = "contract/future_size.rs"]
@@ -36,7 +34,7 @@ macro_rules! contracts {
 
             /// This test's name as the test harness knows it, to run it again as a child.
             fn named(contract: &str) -> String {
-                format!("{}::{contract}", stringify!($lock))
+                crate::common::harness_name(module_path!(), contract)
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,7 @@
 //! once it gave up; and no error where there is no ring (a plain contended wait, a task waiting
 //! on its sibling's lock), nor a request on the uncontended path or after a cancelled acquire.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -544,7 +544,13 @@ fn spawn_child(root: &str, dir: &Path, party: usize) -> Child {
     let stderr = std::fs::File::create(dir.join(format!("child-{party}.err"))).unwrap();
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
-        .args(["--exact", "deadlock_child", "--nocapture", "--test-threads", "1"])
+        .args([
+            "--exact",
+            &crate::common::harness_name(module_path!(), "deadlock_child"),
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
         .env(ROLE, party.to_string())
         .env(ZK, server().connect_string())
         .env(ROOT, root)

@@ -2,8 +2,8 @@
 //! a leader's session expiring, its node deleted by an operator, a selector's election, and the
 //! view's own session expiring.
 
-mod common;
-mod election;
+use crate::common;
+use crate::election;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The acquire loop and the hold survive what a real cluster does: the leader dies mid-wait,
 //! the whole ensemble restarts, a watch fires while the waiter is reconnecting.
 
-mod common;
+use crate::common;
 
 use std::future::Future;
 use std::pin::pin;

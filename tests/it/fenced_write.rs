@@ -1,7 +1,7 @@
 //! Writes fenced inside ZooKeeper: a transaction from `multi_writer()` commits only while the
 //! lock node exists, so a holder that lost the lock without noticing writes nothing.
 
-mod common;
+use crate::common;
 
 use common::{connect, connect_to, server, unique_path};
 use zklock::zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};

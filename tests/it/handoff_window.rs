@@ -7,7 +7,7 @@
 //! 20 on a 2-core machine), and half the soak's handoff time: a checker that forgave the whole
 //! handoff time was blind to every pass past a deletion.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! `zklock::Hold`, what every hold offers, used as a program that runs under any kind of hold
 //! would: through `&dyn Hold`, for a lock's guard, a semaphore's lease and a term of leadership.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

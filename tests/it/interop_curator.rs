@@ -1,7 +1,7 @@
 //! zklock and the real Apache Curator 5.4 (Debian's libcurator-recipes-java) share one lock:
 //! mutual exclusion checked across processes through a log that every holder appends to.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! never more than one leader at a time, and that zklock and Curator name the same leader and
 //! the same queue.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};

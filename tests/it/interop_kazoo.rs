@@ -2,9 +2,9 @@
 //! node schema, a mutex or a read-write lock; with Curator's schema they do not see each other,
 //! which is why the option exists. The last test shows that kazoo's `Semaphore` does not exclude
 //! zklock's semaphore in Curator's layout, as docs/interop.md's matrix says (in kazoo's layout it
-//! does: `tests/interop_kazoo_semaphore.rs`).
+//! does: `tests/it/interop_kazoo_semaphore.rs`).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

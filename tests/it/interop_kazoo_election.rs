@@ -3,7 +3,7 @@
 //! leads, and the selector's mutex in kazoo's layout is that lock. `LeaderView::kazoo` follows
 //! such an election.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

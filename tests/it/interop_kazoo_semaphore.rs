@@ -4,7 +4,7 @@
 //! (its session expired, its node deleted) going to kazoo, and a different `max_leases` refused
 //! by each side, as kazoo refuses it, with nothing left behind.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -8,11 +8,11 @@ use std::path::Path;
 
 /// The interop test files, whose functions the table may name.
 const INTEROP_TESTS: [&str; 5] = [
-    "tests/interop_curator.rs",
-    "tests/interop_curator_leader.rs",
-    "tests/interop_kazoo.rs",
-    "tests/interop_kazoo_semaphore.rs",
-    "tests/interop_kazoo_election.rs",
+    "tests/it/interop_curator.rs",
+    "tests/it/interop_curator_leader.rs",
+    "tests/it/interop_kazoo.rs",
+    "tests/it/interop_kazoo_semaphore.rs",
+    "tests/it/interop_kazoo_election.rs",
 ];
 
 /// The table: the lines from its header row to the first line that is no table row.

@@ -1,11 +1,11 @@
-//! The leader recipes' own rules (their lock contract is in `tests/contract.rs`): fencing tokens that
+//! The leader recipes' own rules (their lock contract is in `tests/it/contract.rs`): fencing tokens that
 //! fence one leader from the next, what a latch does when its node or its session goes, leaving
 //! the election by itself, misuse, the queue as participants see it, Curator's node names; and for
 //! the selector, that the leader's future is cancelled the moment leadership is lost. How terms and
-//! participants end otherwise is in `tests/leader_lifecycle.rs`.
+//! participants end otherwise is in `tests/it/leader_lifecycle.rs`.
 
-mod common;
-mod election;
+use crate::common;
+use crate::election;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -2,8 +2,8 @@
 //! a latch or a selector, interrupting a term, a leader's work that finishes or panics, queueing
 //! again after a term, and leaving while a create is in flight.
 
-mod common;
-mod election;
+use crate::common;
+use crate::election;
 
 use std::future::Future;
 use std::pin::pin;

@@ -2,8 +2,8 @@
 //! is given up resolves with how it ended, and a cut-off leader's `close()` returns only once its
 //! session, and so its node, can no longer be alive.
 
-mod common;
-mod election;
+use crate::common;
+use crate::election;
 
 use std::time::{Duration, Instant};
 

@@ -1,8 +1,8 @@
 //! Local handoff (lock cohorting): tasks of one process pass the hold behind one queue node,
 //! within the bound, with tokens that keep rising, while other processes keep their FIFO turn.
-//! The lock contract runs on it too (`tests/contract.rs`, `mutex_with_local_handoff`).
+//! The lock contract runs on it too (`tests/it/contract.rs`, `mutex_with_local_handoff`).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -4,7 +4,7 @@
 //! the pass's check. Each was sound alone; each passed a hold on that nobody may have (a writer
 //! beside a reader, a hold on a deleted node, a node asked back).
 
-mod common;
+use crate::common;
 
 use std::future::Future;
 use std::task::Poll;

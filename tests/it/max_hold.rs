@@ -5,7 +5,7 @@
 //! semaphore's lease, a multi-lock and both sides of a read-write lock are bounded too, a
 //! downgrade's read hold by a bound of its own; a zero or absurd bound is refused at build.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

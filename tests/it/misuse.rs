@@ -1,7 +1,7 @@
 //! Misuse, table by table: each case is a typed error or a documented outcome, and nothing is
 //! left behind or lost.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -23,7 +23,8 @@ async fn extreme_timeouts_behave() {
         let guard = mutex.acquire_timeout(timeout).await.unwrap().unwrap_or_else(|| panic!("{timeout:?}"));
         guard.release().await.unwrap();
     }
-    // A nanosecond runs out during the create (the deadline covers it): no lock, no node.
+    // A nanosecond has run out before the create could be sent (the deadline covers it): no
+    // lock, no node, and no request that could only come back late.
     assert!(mutex.acquire_timeout(Duration::from_nanos(1)).await.unwrap().is_none());
     assert!(children(&client, &path).await.is_empty());
     // Held lock: zero gives up at once; the largest waits (cancelled here) and leaves no node.

@@ -1,6 +1,6 @@
 //! Multi-locks (all or none), revocation requests, and participants with their data.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

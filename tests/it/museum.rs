@@ -5,7 +5,7 @@
 //! left behind, the loss told, the acquire's error typed. One module per library; each test's
 //! doc comment names the bug. docs/guarantees.md, "Proven against the bugs of others", is the table.
 
-mod common;
+use crate::common;
 
 #[path = "museum/curator.rs"]
 mod curator;

@@ -1,6 +1,6 @@
 //! Mutual exclusion and fairness between processes (clients) and tasks.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

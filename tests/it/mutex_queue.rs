@@ -1,9 +1,9 @@
 //! The queue on the server: Curator's node names, container parents, one watch per waiter,
 //! participants in order, fencing tokens, and the request budget; what the mutex sends when an
 //! acquire is cancelled or a create's reply is lost, the node watch `lost()` sets, and the tasks
-//! a first hold starts. (What every lock keeps is in `tests/contract.rs`.)
+//! a first hold starts. (What every lock keeps is in `tests/it/contract.rs`.)
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -155,7 +155,7 @@ async fn an_uncontended_cycle_costs_at_most_three_requests_and_reentry_none() {
     guard.release().await.unwrap();
     let after_release = requests_received(&client);
     // Create + list sent together; or the create alone when the uncontended shortcut applies
-    // (exactly measured on an idle server in tests/request_budget.rs).
+    // (exactly measured on an idle server in tests/it/request_budget.rs).
     assert!((1..=2).contains(&(after_acquire - before)), "acquire cost {} requests", after_acquire - before);
     assert_eq!(after_release - after_acquire, 1, "release is one delete");
     assert!(children(&client, &path).await.is_empty());

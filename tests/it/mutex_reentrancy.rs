@@ -1,7 +1,7 @@
 //! Reentrancy: per owner, nested guards, any release order; a waiter cancelled behind its
 //! owner's own acquire, and a lost hold that refuses reentry.
 
-mod common;
+use crate::common;
 
 use common::{children, connect, eventually, unique_path, wait_for_children};
 use std::time::Duration;

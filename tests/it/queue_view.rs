@@ -1,7 +1,7 @@
 //! A waiter's view of its queue (`zklock::queue::watch_queue`): where it stands and who holds, for
 //! every lock recipe, what it costs, and that an acquire nobody watches sends nothing for it.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, SystemTime};
 

@@ -4,7 +4,7 @@
 //! list, and the watch on the node that was queued behind our last hold. These tests own their
 //! server, so that no other test's traffic blurs the request counts.
 
-mod common;
+use crate::common;
 
 use std::sync::OnceLock;
 use std::time::Duration;

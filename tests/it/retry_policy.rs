@@ -3,7 +3,7 @@
 //! leaves no node; the default rides the same throttling out; a release under a bound still
 //! deletes its node (deletes never give up); a policy that does not hold together is refused.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

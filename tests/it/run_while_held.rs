@@ -2,7 +2,7 @@
 //! each way it can end — done, lost, given up, timed out — says so, the work is dropped the
 //! moment the hold ends, and the lock is free afterwards.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! InterProcessReadWriteLock: readers share, writers exclude, downgrade yes, upgrade no.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

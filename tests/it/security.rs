@@ -3,7 +3,7 @@
 //! delete A's nodes nor create nodes in A's lock path, so they cannot take the lock or jump the
 //! queue, and zklock tells them with a typed error; A's recipe keeps working.
 
-mod common;
+use crate::common;
 
 use std::future::Future;
 

@@ -1,7 +1,7 @@
 //! InterProcessSemaphoreV2 and InterProcessSemaphoreMutex: Curator's layout, never more leases
 //! than allowed, all-or-none, not reentrant where Curator's is not.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

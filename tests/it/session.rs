@@ -3,7 +3,7 @@
 //! per expiry, its states told in order, and no node of either session left (waits across an
 //! expiry: `session_waits.rs`).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

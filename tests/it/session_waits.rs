@@ -2,7 +2,7 @@
 //! session and within its patience (its deadline unchanged), for every recipe, and leaves no node
 //! of the old session; a try never waits for the next session.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! leaves no node behind and loses no signal: the proxy has the server refuse exactly one
 //! chosen request, and the recipe must still do what was asked.
 
-mod common;
+use crate::common;
 
 use std::future::Future;
 use std::time::Duration;

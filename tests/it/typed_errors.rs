@@ -1,6 +1,6 @@
 //! Bad input and ended sessions: typed errors, promptly, never a hang or a panic.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

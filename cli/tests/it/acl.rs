@@ -1,9 +1,8 @@
 //! `--auth` protects the lock: the nodes zklock creates take the parent's ACL (or `--acl`), and
 //! a lock anyone could take or break is refused; a second, unauthenticated client proves it.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,8 +1,7 @@
 //! Reaching ZooKeeper: credentials, TLS, options from the environment, and bad input.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

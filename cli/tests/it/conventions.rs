@@ -2,9 +2,8 @@
 //! `-z`, `--timeout 0` as `-n`, completions and a manual page, leading without a command,
 //! `leader`, `hold --json`, clap's errors on one readable line.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

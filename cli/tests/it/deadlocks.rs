@@ -1,9 +1,8 @@
 //! `zklock deadlocks`: sessions that each hold a lock the one before waits on, found on a real
 //! server; waits in a line are no deadlock.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::future::Future;

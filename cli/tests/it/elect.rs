@@ -1,8 +1,7 @@
 //! `zklock elect PATH -- COMMAND`, run as a user would run it, against a real server.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::process::Stdio;
 use std::time::Duration;

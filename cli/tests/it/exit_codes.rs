@@ -1,9 +1,8 @@
 //! Exit codes as the help promises them, at the edges: a reader that left, input ZooKeeper
 //! cannot take, the wrong kind of path.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::Stdio;

@@ -1,8 +1,7 @@
 //! `zklock hold PATH`, what `-v` says, and holding for as long as it runs.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

@@ -2,9 +2,8 @@
 //! SIGHUP, and `sh -c 'zklock ... & wait'` (whose background jobs ignore SIGINT) a Ctrl-C; the
 //! signal is neither acted on nor passed on, and the command inherits it ignored.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;

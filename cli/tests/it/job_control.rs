@@ -1,9 +1,8 @@
 //! zklock as a shell job: Ctrl-Z on a terminal (or SIGTSTP) stops it with its command and gives
 //! the shell its prompt back, `fg` (or SIGCONT) continues both while the lock is still held.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;

@@ -1,9 +1,8 @@
 //! `zklock --kazoo --read` and `--kazoo --write`: a side of kazoo's `ReadLock`/`WriteLock`,
 //! shared with real kazoo processes (Debian's python3-kazoo), in both directions.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::time::Duration;
 

@@ -5,9 +5,8 @@
 //! command. By default (no namespace), the command sees the pids everyone sees, and the weaker
 //! promise of the man page is checked; a stopped zklock has its command killed in either mode.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

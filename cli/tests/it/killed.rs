@@ -1,9 +1,8 @@
 //! zklock killed with SIGKILL (as a supervisor escalates, or the OOM killer does): its command
 //! and everything the command started die with it, before anyone else can hold the lock or lead.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::path::Path;
 use std::time::Duration;

@@ -1,8 +1,7 @@
 //! `zklock list`: who holds, who waits.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use common::{connect, server, unique_path, wait_for_children};
 use support::kazoo::Kazoo;

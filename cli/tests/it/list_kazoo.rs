@@ -2,9 +2,8 @@
 //! (Debian's python3-kazoo) beside zklock, and `zklock --semaphore N --kazoo`, which shares it;
 //! `zklock leader --kazoo` on a kazoo `Election`.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

@@ -1,9 +1,7 @@
 //! The manual: each subcommand's help, the completion scripts and the manual page say what
 //! zklock takes, and only that.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::support;
 
 use std::process::Stdio;
 

@@ -1,9 +1,8 @@
 //! `--max-hold DUR`: a command that outlasts the bound is stopped as on a loss, zklock exits 76
 //! saying why, and the lock is free; the bound is in the node, and `zklock list` shows it.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::process::Stdio;
 use std::time::Duration;

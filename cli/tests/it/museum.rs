@@ -1,9 +1,8 @@
 //! The museum of peers' bugs, for the command: `consul lock`'s child, still running after the
 //! lock was lost, beside the next holder's. Replayed against `zklock` with the same trigger.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

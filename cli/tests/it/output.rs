@@ -1,9 +1,8 @@
 //! Standard output that goes away or fills up: no panic, an exit code, and a holder that lets go
 //! at once.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

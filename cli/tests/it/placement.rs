@@ -1,9 +1,8 @@
 //! Every option is honoured before or after the subcommand's name, or refused with one line that
 //! names where it goes; the command line overrides the environment.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;

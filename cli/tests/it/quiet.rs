@@ -1,9 +1,8 @@
 //! What cron would mail: zklock says on stderr only what a person needs to read, in a form a
 //! person reads (durations rounded, no colour when NO_COLOR asks), and can say nothing at all.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

@@ -1,8 +1,7 @@
 //! `zklock revoke NODE`: asks a lock's holder to let go, and writes to nothing else.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::process::Output;
 use std::time::Duration;

@@ -1,9 +1,8 @@
 //! Running a command under a lock with `zklock PATH -- COMMAND`: exclusion, the lock's
 //! environment, giving up, flock's sides, one kind of lock per path, semaphores.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::path::Path;
 use std::process::Output;

@@ -1,9 +1,8 @@
 //! Signals as a supervisor and a shell expect them: answered at once in every wait, even while
 //! ZooKeeper is out of reach.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::Stdio;

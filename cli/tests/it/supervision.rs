@@ -1,9 +1,8 @@
 //! What happens to the command when the lock is lost, zklock is killed or signalled, or runs in
 //! a terminal.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};

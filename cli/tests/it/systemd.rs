@@ -8,9 +8,8 @@
 //! docs/zklock@.service is the unit the docs recommend: its values are checked against
 //! zklock's defaults, and its own stop is run.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};

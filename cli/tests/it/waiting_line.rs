@@ -1,9 +1,8 @@
 //! The line zklock draws on a terminal while it waits for a lock: where it stands and who holds,
 //! redrawn as the wait goes on; nothing on a pipe or with --quiet.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::io::{Read as _, Write as _};
 use std::sync::{Arc, Mutex};

@@ -8,8 +8,8 @@ use std::time::Duration;
 use tokio::sync::Barrier;
 
 use crate::common::{connect, connect_to, unique_path};
-use crate::lock::{Held, LockUnderTest};
-use crate::support::{expect_success, nodes, shared_dir, spawn_child, start_children, ChildOrders};
+use crate::contract::lock::{Held, LockUnderTest};
+use crate::contract::support::{expect_success, nodes, shared_dir, spawn_child, start_children, ChildOrders};
 
 /// Parties and rounds of each contention test: enough that acquires meet a held lock, few
 /// enough that the binary stays quick.

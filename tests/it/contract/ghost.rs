@@ -5,8 +5,8 @@
 use zookeeper_client::Client;
 
 use crate::common::{connect, unique_path};
-use crate::lock::{Held, LockUnderTest};
-use crate::support::{nodes, wait_until_queued, PROMPTLY};
+use crate::contract::lock::{Held, LockUnderTest};
+use crate::contract::support::{nodes, wait_until_queued, PROMPTLY};
 
 /// The recipe's nodes for `path` that the session of `owner` owns.
 async fn nodes_of<L: LockUnderTest>(observer: &Client, path: &str, owner: &Client) -> Vec<String> {
@@ -212,7 +212,7 @@ pub async fn a_waiter_survives_its_successor_or_its_predecessor_being_deleted<L:
         operator_delete(&observer, &node).await;
     }
     let ahead: Vec<String> = a_nodes.iter().chain(&w_nodes).cloned().collect();
-    crate::support::wait_for_nodes::<L>(&observer, &path, &ahead).await;
+    crate::contract::support::wait_for_nodes::<L>(&observer, &path, &ahead).await;
     for node in &a_nodes {
         operator_delete(&observer, node).await;
     }
@@ -272,7 +272,7 @@ pub async fn the_lock_path_deleted_during_contention_is_survived_and_signalled<L
     assert!(first.is_held());
     assert!(first.fencing_token() > a_token, "the newer holder carries the higher token");
     then_the_other(&operator, first, second, ["the first holder after the wipe", "the second"]).await;
-    crate::support::wait_for_nodes::<L>(&operator, &path, &[]).await;
+    crate::contract::support::wait_for_nodes::<L>(&operator, &path, &[]).await;
     let again = L::make(&operator, &path).try_acquire().await.unwrap().expect("the lock works again");
     again.release().await.unwrap();
 }

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use zookeeper_client::{Acls, CreateMode};
 
 use crate::common::{connect, connect_through, unique_path};
-use crate::lock::{Held, LockUnderTest};
-use crate::support::{nodes, start_proxy, wait_for_nodes, wait_until_queued, PROMPTLY};
+use crate::contract::lock::{Held, LockUnderTest};
+use crate::contract::support::{nodes, start_proxy, wait_for_nodes, wait_until_queued, PROMPTLY};
 
 /// Early give-ups: before the create is answered, between create and list, while watching.
 const GIVE_UP_AFTER_MS: [u64; 5] = [0, 1, 2, 5, 20];

@@ -11,8 +11,8 @@ use zklock::election::{ElectionParticipant, Leadership};
 use zklock::{Error, LeaderLatch, LeaderSelector, LossPolicy, LossReason, NodeSchema, Result};
 use zookeeper_client::Client;
 
-use crate::lock::{Held, LockUnderTest, WithLossPolicy};
-use crate::support::PROMPTLY;
+use crate::contract::lock::{Held, LockUnderTest, WithLossPolicy};
+use crate::contract::support::PROMPTLY;
 
 /// Who may join an election on `path`: each acquire joins as a new participant of its own.
 pub struct Candidate<E> {

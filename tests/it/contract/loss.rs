@@ -8,8 +8,8 @@ use zklock_testcontainers::expire_session;
 use zookeeper_client::{Client, SessionState};
 
 use crate::common::{connect, connect_through, eventually, unique_path};
-use crate::lock::{Held, LockUnderTest, WithLossPolicy};
-use crate::support::{
+use crate::contract::lock::{Held, LockUnderTest, WithLossPolicy};
+use crate::contract::support::{
     nodes, shared_dir, spawn_child, start_children, start_proxy, wait_for_nodes, wait_until_queued, ChildOrders,
     PROMPTLY,
 };

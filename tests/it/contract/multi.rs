@@ -11,8 +11,8 @@ use tokio::sync::Barrier;
 use zklock::{Error, InterProcessMultiLock, InterProcessMutex, LossReason};
 
 use crate::common::{children, connect, unique_path, wait_for_children};
-use crate::lock::multi_paths;
-use crate::support::PROMPTLY;
+use crate::contract::lock::multi_paths;
+use crate::contract::support::PROMPTLY;
 
 /// A multi-lock over `[a, b]` while another session holds `b`: it can take `a`, never both.
 async fn blocked_on_the_second_path(name: &str) -> (String, String, zklock::LockGuard, InterProcessMultiLock) {

@@ -10,8 +10,8 @@ use zklock::{Error, InterProcessReadWriteLock, LockGuard, NodeSchema};
 use zookeeper_client::Client;
 
 use crate::common::{children, connect, unique_path, wait_for_children};
-use crate::exclusion::Ledger;
-use crate::support::PROMPTLY;
+use crate::contract::exclusion::Ledger;
+use crate::contract::support::PROMPTLY;
 
 /// Runs each rule, an `async fn(NodeSchema)`, as a test in each layout.
 macro_rules! in_both_layouts {

@@ -11,7 +11,7 @@ use zklock::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LossReason};
 
 use crate::common::connect_through;
 use crate::common::{children, connect, eventually, unique_path, wait_for_children, Inside};
-use crate::support::{start_proxy, PROMPTLY};
+use crate::contract::support::{start_proxy, PROMPTLY};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn never_more_than_two_leases_under_churn_with_cancellations() {

@@ -10,7 +10,7 @@ use zklock_testcontainers::Proxy;
 use zookeeper_client::Client;
 
 use crate::common::{children, eventually, server};
-use crate::lock::LockUnderTest;
+use crate::contract::lock::LockUnderTest;
 
 /// Generous bound for "promptly": a hang exceeds it, a slow machine does not.
 pub const PROMPTLY: Duration = Duration::from_secs(10);

@@ -12,7 +12,7 @@ use zookeeper_client::SessionState;
 use crate::common::{
     children, connect, connect_through, connect_with, eventually, server, unique_path, wait_for_children,
 };
-use crate::{behind_proxy, owner_of, promptly, Belief, Believers, SHORT_SESSION};
+use crate::museum::{behind_proxy, owner_of, promptly, Belief, Believers, SHORT_SESSION};
 
 /// A loss that a partition explains: given up after the policy's third of the session
 /// timeout, or the expiry itself.

@@ -7,7 +7,7 @@ use zklock::{Error, InterProcessMutex, LeaderLatch, LeaderSelector};
 use zklock_testcontainers::expire_session;
 
 use crate::common::{children, connect, eventually, unique_path, wait_for_children};
-use crate::{behind_proxy, promptly, SHORT_SESSION};
+use crate::museum::{behind_proxy, promptly, SHORT_SESSION};
 
 /// [etcd#11456](https://github.com/etcd-io/etcd/issues/11456) (Jepsen, etcd 3.4.3): a lock
 /// returned to a waiter once its predecessor went, without checking that the waiter's lease

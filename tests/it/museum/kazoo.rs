@@ -6,7 +6,7 @@ use zklock::{Error, InterProcessMutex};
 use zklock_testcontainers::ThrottledOperation;
 
 use crate::common::{children, connect, eventually, unique_path, wait_for_children};
-use crate::{behind_proxy, promptly};
+use crate::museum::{behind_proxy, promptly};
 
 /// Waits until the holder's node is the only one of `path`: the failed attempt left nothing.
 async fn only_the_holders_node_is_left(observer: &zklock::zookeeper_client::Client, path: &str, holder: &str) {
