@@ -40,6 +40,11 @@
 //!   waits on). [`find_deadlocks`](deadlock::find_deadlocks) reads them from ZooKeeper, and an
 //!   acquire built with [`MutexBuilder::fail_on_deadlock`] gives up with [`Error::Deadlock`]
 //!   when it is one's victim.
+//! - [`hold`]: what every hold shares (a [`LockGuard`], a [`Lease`], a
+//!   [`Leadership`](election::Leadership), a [`MultiLockGuard`]): the trait
+//!   [`Hold`](hold::Hold), with the loss signal and the fencing token; the
+//!   [`FencedWrite`](hold::FencedWrite) that commits only while held; and work run only while
+//!   held, which ends with a [`RunEnd`](hold::RunEnd).
 //! - [`queue`]: where a waiting acquire stands in its lock's queue
 //!   ([`watch_queue`](queue::watch_queue)), and the queue's participants.
 //! - [`blocking`]: every recipe for synchronous code; [`metrics`]: the metrics zklock records.
@@ -60,7 +65,7 @@ pub mod blocking;
 mod client;
 pub mod election;
 mod error;
-mod hold;
+pub mod hold;
 mod lock;
 mod observe;
 mod options;
@@ -68,17 +73,14 @@ pub mod queue;
 mod rules;
 
 // The public API: every item has one public path, from its home (the folders re-export
-// nothing, but for the public modules `blocking`, `election` and `queue`, whose mod.rs
+// nothing, but for the public modules `blocking`, `election`, `hold` and `queue`, whose mod.rs
 // re-exports their users' items). A feature whose items live in several folders, or in a folder
 // named for its layer, gets its module here: `session` and `deadlock`, re-exports and docs only.
 // Two exceptions to one path per item: the entry points `LeaderLatch` and `LeaderSelector` are
 // at the root and in `election`, and `Session` at the root and in `session`.
 pub use election::{LeaderLatch, LeaderSelector};
 pub use error::{Error, LossReason, Result};
-pub use hold::fenced_write::FencedWrite;
-pub use hold::hold_trait::{Hold, HoldFuture};
 pub use hold::lease::Lease;
-pub use hold::while_held::{RunEnd, WhileHeld};
 pub use lock::guard::LockGuard;
 pub use lock::multi::{InterProcessMultiLock, MultiLockBuilder, MultiLockGuard};
 pub use lock::mutex::InterProcessMutex;

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use tracing::info;
 use zklock::election::Leadership;
-use zklock::{Hold, LeaderLatch, Lease, LockGuard, LossReason};
+use zklock::hold::Hold;
+use zklock::{LeaderLatch, Lease, LockGuard, LossReason};
 use zookeeper_client::{Client, SessionState};
 
 pub enum Held {

@@ -24,7 +24,7 @@ use crate::hold::hold_signal::HoldSignal;
 
 /// A ZooKeeper transaction that commits only while a hold lasts: made by `multi_writer()` of a
 /// [`LockGuard`](crate::LockGuard), [`Lease`](crate::Lease),
-/// [`Leadership`](crate::election::Leadership) or any [`Hold`](crate::Hold), and sent by
+/// [`Leadership`](crate::election::Leadership) or any [`Hold`](crate::hold::Hold), and sent by
 /// `commit()`.
 ///
 /// Its first operation, added when it is made and out of the caller's reach, checks that the

@@ -22,7 +22,8 @@ use crate::queue::delete::{delete_in_background, delete_released};
 use crate::queue::node::LockNode;
 
 /// A node we hold, and what is known of whether we still do. `pub` only so that the sealed
-/// [`Hold`](crate::Hold) trait may hand it out: its module is private, so no user can name it.
+/// [`Hold`](crate::hold::Hold) trait may hand it out: its module is private, so no user can name
+/// it.
 #[derive(Debug)]
 pub struct HeldNode {
     client: Client,

@@ -29,7 +29,7 @@ pub type HoldFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// # Examples
 ///
 /// ```no_run
-/// use zklock::Hold;
+/// use zklock::hold::Hold;
 ///
 /// /// Copies under whatever hold it is given, and stops the moment the hold is lost.
 /// async fn copy_under(hold: &dyn Hold) {
@@ -110,11 +110,12 @@ pub trait Hold: sealed::Sealed + fmt::Debug + Send + Sync {
     }
 
     /// Runs `work` while the hold stands: resolves with
-    /// [`RunEnd::Done`](crate::RunEnd::Done) and the work's output if it finishes first, or drops
-    /// the work the moment the hold ends and says why: [`RunEnd::Lost`](crate::RunEnd::Lost)
-    /// with the reason, or, for a term of leadership given up (its latch or selector closed or
-    /// interrupted), [`RunEnd::GivenUp`](crate::RunEnd::GivenUp). The hold itself is left as it
-    /// is: release it as usual. The first poll sets the watch on our node (one request), so that
+    /// [`RunEnd::Done`](crate::hold::RunEnd::Done) and the work's output if it finishes first, or
+    /// drops the work the moment the hold ends and says why:
+    /// [`RunEnd::Lost`](crate::hold::RunEnd::Lost) with the reason, or, for a term of leadership
+    /// given up (its latch or selector closed or interrupted),
+    /// [`RunEnd::GivenUp`](crate::hold::RunEnd::GivenUp). The hold itself is left as it is:
+    /// release it as usual. The first poll sets the watch on our node (one request), so that
     /// a deletion by someone else ends the work within a notification.
     ///
     /// Dropped work stops at its last `.await`: what it had done before stays done. Let the
@@ -127,7 +128,7 @@ pub trait Hold: sealed::Sealed + fmt::Debug + Send + Sync {
     /// # Examples
     ///
     /// ```no_run
-    /// use zklock::{Hold, RunEnd};
+    /// use zklock::hold::{Hold, RunEnd};
     /// # async fn copy_batch(_token: i64) -> u32 { 0 }
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -11,7 +11,7 @@ use crate::error::LossReason;
 /// Resolves when a hold ends by itself: with the loss, or `None` when it was given up.
 pub(crate) type Ends<'a> = Pin<Box<dyn Future<Output = Option<LossReason>> + Send + 'a>>;
 
-/// How work run under a hold ended: [`Hold::while_held`](crate::Hold::while_held) and the
+/// How work run under a hold ended: [`Hold::while_held`](crate::hold::Hold::while_held) and the
 /// recipes' `run_while_held` say it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -38,8 +38,8 @@ impl<T> RunEnd<T> {
     }
 }
 
-/// The future of [`Hold::while_held`](crate::Hold::while_held): the work, raced against the
-/// end of the hold.
+/// The future of [`Hold::while_held`](crate::hold::Hold::while_held): the work, raced against
+/// the end of the hold.
 #[must_use = "futures do nothing unless polled"]
 pub struct WhileHeld<'a, W: Future> {
     /// Resolves when the hold ends: with the loss, or `None` when it was given up.

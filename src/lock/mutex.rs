@@ -157,7 +157,8 @@ impl InterProcessMutex {
     ///
     /// ```no_run
     /// use std::time::Duration;
-    /// use zklock::{InterProcessMutex, RunEnd};
+    /// use zklock::hold::RunEnd;
+    /// use zklock::InterProcessMutex;
     /// # async fn import(_token: i64) -> std::io::Result<u32> { Ok(0) }
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -1,13 +1,15 @@
-//! `zklock::Hold`, what every hold offers, used as a program that runs under any kind of hold
-//! would: through `&dyn Hold`, for a lock's guard, a semaphore's lease and a term of leadership.
+//! `zklock::hold::Hold`, what every hold offers, used as a program that runs under any kind of
+//! hold would: through `&dyn Hold`, for a lock's guard, a semaphore's lease and a term of
+//! leadership.
 
 use crate::common;
 
 use std::time::Duration;
 
 use common::{connect, unique_path};
+use zklock::hold::Hold;
 use zklock::zookeeper_client::{Acls, CreateMode};
-use zklock::{revoke, Hold, InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, LossReason};
+use zklock::{revoke, InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, LossReason};
 
 /// What every hold tells of a node of ours that stands: its path and token, held, a fenced write
 /// that commits; then, once an operator deletes the node, the loss.

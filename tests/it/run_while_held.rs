@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use common::{connect, unique_path};
 use tokio::sync::oneshot;
-use zklock::{Hold, InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, LockGuard, LossReason, RunEnd};
+use zklock::hold::{Hold, RunEnd};
+use zklock::{InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, LockGuard, LossReason};
 
 /// How long a test waits for what must happen at once: a bound against a hang, not a timing.
 const HANG: Duration = Duration::from_secs(20);

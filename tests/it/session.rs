@@ -36,20 +36,20 @@ async fn every_lock_on_a_session_acquires_again_after_an_expiry_mid_hold() {
         let (node, lost) = match recipe {
             "mutex" => {
                 let guard = mutex.acquire().await.unwrap();
-                (guard.node_path().to_owned(), Box::new(guard) as Box<dyn zklock::Hold>)
+                (guard.node_path().to_owned(), Box::new(guard) as Box<dyn zklock::hold::Hold>)
             }
             "write" | "read" => {
                 let side = if recipe == "write" { read_write.write_lock() } else { read_write.read_lock() };
                 let guard = side.acquire().await.unwrap();
-                (guard.node_path().to_owned(), Box::new(guard) as Box<dyn zklock::Hold>)
+                (guard.node_path().to_owned(), Box::new(guard) as Box<dyn zklock::hold::Hold>)
             }
             "semaphore" => {
                 let lease = semaphore.acquire().await.unwrap();
-                (lease.node_path().to_owned(), Box::new(lease) as Box<dyn zklock::Hold>)
+                (lease.node_path().to_owned(), Box::new(lease) as Box<dyn zklock::hold::Hold>)
             }
             "semaphore mutex" => {
                 let lease = semaphore_mutex.acquire().await.unwrap();
-                (lease.node_path().to_owned(), Box::new(lease) as Box<dyn zklock::Hold>)
+                (lease.node_path().to_owned(), Box::new(lease) as Box<dyn zklock::hold::Hold>)
             }
             _ => {
                 let guard = multi.acquire().await.unwrap();
