@@ -76,8 +76,8 @@ mod rules;
 // nothing, but for the public modules `blocking`, `election`, `hold` and `queue`, whose mod.rs
 // re-exports their users' items). A feature whose items live in several folders, or in a folder
 // named for its layer, gets its module here: `session` and `deadlock`, re-exports and docs only.
-// Two exceptions to one path per item: the entry points `LeaderLatch` and `LeaderSelector` are
-// at the root and in `election`, and `Session` at the root and in `session`.
+// Three names have two paths, the entry points of their features: `LeaderLatch` and
+// `LeaderSelector` at the root and in `election`, `Session` at the root and in `session`.
 pub use election::{LeaderLatch, LeaderSelector};
 pub use error::{Error, LossReason, Result};
 pub use hold::lease::Lease;
