@@ -1,7 +1,7 @@
 //! What a lock costs the server it runs on, in CPU per operation (this 2-core machine is
 //! CPU-bound, so server CPU per acquisition bounds contended throughput): another process's CPU
 //! time from `/proc/<pid>/stat`, this one's from getrusage. `benches/uncontended.rs` reads them
-//! too, and `tests/it/bench_cpu.rs` tests them.
+//! too, and `tests/repository/bench_cpu.rs` tests them.
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! holder's enter has no exit yet is two holders inside at once. Each hold lasts [`HOLD`] between
 //! its two records, longer than it takes a second holder let in by a broken lock (a round trip
 //! later, or a thread's wake-up) to write its enter, so such an overlap is caught in the act: a
-//! yield alone let the first holder out within microseconds. `tests/it/bench_exclusion.rs` feeds
+//! yield alone let the first holder out within microseconds. `tests/repository/bench_exclusion.rs` feeds
 //! the check an overlapping log, and has a second holder enter once the first has, and sees both
 //! caught.
 

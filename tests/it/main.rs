@@ -1,18 +1,16 @@
 //! zklock's integration tests, one module per concern, in one binary: one build and one link,
 //! one ZooKeeper server for every test that needs none of its own, and the tests of every
 //! concern side by side (`RUST_TEST_THREADS`, scripts/test). The explorer, the fault soak, the
-//! packaged layout check and the metrics recorder (one per process) have binaries of their own.
+//! packaged layout check, the repository's checks (tests/repository/, which the package leaves
+//! out) and the metrics recorder (one per process) have binaries of their own.
 
 #[path = "../common/mod.rs"]
 mod common;
 mod election;
 
-mod bench_cpu;
-mod bench_exclusion;
 mod blocking;
 mod contract;
 mod deadlock;
-mod design_map;
 mod election_view;
 mod faults;
 mod fenced_write;
@@ -47,4 +45,3 @@ mod session;
 mod session_waits;
 mod throttled;
 mod typed_errors;
-mod user_snippets;
