@@ -8,8 +8,8 @@ use std::time::Duration;
 use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::acl::parse_acl;
-use crate::duration::{parse_duration, parse_session_timeout};
+use crate::nodes::acl::parse_acl;
+use crate::output::duration::{parse_duration, parse_session_timeout};
 
 const USAGE: &str = "\
 zklock [OPTIONS] LOCK_PATH [--] COMMAND [ARGS]...
@@ -24,8 +24,8 @@ zklock [OPTIONS] LOCK_PATH [--] COMMAND [ARGS]...
     name = "zklock",
     version,
     about = "Run a command while holding a ZooKeeper lock or semaphore, cluster-wide (like flock, consul lock, etcdctl lock), or while leading an election.",
-    after_help = crate::manual::after_short_help(),
-    after_long_help = crate::manual::after_help(),
+    after_help = crate::output::manual::after_short_help(),
+    after_long_help = crate::output::manual::after_help(),
     override_usage = USAGE,
     subcommand_negates_reqs = true
 )]

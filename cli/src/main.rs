@@ -10,39 +10,15 @@ compile_error!(
      (PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER) and /proc; the zklock library builds everywhere"
 );
 
-mod acl;
-mod acquire;
-mod chain;
 mod cli;
 mod commands;
 mod connect;
-mod connect_string;
-mod duration;
-mod exit;
-mod group;
-mod held;
-mod intruders;
-mod job;
-mod json_schema;
-mod keep;
-mod layout;
-mod list_output;
-mod manual;
-mod node_data;
+mod nodes;
+mod output;
 mod placement;
-mod queue;
-mod retake;
-mod revocation;
 mod signals;
-mod stderr;
-mod stdout;
-mod stop;
-mod supervision;
-mod take_alone;
-mod terminal_line;
-mod waiting_line;
-mod watchdog;
-mod watchdog_process;
+mod supervise;
+mod take;
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
@@ -57,7 +33,6 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer as _};
 use zookeeper_client::Client;
 
-use crate::chain::Chain;
 use crate::cli::{Cli, Command};
 use crate::commands::completions::completions;
 use crate::commands::deadlocks::deadlocks;
@@ -69,12 +44,13 @@ use crate::commands::manpage::manpage;
 use crate::commands::revoke::revoke;
 use crate::commands::run::run;
 use crate::connect::{close_session, connect, say_granted};
-use crate::exit::{Failure, Outcome};
-use crate::layout::Kind;
+use crate::nodes::layout::Kind;
+use crate::output::exit::{Failure, Outcome};
 use crate::placement::Mode;
+use crate::take::chain::Chain;
 
 fn main() -> ExitCode {
-    if let Some(exit) = watchdog_process::run_if_asked() {
+    if let Some(exit) = supervise::watchdog_process::run_if_asked() {
         return exit;
     }
     signals::ignored_at_start();
@@ -102,7 +78,7 @@ fn main() -> ExitCode {
         _ => {}
     }
     if cli.connection.quiet {
-        stderr::quiet();
+        output::stderr::quiet();
     }
     // Joined (and ZKLOCK_CHAIN set for the command) before the runtime's threads start.
     let chain = match &cli.subcommand {
@@ -141,7 +117,7 @@ fn init_logs(verbose: bool) {
     let not_a_loss =
         filter_fn(move |event| !(said_by_the_command && (is_loss_event(event) || is_reconnect_event(event))));
     let logs = tracing_subscriber::fmt::layer()
-        .with_writer(|| terminal_line::Logs)
+        .with_writer(|| output::terminal_line::Logs)
         .with_ansi(colours())
         .with_target(false)
         .with_filter(filter)

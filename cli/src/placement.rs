@@ -7,7 +7,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory as _};
 
 use crate::cli::{Cli, Command};
-use crate::exit::{Failure, Outcome};
+use crate::output::exit::{Failure, Outcome};
 
 /// What zklock was asked to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-use crate::exit::{Failure, Outcome};
+use crate::output::exit::{Failure, Outcome};
 
 /// The signals a user or a supervisor sends to stop or poke a command.
 const CAUGHT: [libc::c_int; 6] =

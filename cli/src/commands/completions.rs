@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use clap::ValueEnum as _;
 
-use crate::exit::Failure;
+use crate::output::exit::Failure;
+use crate::output::stdout;
 use crate::placement::offered;
-use crate::stdout;
 
 /// Prints the completion script for `shell`.
 pub fn completions(shell: clap_complete::Shell) -> Result<ExitCode, Failure> {

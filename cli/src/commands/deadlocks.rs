@@ -11,10 +11,10 @@ use serde_json::json;
 use zklock::deadlock::{find_deadlocks, Deadlock, DeadlockHop, DeadlockReport, LockWait};
 use zookeeper_client::Client;
 
-use crate::exit::Failure;
-use crate::json_schema::DEADLOCKS;
-use crate::queue::session_id;
-use crate::stdout;
+use crate::nodes::queue::session_id;
+use crate::output::exit::Failure;
+use crate::output::json_schema::DEADLOCKS;
+use crate::output::stdout;
 
 /// The version of the JSON's layout, also the number of its `schema` (`json_schema.rs`): raised
 /// when a field changes meaning or goes. 2: a ring's member may be a chain (`chain`, with

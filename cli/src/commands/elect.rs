@@ -9,20 +9,20 @@ use tracing::info;
 use zklock::{AclProvider, LeaderLatch};
 use zookeeper_client::Client;
 
-use crate::acl;
-use crate::acquire::not_in_time;
 use crate::cli::{Connection, LockArgs, OnRevoke};
-use crate::exit::{Failure, Outcome};
-use crate::held::Held;
-use crate::intruders::Watch;
-use crate::keep::{keep, Kept};
-use crate::layout::{Kind, Layout};
-use crate::node_data::{host_pid, hostname};
-use crate::retake;
-use crate::revocation::Revocation;
+use crate::nodes::acl;
+use crate::nodes::layout::{Kind, Layout};
+use crate::nodes::node_data::{host_pid, hostname};
+use crate::output::exit::{Failure, Outcome};
 use crate::signals::Signals;
-use crate::supervision::run_command;
-use crate::take_alone::take_alone;
+use crate::supervise::supervision::run_command;
+use crate::take::acquire::not_in_time;
+use crate::take::held::Held;
+use crate::take::intruders::Watch;
+use crate::take::keep::{keep, Kept};
+use crate::take::retake;
+use crate::take::revocation::Revocation;
+use crate::take::take_alone::take_alone;
 
 /// What an election puts on its path.
 const LATCH: Layout = Layout { kind: Kind::Latch, leases: None };
@@ -72,7 +72,7 @@ pub async fn elect(
             (Kept::Lost(reason), Held::Leader { latch, leadership })
                 if campaign.args.retake && retake::takes_again(reason) =>
             {
-                retake::say_again(&crate::held::lost("leadership", reason, client.session_timeout()));
+                retake::say_again(&crate::take::held::lost("leadership", reason, client.session_timeout()));
                 *leadership = tokio::select! {
                     next = latch.await_leadership() => next.map_err(Failure::from_lock_error)?,
                     signal = signals.next() => break signal,

@@ -8,17 +8,17 @@ use std::process::ExitCode;
 
 use zookeeper_client::Client;
 
-use crate::acl;
-use crate::acquire::{acquire, layout, own_data};
-use crate::chain::Chain;
 use crate::cli::{Connection, LockArgs};
-use crate::exit::Failure;
-use crate::intruders::Watch;
-use crate::keep::{keep, Kept};
-use crate::retake;
-use crate::revocation::Revocation;
+use crate::nodes::acl;
+use crate::output::exit::Failure;
 use crate::signals::Signals;
-use crate::take_alone::take_alone;
+use crate::take::acquire::{acquire, layout, own_data};
+use crate::take::chain::Chain;
+use crate::take::intruders::Watch;
+use crate::take::keep::{keep, Kept};
+use crate::take::retake;
+use crate::take::revocation::Revocation;
+use crate::take::take_alone::take_alone;
 
 /// Holds the lock until told to stop or it is lost (76); with `--retake`, takes it again after a
 /// loss to the session. Prints the node and fencing token of each hold. Its nodes say they are

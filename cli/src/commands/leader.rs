@@ -5,10 +5,10 @@ use std::process::ExitCode;
 use serde_json::json;
 use zookeeper_client::Client;
 
-use crate::exit::{Failure, Outcome};
-use crate::layout::{kinds_present, shares, Kind};
-use crate::queue::{add_stats, queue};
-use crate::stdout;
+use crate::nodes::layout::{kinds_present, shares, Kind};
+use crate::nodes::queue::{add_stats, queue};
+use crate::output::exit::{Failure, Outcome};
+use crate::output::stdout;
 
 /// Prints the leader's id, node and fencing token; exit 1 when nobody leads. `kind` is the
 /// election's layout: Curator's `LeaderLatch` (`Kind::Latch`), or kazoo's `Election`

@@ -7,11 +7,11 @@ use std::time::SystemTime;
 
 use zookeeper_client::{Client, Error as ZkError};
 
-use crate::exit::Failure;
-use crate::layout::{kazoo_stored_leases, kinds_present, Kind};
-use crate::list_output::{to_json, to_text, Queue};
-use crate::queue::{add_stats, queue};
-use crate::{stderr, stdout};
+use crate::nodes::layout::{kazoo_stored_leases, kinds_present, Kind};
+use crate::nodes::list_output::{to_json, to_text, Queue};
+use crate::nodes::queue::{add_stats, queue};
+use crate::output::exit::Failure;
+use crate::output::{stderr, stdout};
 
 /// How many paths under a folder `list` looks at, at most: a bound on a tree nobody meant to
 /// list whole (each costs a few requests).

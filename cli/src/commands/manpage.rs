@@ -3,9 +3,9 @@
 
 use std::process::ExitCode;
 
-use crate::exit::{Failure, Outcome};
+use crate::output::exit::{Failure, Outcome};
+use crate::output::{manual, stdout};
 use crate::placement::command;
-use crate::{manual, stdout};
 
 /// Prints the manual page.
 pub fn manpage() -> Result<ExitCode, Failure> {

@@ -1,6 +1,7 @@
 //! The subcommands, one file each; `run.rs` is the default mode, `zklock LOCK_PATH COMMAND`.
-//! What several of them do alike (take a hold alone, keep it, run a command under it, take it
-//! again) lives beside this folder, each step in a file of its own.
+//! What several of them do alike lives beside this folder, each step in a file of its own:
+//! taking a hold alone, keeping it and taking it again in `take/`, running a command under it in
+//! `supervise/`.
 
 pub mod completions;
 pub mod deadlocks;

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use zookeeper_client::{Client, Error as ZkError};
 
-use crate::exit::{Failure, Outcome};
-use crate::layout::Kind;
+use crate::nodes::layout::Kind;
+use crate::output::exit::{Failure, Outcome};
 
 /// Writes the revocation request into `node` after checking that it is a lock participant's.
 pub async fn revoke(client: &Client, node: &str) -> Result<ExitCode, Failure> {
@@ -27,9 +27,9 @@ pub async fn revoke(client: &Client, node: &str) -> Result<ExitCode, Failure> {
     // The request is written, which is what a script acts on: exit 0 even when the line that
     // says so cannot be printed, and say that on stderr (nothing for a reader that left).
     let said = format!("asked the holder of {node} to let go");
-    if let Err(failure) = crate::stdout::line(&said) {
+    if let Err(failure) = crate::output::stdout::line(&said) {
         if failure.outcome == Outcome::CannotWrite {
-            crate::stderr::warn(&format!("{said}; {}", failure.message));
+            crate::output::stderr::warn(&format!("{said}; {}", failure.message));
         }
     }
     Ok(ExitCode::SUCCESS)

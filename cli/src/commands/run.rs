@@ -6,13 +6,13 @@ use std::process::ExitCode;
 
 use zookeeper_client::Client;
 
-use crate::acl;
-use crate::acquire::{acquire, layout, own_data};
-use crate::chain::Chain;
 use crate::cli::{Connection, LockArgs};
-use crate::exit::Failure;
-use crate::revocation::Revocation;
-use crate::supervision::run_command;
+use crate::nodes::acl;
+use crate::output::exit::Failure;
+use crate::supervise::supervision::run_command;
+use crate::take::acquire::{acquire, layout, own_data};
+use crate::take::chain::Chain;
+use crate::take::revocation::Revocation;
 
 /// Runs `command` while holding the lock, as a link of `chain` (which the command inherits in
 /// ZKLOCK_CHAIN, set when the chain was joined).

@@ -76,7 +76,7 @@ impl Held {
             Ok(()) => info!("released {node}"),
             // Already said: the loss is the outcome.
             Err(zklock::Error::LockLost(_)) => {}
-            Err(err) => crate::stderr::warn(&format!("releasing the {what}: {}", err.with_causes())),
+            Err(err) => crate::output::stderr::warn(&format!("releasing the {what}: {}", err.with_causes())),
         }
     }
 }
@@ -90,11 +90,11 @@ pub fn lost(what: &str, reason: LossReason, session_timeout: Duration) -> String
     match reason {
         LossReason::Disconnected { after } => format!(
             "{what} lost (cut off from ZooKeeper for {} since the connection was found gone, after up to {} without an answer)",
-            crate::duration::human(after),
-            crate::duration::human(session_timeout * 2 / 5)
+            crate::output::duration::human(after),
+            crate::output::duration::human(session_timeout * 2 / 5)
         ),
         LossReason::MaxHoldTime { bound } => {
-            format!("{what} held for its maximum time ({}), given up", crate::duration::human(bound))
+            format!("{what} held for its maximum time ({}), given up", crate::output::duration::human(bound))
         }
         reason => format!("{what} lost ({reason})"),
     }

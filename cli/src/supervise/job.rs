@@ -15,7 +15,7 @@ use nix::sys::signal::{raise, SigSet, SigmaskHow, Signal};
 use nix::unistd::{getpgrp, isatty, tcgetpgrp, tcsetpgrp, Pid};
 use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
 
-use crate::exit::{Failure, Outcome};
+use crate::output::exit::{Failure, Outcome};
 
 /// SIGTSTP sent to zklock itself (`kill -TSTP`, not the terminal's Ctrl-Z, which reaches the
 /// command's group directly): passed on to the command's group, so that both stop (or neither,

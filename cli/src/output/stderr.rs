@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// fail (the exit code still tells).
 pub fn warn(text: &str) {
     // Above the waiting line, if one stands, not spliced onto it.
-    crate::terminal_line::above(format!("zklock: {text}\n").as_bytes());
+    crate::output::terminal_line::above(format!("zklock: {text}\n").as_bytes());
 }
 
 /// Whether `--quiet` was given: notices are then left unsaid.

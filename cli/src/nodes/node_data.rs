@@ -5,7 +5,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::duration::{human, parse_duration};
+use crate::output::duration::{human, parse_duration};
 
 /// The data of a zklock participant's node:
 /// `zklock pid PID on HOST[, one of N leases][ for at most DUR]`.

@@ -37,10 +37,10 @@ use nix::unistd::{pipe2, setpgid, Pid};
 use tokio::io::AsyncReadExt as _;
 use tokio::net::unix::pipe::Receiver;
 
-use crate::exit::{Failure, Outcome};
-use crate::job::Terminal;
-use crate::stderr;
-use crate::watchdog_process::{kill_children, report, ASKED, NAME};
+use crate::output::exit::{Failure, Outcome};
+use crate::output::stderr;
+use crate::supervise::job::Terminal;
+use crate::supervise::watchdog_process::{kill_children, report, ASKED, NAME};
 
 /// Where the command runs, as to pids.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

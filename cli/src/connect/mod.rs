@@ -1,5 +1,8 @@
 //! Reaching ZooKeeper: hosts, session, authentication and TLS, from the command line or the
-//! environment; and closing the session on the way out.
+//! environment; and closing the session on the way out. Its connect strings are checked in
+//! `connect_string.rs`.
+
+mod connect_string;
 
 use std::path::Path;
 use std::time::Duration;
@@ -10,10 +13,9 @@ use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 
 use crate::cli::Connection;
-use crate::connect_string;
-use crate::duration::human;
-use crate::exit::{Failure, Outcome};
-use crate::stderr;
+use crate::output::duration::human;
+use crate::output::exit::{Failure, Outcome};
+use crate::output::stderr;
 
 /// How long the probe before connecting may take: a reachable server answers a TCP connect
 /// within milliseconds, and the client's own connect timeout covers a slower one.

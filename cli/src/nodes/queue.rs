@@ -7,9 +7,9 @@ use zklock::queue::ParticipantNode;
 use zklock::{InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, NodeSchema};
 use zookeeper_client::Client;
 
-use crate::exit::Failure;
-use crate::layout::{kazoo_gate, Kind};
-use crate::node_data::NodeData;
+use crate::nodes::layout::{kazoo_gate, Kind};
+use crate::nodes::node_data::NodeData;
+use crate::output::exit::Failure;
 
 /// One participant of a queue.
 #[derive(Debug, PartialEq, Eq)]

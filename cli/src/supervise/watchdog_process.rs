@@ -79,7 +79,7 @@ pub fn run_if_asked() -> Option<ExitCode> {
         (Some(liveness), Some(reports), Some(zklock), Some(stop_limit)) => {
             watch(liveness, std::fs::File::from(reports), zklock, stop_limit, &command)
         }
-        _ => ExitCode::from(crate::exit::Outcome::Usage.code()),
+        _ => ExitCode::from(crate::output::exit::Outcome::Usage.code()),
     })
 }
 

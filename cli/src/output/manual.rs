@@ -6,7 +6,7 @@ use std::io::Write as _;
 
 use clap::Command;
 
-use crate::json_schema;
+use crate::output::json_schema;
 
 /// Examples, each a `  # what` line and the command lines that do it.
 const EXAMPLES: &str = "\

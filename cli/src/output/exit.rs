@@ -98,9 +98,9 @@ impl Failure {
 
     pub fn report(self) -> ExitCode {
         if self.notice {
-            crate::stderr::notice(&self.message);
+            crate::output::stderr::notice(&self.message);
         } else if !self.message.is_empty() {
-            crate::stderr::warn(&self.message);
+            crate::output::stderr::warn(&self.message);
         }
         ExitCode::from(self.outcome.code())
     }

@@ -5,13 +5,13 @@ use std::time::Duration;
 use zklock::{AclProvider, InterProcessMutex, InterProcessSemaphoreV2, NodeSchema};
 use zookeeper_client::Client;
 
-use crate::chain::Chain;
 use crate::cli::LockArgs;
-use crate::exit::{Failure, Outcome};
-use crate::held::Held;
-use crate::layout::{Kind, Layout};
-use crate::node_data::NodeData;
-use crate::waiting_line::shown;
+use crate::nodes::layout::{Kind, Layout};
+use crate::nodes::node_data::NodeData;
+use crate::output::exit::{Failure, Outcome};
+use crate::take::chain::Chain;
+use crate::take::held::Held;
+use crate::take::waiting_line::shown;
 
 /// The kind of lock the options ask for.
 pub fn kind(args: &LockArgs) -> Kind {
@@ -54,7 +54,7 @@ pub fn not_in_time(path: &str, busy: &str, args: &LockArgs) -> Failure {
     }
     let message = match patience(args) {
         Some(Duration::ZERO) | None => format!("{path} is {busy}"),
-        Some(timeout) => format!("{path} was still {busy} after {}", crate::duration::human(timeout)),
+        Some(timeout) => format!("{path} was still {busy} after {}", crate::output::duration::human(timeout)),
     };
     Failure::notice(outcome, message)
 }
@@ -150,7 +150,7 @@ pub async fn acquire(
             Err(Failure::new(Outcome::Deadlock, message))
         }
         Some(Err(zklock::Error::SessionExpired)) => {
-            let session = crate::duration::human(reader.session_timeout());
+            let session = crate::output::duration::human(reader.session_timeout());
             let message = format!(
                 "{lock_path}: the ZooKeeper session expired while waiting (ZooKeeper was out of reach for longer than the \
                  session timeout, {session}); nothing was held, our place in the queue went with the session"

@@ -9,7 +9,7 @@ use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::stat::{fstat, SFlag};
 
-use crate::exit::{Failure, Outcome};
+use crate::output::exit::{Failure, Outcome};
 
 /// Writes `text` and a newline to stdout, and flushes.
 pub fn line(text: &str) -> Result<(), Failure> {

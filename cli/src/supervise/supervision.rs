@@ -13,19 +13,19 @@ use zklock::LossReason;
 use zookeeper_client::Client;
 
 use crate::cli::{HoldOptions, OnRevoke};
-use crate::exit::{Failure, Outcome};
-use crate::group::{become_subreaper, exit_code, Group};
-use crate::held::Held;
-use crate::intruders::{self, Watch};
-use crate::job::Suspend;
-use crate::layout::Layout;
-use crate::revocation::Revocation;
+use crate::nodes::layout::Layout;
+use crate::output::exit::{Failure, Outcome};
+use crate::output::stderr;
 use crate::signals::Signals;
-use crate::stderr;
-use crate::stop::{Step, Stop};
-use crate::take_alone::take_alone;
-use crate::watchdog::{check_namespace, Isolation, Report};
-use crate::watchdog_process::stop_limit;
+use crate::supervise::group::{become_subreaper, exit_code, Group};
+use crate::supervise::job::Suspend;
+use crate::supervise::stop::{Step, Stop};
+use crate::supervise::watchdog::{check_namespace, Isolation, Report};
+use crate::supervise::watchdog_process::stop_limit;
+use crate::take::held::Held;
+use crate::take::intruders::{self, Watch};
+use crate::take::revocation::Revocation;
+use crate::take::take_alone::take_alone;
 
 /// Runs `command` under what `take` returns (a lock, a lease, leadership) on `path`, then lets
 /// go of it: the command's status, or why it could not run or was stopped.
@@ -167,7 +167,7 @@ async fn supervise(
                 }
             },
             () = stop.overdue() => {
-                let grace = crate::duration::human(stop.grace());
+                let grace = crate::output::duration::human(stop.grace());
                 stderr::warn(&format!("the command did not end within --kill-after ({grace}) of the signal to stop: killing it"));
                 return Ok(kill(group).await);
             }
@@ -179,7 +179,7 @@ async fn supervise(
 /// Says that the watchdog killed the command because zklock stayed stopped, and waits for the
 /// rest of the tree: a loss (76).
 async fn killed_for_stopped_zklock(client: &Client, group: &mut Group, held: &Held) -> Failure {
-    let limit = crate::duration::human(stop_limit(client.session_timeout()));
+    let limit = crate::output::duration::human(stop_limit(client.session_timeout()));
     stderr::warn(&format!(
         "zklock was stopped for over {limit} (a quarter of the session timeout) while the command ran: \
          the command was killed, as the {} could pass to another before zklock ran again",

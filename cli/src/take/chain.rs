@@ -24,8 +24,8 @@ use nix::fcntl::{Flock, FlockArg};
 use nix::sys::memfd::{memfd_create, MFdFlags};
 use tracing::info;
 
-use crate::exit::{Failure, Outcome};
-use crate::node_data::host_pid;
+use crate::nodes::node_data::host_pid;
+use crate::output::exit::{Failure, Outcome};
 
 /// The variable that passes the chain on to the command.
 pub const VARIABLE: &str = "ZKLOCK_CHAIN";

@@ -14,8 +14,8 @@ use zookeeper_client::{Client, SessionState};
 
 use crate::cli::Connection;
 use crate::connect::connect;
-use crate::exit::Failure;
-use crate::stderr;
+use crate::output::exit::Failure;
+use crate::output::stderr;
 
 /// A session that starts from the command's client and connects every later one as the command
 /// line says (auth, TLS, chroot, timeouts).

@@ -9,8 +9,8 @@
 use zklock::AclProvider;
 use zookeeper_client::{Acl, AuthId, Client, Error as ZkError, Permission};
 
-use crate::exit::{Failure, Outcome};
-use crate::layout::SEMAPHORE_FOLDERS;
+use crate::nodes::layout::SEMAPHORE_FOLDERS;
+use crate::output::exit::{Failure, Outcome};
 
 /// Parses one `--acl` entry, as zkCli's setAcl writes it: `SCHEME:ID:PERMS`, PERMS letters of
 /// `cdrwa` (`auth::cdrwa` is the authenticated creator, `world:anyone:r` everyone reading).

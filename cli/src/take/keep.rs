@@ -9,12 +9,12 @@ use zklock::LossReason;
 use zookeeper_client::Client;
 
 use crate::cli::OnRevoke;
-use crate::exit::{Failure, Outcome};
-use crate::held::Held;
-use crate::intruders::{self, Watch};
-use crate::revocation::Revocation;
+use crate::output::exit::{Failure, Outcome};
+use crate::output::stdout;
 use crate::signals::Signals;
-use crate::stdout;
+use crate::take::held::Held;
+use crate::take::intruders::{self, Watch};
+use crate::take::revocation::Revocation;
 
 /// How a hold that was kept ended.
 pub enum Kept {

@@ -5,8 +5,8 @@
 
 use zookeeper_client::{Client, OneshotWatcher};
 
-use crate::exit::{Failure, Outcome};
-use crate::layout::{ensure_alone, Layout, SEMAPHORE_FOLDERS};
+use crate::nodes::layout::{ensure_alone, Layout, SEMAPHORE_FOLDERS};
+use crate::output::exit::{Failure, Outcome};
 
 /// The path a hold is on, and what the hold put there: what [`arrived`] watches.
 #[derive(Clone, Copy, Debug)]

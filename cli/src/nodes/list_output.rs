@@ -6,10 +6,10 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
-use crate::duration::{human, whole_seconds};
-use crate::json_schema::LIST;
-use crate::layout::Kind;
-use crate::queue::{session_id, Entry};
+use crate::nodes::layout::Kind;
+use crate::nodes::queue::{session_id, Entry};
+use crate::output::duration::{human, whole_seconds};
+use crate::output::json_schema::LIST;
 
 /// One queue on a lock path: the path `zklock list` was given, or a lock under it.
 #[derive(Debug)]

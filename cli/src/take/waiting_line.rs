@@ -14,11 +14,11 @@ use tokio::sync::watch;
 use zklock::queue::QueuePosition;
 use zookeeper_client::Client;
 
-use crate::duration::whole_seconds;
-use crate::node_data::NodeData;
-use crate::queue::session_id;
-use crate::stderr::is_quiet;
-use crate::terminal_line;
+use crate::nodes::node_data::NodeData;
+use crate::nodes::queue::session_id;
+use crate::output::duration::whole_seconds;
+use crate::output::stderr::is_quiet;
+use crate::output::terminal_line;
 
 /// Runs `acquire`, showing the waiting line on stderr while it waits if stderr is a terminal
 /// and `--quiet` was not given; `client` reads the holder's node (who it is).

@@ -7,11 +7,11 @@ use std::future::Future;
 use tracing::info;
 use zookeeper_client::Client;
 
-use crate::exit::Failure;
-use crate::held::Held;
-use crate::layout::{ensure_alone, Kind, Layout};
-use crate::queue::queue;
+use crate::nodes::layout::{ensure_alone, Kind, Layout};
+use crate::nodes::queue::queue;
+use crate::output::exit::Failure;
 use crate::signals::Signals;
+use crate::take::held::Held;
 
 /// Takes the lock (or leadership) with `take`, refusing a path used by another kind of lock
 /// (or a semaphore of another size). `Ok(Err(signal))` when a signal came first (`take` is

@@ -8,9 +8,9 @@ use std::process::ExitStatus;
 
 use nix::sys::signal::Signal;
 
-use crate::exit::{Failure, Outcome};
-use crate::job::{stop_zklock, Terminal};
-use crate::watchdog::{Isolation, Report, Watchdog};
+use crate::output::exit::{Failure, Outcome};
+use crate::supervise::job::{stop_zklock, Terminal};
+use crate::supervise::watchdog::{Isolation, Report, Watchdog};
 
 /// A running command and every process it started.
 #[derive(Debug)]

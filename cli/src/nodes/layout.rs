@@ -6,8 +6,8 @@ use std::fmt;
 
 use zookeeper_client::{Client, Error as ZkError};
 
-use crate::exit::{Failure, Outcome};
-use crate::node_data::NodeData;
+use crate::nodes::node_data::NodeData;
+use crate::output::exit::{Failure, Outcome};
 
 /// A kind of lock, as its nodes show it. Two kinds never see each other's nodes, so two modes
 /// of different kinds on one path would not exclude each other.
