@@ -1,7 +1,8 @@
 //! zklock's integration tests, one module per concern, in one binary: one build and one link,
 //! one ZooKeeper server for every test that needs none of its own, and the tests of every
-//! concern side by side (`RUST_TEST_THREADS`, scripts/test). The explorer, the fault soak, the
-//! packaged layout check, the repository's checks (tests/repository/, which the package leaves
+//! concern side by side (`RUST_TEST_THREADS`, scripts/test): the explorer's minute of random
+//! sequences among them. The fault soak (its timing windows want no neighbours), the packaged
+//! layout check, the repository's checks (tests/repository/, which the package leaves
 //! out) and the metrics recorder (one per process) have binaries of their own.
 
 #[path = "../common/mod.rs"]
@@ -12,6 +13,7 @@ mod blocking;
 mod contract;
 mod deadlock;
 mod election_view;
+mod explore;
 mod faults;
 mod fenced_write;
 mod handoff_window;

@@ -113,7 +113,7 @@ async fn multi_locks_given_in_opposite_orders_both_make_progress() {
     assert!(children(&client, &one).await.is_empty() && children(&client, &two).await.is_empty());
 }
 
-/// Found by the explorer (`tests/explore.rs`): a multi-lock that took its first lock and waited
+/// Found by the explorer (`tests/it/explore.rs`): a multi-lock that took its first lock and waited
 /// for the second returned both, though an operator had deleted its first lock's node meanwhile
 /// and another participant held that lock. The locks taken are watched while a later one is
 /// waited for, and a lock lost by then is taken again with the others (all or none).

@@ -143,7 +143,7 @@ async fn a_writer_arriving_after_a_downgrade_waits_for_the_read() {
     assert!(children(&a, &path).await.is_empty());
 }
 
-/// Found by the explorer (`tests/explore.rs`): a write holder whose node an operator deleted
+/// Found by the explorer (`tests/it/explore.rs`): a write holder whose node an operator deleted
 /// (before the holder could know: no watch yet) downgraded, and its read node, level with the
 /// deleted write node, held at once, beside the writer that was then first. A downgrade now
 /// proves its write node still exists once the read node is there (a read sent right behind the

@@ -16,8 +16,8 @@
 //! cannot reconnect for a while; the `Session` is made anew from an expired client), connections
 //! are cut and healed, a session's next listing is refused; the server is restarted (on a
 //! server of the explorer's own). A quarter of the steps race the next one. The invariants are
-//! in `tests/explorer/check.rs`, among them `find_deadlocks` judged against the model's
-//! wait-for graph (`tests/explorer/deadlocks.rs`) and the queue views (`tests/explorer/view.rs`);
+//! in `tests/it/explore/explorer/check.rs`, among them `find_deadlocks` judged against the model's
+//! wait-for graph (`tests/it/explore/explorer/deadlocks.rs`) and the queue views (`tests/it/explore/explorer/view.rs`);
 //! every case must also leave no node behind.
 //!
 //! Bounded: `ZKLOCK_EXPLORE_SECONDS` (default 60, what CI runs) of cases of `ZKLOCK_EXPLORE_STEPS` steps
@@ -26,7 +26,7 @@
 //! ZKLOCK_EXPLORE_CASES=1` replays that case. The long mode is the same with more seconds.
 //! Prints one summary line beginning with `explore:`.
 
-mod common;
+use crate::common;
 mod explorer;
 
 use std::io::Write;

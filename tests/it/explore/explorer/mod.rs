@@ -1,4 +1,4 @@
-//! The parts of the explorer (`tests/explore.rs`), one concept per file: the operations and
+//! The parts of the explorer (`tests/it/explore.rs`), one concept per file: the operations and
 //! their generator (`ops.rs`), the world they act on (`world.rs`), an actor's task
 //! (`slot.rs`), its places in the elections (`election.rs`), the operator and the faults
 //! (`operator.rs`), the invariants (`check.rs`), the model's wait-for graph (`wait_for.rs`)
