@@ -244,29 +244,23 @@ impl Watchdog {
         Report::Ended(status)
     }
 
-    /// Forgets the terminal stops reported so far (those of a stop zklock has followed).
+    /// Forgets the terminal stops reported so far (those of a stop zklock has followed); an end
+    /// or a kill for a stopped zklock read meanwhile is kept (`take`).
     pub fn forget_stops(&mut self) {
+        // Read from the descriptor itself: zklock has just continued, and the runtime may not
+        // have seen the pipe become readable while it was stopped (its own read, after a short
+        // one, waits for that news); a stop left unread would stop zklock again.
         let mut bytes = [0u8; 64];
-        while let Ok(read @ 1..) = self.reports.try_read(&mut bytes) {
+        while let Ok(read @ 1..) = nix::unistd::read(&self.reports, &mut bytes) {
             self.unread.extend_from_slice(&bytes[..read]);
         }
-        while let Some(report) = self.take() {
-            if let Report::Ended(status) = report {
-                self.ended = Some(status);
-            }
-        }
+        while self.take().is_some() {}
     }
 
     /// Whether the watchdog killed the command for a stopped zklock, as far as its reports
     /// already written say (it may not have been returned by [`next`](Self::next) yet): a loss
     /// seen as zklock continues may be that stop's. Terminal stops read meanwhile are dropped.
     pub fn killed_for_stopped_zklock(&mut self) -> bool {
-        // Read from the descriptor itself: the runtime may not have seen it become readable yet
-        // (zklock just continued), and its own read would wait for that.
-        let mut bytes = [0u8; 64];
-        while let Ok(read @ 1..) = nix::unistd::read(&self.reports, &mut bytes) {
-            self.unread.extend_from_slice(&bytes[..read]);
-        }
         self.forget_stops();
         self.killed_for_stop
     }
