@@ -219,11 +219,16 @@ impl CommandState {
 /// until the child execs) with a terminal stop signal pending (for a thread or the process):
 /// it stops, or handles the stop, as soon as it can run again.
 fn stop_is_due(status: &str) -> bool {
-    let field = |name: &str| status.lines().find_map(|line| line.strip_prefix(name)).map(str::trim);
-    let pending = |name: &str| field(name).and_then(|mask| u64::from_str_radix(mask, 16).ok()).unwrap_or(0);
+    let pending =
+        |name: &str| status_field(status, name).and_then(|mask| u64::from_str_radix(mask, 16).ok()).unwrap_or(0);
     let stops = TERMINAL_STOPS.iter().fold(0u64, |mask, &signal| mask | 1 << (signal as u64 - 1));
-    field("State:").is_some_and(|state| state.starts_with('D'))
+    status_field(status, "State:").is_some_and(|state| state.starts_with('D'))
         && (pending("SigPnd:") | pending("ShdPnd:")) & stops != 0
+}
+
+/// The value of the line `name` (with its colon) of a /proc status, trimmed.
+fn status_field<'a>(status: &'a str, name: &str) -> Option<&'a str> {
+    status.lines().find_map(|line| line.strip_prefix(name)).map(str::trim)
 }
 
 /// Starts the command in the watchdog's process group; its pid, or `None` after reporting why
@@ -366,8 +371,7 @@ fn stat_field(pid: &str, index: usize) -> Option<String> {
 /// The pids of `pid` (as /proc names it) in each PID namespace, from /proc's own to its.
 fn pids_by_level(pid: &str) -> Option<Vec<libc::pid_t>> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let levels = status.lines().find_map(|line| line.strip_prefix("NSpid:"))?;
-    levels
+    status_field(&status, "NSpid:")?
         .split_whitespace()
         .map(|level| level.parse().ok())
         .collect::<Option<Vec<_>>>()
