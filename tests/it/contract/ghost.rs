@@ -6,7 +6,7 @@ use zookeeper_client::Client;
 
 use crate::common::{connect, unique_path};
 use crate::contract::lock::{Held, LockUnderTest};
-use crate::contract::support::{nodes, wait_until_queued, PROMPTLY};
+use crate::contract::support::{nodes, PROMPTLY};
 
 /// The recipe's nodes for `path` that the session of `owner` owns.
 async fn nodes_of<L: LockUnderTest>(observer: &Client, path: &str, owner: &Client) -> Vec<String> {
@@ -19,6 +19,14 @@ async fn nodes_of<L: LockUnderTest>(observer: &Client, path: &str, owner: &Clien
         }
     }
     owned
+}
+
+/// Waits until the session of `owner` owns `count` of the recipe's nodes for `path`.
+async fn wait_until_owned<L: LockUnderTest>(observer: &Client, path: &str, owner: &Client, count: usize) {
+    crate::common::eventually(&format!("{count} nodes of one party's under {path}"), || async {
+        nodes_of::<L>(observer, path, owner).await.len() == count
+    })
+    .await;
 }
 
 /// Every node of `held` exists on the server: the hold is on something real.
@@ -40,13 +48,14 @@ async fn hold_and_queue_two<L: LockUnderTest>(
     let a_nodes = nodes::<L>(observer, path).await;
     let w_lock = L::party(w_client, path, 1);
     let w = tokio::spawn(async move { w_lock.acquire().await });
-    wait_until_queued::<L>(observer, path, a_nodes.len()).await;
-    let queued = nodes::<L>(observer, path).await.len();
+    // All of W's nodes, not its first: a semaphore's W creates its lease after it holds the
+    // mutex, and one created after the operator's deletion is a lease W may rightly hold on.
+    wait_until_owned::<L>(observer, path, w_client, L::FIRST_WAITER_NODES).await;
     let x_lock = L::party(x_client, path, 2);
     let x = tokio::spawn(async move { x_lock.acquire().await });
-    wait_until_queued::<L>(observer, path, queued).await;
+    wait_until_owned::<L>(observer, path, x_client, 1).await;
     let w_nodes = nodes_of::<L>(observer, path, w_client).await;
-    assert!(!w_nodes.is_empty(), "W has no node to delete");
+    assert_eq!(w_nodes.len(), L::FIRST_WAITER_NODES, "W's nodes changed while X queued");
     Queued { a, a_nodes, w_nodes, w, x }
 }
 

@@ -45,6 +45,11 @@ pub trait LockUnderTest: Sized + Send + Sync + 'static {
     /// waiter queues on the gate only, and creates its lease once there is room.
     const HOLDS_ON_A_QUEUED_NODE: bool = true;
 
+    /// How many nodes the waiter first in line behind a holder has once it waits: two in a
+    /// semaphore of Curator's layout (it holds the mutex, and its lease is queued), which
+    /// creates them one after the other.
+    const FIRST_WAITER_NODES: usize = 1;
+
     /// Whether this participant's process holds it, for recipes that can say
     /// (`InterProcessMutex::is_acquired_in_this_process`); `None` for the others.
     fn holds_in_this_process(&self) -> Option<bool> {
@@ -299,12 +304,13 @@ macro_rules! semaphore_under_test {
         ]);
     };
     ($name:ident, $make:expr, $build:expr, $dirs:expr) => {
-        semaphore_under_test!($name, $make, $build, $dirs, true);
+        semaphore_under_test!($name, $make, $build, $dirs, true, 2);
     };
-    ($name:ident, $make:expr, $build:expr, $dirs:expr, $queued:expr) => {
+    ($name:ident, $make:expr, $build:expr, $dirs:expr, $queued:expr, $first_waiter_nodes:expr) => {
         impl LockUnderTest for $name {
             type Held = Lease;
             const HOLDS_ON_A_QUEUED_NODE: bool = $queued;
+            const FIRST_WAITER_NODES: usize = $first_waiter_nodes;
             fn make(client: &Client, path: &str) -> Self {
                 $name($make(client, path).unwrap())
             }
@@ -332,7 +338,8 @@ semaphore_under_test!(
     |client, path| InterProcessSemaphoreV2::builder(client, path, 1).node_schema(NodeSchema::Kazoo).build(),
     |client, path| InterProcessSemaphoreV2::builder(client, path, 1).node_schema(NodeSchema::Kazoo),
     |path: &str| vec![path.to_owned(), format!("{path}-__lock__")],
-    false
+    false,
+    1
 );
 
 /// `InterProcessMultiLock` over two paths under the lock path, in one order for everyone.
