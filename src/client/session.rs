@@ -3,6 +3,7 @@
 //! old session (a zookeeper-client `Client` cannot renew its session), and tells its state. Every
 //! recipe can be built on one (through [`Connection`]), and then keeps working after an expiry.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -335,14 +336,15 @@ impl Connection {
     /// The client an acquire starting now uses: on a session, the new one once an expiry's
     /// reconnection is through, waited for within `patience`; `None` when it runs out first. A
     /// try (`NoWait`) never waits for a reconnection: `None` at once while there is none.
-    pub(crate) async fn usable_client(&self, patience: Patience) -> Option<Client> {
+    /// Borrowed when the connection is a client: a clone copies the session's password.
+    pub(crate) async fn usable_client(&self, patience: Patience) -> Option<Cow<'_, Client>> {
         match &self.source {
-            Source::Client(client) => Some(client.clone()),
+            Source::Client(client) => Some(Cow::Borrowed(client)),
             Source::Session(session) if patience == Patience::NoWait => {
                 let client = session.client();
-                (!matches!(check_session_ended(&client), Some(Error::SessionExpired))).then_some(client)
+                (!matches!(check_session_ended(&client), Some(Error::SessionExpired))).then_some(Cow::Owned(client))
             }
-            Source::Session(session) => within(patience.deadline(), session.usable_client()).await,
+            Source::Session(session) => within(patience.deadline(), session.usable_client()).await.map(Cow::Owned),
         }
     }
 

@@ -15,15 +15,11 @@ use crate::observe::events::HoldEvents;
 /// The loss state of one hold, shared by its guards and the tasks that watch it.
 #[derive(Debug)]
 pub(crate) struct HoldSignal {
-    loss: watch::Sender<Option<LossReason>>,
-    /// Someone asked the holder to give the lock up (Curator's revocation).
-    revoke: watch::Sender<bool>,
+    /// What was lost, asked for and known of the node watch, in one channel: every hold makes
+    /// one, and a channel costs an allocation and its waiters' wake-up on drop.
+    state: watch::Sender<SignalState>,
     released: AtomicBool,
     node_watch_started: AtomicBool,
-    /// Whether the node watch is set on the server, on a node that was there when it was set:
-    /// `None` not yet known (or spent by a data change, until it is read again), `Some(false)`
-    /// it could not be set.
-    watched: watch::Sender<Option<bool>>,
     /// The client's connection as it was when the node was last known to exist with the watch
     /// armed: any change since (a disconnection, however short) is a moment in which a deletion
     /// could have been missed.
@@ -32,14 +28,25 @@ pub(crate) struct HoldSignal {
     events: Arc<HoldEvents>,
 }
 
+/// What a hold's watchers wait on.
+#[derive(Clone, Copy, Debug, Default)]
+struct SignalState {
+    /// The first reason the hold was lost.
+    loss: Option<LossReason>,
+    /// Someone asked the holder to give the lock up (Curator's revocation).
+    revoke: bool,
+    /// Whether the node watch is set on the server, on a node that was there when it was set:
+    /// `None` not yet known (or spent by a data change, until it is read again), `Some(false)`
+    /// it could not be set.
+    watched: Option<bool>,
+}
+
 impl HoldSignal {
     pub(crate) fn new(events: Arc<HoldEvents>) -> Arc<Self> {
         Arc::new(HoldSignal {
-            loss: watch::Sender::new(None),
-            revoke: watch::Sender::new(false),
+            state: watch::Sender::new(SignalState::default()),
             released: AtomicBool::new(false),
             node_watch_started: AtomicBool::new(false),
-            watched: watch::Sender::new(None),
             armed_on: Mutex::new(None),
             events,
         })
@@ -50,21 +57,22 @@ impl HoldSignal {
         if self.released.load(Ordering::SeqCst) {
             return;
         }
-        let first = self.loss.send_if_modified(|current| current.is_none().then(|| *current = Some(reason)).is_some());
+        let first =
+            self.state.send_if_modified(|state| state.loss.is_none().then(|| state.loss = Some(reason)).is_some());
         if first {
             self.events.lost(reason);
         }
     }
 
     pub(crate) fn reason(&self) -> Option<LossReason> {
-        *self.loss.borrow()
+        self.state.borrow().loss
     }
 
     /// Resolves with the reason once the hold is lost.
     pub(crate) async fn lost(&self) -> LossReason {
-        let mut receiver = self.loss.subscribe();
+        let mut receiver = self.state.subscribe();
         loop {
-            if let Some(reason) = *receiver.borrow_and_update() {
+            if let Some(reason) = receiver.borrow_and_update().loss {
                 return reason;
             }
             // The sender lives in `self`, so this only returns on a change.
@@ -74,19 +82,19 @@ impl HoldSignal {
 
     /// Resolves once someone has asked for the lock back.
     pub(crate) async fn revocation_requested(&self) {
-        let mut receiver = self.revoke.subscribe();
+        let mut receiver = self.state.subscribe();
         // The sender lives in `self`, so wait_for only returns once it is true.
-        let _ = receiver.wait_for(|requested| *requested).await;
+        let _ = receiver.wait_for(|state| state.revoke).await;
     }
 
     /// Whether someone has asked for the lock back, as far as the node watch has read.
     pub(crate) fn is_revocation_requested(&self) -> bool {
-        *self.revoke.borrow()
+        self.state.borrow().revoke
     }
 
     /// Someone asked the holder to give the lock up.
     pub(crate) fn mark_revocation_requested(&self) {
-        if !self.revoke.send_replace(true) {
+        if self.state.send_if_modified(|state| !std::mem::replace(&mut state.revoke, true)) {
             self.events.revocation_requested();
         }
     }
@@ -98,19 +106,19 @@ impl HoldSignal {
 
     /// The node watch could not be set.
     pub(crate) fn mark_unwatchable(&self) {
-        self.watched.send_replace(Some(false));
+        self.state.send_modify(|state| state.watched = Some(false));
     }
 
     /// The node existed, with the watch armed, when the server answered a request sent while
     /// the connection was as `since` saw it (a state watcher made before the request).
     pub(crate) fn mark_armed(&self, since: StateWatcher) {
         *self.armed_on.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(since);
-        self.watched.send_replace(Some(true));
+        self.state.send_modify(|state| state.watched = Some(true));
     }
 
     /// The watch fired on a data change: it is spent until the node is read again.
     pub(crate) fn mark_spent(&self) {
-        self.watched.send_replace(None);
+        self.state.send_modify(|state| state.watched = None);
     }
 
     /// Whether the connection is unchanged since the node was last known to exist with the watch
@@ -131,20 +139,17 @@ impl HoldSignal {
     /// Resolves once the node watch is known set (`true`: from then on a deletion is told within
     /// a notification) or not (`false`: it could not be set, or the hold is lost).
     pub(crate) async fn watched(&self) -> bool {
-        let mut watched = self.watched.subscribe();
-        let mut loss = self.loss.subscribe();
+        let mut receiver = self.state.subscribe();
         loop {
-            if loss.borrow_and_update().is_some() {
+            let state = *receiver.borrow_and_update();
+            if state.loss.is_some() {
                 return false;
             }
-            if let Some(set) = *watched.borrow_and_update() {
+            if let Some(set) = state.watched {
                 return set;
             }
-            // Both senders live in `self`: these only return on a change.
-            tokio::select! {
-                _ = watched.changed() => {}
-                _ = loss.changed() => {}
-            }
+            // The sender lives in `self`: this only returns on a change.
+            let _ = receiver.changed().await;
         }
     }
 

@@ -329,7 +329,9 @@ impl InterProcessMutex {
             .map_err(Error::WouldDeadlock)?;
         let turn = match &state.cohort {
             None => None,
-            Some(cohort) => match cohort.take_turn(client, patience).await? {
+            // Boxed: local handoff is an opt-in, and its state machine would otherwise be part of
+            // every plain acquire's, allocated and moved on every acquire.
+            Some(cohort) => match Box::pin(cohort.take_turn(client, patience)).await? {
                 None => return Ok(None),
                 Some(Turn::Hold(handoff)) => {
                     state.label.handed_over(handoff.node.path(), handoff.fencing_token, started);

@@ -224,7 +224,7 @@ impl KazooPool<'_> {
     /// Creates our lease `{path}/{name}` (ephemeral, no sequence, as kazoo's) and lists the
     /// path: what the listing says of it, and its czxid (the lease's fencing token). After a
     /// lost reply the create is sent again: `NodeExists` on a node our session owns is ours.
-    async fn create_lease(&self, name: &str, cleanup: &mut NodeCleanup) -> Result<(Created, i64)> {
+    async fn create_lease(&self, name: &str, cleanup: &mut NodeCleanup<'_>) -> Result<(Created, i64)> {
         let path = format!("{}/{name}", self.path);
         let options = CreateMode::Ephemeral.with_acls(Acls::new(self.acls.lock_nodes()));
         let mut retries = Retries::new(self.retry);

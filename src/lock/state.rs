@@ -15,7 +15,7 @@ use crate::error::LossReason;
 use crate::hold::held_node::HeldNode;
 use crate::hold::session_watch::LatestSessionWatch;
 use crate::lock::cohort::{fencing_token, Cohort, Handoff};
-use crate::lock::owner::Owner;
+use crate::lock::owner::{Owner, OwnerHash};
 use crate::observe::events::HoldEvents;
 use crate::observe::label::LockLabel;
 use crate::options::{AclProvider, DeadlockCheck, LockOptions};
@@ -56,7 +56,7 @@ pub(crate) struct LockState {
     pub(crate) session_watch: LatestSessionWatch,
     /// This process's line of tasks behind one queue node, with local handoff.
     pub(crate) cohort: Option<Arc<Cohort>>,
-    holds: DashMap<Owner, Slot>,
+    holds: DashMap<Owner, Slot, OwnerHash>,
     next_hold_id: AtomicU64,
     /// What our last released hold lets the next acquire send with its create instead of a
     /// listing (DESIGN.md, "Round trips"). Taken by the next acquire, whatever happens to it.
@@ -147,7 +147,7 @@ impl LockState {
             // A hold table has an entry per owner holding or acquiring: a few at most. DashMap's
             // default of four shards per core (each padded to a cache line) would cost a
             // kilobyte per lock here and 32 KB on a 64-core host, for 10,000 locks 320 MB.
-            holds: DashMap::with_shard_amount(HOLD_TABLE_SHARDS),
+            holds: DashMap::with_hasher_and_shard_amount(OwnerHash::default(), HOLD_TABLE_SHARDS),
             next_hold_id: AtomicU64::new(1),
             next_opening: std::sync::Mutex::new(Opening::Unknown),
         }

@@ -64,25 +64,22 @@ pub(crate) enum Remains {
 /// Deletes a half-acquired node: awaited on timeout and error, spawned when dropped.
 ///
 /// Armed before the create is sent, so a dropped acquire future leaves no node behind.
+///
+/// It borrows what names the node: only a cleanup that is dropped with work left copies it,
+/// for the task it spawns (an acquire that holds pays for no copy).
 #[derive(Debug)]
-pub(crate) struct NodeCleanup {
-    client: Client,
+pub(crate) struct NodeCleanup<'a> {
+    client: &'a Client,
     /// The acquire's pacing, never giving up: a cleanup that gave up would leave the node.
     retry: RetryPolicy,
-    lock_path: String,
-    prefix: String,
+    lock_path: &'a str,
+    prefix: &'a str,
     pub(crate) remains: Remains,
 }
 
-impl NodeCleanup {
-    pub(crate) fn new(client: &Client, retry: RetryPolicy, lock_path: &str, prefix: &str) -> Self {
-        NodeCleanup {
-            client: client.clone(),
-            retry: retry.without_bound(),
-            lock_path: lock_path.to_owned(),
-            prefix: prefix.to_owned(),
-            remains: Remains::Nothing,
-        }
+impl<'a> NodeCleanup<'a> {
+    pub(crate) fn new(client: &'a Client, retry: RetryPolicy, lock_path: &'a str, prefix: &'a str) -> Self {
+        NodeCleanup { client, retry: retry.without_bound(), lock_path, prefix, remains: Remains::Nothing }
     }
 
     /// The node now belongs to a guard: nothing to clean up.
@@ -113,12 +110,12 @@ impl NodeCleanup {
     /// Cancel safe: what remains is cleared only once the work is done, so a dropped `run` is
     /// finished by `Drop`.
     pub(crate) async fn run(&mut self) {
-        delete_remains_or_warn(&self.client, self.retry, &self.lock_path, &self.prefix, &self.remains).await;
+        delete_remains_or_warn(self.client, self.retry, self.lock_path, self.prefix, &self.remains).await;
         self.remains = Remains::Nothing;
     }
 }
 
-impl Drop for NodeCleanup {
+impl Drop for NodeCleanup<'_> {
     fn drop(&mut self) {
         let remains = std::mem::replace(&mut self.remains, Remains::Nothing);
         if remains == Remains::Nothing {
@@ -127,7 +124,7 @@ impl Drop for NodeCleanup {
         // The spawned future owns plain data, not a NodeCleanup: a runtime that is shutting down
         // drops it unpolled, and that must not spawn again.
         let (client, retry, lock_path, prefix) =
-            (self.client.clone(), self.retry, std::mem::take(&mut self.lock_path), std::mem::take(&mut self.prefix));
+            (self.client.clone(), self.retry, self.lock_path.to_owned(), self.prefix.to_owned());
         let pending = background::Pending::begin(client.session_timeout());
         background::spawn(async move {
             let _pending = pending;

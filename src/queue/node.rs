@@ -7,6 +7,7 @@ use zookeeper_client::{
     Acl, Acls, Client, CreateMode, CreateOptions, CreateSequence, Error as ZkError, OneshotWatcher, Stat,
 };
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::cleanup::{delete_ours, find_ours, NodeCleanup, Remains};
@@ -19,6 +20,7 @@ use crate::rules::entry::Level;
 use crate::rules::naming::{sequential_name, Protection, Schema};
 use crate::rules::opening::{alone_proof, Opening, Ours, Proof};
 use crate::rules::owner_tag::NodeMark;
+use crate::rules::path::{child_path, concat};
 
 /// Which queue, and how our node in it looks.
 #[derive(Debug)]
@@ -124,8 +126,12 @@ pub(crate) struct LockNode {
 
 impl LockNode {
     pub(crate) fn new(lock_path: &str, name: &str, czxid: i64, sequence: Option<i64>, retry: RetryPolicy) -> Self {
-        let retry = retry.without_bound();
-        LockNode { path: format!("{lock_path}/{name}"), name_at: lock_path.len() + 1, czxid, sequence, retry }
+        LockNode::at(child_path(lock_path, name), lock_path.len() + 1, czxid, sequence, retry)
+    }
+
+    /// The node at `path`, whose name starts at byte `name_at`.
+    fn at(path: String, name_at: usize, czxid: i64, sequence: Option<i64>, retry: RetryPolicy) -> Self {
+        LockNode { path, name_at, czxid, sequence, retry: retry.without_bound() }
     }
 
     /// What the opening's decisions need of it.
@@ -151,7 +157,8 @@ pub(crate) enum FirstLook {
     Nothing,
 }
 
-/// Creates our node as `{lock_path}/{prefix}{seq}` (or `{prefix}{key}` for a node that sorts
+/// Creates our node as `{prefixed}{seq}`, `prefixed` being `{lock_path}/{prefix}` (or
+/// `{prefixed}{key}` for a node that sorts
 /// level with another, `spec.level_with`) and, in the same round trip, sends what `spec.opening`
 /// asks for: a listing of the queue, a watch on a node known to be ahead, or nothing (the
 /// uncontended shortcut). Returns the node, what came back with it, and whether the create
@@ -168,12 +175,13 @@ pub(crate) enum FirstLook {
 /// and deleted.
 pub(crate) async fn create_node(
     spec: &QueueSpec<'_>,
-    prefix: &str,
-    cleanup: &mut NodeCleanup,
+    prefixed: &str,
+    cleanup: &mut NodeCleanup<'_>,
 ) -> Result<(LockNode, FirstLook, Proof)> {
+    let prefix = &prefixed[spec.lock_path.len() + 1..];
     let (create_path, mode) = match spec.level_with {
-        Some(level) => (format!("{}/{prefix}{}", spec.lock_path, level.key), CreateMode::Ephemeral),
-        None => (format!("{}/{prefix}", spec.lock_path), CreateMode::EphemeralSequential),
+        Some(level) => (Cow::Owned(concat(&[prefixed, level.key])), CreateMode::Ephemeral),
+        None => (Cow::Borrowed(prefixed), CreateMode::EphemeralSequential),
     };
     let acls = Acls::new(spec.acls);
     let options = mode.with_acls(acls);
@@ -187,13 +195,8 @@ pub(crate) async fn create_node(
             }
             Ok((stat, sequence)) => {
                 let sequence = sequence.into_i64();
-                LockNode::new(
-                    spec.lock_path,
-                    &sequential_name(prefix, sequence),
-                    stat.czxid,
-                    Some(sequence),
-                    spec.retry,
-                )
+                let path = sequential_name(&create_path, sequence);
+                LockNode::at(path, spec.lock_path.len() + 1, stat.czxid, Some(sequence), spec.retry)
             }
             Err(ZkError::NoNode) => {
                 cleanup.remains = Remains::Nothing;
@@ -278,7 +281,7 @@ async fn send_create(spec: &QueueSpec<'_>, path: &str, options: &CreateOptions<'
     let create = spec.client.create(path, spec.data, options);
     let list = spec.opening.sends_listing().then(|| spec.client.list_children(spec.lock_path));
     let watch = match &spec.opening {
-        Opening::QueuedBehind(name) => Some(spec.client.get_and_watch_data(&format!("{}/{name}", spec.lock_path))),
+        Opening::QueuedBehind(name) => Some(spec.client.get_and_watch_data(&child_path(spec.lock_path, name))),
         _ => None,
     };
     let beside = spec.level_with.map(|level| spec.client.check_stat(level.node));

@@ -19,6 +19,7 @@ use crate::client::session_end::{check_session_ended, SessionEnd};
 use crate::error::{Error, Result};
 use crate::rules::decide::{decide, Decision};
 use crate::rules::opening::{after_hold, Opening, Proof, Waited};
+use crate::rules::path::child_path;
 
 /// Puts a node of ours in the queue and waits until the rule lets it hold. Returns the node, and
 /// what that hold lets the participant's next acquire send with its create once the hold's
@@ -63,24 +64,23 @@ async fn enter(
     let mut gate_lost = std::pin::pin!(gate_lost);
     loop {
         let random = uuid::Uuid::new_v4();
-        let prefix = spec.schema.protected_prefix(&spec.mark.map_or(random, |mark| mark.uuid(random)));
-        let mut cleanup = NodeCleanup::new(spec.client, spec.retry, spec.lock_path, &prefix);
+        // `{lock_path}/{prefix}`, written once: the create sends it, the cleanup and the report
+        // name the prefix within it.
+        let prefixed = spec.schema.protected_path(spec.lock_path, &spec.mark.map_or(random, |mark| mark.uuid(random)));
+        let prefix = &prefixed[spec.lock_path.len() + 1..];
+        let mut cleanup = NodeCleanup::new(spec.client, spec.retry, spec.lock_path, prefix);
         // Only an election asks: a lock's acquire allocates nothing for it.
         let report = |node: Option<&str>| {
             if let Some(place) = spec.place {
-                place.send_replace(Some(Place {
-                    prefix: prefix.as_str().into(),
-                    node: node.map(Arc::from),
-                    retry: spec.retry,
-                }));
+                place.send_replace(Some(Place { prefix: prefix.into(), node: node.map(Arc::from), retry: spec.retry }));
             }
         };
         report(None);
         // Matched here rather than in a wrapper of both: the turn's state machine is large, and a
         // wrapper would hold it twice and copy it on every acquire.
         let created = match patience {
-            Patience::NoWait => while_connected(spec.client, create_node(spec, &prefix, &mut cleanup)).await,
-            other => within(other.deadline(), create_node(spec, &prefix, &mut cleanup)).await,
+            Patience::NoWait => while_connected(spec.client, create_node(spec, &prefixed, &mut cleanup)).await,
+            other => within(other.deadline(), create_node(spec, &prefixed, &mut cleanup)).await,
         };
         let outcome = match created {
             Some(Ok((mut node, first, proof))) => {
@@ -193,7 +193,7 @@ async fn wait_turn<G: Future<Output = Error>>(
                 Decision::Missing => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
                 Decision::WaitForRoom => None,
                 Decision::Watch { predecessor, holds_when_gone } => {
-                    Some((format!("{}/{predecessor}", spec.lock_path), holds_when_gone))
+                    Some((child_path(spec.lock_path, predecessor), holds_when_gone))
                 }
             }
         };

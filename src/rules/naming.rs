@@ -17,6 +17,8 @@
 
 use uuid::Uuid;
 
+use super::path::concat;
+
 /// Curator's protection marker: every protected node name starts with it.
 pub(crate) const PROTECTED_MARKER: &str = "_c_";
 
@@ -81,10 +83,19 @@ pub(crate) const WRITE: Schema =
 impl Schema {
     /// The start of a protected node's name: `_c_{uuid}-{own_name}` (Curator) or
     /// `{hex32}{own_name}` (kazoo).
+    #[cfg(test)]
     pub(crate) fn protected_prefix(&self, id: &Uuid) -> String {
+        self.protected_path("", id)[1..].to_owned()
+    }
+
+    /// `{parent}/` and the protected prefix: the path our node is created with.
+    pub(crate) fn protected_path(&self, parent: &str, id: &Uuid) -> String {
+        let mut buffer = Uuid::encode_buffer();
         match self.protection {
-            Protection::Curator => format!("{PROTECTED_MARKER}{}-{}", id.hyphenated(), self.own_name),
-            Protection::Kazoo => format!("{}{}", id.simple(), self.own_name),
+            Protection::Curator => {
+                concat(&[parent, "/", PROTECTED_MARKER, id.hyphenated().encode_lower(&mut buffer), "-", self.own_name])
+            }
+            Protection::Kazoo => concat(&[parent, "/", id.simple().encode_lower(&mut buffer), self.own_name]),
         }
     }
 
@@ -100,7 +111,7 @@ impl Schema {
     /// The part of a child's name that orders it among the others: what is left after the text
     /// up to the last occurrence of each lock name is cut off, name by name, as Curator does.
     pub(crate) fn sort_key<'a>(&self, child: &'a str) -> &'a str {
-        self.names.iter().fold(child, |key, name| match key.rfind(name) {
+        self.names.iter().fold(child, |key, name| match last_at(key, name) {
             Some(at) => &key[at + name.len()..],
             None => key,
         })
@@ -121,10 +132,11 @@ impl Schema {
     /// Where the sort key of a lock node starts, and its sequence number; `None` for a child
     /// that is not a lock node.
     fn sequence_at(&self, child: &str) -> Option<(usize, i32)> {
-        if !self.names.iter().any(|name| child.contains(name)) {
+        let key = self.sort_key(child);
+        if key.len() == child.len() {
+            // No lock name in it.
             return None;
         }
-        let key = self.sort_key(child);
         let digits = key.strip_prefix('-').unwrap_or(key);
         if digits.len() < 9 || key.len() < 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
             return None;
@@ -147,9 +159,32 @@ impl Schema {
     }
 }
 
+/// Where the last `name` in `text` starts. A lock name is a few bytes and a node's name a few
+/// dozen: comparing at each position from the end is quicker than `str::rfind`'s searcher,
+/// which is built anew for every call (every child of every listing).
+fn last_at(text: &str, name: &str) -> Option<usize> {
+    let (text, name) = (text.as_bytes(), name.as_bytes());
+    let Some(&first) = name.first() else { return Some(text.len()) };
+    (0..=text.len().checked_sub(name.len())?).rev().find(|&at| text[at] == first && &text[at..at + name.len()] == name)
+}
+
 /// The name ZooKeeper gives a sequential node created as `prefix` with counter `sequence`.
 pub(crate) fn sequential_name(prefix: &str, sequence: i64) -> String {
-    format!("{prefix}{sequence:010}")
+    // Java's `%010d`: ten characters, a minus sign counted among them.
+    let mut digits = [b'0'; 20];
+    let mut at = digits.len();
+    let mut rest = sequence.unsigned_abs();
+    while rest > 0 {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+    }
+    let width = if sequence < 0 { 9 } else { 10 };
+    let start = at.min(digits.len() - width);
+    let sign = if sequence < 0 { "-" } else { "" };
+    // Only ASCII digits were written.
+    let digits = std::str::from_utf8(&digits[start..]).unwrap_or_default();
+    concat(&[prefix, sign, digits])
 }
 
 #[cfg(test)]
@@ -211,6 +246,24 @@ mod tests {
         assert_eq!(sequential_name("p-", i32::MAX.into()), "p-2147483647");
         assert_eq!(sequential_name("p-", -1), "p--000000001");
         assert_eq!(sequential_name("p-", i32::MIN.into()), "p--2147483648");
+        assert_eq!(sequential_name("p-", 12_345_678_901), "p-12345678901");
+        assert_eq!(sequential_name("p-", -12_345_678_901), "p--12345678901");
+        assert_eq!(sequential_name("", 7), "0000000007");
+    }
+
+    #[test]
+    fn the_last_lock_name_is_found_as_rfind_finds_it() {
+        for (text, name) in [
+            ("_c_x-lock-lock-0000000001", "lock-"),
+            ("lock-", "lock-"),
+            ("loc", "lock-"),
+            ("", "lock-"),
+            ("__lock____rlock__1", "__lock__"),
+            ("aaaa", "aa"),
+            ("lock", ""),
+        ] {
+            assert_eq!(last_at(text, name), text.rfind(name), "{name} in {text}");
+        }
     }
 
     #[test]
