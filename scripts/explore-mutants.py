@@ -85,7 +85,7 @@ def apply(root, which):
     let ahead = client.get_and_watch_data(predecessor);
     let own = match own.await {
         Ok((_data, _stat, watcher)) => watcher,
-        Err(ZkError::NoNode) => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
+        Err(ZkError::NoNode) => return Err(Error::LockLost(LossReason::NodeDeleted)),
         Err(_) => return Ok(false),
     };
     let mut own_fired = Box::pin(own.changed());
@@ -99,7 +99,7 @@ def apply(root, which):
         Err(_) => return Ok(false),
     }
     if ready_now(own_fired.as_mut()).is_some() {
-        return Err(Error::LockNodeDeleted { path: node.path.clone() });
+        return Err(Error::LockLost(LossReason::NodeDeleted));
     }
     Ok(true)
 }

@@ -42,18 +42,11 @@ pub enum Error {
     #[error("zookeeper client is closed")]
     SessionClosed,
 
-    /// Our lock node was deleted by someone else (an operator, a revoker, a deleted lock path)
-    /// while we held it. (A waiting acquire whose node is deleted queues again with a new one
-    /// instead; a semaphore starts over from its mutex.)
-    #[error("lock node {path} was deleted by someone else")]
-    LockNodeDeleted {
-        /// The full path of the node.
-        path: String,
-    },
-
-    /// The lock this guard (or reentrant acquire) stands for was lost; see
-    /// [`LockGuard::lost`](crate::LockGuard::lost). Drop every guard of the lost hold before the
-    /// owner acquires again.
+    /// The hold this guard, lease, term or reentrant acquire stands for was lost, and the reason
+    /// says how (the session's end, an operator's delete of our node, a connection lost too
+    /// long): the one way zklock says so, whether the loss was seen before a release, by the
+    /// release itself, or by [`LockGuard::lost`](crate::LockGuard::lost). Drop every guard of
+    /// the lost hold before the owner acquires again.
     #[error("lock lost: {0}")]
     LockLost(crate::error::LossReason),
 
@@ -147,7 +140,6 @@ impl Error {
             Error::InvalidOptions(_) => "invalid_options",
             Error::SessionExpired => "session_expired",
             Error::SessionClosed => "session_closed",
-            Error::LockNodeDeleted { .. } => "lock_node_deleted",
             Error::LockLost(_) => "lock_lost",
             Error::WouldDeadlock(_) => "would_deadlock",
             Error::Deadlock(_) => "deadlock",

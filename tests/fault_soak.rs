@@ -25,7 +25,7 @@
 //! The operator's deletions are the only ones forgiven, and only those known to have run (a
 //! delete whose reply was lost is settled by a mark in its transaction): a hold on a node it
 //! deleted ends, for the check, when the delete was sent (no client can know of it in time;
-//! fencing protects there), and `LockNodeDeleted`, a loss for `NodeDeleted` and a fence's
+//! fencing protects there), and a loss for `NodeDeleted` and a fence's
 //! refusal are accepted only for a node it deleted. A hold on a node that the operator had
 //! deleted while its owner waited is a violation (a ghost holder), and so is an overlap with it,
 //! and so is a hold passed on within a client (local handoff) later than the notification
@@ -62,7 +62,7 @@ use soak::client::{Slot, SESSION_TIMEOUT};
 use soak::fence::Fences;
 use soak::history::check;
 use soak::operator::{self, Claim, Deletions, Holders};
-use soak::recipe::{Locks, Paths, Recipe, Resource, MAX_LEASES};
+use soak::recipe::{Failed, Locks, Paths, Recipe, Resource, MAX_LEASES};
 use soak::tally::{get, Tally};
 use soak::{election, nemesis, worker, Run};
 
@@ -428,10 +428,10 @@ async fn recover(slot: &Slot, paths: &Paths, deadline: Instant) -> Vec<Recipe> {
                         return held.release().await.map(|()| true);
                     }
                     Ok(None) => return Ok(false),
-                    Err(Error::SessionExpired | Error::SessionClosed) => {
+                    Err(Failed { err: Error::SessionExpired | Error::SessionClosed, .. }) => {
                         slot.forget_ended_client();
                     }
-                    Err(err) => return Err(err),
+                    Err(failed) => return Err(failed.err),
                 }
             }
         };

@@ -101,8 +101,8 @@ impl<H: sealed::Releasable> Held<H> {
         run_for(timeout, (**self).lost_boxed())
     }
 
-    /// Releases the hold and reports how it went, as the async `release` does (`LockLost` for
-    /// a hold lost before, `LockNodeDeleted` when someone else had deleted the node).
+    /// Releases the hold and reports how it went, as the async `release` does (`LockLost`, with
+    /// the reason, for a hold lost before or found lost by the release).
     ///
     /// # Errors
     /// As the hold's async `release`; [`Error::CannotBlock`](crate::Error::CannotBlock) on a

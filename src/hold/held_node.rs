@@ -204,13 +204,18 @@ impl HeldNode {
 
     /// Deletes the node of a released hold and reports how it went: `LockLost` for a hold that
     /// was lost before (the node, if still there, goes in the background, never waiting on a
-    /// session that may be gone), `LockNodeDeleted` when someone else had deleted it.
+    /// session that may be gone), and for one the delete finds lost (someone else had deleted
+    /// the node, or the session ended, taking it).
     pub(crate) async fn delete(&self, lost_before: Option<LossReason>) -> Result<()> {
         if let Some(reason) = lost_before {
             self.delete_in_background();
             return Err(Error::LockLost(reason));
         }
-        delete_released(&self.client, self.retry(), &self.path).await
+        match delete_released(&self.client, self.retry(), &self.path).await {
+            Err(Error::SessionExpired) => Err(Error::LockLost(LossReason::SessionExpired)),
+            Err(Error::SessionClosed) => Err(Error::LockLost(LossReason::SessionClosed)),
+            deleted => deleted,
+        }
     }
 
     /// Deletes the node of a released hold in the background (a guard's `Drop`).

@@ -47,11 +47,10 @@ impl Lease {
     /// Returns the lease: deletes its node and waits for ZooKeeper to confirm.
     ///
     /// # Errors
-    /// - [`Error::LockLost`](crate::Error::LockLost): the lease had been lost (the node, if it still exists, is deleted
-    ///   in the background);
-    /// - [`Error::LockNodeDeleted`](crate::Error::LockNodeDeleted): the node was already gone;
-    /// - [`Error::SessionExpired`](crate::Error::SessionExpired) / [`Error::SessionClosed`](crate::Error::SessionClosed): the session ended, and the node
-    ///   with it;
+    /// - [`Error::LockLost`](crate::Error::LockLost): the lease was lost, before this release
+    ///   (the node, if it still exists, is deleted in the background) or as it found: the node
+    ///   already gone (`NodeDeleted`), the session ended and the node with it
+    ///   (`SessionExpired`, `SessionClosed`). As [`LockGuard::release`](crate::LockGuard::release);
     /// - [`Error::ZooKeeper`](crate::Error::ZooKeeper): the delete was refused.
     ///
     /// # Cancel safety

@@ -66,12 +66,12 @@ impl LockGuard {
     /// ZooKeeper to confirm.
     ///
     /// # Errors
-    /// - [`Error::LockLost`]: the lock had been lost before this release (the reason says how);
-    ///   the node, if it still exists, is deleted in the background;
-    /// - [`Error::LockNodeDeleted`]: the node was already gone (deleted by someone else, so the
-    ///   lock may have been held by another participant meanwhile);
-    /// - [`Error::SessionExpired`] / [`Error::SessionClosed`]: the session ended, and with it the
-    ///   node;
+    /// - [`Error::LockLost`]: the lock was lost, and the reason says how: before this release
+    ///   (the node, if it still exists, is deleted in the background), or as the release found
+    ///   it: `NodeDeleted` when the node was already gone (deleted by someone else, so the lock
+    ///   may have been held by another participant meanwhile), `SessionExpired` or
+    ///   `SessionClosed` when the session ended, and with it the node. The same reason
+    ///   [`lost`](Self::lost) gives;
     /// - [`Error::ZooKeeper`]: the delete was refused.
     ///
     /// The hold is released in this process in every case. The delete is retried through
@@ -122,10 +122,9 @@ impl LockGuard {
 
     /// Resolves when the lock is lost, with the error a wait that needs the hold (a semaphore's
     /// taker behind its gate) ends with: the session's end as itself, as for every other
-    /// acquire, a deleted node as [`Error::LockNodeDeleted`].
+    /// acquire, else the loss (a deleted node starts the taker over).
     pub(crate) async fn lost_as_error(&self) -> Error {
         match self.lost().await {
-            LossReason::NodeDeleted => Error::LockNodeDeleted { path: self.node_path().to_owned() },
             LossReason::SessionExpired => Error::SessionExpired,
             LossReason::SessionClosed => Error::SessionClosed,
             reason => Error::LockLost(reason),

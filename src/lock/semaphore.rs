@@ -429,7 +429,7 @@ impl InterProcessSemaphoreV2 {
         match guard.release().await {
             // The gate's node was deleted (an operator, as the outcome may already say): nothing
             // of ours is left in its queue.
-            Ok(()) | Err(Error::LockNodeDeleted { .. } | Error::LockLost(LossReason::NodeDeleted)) => {}
+            Ok(()) | Err(Error::LockLost(LossReason::NodeDeleted)) => {}
             Err(err) => {
                 tracing::warn!(path = %inner.path, error = %err.with_causes(), "could not release the semaphore's mutex")
             }

@@ -13,7 +13,7 @@ use crate::client::deadline::{cleanup_deadline, within, within_patience, Patienc
 use crate::client::retry::{is_transient, retry_transient};
 use crate::client::retry_policy::{Retries, RetryPolicy};
 use crate::client::session_end::SessionEnd;
-use crate::error::{Error, Result};
+use crate::error::{Error, LossReason, Result};
 use crate::options::AclProvider;
 use crate::queue::cleanup::{czxid_if_ours, NodeCleanup, Remains};
 use crate::queue::listing::children_or_none;
@@ -120,7 +120,8 @@ impl KazooPool<'_> {
     /// before an error).
     ///
     /// # Errors
-    /// [`Error::LockNodeDeleted`] when our lease is gone before the hold begins: the taker starts
+    /// [`Error::LockLost`] (`NodeDeleted`) when our lease or the gate's node is gone before the
+    /// hold begins: the taker starts
     /// over from the gate; a session's end; what ZooKeeper refuses.
     ///
     /// # Cancel safety
@@ -152,7 +153,7 @@ impl KazooPool<'_> {
             };
             match gate {
                 Ok(Some(_)) => {}
-                Ok(None) => return Err(Error::LockNodeDeleted { path: gate_node.to_owned() }),
+                Ok(None) => return Err(Error::LockLost(LossReason::NodeDeleted)),
                 Err(err) if is_transient(&err) && gate_retries.pause().await => continue,
                 Err(err) => return Err(Error::zookeeper("read", gate_node, err)),
             }
@@ -188,9 +189,7 @@ impl KazooPool<'_> {
                     continue;
                 }
                 Some(Ok((Created::Hold, czxid))) => Ok(Some(LockNode::new(self.path, &name, czxid, None, self.retry))),
-                Some(Ok((Created::Missing, _))) => {
-                    Err(Error::LockNodeDeleted { path: format!("{}/{name}", self.path) })
-                }
+                Some(Ok((Created::Missing, _))) => Err(Error::LockLost(LossReason::NodeDeleted)),
                 Some(Err(err)) => Err(err),
                 None => Ok(None),
             };

@@ -10,7 +10,7 @@ use zookeeper_client::{Client, Error as ZkError};
 use crate::client::background;
 use crate::client::retry::{is_connection_loss, is_transient};
 use crate::client::retry_policy::{Retries, RetryPolicy};
-use crate::error::{Error, Result};
+use crate::error::{Error, LossReason, Result};
 
 /// How a delete ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -53,7 +53,7 @@ pub(crate) async fn delete_node(client: &Client, retry: RetryPolicy, path: &str)
 pub(crate) async fn delete_released(client: &Client, retry: RetryPolicy, node: &Arc<str>) -> Result<()> {
     match PendingDelete::send(client, retry, node).finish().await {
         Ok(Deleted::ByUs) => Ok(()),
-        Ok(Deleted::AlreadyGone) => Err(Error::LockNodeDeleted { path: node.to_string() }),
+        Ok(Deleted::AlreadyGone) => Err(Error::LockLost(LossReason::NodeDeleted)),
         Err(err) => Err(err),
     }
 }

@@ -16,7 +16,7 @@ use crate::client::deadline::{cleanup_deadline, while_connected, within, Patienc
 use crate::client::retry::{is_transient, retry_transient};
 use crate::client::retry_policy::RetryPolicy;
 use crate::client::session_end::{check_session_ended, SessionEnd};
-use crate::error::{Error, Result};
+use crate::error::{Error, LossReason, Result};
 use crate::rules::decide::{decide, Decision};
 use crate::rules::opening::{after_hold, Opening, Proof, Waited};
 use crate::rules::path::child_path;
@@ -34,8 +34,8 @@ pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Resu
 /// lost, and ends the wait with what it resolves to. See [`enter`].
 ///
 /// # Errors
-/// [`Error::LockNodeDeleted`] when our lease node is deleted by someone else: the taker starts
-/// over from the mutex (see [`Rule::queues_again`](crate::rules::decide::Rule::queues_again)).
+/// [`Error::LockLost`] (`NodeDeleted`) when our lease node, or the mutex's node it is taken
+/// under, is deleted by someone else: the taker starts over from the mutex (see [`Rule::queues_again`](crate::rules::decide::Rule::queues_again)).
 pub(crate) async fn take_lease(
     spec: &QueueSpec<'_>,
     patience: Patience,
@@ -105,7 +105,9 @@ async fn enter(
             None => Ok(None),
             Some(Err(err)) => Err(err),
         };
-        if !spec.rule.queues_again() || !queues_again(&outcome, spec.client) {
+        // A downgrade's `NodeDeleted` is its write node's (`stands_beside`): that hold is lost,
+        // and there is nothing to queue again for.
+        if !spec.rule.queues_again() || spec.level_with.is_some() || !queues_again(&outcome, spec.client) {
             return cleanup.settle(outcome, cleanup_deadline(patience)).await;
         }
     }
@@ -133,8 +135,8 @@ fn held_at_first_look(
 /// of a whole attempt, which starts over from its mutex.
 pub(crate) fn queues_again<T>(outcome: &Result<T>, client: &Client) -> bool {
     match outcome {
-        Err(Error::LockNodeDeleted { path }) if check_session_ended(client).is_none() => {
-            tracing::debug!(node = %path, "our queue node was deleted while waiting; queueing again");
+        Err(Error::LockLost(LossReason::NodeDeleted)) if check_session_ended(client).is_none() => {
+            tracing::debug!("our queue node was deleted while waiting; queueing again");
             true
         }
         _ => false,
@@ -190,7 +192,7 @@ async fn wait_turn<G: Future<Output = Error>>(
             let children = spec.rule.queue(spec.schema, children);
             match decide(&children, node.name(), spec.rule) {
                 Decision::Hold => return Ok(WaitOutcome::Hold(after_hold(&children, &node.ours(), waited, proof))),
-                Decision::Missing => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
+                Decision::Missing => return Err(Error::LockLost(LossReason::NodeDeleted)),
                 Decision::WaitForRoom => None,
                 Decision::Watch { predecessor, holds_when_gone } => {
                     Some((child_path(spec.lock_path, predecessor), holds_when_gone))
@@ -281,7 +283,7 @@ async fn room_changes<G: Future<Output = Error>>(
     let (listed, watcher) =
         match retry_transient(spec.retry, || spec.client.list_and_watch_children(spec.lock_path)).await {
             Ok(listing) => listing,
-            Err(ZkError::NoNode) => return Err(Error::LockNodeDeleted { path: node.path.clone() }),
+            Err(ZkError::NoNode) => return Err(Error::LockLost(LossReason::NodeDeleted)),
             Err(err) => return Err(Error::zookeeper("watch", spec.lock_path, err)),
         };
     if decide(&listed, node.name(), spec.rule) != Decision::WaitForRoom {
@@ -315,7 +317,7 @@ async fn room_changes<G: Future<Output = Error>>(
 /// hold that wants its node watched (after a second, or `lost()`) sets it then.
 ///
 /// # Errors
-/// [`Error::LockNodeDeleted`] when our node is gone (the queue then takes a new one); a
+/// [`Error::LockLost`] (`NodeDeleted`) when our node is gone (the queue then takes a new one); a
 /// session's end; what the requests return that is not transient.
 async fn succeeds_predecessor(client: &Client, retry: RetryPolicy, node: &LockNode, predecessor: &str) -> Result<bool> {
     let mut connection = client.state_watcher();
@@ -324,7 +326,7 @@ async fn succeeds_predecessor(client: &Client, retry: RetryPolicy, node: &LockNo
     }
     match client.check_stat(&node.path).await {
         Ok(Some(_)) => Ok(ready_now(connection.changed()).is_none()),
-        Ok(None) => Err(Error::LockNodeDeleted { path: node.path.clone() }),
+        Ok(None) => Err(Error::LockLost(LossReason::NodeDeleted)),
         Err(err) if is_transient(&err) => Ok(false),
         Err(err) => Err(Error::zookeeper("read", &node.path, err)),
     }

@@ -64,7 +64,7 @@ impl Rule {
     }
 
     /// Whether a wait that finds our node deleted queues again with a new node (within the
-    /// acquire's patience, as Curator does), or ends with `LockNodeDeleted`: a lease taker starts
+    /// acquire's patience, as Curator does), or ends with `LockLost(NodeDeleted)`: a lease taker starts
     /// over from the semaphore's mutex, as Curator's does, since a lease queued again under a
     /// hold of the mutex that may itself be gone could wait beside another taker's for ever.
     pub(crate) fn queues_again(self) -> bool {

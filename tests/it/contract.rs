@@ -129,6 +129,11 @@ macro_rules! contracts {
             }
 
             #[tokio::test]
+            async fn a_release_that_finds_its_node_deleted_reports_the_loss() {
+                loss::a_release_that_finds_its_node_deleted_reports_the_loss::<$under_test>().await;
+            }
+
+            #[tokio::test]
             async fn lost_on_a_long_disconnection() {
                 loss::lost_on_a_long_disconnection::<$under_test>().await;
             }

@@ -47,7 +47,7 @@ pub struct Run {
 impl Run {
     /// Accounts for an error of client `index` doing `what` with `recipe` (holding `nodes`, if
     /// it held): a documented loss (the session ended, the lock was lost) is expected, but a
-    /// node deleted under it (`LockNodeDeleted`, a loss for `NodeDeleted`) only if the operator
+    /// node deleted under it (a loss for `NodeDeleted`) only if the operator
     /// deleted it (a claim, checked at the end); any other error is a violation. A client
     /// whose session ended is replaced.
     pub fn failed(&self, index: usize, recipe: Recipe, what: &str, err: Error, nodes: &[String]) {
@@ -59,7 +59,6 @@ impl Run {
             }
             Error::LockLost(LossReason::NodeDeleted) => self.claim(index, recipe, nodes.to_vec(), what),
             Error::LockLost(_) => {}
-            Error::LockNodeDeleted { path } => self.claim(index, recipe, vec![path], what),
             err => {
                 bump(&self.tally.of(recipe).errors);
                 eprintln!("soak: client {index} {what} {}: unexpected error: {err}", recipe.name());

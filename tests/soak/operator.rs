@@ -328,7 +328,7 @@ fn waiting(mut children: Vec<String>, recipe: Recipe) -> Vec<(String, String)> {
 }
 
 /// A participant's report that a node of its own was deleted by someone else: an error
-/// (`LockNodeDeleted`, a hold lost with `NodeDeleted`) or a fence that refused it while it
+/// (a hold lost with `NodeDeleted`) or a fence that refused it while it
 /// believed it held. Forgiven only when the operator deleted one of `nodes` before `at`.
 #[derive(Debug)]
 pub struct Claim {

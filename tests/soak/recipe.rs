@@ -205,7 +205,11 @@ impl Locks {
     }
 
     /// Takes `recipe` within `timeout`: `Ok(None)` when it timed out.
-    pub async fn acquire_timeout(&self, recipe: Recipe, timeout: Duration) -> Result<Option<Held>> {
+    pub async fn acquire_timeout(
+        &self,
+        recipe: Recipe,
+        timeout: Duration,
+    ) -> std::result::Result<Option<Held>, Failed> {
         Ok(match recipe {
             Recipe::Mutex => self.mutex.acquire_timeout(timeout).await?.map(|g| Held::Guard(Resource::Mutex, g)),
             Recipe::HandoffMutex => {
@@ -229,9 +233,9 @@ impl Locks {
                 let write_node = write.node_path().to_owned();
                 match write.release().await {
                     // The operator deleted the write node under it: say which node went.
-                    Err(Error::LockLost(LossReason::NodeDeleted)) => {
+                    Err(err @ Error::LockLost(LossReason::NodeDeleted)) => {
                         drop(read);
-                        return Err(Error::LockNodeDeleted { path: write_node });
+                        return Err(Failed { err, nodes: vec![write_node] });
                     }
                     released => released?,
                 }
@@ -246,6 +250,26 @@ impl Locks {
             Recipe::MultiLock => self.multi.acquire_timeout(timeout).await?.map(Held::Multi),
             Recipe::LeaderLatch | Recipe::LeaderSelector => unreachable!("{} is not a lock", recipe.name()),
         })
+    }
+}
+
+/// An acquire's error, with the nodes of ours it found deleted (a downgrade's write node): the
+/// error names no node, and the check forgives it only for a node the operator deleted.
+#[derive(Debug)]
+pub struct Failed {
+    pub err: Error,
+    pub nodes: Vec<String>,
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.err.fmt(f)
+    }
+}
+
+impl From<Error> for Failed {
+    fn from(err: Error) -> Self {
+        Failed { err, nodes: Vec::new() }
     }
 }
 

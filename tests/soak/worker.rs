@@ -8,7 +8,7 @@ use fastrand::Rng;
 use tokio::sync::watch;
 
 use super::client::Hold;
-use super::recipe::{Held, Locks, Recipe};
+use super::recipe::{Failed, Held, Locks, Recipe};
 use super::tally::bump;
 use super::Run;
 
@@ -80,7 +80,7 @@ async fn round(
             critical_section(index, recipe, held, invoked, run, rng, stop).await
         }
         Ok(None) => bump(&counts.timeouts),
-        Err(err) => run.failed(index, recipe, "acquire", err, &[]),
+        Err(Failed { err, nodes }) => run.failed(index, recipe, "acquire", err, &nodes),
     }
 }
 

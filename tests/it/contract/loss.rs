@@ -121,6 +121,23 @@ pub async fn lost_on_node_deletion<L: LockUnderTest>() {
     wait_for_nodes::<L>(&client, &path, &[]).await;
 }
 
+/// An operator deletes the hold's nodes before anything of ours could notice (no `lost()`
+/// asked, within the second before the node watch is set): the release finds them gone and
+/// reports the loss as `lost()` does, not as an error of its own. (Should the machine stall past
+/// that second, the watch tells first, and the release reports the same.)
+pub async fn a_release_that_finds_its_node_deleted_reports_the_loss<L: LockUnderTest>() {
+    let path = unique_path("contract-release-deleted");
+    let client = connect().await;
+    let operator = connect().await;
+    let held = L::make(&client, &path).acquire().await.unwrap();
+    for node in held.node_paths() {
+        operator.delete(&node, None).await.unwrap();
+    }
+    let released = tokio::time::timeout(PROMPTLY, held.release()).await.expect("release hung");
+    assert!(L::Held::release_reports_loss(&released, LossReason::NodeDeleted), "{released:?}");
+    wait_for_nodes::<L>(&client, &path, &[]).await;
+}
+
 /// A hold kept past the delay of its node watch notices on its own (nobody awaits `lost()`)
 /// that someone else deleted its node.
 pub async fn a_deleted_node_is_noticed_without_asking_once_held_a_while<L: LockUnderTest>() {

@@ -131,9 +131,7 @@ impl Slot {
             }
             match released.unwrap_or(Ok(())) {
                 Ok(()) => {}
-                Err(
-                    Error::LockLost(_) | Error::LockNodeDeleted { .. } | Error::SessionExpired | Error::SessionClosed,
-                ) => {}
+                Err(Error::LockLost(_) | Error::SessionExpired | Error::SessionClosed) => {}
                 Err(Error::ZooKeeper { .. }) if cut(&record) || state.lock().unwrap().cut_seen => {}
                 Err(err) => {
                     let what = format!(
