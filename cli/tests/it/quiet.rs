@@ -75,22 +75,34 @@ fn quiet_and_a_successful_busy_code_say_nothing_the_exit_code_tells() {
 fn an_outage_is_said_as_what_happened_once() {
     let path = unique_path("quiet-outage");
     let proxy = Proxy::start(server().address()).unwrap();
+    // Its stderr in a file, read while it runs: the cut lasts until it has said so.
+    let log = std::env::temp_dir().join(format!("zklock-{}.stderr", path.replace('/', "_")));
     let mut holder = Group::spawn(
-        zklock(&proxy.connect_string()).args(["hold", "--retake", &path]).stdout(Stdio::piped()).stderr(Stdio::piped()),
+        zklock(&proxy.connect_string())
+            .args(["hold", "--retake", &path])
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap()),
     );
     let mut stdout = BufReader::new(holder.0.stdout.take().unwrap());
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
     proxy.cut();
-    // Past the 4 s session and the client's own give-up, with new sessions refused meanwhile.
-    std::thread::sleep(Duration::from_secs(10));
+    // Past the 4 s session and the client's own give-up, with new sessions refused meanwhile:
+    // until zklock says it cannot have a new one (30 s at most).
+    let said =
+        |log: &std::path::Path| std::fs::read_to_string(log).unwrap_or_default().contains("no new one can be had yet");
+    let cut_at = std::time::Instant::now();
+    while !said(&log) && cut_at.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     proxy.heal();
     line.clear();
     stdout.read_line(&mut line).unwrap();
     assert!(!line.is_empty(), "held again");
     holder.signal_job(libc::SIGTERM);
     holder.wait(Duration::from_secs(20));
-    let stderr = holder.stderr();
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    let _ = std::fs::remove_file(&log);
     assert!(!stderr.contains("expiry"), "{stderr}");
     assert_eq!(stderr.matches("no new one can be had yet").count(), 1, "{stderr}");
 }
