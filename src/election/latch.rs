@@ -9,7 +9,7 @@ use crate::election::handle::{election_handle, rejoin_option};
 use crate::election::leadership::Leadership;
 use crate::election::state::ElectionState;
 use crate::error::Result;
-use crate::hold::hold_trait::{run_acquired, HoldFuture};
+use crate::hold::hold_trait::run_acquired;
 use crate::hold::while_held::RunEnd;
 use crate::lock::mutex::InterProcessMutex;
 use crate::lock::mutex_builder::MutexBuilder;
@@ -211,8 +211,9 @@ impl LeaderLatch {
     /// when the latch was closed; [`RunEnd::TimedOut`] when we did not lead in time (the work
     /// never started, the latch stays in the election). After the work, the latch goes on
     /// leading until it is closed. `work` gets the term (for its fencing token and
-    /// [fenced writes](Leadership::commit)) and returns its future boxed:
-    /// `|term| Box::pin(async move { … })`.
+    /// [fenced writes](Leadership::commit)), an async closure as for
+    /// [`InterProcessMutex::run_while_held`](crate::InterProcessMutex::run_while_held):
+    /// `async |term| …`.
     ///
     /// # Errors
     /// As [`await_leadership`](Self::await_leadership).
@@ -221,7 +222,7 @@ impl LeaderLatch {
     /// Cancel safe: dropping it drops the work; the latch's term goes on.
     pub async fn run_while_leading<T, F>(&self, timeout: Duration, work: F) -> Result<RunEnd<T>>
     where
-        F: for<'g> FnOnce(&'g Leadership) -> HoldFuture<'g, T>,
+        F: AsyncFnOnce(&Leadership) -> T,
     {
         run_acquired(self.await_leadership_timeout(timeout).await, work).await
     }

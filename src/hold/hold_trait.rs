@@ -192,7 +192,7 @@ pub(crate) mod sealed {
 pub(crate) async fn run_acquired<H, T, F>(acquired: Result<Option<H>>, work: F) -> Result<RunEnd<T>>
 where
     H: Hold,
-    F: for<'g> FnOnce(&'g H) -> HoldFuture<'g, T>,
+    F: AsyncFnOnce(&H) -> T,
 {
     let Some(hold) = acquired? else { return Ok(RunEnd::TimedOut) };
     Ok(hold.while_held(work(&hold)).await)

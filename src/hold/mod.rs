@@ -19,7 +19,7 @@
 //! - Running work while held. A recipe's `run_while_held` (a latch's `run_while_leading`) and
 //!   [`Hold::while_held`] run work only while the hold stands: the work is dropped the moment
 //!   the hold ends, and the [`RunEnd`] says which came first ([`WhileHeld`] is that future; the
-//!   work handed to a recipe is a [`HoldFuture`]).
+//!   work handed to a recipe is an async closure given the hold, `async |guard| …`).
 //!
 //! [`Hold`] says all of it once, for a `LockGuard`, a `Lease` and a `Leadership`: code that runs
 //! under any kind of hold takes a `&dyn Hold`. A `MultiLockGuard` is several holds, each of its
@@ -40,7 +40,7 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let client = zklock::Client::connect("127.0.0.1:2181").await?;
 //! let mutex = zklock::InterProcessMutex::new(&client, "/app/locks/writer")?;
-//! let ran = mutex.run_while_held(Duration::from_secs(5), |guard| Box::pin(write_state(guard))).await?;
+//! let ran = mutex.run_while_held(Duration::from_secs(5), async |guard| write_state(guard).await).await?;
 //! match ran {
 //!     RunEnd::Done(written) => written?,
 //!     RunEnd::Lost(reason) => eprintln!("lock lost ({reason}): stopped"),

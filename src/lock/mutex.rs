@@ -12,7 +12,7 @@ use crate::client::session::Connection;
 use crate::client::session_end::check_session_ended;
 use crate::error::{Error, Result};
 use crate::hold::held_node::HeldNode;
-use crate::hold::hold_trait::{run_acquired, HoldFuture};
+use crate::hold::hold_trait::run_acquired;
 use crate::hold::while_held::RunEnd;
 use crate::lock::cohort::Turn;
 use crate::lock::guard::LockGuard;
@@ -141,9 +141,9 @@ impl InterProcessMutex {
     /// [`RunEnd::TimedOut`] when the lock was not acquired in time (the work never started).
     /// The guard is then dropped, which releases it in the background.
     ///
-    /// `work` gets the guard (for its [fencing token](LockGuard::fencing_token) and
-    /// [fenced writes](LockGuard::multi_writer)) and returns its future boxed, so that the future
-    /// may borrow the guard: `|guard| Box::pin(async move { … })`. Reentrancy is as for
+    /// `work` is an async closure, `async |guard| …`, given the guard (for its
+    /// [fencing token](LockGuard::fencing_token) and [fenced writes](LockGuard::multi_writer));
+    /// it may borrow the guard and the caller's locals alike. Reentrancy is as for
     /// [`acquire`](Self::acquire): the work's task may acquire the same lock again.
     ///
     /// # Errors
@@ -165,7 +165,7 @@ impl InterProcessMutex {
     /// let client = zklock::Client::connect("127.0.0.1:2181").await?;
     /// let mutex = InterProcessMutex::new(&client, "/app/locks/import")?;
     /// let ran = mutex
-    ///     .run_while_held(Duration::from_secs(5), |guard| Box::pin(import(guard.fencing_token())))
+    ///     .run_while_held(Duration::from_secs(5), async |guard| import(guard.fencing_token()).await)
     ///     .await?;
     /// match ran {
     ///     RunEnd::Done(imported) => println!("imported {} rows", imported?),
@@ -178,7 +178,7 @@ impl InterProcessMutex {
     /// ```
     pub async fn run_while_held<T, F>(&self, timeout: Duration, work: F) -> Result<RunEnd<T>>
     where
-        F: for<'g> FnOnce(&'g LockGuard) -> HoldFuture<'g, T>,
+        F: AsyncFnOnce(&LockGuard) -> T,
     {
         run_acquired(self.acquire_timeout(timeout).await, work).await
     }

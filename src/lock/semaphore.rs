@@ -10,7 +10,7 @@ use crate::client::session::Connection;
 use crate::client::session_end::check_session_ended;
 use crate::error::{Error, LossReason, Result};
 use crate::hold::held_node::HeldNode;
-use crate::hold::hold_trait::{run_acquired, HoldFuture};
+use crate::hold::hold_trait::run_acquired;
 use crate::hold::lease::Lease;
 use crate::hold::session_watch::LatestSessionWatch;
 use crate::hold::while_held::RunEnd;
@@ -231,7 +231,7 @@ impl InterProcessSemaphoreV2 {
     /// As [`InterProcessMutex::run_while_held`](crate::InterProcessMutex::run_while_held).
     pub async fn run_while_held<T, F>(&self, timeout: Duration, work: F) -> Result<RunEnd<T>>
     where
-        F: for<'g> FnOnce(&'g Lease) -> HoldFuture<'g, T>,
+        F: AsyncFnOnce(&Lease) -> T,
     {
         run_acquired(self.acquire_timeout(timeout).await, work).await
     }

@@ -5,7 +5,6 @@ use std::time::Duration;
 use crate::client::session::Connection;
 
 use crate::error::Result;
-use crate::hold::hold_trait::HoldFuture;
 use crate::hold::lease::Lease;
 use crate::hold::while_held::RunEnd;
 use crate::lock::semaphore::{InterProcessSemaphoreV2, SemaphoreBuilder};
@@ -93,7 +92,7 @@ impl InterProcessSemaphoreMutex {
     /// As [`InterProcessMutex::run_while_held`](crate::InterProcessMutex::run_while_held).
     pub async fn run_while_held<T, F>(&self, timeout: Duration, work: F) -> Result<RunEnd<T>>
     where
-        F: for<'g> FnOnce(&'g Lease) -> HoldFuture<'g, T>,
+        F: AsyncFnOnce(&Lease) -> T,
     {
         self.semaphore.run_while_held(timeout, work).await
     }

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use common::{connect, unique_path};
 use tokio::sync::oneshot;
+use zklock::election::Leadership;
 use zklock::hold::{Hold, RunEnd};
-use zklock::{InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, LockGuard, LossReason};
+use zklock::{InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, Lease, LockGuard, LossReason};
 
 /// How long a test waits for what must happen at once: a bound against a hang, not a timing.
 const HANG: Duration = Duration::from_secs(20);
@@ -45,8 +46,8 @@ async fn run_endless(
         let mutex = Arc::clone(mutex);
         async move {
             mutex
-                .run_while_held(HANG, move |guard: &LockGuard| {
-                    Box::pin(endless(started, guard.node_path().to_owned(), work_dropped))
+                .run_while_held(HANG, async move |guard: &LockGuard| {
+                    endless(started, guard.node_path().to_owned(), work_dropped).await
                 })
                 .await
         }
@@ -59,10 +60,8 @@ async fn finished_work_gives_its_output_and_the_lock_is_free_after() {
     let path = unique_path("run-done");
     let client = connect().await;
     let mutex = InterProcessMutex::new(&client, &path).unwrap();
-    let ran = mutex
-        .run_while_held(HANG, |guard| Box::pin(async move { (guard.is_held(), guard.fencing_token()) }))
-        .await
-        .unwrap();
+    let ran =
+        mutex.run_while_held(HANG, async |guard: &LockGuard| (guard.is_held(), guard.fencing_token())).await.unwrap();
     let RunEnd::Done((held, token)) = ran else { panic!("not done: {ran:?}") };
     assert!(held, "the work ran while held");
     assert!(token > 0);
@@ -86,6 +85,28 @@ async fn a_deleted_node_drops_the_work_at_once_and_says_why() {
     assert!(!mutex.is_acquired_in_this_process(), "no hold stays behind");
 }
 
+/// The work is an async closure: it borrows the caller's locals beside the guard (a boxed
+/// future tied to the guard's borrow could borrow nothing else).
+#[tokio::test]
+async fn the_work_borrows_the_callers_locals_and_the_guard() {
+    let path = unique_path("run-borrows");
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    let rows = vec![String::from("a"), String::from("b")];
+    let mut written = Vec::new();
+    let ran = mutex
+        .run_while_held(HANG, async |guard| {
+            for row in &rows {
+                written.push(format!("{row}@{}", guard.fencing_token()));
+            }
+            rows.len()
+        })
+        .await
+        .unwrap();
+    assert_eq!(ran, RunEnd::Done(2));
+    assert_eq!(written.len(), 2, "{written:?}");
+}
+
 #[tokio::test]
 async fn waiting_past_the_timeout_runs_nothing() {
     let path = unique_path("run-timeout");
@@ -96,8 +117,8 @@ async fn waiting_past_the_timeout_runs_nothing() {
     let started = Arc::new(AtomicBool::new(false));
     let work_started = Arc::clone(&started);
     let ran = mutex
-        .run_while_held(Duration::from_millis(200), move |_guard| {
-            Box::pin(async move { work_started.store(true, Ordering::SeqCst) })
+        .run_while_held(Duration::from_millis(200), async move |_guard: &LockGuard| {
+            work_started.store(true, Ordering::SeqCst)
         })
         .await
         .unwrap();
@@ -111,7 +132,7 @@ async fn a_lease_runs_its_work_and_is_returned() {
     let path = unique_path("run-lease");
     let client = connect().await;
     let semaphore = InterProcessSemaphoreV2::new(&client, &path, 1).unwrap();
-    let ran = semaphore.run_while_held(HANG, |lease| Box::pin(async move { lease.is_held() })).await.unwrap();
+    let ran = semaphore.run_while_held(HANG, async |lease: &Lease| lease.is_held()).await.unwrap();
     assert_eq!(ran, RunEnd::Done(true));
     let other = InterProcessSemaphoreV2::new(&connect().await, &path, 1).unwrap();
     let lease = other.acquire_timeout(HANG).await.unwrap().expect("the lease was returned");
@@ -131,8 +152,8 @@ async fn a_closed_latch_ends_the_leaders_work_as_given_up() {
         let latch = Arc::clone(&latch);
         async move {
             latch
-                .run_while_leading(HANG, move |term| {
-                    Box::pin(endless(started, term.node_path().to_owned(), work_dropped))
+                .run_while_leading(HANG, async move |term: &Leadership| {
+                    endless(started, term.node_path().to_owned(), work_dropped).await
                 })
                 .await
         }
