@@ -108,3 +108,38 @@ fn the_manual_page_lists_the_documented_json_fields() {
         }
     }
 }
+
+/// docs/cli.md, the guide's page, says what the manual page says: every exit code the page lists
+/// is in its list of exit codes, and it names every option the page lists (by its long or its
+/// short name), so that neither is edited alone.
+#[test]
+fn docs_cli_md_names_every_exit_code_and_option_of_the_manual_page() {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cli.md")).unwrap();
+    let page = stdout_of(&["manpage"]).replace("\\-", "-");
+    let exit_status = &page[page.find(".SH \"EXIT STATUS\"").unwrap()..page.find(".SH ENVIRONMENT").unwrap()];
+    let docs_codes = &docs[docs.find("Exit codes:").expect("docs/cli.md lists the exit codes")..];
+    let docs_codes = &docs_codes[..docs_codes.find("\n\n").unwrap_or(docs_codes.len())];
+    let words: Vec<&str> = docs_codes.split(|c: char| !c.is_ascii_alphanumeric() && c != '+').collect();
+    let codes = exit_status.lines().filter_map(|line| line.strip_prefix("\\fB")?.strip_suffix("\\fR"));
+    for code in codes.flat_map(|code| code.split('/')) {
+        assert!(
+            words.contains(&code),
+            "exit code {code} of the manual page is not in docs/cli.md's list: {docs_codes}"
+        );
+    }
+    let options = page.lines().filter(|line| line.starts_with("\\fB-"));
+    for line in options {
+        let names: Vec<&str> = line
+            .split("\\fB")
+            .filter_map(|part| part.split("\\fR").next())
+            .filter(|name| name.starts_with('-'))
+            .collect();
+        if names.iter().any(|name| ["--help", "--version"].contains(name)) {
+            continue;
+        }
+        assert!(
+            names.iter().any(|name| docs.contains(&format!("`{name}")) || docs.contains(&format!(" {name} "))),
+            "docs/cli.md names none of {names:?}"
+        );
+    }
+}
