@@ -9,7 +9,7 @@
 //! at once, its latch joins the queue again, and `b` then `c` lead and step down. `a` leads again
 //! with a higher token. `c`'s subscription tells each change of where it stands (queued, leading
 //! with its token, left) as it happens, without polling. Then a leader's session expires: the latch cannot join again, and a new
-//! client with a new latch leads; a latch built with `rejoin_after_expiry` does that by itself. The selector: each leader's closure leads for a moment and
+//! client with a new latch leads; a latch built on a `Session` does that by itself. The selector: each leader's closure leads for a moment and
 //! returns, and `auto_requeue` puts it back in the queue, so leadership goes round; the third
 //! leader's node is deleted mid-term, and its closure's future, which watches `ended()`, is
 //! dropped at once.
@@ -25,7 +25,7 @@ use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 use zklock::election::{ElectionState, Leadership};
 use zklock::Client;
-use zklock::{LeaderLatch, LeaderSelector};
+use zklock::{LeaderLatch, LeaderSelector, Session};
 use zklock_testcontainers::{expire_session, Proxy};
 
 const LATCH_PATH: &str = "/examples/election/report-writer";
@@ -177,18 +177,18 @@ async fn expiry(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
     println!("d leads again with a new client and latch, token {}", leadership.fencing_token());
     latch.close().await?;
 
-    // Or the latch connects the new client itself and joins again, as Curator's does.
+    // Or the latch is built on a Session, which connects the new client itself, and joins
+    // again, as Curator's does.
     let client = Client::connect(&proxy.connect_string()).await?;
     let fresh_session = connect.to_owned();
-    let latch = LeaderLatch::builder(&client, EXPIRY_PATH, "e")
-        .rejoin_after_expiry(move || {
-            let fresh_session = fresh_session.clone();
-            async move { Client::connect(&fresh_session).await }
-        })
-        .build()?;
+    let session = Session::from_client(client.clone(), move || {
+        let fresh_session = fresh_session.clone();
+        async move { Client::connect(&fresh_session).await }
+    })?;
+    let latch = LeaderLatch::new(&session, EXPIRY_PATH, "e")?;
     latch.start().await?;
     let first = latch.await_leadership().await?;
-    println!("e (built with rejoin_after_expiry) leads, token {}", first.fencing_token());
+    println!("e (built on a Session) leads, token {}", first.fencing_token());
     expire_session(&client, &proxy).await?;
     println!("e's session expired; lost() says: {}", first.ended().await);
     let second = latch.await_leadership().await?;

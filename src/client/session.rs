@@ -354,17 +354,6 @@ impl Connection {
     pub(crate) fn rides_over<T>(&self, outcome: &Result<T>) -> bool {
         matches!((outcome, &self.source), (Err(Error::SessionExpired), Source::Session(_)))
     }
-
-    /// This connection, followed past an expiry: a client goes into a [`Session`] that connects
-    /// the next one with `connect` (a leader election told to rejoin); a session already is one.
-    pub(crate) fn rejoining(self, connect: Connect) -> Result<Connection> {
-        match self.source {
-            Source::Client(client) => {
-                Ok(Connection::new(Source::Session(Session::start(client, connect, self.retry)?)))
-            }
-            Source::Session(_) => Ok(self),
-        }
-    }
 }
 
 impl From<&Client> for Connection {

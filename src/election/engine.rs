@@ -9,8 +9,7 @@
 //! deleted. After a loss the participant queues again with a new node while the session lives
 //! (Curator's `reset`), so every term, even two of one participant, has its own node and a
 //! greater fencing token. A zookeeper-client session cannot be renewed: a participant on a
-//! [`Session`](crate::Session) (or given `rejoin_after_expiry`, which puts its client in one)
-//! queues again on the session's next client, as Curator's do on their framework's new session;
+//! [`Session`](crate::Session) queues again on the session's next client, as Curator's do on their framework's new session;
 //! on a plain `Client` the session's end ends it. The stages and their moves are `stage.rs`.
 
 use std::future::Future;
@@ -19,7 +18,6 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::client::session::Connect;
 use crate::client::session_end::{check_session_ended, wait_session_gone};
 use crate::election::leadership::Leadership;
 use crate::election::participant::ElectionParticipant;
@@ -59,13 +57,8 @@ pub(crate) struct Election {
 }
 
 impl Election {
-    /// An election over the mutex `builder` makes, for the participant `id`; `rejoin` connects
-    /// the next session after an expiry (a participant on a `Session` has one already).
-    pub(crate) fn new(builder: MutexBuilder, id: String, auto_requeue: bool, rejoin: Option<Connect>) -> Result<Self> {
-        let builder = match rejoin {
-            Some(connect) => builder.rejoining(connect)?,
-            None => builder,
-        };
+    /// An election over the mutex `builder` makes, for the participant `id`.
+    pub(crate) fn new(builder: MutexBuilder, id: String, auto_requeue: bool) -> Result<Self> {
         let mutex = builder.build()?;
         Ok(Election {
             path: mutex.path().to_owned(),

@@ -1,38 +1,6 @@
 //! What a [`LeaderLatch`](crate::LeaderLatch) and a [`LeaderSelector`](crate::LeaderSelector)
-//! say alike, written once as macros each expands in its own file: the builders' rejoin option,
-//! and the handle's methods on the election (`engine.rs`) it drives.
-
-/// The builder option of a latch and a selector alike: `rejoin_after_expiry`, into the builder's
-/// field `rejoin`.
-macro_rules! rejoin_option {
-    () => {
-        /// After the session expires, connects a new client with `connect` and joins the election
-        /// again with a new node, as Curator's participants do (Curator makes a new ZooKeeper
-        /// handle itself; a zookeeper-client `Client` cannot renew its session): the client goes
-        /// into a [`Session`](crate::Session) with `connect`, so `build` needs a tokio runtime.
-        /// A failed connect is tried again, backing off up to 5 s, until it succeeds or the
-        /// participant is closed. The lost term's
-        /// [`Leadership::ended`](crate::election::Leadership::ended) says `SessionExpired`; the
-        /// next term has a greater fencing token.
-        ///
-        /// Built on a [`Session`](crate::Session), a participant does this by default, on the
-        /// session's next client, and `connect` is not used (the session connects its own).
-        /// Built on a `Client` without it, the expiry ends the participant: waiting for
-        /// leadership and `close` return [`Error::SessionExpired`](crate::Error::SessionExpired).
-        pub fn rejoin_after_expiry<F, Fut>(mut self, connect: F) -> Self
-        where
-            F: Fn() -> Fut + Send + Sync + 'static,
-            Fut: std::future::Future<Output = std::result::Result<zookeeper_client::Client, zookeeper_client::Error>>
-                + Send
-                + 'static,
-        {
-            self.rejoin = Some(crate::client::session::Connect::new(connect));
-            self
-        }
-    };
-}
-
-pub(crate) use rejoin_option;
+//! say alike, written once as a macro each expands in its own file: the handle's methods on the
+//! election (`engine.rs`) it drives.
 
 /// What a [`LeaderLatch`](crate::LeaderLatch) and a [`LeaderSelector`](crate::LeaderSelector)
 /// say alike, written once: each is a handle on the [`Election`](crate::election::engine::Election) in its field `election`, and

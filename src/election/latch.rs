@@ -3,9 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::session::{Connect, Connection};
+use crate::client::session::Connection;
 use crate::election::engine::Election;
-use crate::election::handle::{election_handle, rejoin_option};
+use crate::election::handle::election_handle;
 use crate::election::leadership::Leadership;
 use crate::election::state::ElectionState;
 use crate::error::Result;
@@ -35,10 +35,10 @@ use crate::rules::naming::LATCH;
 ///   [`fencing_token`](Leadership::fencing_token) fences what the leader writes.
 /// - After a loss while the session lives (a long disconnection, the node deleted by someone
 ///   else), the latch joins again with a new node at the back of the queue, as Curator's does.
-///   When the session expires, a latch built with
-///   [`rejoin_after_expiry`](LeaderLatchBuilder::rejoin_after_expiry) connects a new client and
-///   joins again, as Curator's does on its framework's new session; without it the latch ends
-///   (a zookeeper-client session cannot be renewed):
+///   When the session expires, a latch built on a [`Session`](crate::Session) joins again on the
+///   session's next client, as Curator's does on its framework's new session
+///   ([`Session::from_client`](crate::Session::from_client) puts a client of your own in one);
+///   built on a `Client`, the latch ends (a zookeeper-client session cannot be renewed):
 ///   [`await_leadership`](Self::await_leadership) returns
 ///   [`Error::SessionExpired`](crate::Error::SessionExpired).
 ///
@@ -72,13 +72,10 @@ pub struct LeaderLatch {
 pub struct LeaderLatchBuilder {
     mutex: MutexBuilder,
     id: String,
-    rejoin: Option<Connect>,
 }
 
 impl LeaderLatchBuilder {
     recipe_options!(mutex.options);
-
-    rejoin_option!();
 
     /// Builds the latch. Sends nothing to ZooKeeper.
     ///
@@ -88,7 +85,7 @@ impl LeaderLatchBuilder {
     /// the ACL list is empty.
     pub fn build(self) -> Result<LeaderLatch> {
         let mutex = self.mutex.node_data(self.id.as_bytes()).reentrant(false).serving(Recipe::LeaderLatch).named(LATCH);
-        let election = Election::new(mutex, self.id, true, self.rejoin)?;
+        let election = Election::new(mutex, self.id, true)?;
         Ok(LeaderLatch { election: Arc::new(election) })
     }
 }
@@ -105,7 +102,7 @@ impl LeaderLatch {
 
     /// Starts building a latch with options (loss policy, ACLs).
     pub fn builder(on: impl Into<Connection>, path: &str, id: &str) -> LeaderLatchBuilder {
-        LeaderLatchBuilder { mutex: InterProcessMutex::builder(on, path), id: id.to_owned(), rejoin: None }
+        LeaderLatchBuilder { mutex: InterProcessMutex::builder(on, path), id: id.to_owned() }
     }
 
     /// Joins the election, and returns once our node is in it (so that

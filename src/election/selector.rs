@@ -4,9 +4,9 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::client::session::{Connect, Connection};
+use crate::client::session::Connection;
 use crate::election::engine::Election;
-use crate::election::handle::{election_handle, rejoin_option};
+use crate::election::handle::election_handle;
 use crate::election::leadership::Leadership;
 use crate::election::state::ElectionState;
 use crate::error::Result;
@@ -38,11 +38,11 @@ use crate::options::recipe_options;
 /// A panic in the leader's work, or in `lead` when it is called, ends its term (logged at
 /// `error`), not the selector, as Curator catches what `takeLeadership` throws.
 ///
-/// When the session expires, a selector built with
-/// [`rejoin_after_expiry`](LeaderSelectorBuilder::rejoin_after_expiry) connects a new client and
-/// queues again (under its requeue rule); without it the selector ends (a zookeeper-client session
-/// cannot be renewed): [`close`](Self::close) returns
-/// [`Error::SessionExpired`](crate::Error::SessionExpired).
+/// When the session expires, a selector built on a [`Session`](crate::Session) queues again on
+/// the session's next client (under its requeue rule;
+/// [`Session::from_client`](crate::Session::from_client) puts a client of your own in one); built
+/// on a `Client`, the selector ends (a zookeeper-client session cannot be renewed):
+/// [`close`](Self::close) returns [`Error::SessionExpired`](crate::Error::SessionExpired).
 ///
 /// # Examples
 ///
@@ -76,7 +76,6 @@ pub struct LeaderSelector {
 pub struct LeaderSelectorBuilder {
     mutex: MutexBuilder,
     id: String,
-    rejoin: Option<Connect>,
     auto_requeue: bool,
 }
 
@@ -99,8 +98,6 @@ impl LeaderSelectorBuilder {
 
     recipe_options!(mutex.options);
 
-    rejoin_option!();
-
     /// Builds the selector. Sends nothing to ZooKeeper.
     ///
     /// # Errors
@@ -110,7 +107,7 @@ impl LeaderSelectorBuilder {
     pub fn build(self) -> Result<LeaderSelector> {
         let mutex =
             self.mutex.node_data(self.id.as_bytes()).reentrant(false).serving(Recipe::LeaderSelector).electing();
-        let election = Election::new(mutex, self.id, self.auto_requeue, self.rejoin)?;
+        let election = Election::new(mutex, self.id, self.auto_requeue)?;
         Ok(LeaderSelector { election: Arc::new(election) })
     }
 }
@@ -127,12 +124,7 @@ impl LeaderSelector {
 
     /// Starts building a selector with options (auto-requeue, loss policy, ACLs).
     pub fn builder(on: impl Into<Connection>, path: &str, id: &str) -> LeaderSelectorBuilder {
-        LeaderSelectorBuilder {
-            mutex: InterProcessMutex::builder(on, path),
-            id: id.to_owned(),
-            auto_requeue: false,
-            rejoin: None,
-        }
+        LeaderSelectorBuilder { mutex: InterProcessMutex::builder(on, path), id: id.to_owned(), auto_requeue: false }
     }
 
     /// Joins the election with `lead`, the leader's work: called with each term's

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::client::session::{Connect, Connection};
+use crate::client::session::Connection;
 use crate::error::Result;
 use crate::lock::mutex::InterProcessMutex;
 use crate::lock::state::LockState;
@@ -218,13 +218,6 @@ impl MutexBuilder {
             validate_lock_path(root)?;
         }
         self.options.validate()
-    }
-
-    /// The same mutex on a connection followed past an expiry (a leader election that rejoins:
-    /// see [`Connection::rejoining`]).
-    pub(crate) fn rejoining(mut self, connect: Connect) -> Result<Self> {
-        self.connection = self.connection.rejoining(connect)?;
-        Ok(self)
     }
 
     /// The mutex serves `recipe` (a semaphore's gate): its events and metrics say so.

@@ -160,21 +160,20 @@ async fn takes_turns_after_a_lost_term(a: &LeaderLatch, first_term: &Leadership,
     assert!(second_term.fencing_token() > b_term.fencing_token());
 }
 
-/// Curator's latch joins again on its framework's new session after an expiry; a latch given a
-/// way to connect does too.
+/// Curator's latch joins again on its framework's new session after an expiry; a latch on a
+/// `Session` made from a client of ours (`Session::from_client`) does too.
 #[tokio::test]
-async fn a_latch_told_to_rejoin_after_expiry_leads_again_on_a_new_session() {
+async fn a_latch_on_a_session_from_a_client_leads_again_on_a_new_session() {
     let path = unique_path("leader-rejoins");
     let (proxy, client) = expirable_session().await;
     let connects = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&connects);
-    let a = LeaderLatch::builder(&client, &path, "a")
-        .rejoin_after_expiry(move || {
-            counted.fetch_add(1, Ordering::SeqCst);
-            async { Ok(connect().await) }
-        })
-        .build()
-        .unwrap();
+    let session = zklock::Session::from_client(client.clone(), move || {
+        counted.fetch_add(1, Ordering::SeqCst);
+        async { Ok(connect().await) }
+    })
+    .unwrap();
+    let a = LeaderLatch::new(&session, &path, "a").unwrap();
     a.start().await.unwrap();
     let first_term = leads(&a).await;
     let (_b_client, b) = started_latch(&path, "b").await;

@@ -41,17 +41,16 @@ async fn a_hands_over_to_b_and_both_leave(
     assert!(children(observer, path).await.is_empty(), "no node left");
 }
 
-/// A latch through `proxy` that joins again through it after an expiry.
+/// A latch through `proxy` that joins again through it after an expiry: on a `Session` made
+/// from `client`.
 fn rejoining_latch(proxy: &Proxy, client: &Client, path: &str, id: &str) -> Arc<LeaderLatch> {
     let connect_string = proxy.connect_string();
-    let latch = LeaderLatch::builder(client, path, id)
-        .rejoin_after_expiry(move || {
-            let connect_string = connect_string.clone();
-            async move { Client::connector().with_session_timeout(SHORT_SESSION).connect(&connect_string).await }
-        })
-        .build()
-        .unwrap();
-    Arc::new(latch)
+    let session = zklock::Session::from_client(client.clone(), move || {
+        let connect_string = connect_string.clone();
+        async move { Client::connector().with_session_timeout(SHORT_SESSION).connect(&connect_string).await }
+    })
+    .unwrap();
+    Arc::new(LeaderLatch::new(&session, path, id).unwrap())
 }
 
 /// The id of the participant whose node is first, as the server sees it.
