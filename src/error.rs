@@ -316,7 +316,7 @@ pub struct LockWait {
     /// The lock path.
     pub lock: String,
     /// The waiting node's full path.
-    pub waiter_node: String,
+    pub waiter_node_path: String,
     /// The waiting node's czxid: the later it was created, the higher.
     pub waiter_czxid: i64,
     /// The waiting node's data (for a zklock participant, what
@@ -325,10 +325,10 @@ pub struct LockWait {
     /// The waiting node's session (its `ephemeralOwner`).
     pub waiter_session: i64,
     /// The full path of the node it waits on, holding or waiting ahead of it.
-    pub holder_node: String,
+    pub holder_node_path: String,
     /// That node's session.
     pub holder_session: i64,
-    /// Whether [`holder_node`](Self::holder_node) waits itself (it is queued ahead of the
+    /// Whether [`holder_node_path`](Self::holder_node_path) waits itself (it is queued ahead of the
     /// waiter), rather than holds.
     pub holder_waiting: bool,
 }

@@ -24,7 +24,7 @@ impl ElectionParticipant {
             .map(|(index, node)| ElectionParticipant {
                 id: String::from_utf8_lossy(&node.data).into_owned(),
                 is_leader: index == 0,
-                node_path: node.path,
+                node_path: node.node_path,
             })
             .collect()
     }
@@ -36,7 +36,7 @@ mod tests {
 
     #[test]
     fn the_first_in_the_queue_leads_and_ids_are_read_as_text() {
-        let node = |path: &str, data: &[u8]| ParticipantNode { path: path.into(), data: data.into() };
+        let node = |path: &str, data: &[u8]| ParticipantNode { node_path: path.into(), data: data.into() };
         let participants =
             ElectionParticipant::from_queue(vec![node("/e/a", "hôte-1".as_bytes()), node("/e/b", b"\xff2")]);
         assert_eq!(

@@ -180,7 +180,7 @@ impl Read {
         for (path, kind) in locks {
             let order = in_queue_order(path, kind.schema(), children_or_none(client, retry, path).await?);
             let nodes = read_nodes(client, retry, path, order).await?;
-            let names: Vec<String> = nodes.iter().map(|(node, _)| node.path.clone()).collect();
+            let names: Vec<String> = nodes.iter().map(|(node, _)| node.node_path.clone()).collect();
             let behind = kind.waits_behind(&names);
             // A node that is nobody's (not ephemeral: session 0) still keeps those behind it
             // waiting, as it would keep Curator's waiters, but it is no vertex: left out, and
@@ -197,8 +197,8 @@ impl Read {
             let behind = behind.into_iter().map(|ahead| ahead.into_iter().filter_map(|i| kept[i]).collect());
             let nodes = nodes.into_iter().zip(behind).filter(|((_, stat), _)| stat.ephemeral_owner != 0);
             let nodes = nodes.map(|((node, stat), behind): (_, Vec<usize>)| Node {
-                owner: Tag::of_node(&node.path),
-                path: node.path,
+                owner: Tag::of_node(&node.node_path),
+                path: node.node_path,
                 session: stat.ephemeral_owner,
                 czxid: stat.czxid,
                 data: node.data,
@@ -258,7 +258,7 @@ impl<'a> DeadlockWatch<'a> {
             match found {
                 Ok(report) => {
                     let certain = report.deadlocks.into_iter().filter(Deadlock::is_certain);
-                    if let Some(ours) = certain.into_iter().find(|deadlock| victim(deadlock).waiter_node == node) {
+                    if let Some(ours) = certain.into_iter().find(|deadlock| victim(deadlock).waiter_node_path == node) {
                         tracing::info!(node, root = %self.check.root, sessions = ours.hops.len(), "in a deadlock; giving up to break it");
                         return Error::Deadlock(Box::new(ours));
                     }

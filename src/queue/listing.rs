@@ -69,7 +69,7 @@ pub(crate) async fn read_nodes(
         .into_iter()
         .zip(results)
         .filter_map(|(path, result)| match result {
-            MultiReadResult::Data { data, stat } => Some((ParticipantNode { path, data }, stat)),
+            MultiReadResult::Data { data, stat } => Some((ParticipantNode { node_path: path, data }, stat)),
             _ => None,
         })
         .collect())

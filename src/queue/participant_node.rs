@@ -7,7 +7,7 @@
 #[non_exhaustive]
 pub struct ParticipantNode {
     /// The node's full path.
-    pub path: String,
+    pub node_path: String,
     /// The node's data.
     pub data: Vec<u8>,
 }

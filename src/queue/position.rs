@@ -12,6 +12,7 @@ use zookeeper_client::{Client, Error as ZkError};
 
 use crate::client::retry::retry_transient;
 use crate::client::retry_policy::{Retries, RetryPolicy};
+use crate::rules::path::child_path;
 
 tokio::task_local! {
     /// Where the acquire running in [`watch_queue`]'s scope publishes its position.
@@ -34,8 +35,8 @@ pub struct QueuePosition {
     /// The lock directory our node is in (a semaphore's lease directory while it waits for room,
     /// its gate's lock path before).
     pub lock_path: String,
-    /// Our node's name.
-    pub node: String,
+    /// Our node's full path (in `lock_path`).
+    pub node_path: String,
     /// How many nodes of the queue sort before ours, holders included (for a read-write lock,
     /// readers and writers alike; for a semaphore, the leases and their takers). `None` when our
     /// node is not in the queue as last listed (an operator deleted it, or the lock path with
@@ -54,8 +55,8 @@ pub struct QueuePosition {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct QueueHolder {
-    /// The node's name.
-    pub node: String,
+    /// The node's full path.
+    pub node_path: String,
     /// The id of the session the node belongs to (its `ephemeralOwner`).
     pub session_id: i64,
     /// When the node was created (its `ctime`, the server's clock). The holder has held since
@@ -153,7 +154,9 @@ impl PositionReport {
             let ahead = queue.iter().position(|name| name == node);
             holder = match queue.first() {
                 Some(head) if head == node => None,
-                Some(head) if holder.as_ref().is_some_and(|holder| holder.node == *head) => holder,
+                Some(head) if holder.as_ref().is_some_and(|holder| holder.node_path == child_path(lock_path, head)) => {
+                    holder
+                }
                 Some(head) => head_of(client, retry, lock_path, head).await,
                 None => None,
             };
@@ -165,7 +168,7 @@ impl PositionReport {
     fn tell(&self, lock_path: &str, node: &str, ahead: Option<usize>, holder: Option<QueueHolder>) {
         self.watcher.send_replace(Some(QueuePosition {
             lock_path: lock_path.to_owned(),
-            node: node.to_owned(),
+            node_path: child_path(lock_path, node),
             ahead,
             holder,
             waiting_since: self.waiting_since,
@@ -177,8 +180,8 @@ impl PositionReport {
 /// is gone or the read failed otherwise (the view is a courtesy: its failure never fails the
 /// acquire).
 async fn head_of(client: &Client, retry: RetryPolicy, lock_path: &str, name: &str) -> Option<QueueHolder> {
-    let path = format!("{lock_path}/{name}");
+    let path = child_path(lock_path, name);
     let stat = retry_transient(retry, || client.check_stat(&path)).await.ok()??;
     let since = SystemTime::UNIX_EPOCH + Duration::from_millis(u64::try_from(stat.ctime).ok()?);
-    Some(QueueHolder { node: name.to_owned(), session_id: stat.ephemeral_owner, since })
+    Some(QueueHolder { node_path: path, session_id: stat.ephemeral_owner, since })
 }

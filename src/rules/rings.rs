@@ -12,7 +12,8 @@ use super::wait_for::{Graph, Session, Vertex};
 /// every hop has several waits, the newest of all (the ring then stands until each wait of one
 /// hop has gone, and the next read picks the next).
 pub(crate) fn victim(ring: &Deadlock) -> &LockWait {
-    let of_one_node = |hop: &&DeadlockHop| hop.waits.iter().all(|wait| wait.waiter_node == hop.waits[0].waiter_node);
+    let of_one_node =
+        |hop: &&DeadlockHop| hop.waits.iter().all(|wait| wait.waiter_node_path == hop.waits[0].waiter_node_path);
     let single = ring.hops.iter().filter(of_one_node).flat_map(|hop| &hop.waits);
     single.max_by_key(|wait| wait.waiter_czxid).unwrap_or_else(|| {
         ring.waits().max_by_key(|wait| wait.waiter_czxid).expect("a deadlock has a wait on each hop")
@@ -21,7 +22,7 @@ pub(crate) fn victim(ring: &Deadlock) -> &LockWait {
 
 /// What tells a wait from another, read again: its lock and its two nodes.
 fn key(wait: &LockWait) -> (&str, &str, &str) {
-    (&wait.lock, &wait.waiter_node, &wait.holder_node)
+    (&wait.lock, &wait.waiter_node_path, &wait.holder_node_path)
 }
 
 /// The waits seen in both graphs. A node that holds holds until it is deleted, and one that
@@ -111,14 +112,13 @@ mod tests {
     use super::*;
 
     fn wait(waiter: &str, czxid: i64, holder: &str) -> LockWait {
-        let (lock, waiter_node, holder_node) = ("/l".to_owned(), waiter.to_owned(), holder.to_owned());
         LockWait {
-            lock,
-            waiter_node,
+            lock: "/l".to_owned(),
+            waiter_node_path: waiter.to_owned(),
             waiter_czxid: czxid,
             waiter_data: Vec::new(),
             waiter_session: 1,
-            holder_node,
+            holder_node_path: holder.to_owned(),
             holder_session: 2,
             holder_waiting: false,
         }
@@ -140,8 +140,8 @@ mod tests {
                 hop(vec![wait("b", 9, "x"), wait("c", 7, "y")]),
             ],
         };
-        assert_eq!(victim(&ring).waiter_node, "a", "the one node of its hop, not the newest of all");
+        assert_eq!(victim(&ring).waiter_node_path, "a", "the one node of its hop, not the newest of all");
         let ring = Deadlock { hops: vec![hop(vec![wait("a", 5, "h1")]), hop(vec![wait("b", 9, "x")])] };
-        assert_eq!(victim(&ring).waiter_node, "b", "the newest of the single waits");
+        assert_eq!(victim(&ring).waiter_node_path, "b", "the newest of the single waits");
     }
 }

@@ -93,11 +93,11 @@ pub(crate) fn graph<'a>(locks: impl IntoIterator<Item = (&'a str, &'a [Node])>, 
             for holder in ahead.filter(|node| vertex(node) != vertex(waiter)) {
                 let wait = LockWait {
                     lock: lock.to_owned(),
-                    waiter_node: waiter.path.clone(),
+                    waiter_node_path: waiter.path.clone(),
                     waiter_czxid: waiter.czxid,
                     waiter_data: waiter.data.clone(),
                     waiter_session: waiter.session,
-                    holder_node: holder.path.clone(),
+                    holder_node_path: holder.path.clone(),
                     holder_session: holder.session,
                     holder_waiting: !holder.behind.is_empty(),
                 };

@@ -70,7 +70,7 @@ async fn participants_come_with_their_node_data_in_queue_order() {
     let participants = first.participants_with_data().await.unwrap();
     let data: Vec<&[u8]> = participants.iter().map(|p| p.data.as_slice()).collect();
     assert_eq!(data, [b"host-a".as_slice(), b"host-b".as_slice()]);
-    assert_eq!(participants[0].path, guard.node_path());
+    assert_eq!(participants[0].node_path, guard.node_path());
     guard.release().await.unwrap();
     waiting.await.unwrap().unwrap();
 

@@ -49,7 +49,7 @@ where
     assert_eq!(holder.session_id, holder_client.session_id().0, "{what}: the holder's session");
     assert_eq!(view.ahead, Some(1), "{what}: one node ahead, the holder's: {view:?}");
     assert!(holder.since <= SystemTime::now() + Duration::from_secs(5), "{what}: held since {:?}", holder.since);
-    assert_ne!(view.node, holder.node, "{what}");
+    assert_ne!(view.node_path, holder.node_path, "{what}");
     waiting.abort();
 }
 
@@ -103,14 +103,14 @@ async fn the_view_follows_the_queue_as_it_moves() {
     let third_mutex = InterProcessMutex::new(&third, &path).unwrap();
     let third_waits = tokio::spawn(watch_queue(third_position, async move { third_mutex.acquire().await }));
     let behind = told(&mut third_seen, |position| position.ahead == Some(2)).await;
-    assert_eq!(behind.holder.as_ref().unwrap().node, held.node_path().rsplit('/').next().unwrap());
+    assert_eq!(behind.holder.as_ref().unwrap().node_path, held.node_path());
 
     // The holder lets go: the second holds, and the third sees it one ahead, holding.
     held.release().await.unwrap();
     let second_guard = second_waits.await.unwrap().unwrap();
     let moved = told(&mut third_seen, |position| position.ahead == Some(1)).await;
     let holder = moved.holder.unwrap();
-    assert_eq!(holder.node, second_view.node, "the second's node heads the queue now");
+    assert_eq!(holder.node_path, second_view.node_path, "the second's node heads the queue now");
     assert_eq!(holder.session_id, second.session_id().0);
     assert_eq!(moved.waiting_since, behind.waiting_since, "one wait, one start");
     second_guard.release().await.unwrap();

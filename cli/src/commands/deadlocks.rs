@@ -171,8 +171,8 @@ fn to_json(root: &str, report: &DeadlockReport, found: Found, who: &BTreeMap<i64
                         "holder_task": hop.holder_owner.map(hex12),
                         "holder_chain": hop.holder_chain.map(hex12),
                         "lock": wait.lock,
-                        "waiter_node": wait.waiter_node,
-                        "holder_node": wait.holder_node,
+                        "waiter_node": wait.waiter_node_path,
+                        "holder_node": wait.holder_node_path,
                         "holder_waiting": wait.holder_waiting,
                     })
                 })
@@ -229,10 +229,10 @@ fn to_text(root: &str, report: &DeadlockReport, who: &BTreeMap<i64, String>) -> 
         for hop in &deadlock.hops {
             for wait in &hop.waits {
                 let waiter = named(Member::waiter(hop), wait.waiter_session);
-                lines.push(format!("  {waiter} waits on {} ({})", wait.lock, wait.waiter_node));
+                lines.push(format!("  {waiter} waits on {} ({})", wait.lock, wait.waiter_node_path));
                 let how = if wait.holder_waiting { "behind, waiting too," } else { "held by" };
                 let holder = named(Member::holder(hop), wait.holder_session);
-                lines.push(format!("    {how} {holder} ({})", wait.holder_node));
+                lines.push(format!("    {how} {holder} ({})", wait.holder_node_path));
             }
         }
     }

@@ -106,7 +106,7 @@ pub async fn queue(client: &Client, path: &str, kind: Kind) -> Result<Vec<Entry>
 
 fn entry(node: ParticipantNode, side: Option<&'static str>, holds: bool) -> Entry {
     let data = String::from_utf8_lossy(&node.data).trim().to_owned();
-    Entry { node: node.path, data, side, holds, token: None, session: None, created: None }
+    Entry { node: node.node_path, data, side, holds, token: None, session: None, created: None }
 }
 
 /// The read-write rules (Curator's, and kazoo's recipe) on a queue in order, its writers' nodes

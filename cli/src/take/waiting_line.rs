@@ -53,7 +53,7 @@ async fn draw(client: &Client, mut seen: watch::Receiver<Option<QueuePosition>>)
         let position = seen.borrow_and_update().clone();
         if let Some(position) = position {
             if let Some(holder) = &position.holder {
-                let node = format!("{}/{}", position.lock_path, holder.node);
+                let node = holder.node_path.clone();
                 if known.as_ref().is_none_or(|(read, _)| *read != node) {
                     let who = client.get_data(&node).await.ok();
                     let who = who.and_then(|(data, _)| NodeData::parse(String::from_utf8_lossy(&data).trim()));

@@ -63,8 +63,8 @@ fn two_sessions_holding_what_the_other_waits_on_are_a_cycle() {
     let hops: Vec<(Session, Session, &str)> =
         cycles[0].hops.iter().map(|hop| (hop.waiter_session, hop.holder_session, hop.waits[0].lock.as_str())).collect();
     assert_eq!(hops, [(1, 2, "/l1"), (2, 1, "/l0")]);
-    assert_eq!(cycles[0].hops[0].waits[0].waiter_node, "s1t0");
-    assert_eq!(cycles[0].hops[0].waits[0].holder_node, "s2t0");
+    assert_eq!(cycles[0].hops[0].waits[0].waiter_node_path, "s1t0");
+    assert_eq!(cycles[0].hops[0].waits[0].holder_node_path, "s2t0");
 }
 
 #[test]
@@ -112,7 +112,7 @@ fn the_victim_is_the_newest_wait_whose_going_breaks_the_ring() {
     assert_eq!(victim(&cycles[0]).waiter_czxid, 5, "the one wait of its hop, not the newest of all");
     // One wait per hop: the newest of them.
     let cycles = found(&[vec![node(2, 0, true), waiting(1, 1, 5)], vec![node(1, 0, true), waiting(2, 1, 7)]]);
-    assert_eq!(victim(&cycles[0]).waiter_node, "s2t1");
+    assert_eq!(victim(&cycles[0]).waiter_node_path, "s2t1");
     // Several on every hop: the newest of all.
     let mut both = locks.to_vec();
     both.push(vec![node(2, 3, true), waiting(1, 3, 8)]);
@@ -252,13 +252,13 @@ fn a_reader_behind_a_writer_that_waits_behind_its_own_read_is_a_certain_ring() {
     assert!(cycles[0].is_certain());
     let waits: Vec<(&str, &str, bool)> = cycles[0]
         .waits()
-        .map(|wait| (wait.waiter_node.as_str(), wait.holder_node.as_str(), wait.holder_waiting))
+        .map(|wait| (wait.waiter_node_path.as_str(), wait.holder_node_path.as_str(), wait.holder_waiting))
         .collect();
     assert_eq!(
         waits,
         [("__READ__0000000003", "__WRIT__0000000002", true), ("__WRIT__0000000002", "__READ__0000000001", false)]
     );
-    assert_eq!(victim(&cycles[0]).waiter_node, "__READ__0000000003", "T's wait is the newest");
+    assert_eq!(victim(&cycles[0]).waiter_node_path, "__READ__0000000003", "T's wait is the newest");
     // Without the writer, T's second read holds beside its first: nothing waits.
     assert!(found(&[ruled(LockKind::ReadWrite, &[queue[0], queue[2]])]).is_empty());
     // Untagged, the same ring is one of sessions: only possible.
@@ -411,7 +411,7 @@ fn a_kazoo_reader_waits_on_the_writers_ahead_of_it_only() {
     let cycles = found(&[ruled(LockKind::KazooReadWrite, &queue)]);
     assert_eq!(cycles.len(), 1, "{cycles:?}");
     assert!(cycles[0].is_certain());
-    assert_eq!(victim(&cycles[0]).waiter_node, "a__rlock__0000000003");
+    assert_eq!(victim(&cycles[0]).waiter_node_path, "a__rlock__0000000003");
     let reader_first = ruled(LockKind::KazooReadWrite, &[queue[0], queue[1]]);
     assert!(reader_first[0].behind.is_empty() && reader_first[1].behind == [0], "{reader_first:?}");
 }

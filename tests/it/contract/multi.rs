@@ -149,7 +149,8 @@ async fn participants_lists_each_locks_queue_holder_first() {
     let participants = multi.participants().await.unwrap();
     assert_eq!(participants, [vec![holder_nodes[0].clone()], vec![holder_nodes[1].clone(), waiter_node.clone()]]);
     let with_data = multi.participants_with_data().await.unwrap();
-    let on_b: Vec<(&str, &[u8])> = with_data[1].iter().map(|node| (node.path.as_str(), node.data.as_slice())).collect();
+    let on_b: Vec<(&str, &[u8])> =
+        with_data[1].iter().map(|node| (node.node_path.as_str(), node.data.as_slice())).collect();
     assert_eq!(with_data[0].len(), 1);
     assert_eq!(on_b[1], (waiter_node.as_str(), b"waiter".as_slice()));
     assert_eq!(on_b[0].0, holder_nodes[1]);

@@ -94,9 +94,9 @@ impl World<'_> {
         let ends: Vec<(&String, i64)> = rings_seen
             .flat_map(|ring| &ring.hops)
             .flat_map(|hop| {
-                hop.waits
-                    .iter()
-                    .flat_map(|wait| [(&wait.waiter_node, hop.waiter_session), (&wait.holder_node, hop.holder_session)])
+                hop.waits.iter().flat_map(|wait| {
+                    [(&wait.waiter_node_path, hop.waiter_session), (&wait.holder_node_path, hop.holder_session)]
+                })
             })
             .collect();
         // A node no view told (a multi-lock's first lock, taken at once) is the task's whose
@@ -125,7 +125,7 @@ impl World<'_> {
                     "actor {} task {} gave up on a ring the model lacks: {why}: {ring:?}",
                     task.0, task.1
                 ));
-            } else if !ring.waits().any(|wait| owners.get(&wait.waiter_node) == Some(task)) {
+            } else if !ring.waits().any(|wait| owners.get(&wait.waiter_node_path) == Some(task)) {
                 violations.push(format!("actor {} task {} gave up on a ring it is not on: {ring:?}", task.0, task.1));
             }
         }
@@ -136,7 +136,7 @@ impl World<'_> {
         };
         let multi = self.paths.queues(super::ops::Lock::Multi);
         let untold_multi = |ring: &Deadlock| {
-            let nodes = ring.waits().flat_map(|wait| [&wait.waiter_node, &wait.holder_node]);
+            let nodes = ring.waits().flat_map(|wait| [&wait.waiter_node_path, &wait.holder_node_path]);
             nodes
                 .filter(|node| !owners.contains_key(*node))
                 .any(|node| multi.iter().any(|dir| node.starts_with(&format!("{dir}/"))))
@@ -171,13 +171,17 @@ impl World<'_> {
                 let vertices: HashSet<Option<Vertex>> = reported
                     .waits()
                     .map(|wait| {
-                        owners.get(&wait.waiter_node).map(|task| Vertex::of(&self.paths, *task, &wait.waiter_node))
+                        owners
+                            .get(&wait.waiter_node_path)
+                            .map(|task| Vertex::of(&self.paths, *task, &wait.waiter_node_path))
                     })
                     .collect();
                 vertices == ring.vertices.iter().copied().map(Some).collect()
             });
             let seen = report.deadlocks.iter().any(|reported| {
-                reported.waits().any(|wait| ring.waits.contains(&(wait.waiter_node.clone(), wait.holder_node.clone())))
+                reported
+                    .waits()
+                    .any(|wait| ring.waits.contains(&(wait.waiter_node_path.clone(), wait.holder_node_path.clone())))
             });
             if sure && !certain {
                 violations.push(format!(
@@ -208,18 +212,18 @@ impl World<'_> {
         }
         let mut forgiven = false;
         for (hop, wait) in ring.hops.iter().flat_map(|hop| hop.waits.iter().map(move |wait| (hop, wait))) {
-            let (waiter, holder) = (owners[&wait.waiter_node], owners[&wait.holder_node]);
+            let (waiter, holder) = (owners[&wait.waiter_node_path], owners[&wait.holder_node_path]);
             // A session read whole waits (or holds) through any of its tasks.
             // A task or the chain waits (or holds) through the task the node is the model's.
             let waits = around.iter().any(|snapshot| match hop.waiter_owner.or(hop.waiter_chain) {
-                Some(_) => snapshot.waits_on(waiter, &wait.waiter_node),
-                None => snapshot.actor_waits_on(&self.paths, waiter.0, &wait.waiter_node),
+                Some(_) => snapshot.waits_on(waiter, &wait.waiter_node_path),
+                None => snapshot.actor_waits_on(&self.paths, waiter.0, &wait.waiter_node_path),
             });
             let stands = around.iter().any(|snapshot| {
-                let untold = || snapshot.untold_owner(&self.paths, &wait.holder_node, hop.holder_session);
-                let task = snapshot.owner(&wait.holder_node).or_else(untold);
+                let untold = || snapshot.untold_owner(&self.paths, &wait.holder_node_path, hop.holder_session);
+                let task = snapshot.owner(&wait.holder_node_path).or_else(untold);
                 // An untold node (told by its tag) of a task acquiring that lock now.
-                let acquiring = snapshot.owner(&wait.holder_node).is_none()
+                let acquiring = snapshot.owner(&wait.holder_node_path).is_none()
                     && snapshot
                         .acquiring
                         .get(&holder)
@@ -228,26 +232,26 @@ impl World<'_> {
                     Some(_) => task == Some(holder) || acquiring,
                     None => {
                         task.map(|task| task.0) == Some(holder.0)
-                            || snapshot.actor_waits_on(&self.paths, holder.0, &wait.holder_node)
+                            || snapshot.actor_waits_on(&self.paths, holder.0, &wait.holder_node_path)
                     }
                 }
             });
-            let ended = around.iter().any(|snapshot| snapshot.ended.contains(&wait.waiter_node));
+            let ended = around.iter().any(|snapshot| snapshot.ended.contains(&wait.waiter_node_path));
             let let_go = around.iter().any(|snapshot| {
-                snapshot.releasing.contains(&wait.holder_node) || snapshot.ended.contains(&wait.holder_node)
+                snapshot.releasing.contains(&wait.holder_node_path) || snapshot.ended.contains(&wait.holder_node_path)
             });
             match (waits || ended, stands || let_go) {
                 (true, true) => forgiven |= !waits || !stands,
                 (false, _) => {
                     return Judgement::Broken(format!(
                         "actor {} task {} was not waiting on {}",
-                        waiter.0, waiter.1, wait.waiter_node
+                        waiter.0, waiter.1, wait.waiter_node_path
                     ))
                 }
                 (_, false) => {
                     return Judgement::Broken(format!(
                         "{} was not actor {} task {}'s",
-                        wait.holder_node, holder.0, holder.1
+                        wait.holder_node_path, holder.0, holder.1
                     ))
                 }
             }
@@ -269,22 +273,23 @@ impl World<'_> {
                 let Some(kind) = self.paths.queue_kind(&wait.lock) else {
                     return Err(format!("a wait in {}, which is no lock's queue", wait.lock));
                 };
-                if !kind.waits_behind(&wait.waiter_node, &wait.holder_node) {
-                    return Err(format!("{} does not wait behind {}", wait.waiter_node, wait.holder_node));
+                if !kind.waits_behind(&wait.waiter_node_path, &wait.holder_node_path) {
+                    return Err(format!("{} does not wait behind {}", wait.waiter_node_path, wait.holder_node_path));
                 }
-                let (Some(waiter), Some(holder)) = (owners.get(&wait.waiter_node), owners.get(&wait.holder_node))
+                let (Some(waiter), Some(holder)) =
+                    (owners.get(&wait.waiter_node_path), owners.get(&wait.holder_node_path))
                 else {
-                    return Err(format!("{} or {} is no task's", wait.waiter_node, wait.holder_node));
+                    return Err(format!("{} or {} is no task's", wait.waiter_node_path, wait.holder_node_path));
                 };
                 waiters.insert(self.reported(
-                    &wait.waiter_node,
+                    &wait.waiter_node_path,
                     *waiter,
                     hop.waiter_owner,
                     hop.waiter_chain,
                     hop.waiter_session,
                 )?);
                 holders.insert(self.reported(
-                    &wait.holder_node,
+                    &wait.holder_node_path,
                     *holder,
                     hop.holder_owner,
                     hop.holder_chain,

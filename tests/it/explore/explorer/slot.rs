@@ -47,7 +47,7 @@ pub struct Waiting {
 impl Waiting {
     /// The node the view tells now, as a full path.
     pub fn node_now(&self) -> Option<String> {
-        self.view.borrow().as_ref().map(|position| format!("{}/{}", position.lock_path, position.node))
+        self.view.borrow().as_ref().map(|position| position.node_path.clone())
     }
 }
 
@@ -178,8 +178,7 @@ async fn follow_view(
     record: Shared,
 ) {
     while view.changed().await.is_ok() {
-        let told =
-            view.borrow_and_update().as_ref().map(|position| format!("{}/{}", position.lock_path, position.node));
+        let told = view.borrow_and_update().as_ref().map(|position| position.node_path.clone());
         let Some(node) = told else { continue };
         // Told after the acquire ended (this runs behind it): an ended acquire's node.
         let ended = match state.lock().unwrap().waiting.as_mut() {

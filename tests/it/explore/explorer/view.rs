@@ -35,13 +35,14 @@ impl World<'_> {
                 };
                 let Some(told) = position.ahead else { continue };
                 let queue = listed.get(&position.lock_path);
-                let Some(truth) = queue.and_then(|queue| queue.iter().position(|child| *child == position.node)) else {
+                let name = position.node_path.rsplit('/').next().unwrap_or_default();
+                let Some(truth) = queue.and_then(|queue| queue.iter().position(|child| child == name)) else {
                     continue;
                 };
                 if state.cut_seen || cut.get(&actor.index).copied().unwrap_or(false) || told == truth {
                     continue;
                 }
-                let node = format!("{}/{}", position.lock_path, position.node);
+                let node = position.node_path.clone();
                 let queue = queue.cloned().unwrap_or_default();
                 judged.push(node.clone());
                 let since = memory.views_off.entry(node.clone()).or_insert((queue.clone(), told, now));
