@@ -21,7 +21,35 @@ use zookeeper_client::Client;
 pub const NOTIFICATION_WINDOW: Duration = Duration::from_millis(100);
 
 pub fn server() -> &'static ZooKeeperServer {
-    shared_server()
+    static TEST_ROOT: std::sync::Once = std::sync::Once::new();
+    let server = shared_server();
+    TEST_ROOT.call_once(|| make_test_root(&server.connect_string()));
+    server
+}
+
+/// Where every [`unique_path`] lives.
+pub const TEST_ROOT: &str = "/zklock-tests";
+
+/// Makes [`TEST_ROOT`] a persistent node open to anyone, before any test creates a node under
+/// it. Made on demand instead, by the first lock created under it, it would be a container
+/// with that lock's ACL: a test of a digest-only lock that came first (or first after the
+/// server reaped the empty container) locked every other test out ("create parents ... not
+/// authorized"). On a thread of its own: the caller may be inside a runtime.
+fn make_test_root(connect_string: &str) {
+    let connect_string = connect_string.to_owned();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let client = connect_to(&connect_string).await;
+            let open = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+            match client.create(TEST_ROOT, b"", &open).await {
+                Ok(_) | Err(zookeeper_client::Error::NodeExists) => {}
+                Err(err) => panic!("create {TEST_ROOT}: {err}"),
+            }
+        })
+    })
+    .join()
+    .unwrap();
 }
 
 /// A new session on the shared server.
@@ -69,7 +97,7 @@ pub fn harness_name(module: &str, name: &str) -> String {
 pub fn unique_path(name: &str) -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    format!("/zklock-tests/{name}-{}-{nanos}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+    format!("{TEST_ROOT}/{name}-{}-{nanos}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// The children of `path`, sorted by name; empty when it does not exist.

@@ -29,14 +29,10 @@ async fn as_user(user: &str) -> Client {
         .expect("connect with digest auth")
 }
 
-/// A, B and an anonymous client; the tests' root is open, so that A creates the lock path's
-/// parents itself (with its ACL).
+/// A, B and an anonymous client; the tests' root is open (`common::TEST_ROOT`), so that A
+/// creates the lock path's parents itself (with its ACL).
 async fn identities() -> Identities {
     let anonymous = connect().await;
-    match anonymous.create("/zklock-tests", b"", &CreateMode::Persistent.with_acls(Acls::anyone_all())).await {
-        Ok(_) | Err(ZkError::NodeExists) => {}
-        Err(err) => panic!("create the tests' root: {err}"),
-    }
     Identities { a: as_user("alice").await, b: as_user("bob").await, anonymous }
 }
 
