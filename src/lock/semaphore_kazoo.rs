@@ -21,6 +21,7 @@ use crate::queue::node::{list_children, LockNode};
 use crate::rules::kazoo_leases::{
     after_create, gate_path, has_room, lease_name, read_stored_max, stored_max_leases, Created, StoredMax,
 };
+use crate::rules::path::child_path;
 
 /// The lease pool of a kazoo-layout semaphore: `{path}`, whose children are the leases.
 #[derive(Debug)]
@@ -224,7 +225,7 @@ impl KazooPool<'_> {
     /// path: what the listing says of it, and its czxid (the lease's fencing token). After a
     /// lost reply the create is sent again: `NodeExists` on a node our session owns is ours.
     async fn create_lease(&self, name: &str, cleanup: &mut NodeCleanup<'_>) -> Result<(Created, i64)> {
-        let path = format!("{}/{name}", self.path);
+        let path = child_path(self.path, name);
         let options = CreateMode::Ephemeral.with_acls(Acls::new(self.acls.lock_nodes()));
         let mut retries = Retries::new(self.retry);
         let czxid = loop {

@@ -14,6 +14,7 @@ use crate::client::deadline::{within, CLEANUP_AFTER_DEADLINE};
 use crate::client::retry::retry_transient;
 use crate::client::retry_policy::RetryPolicy;
 use crate::error::{Error, Result};
+use crate::rules::path::child_path;
 
 /// Finds the node created with `prefix` under `lock_path` by this session, if any: its name and
 /// czxid.
@@ -38,7 +39,7 @@ pub(crate) async fn find_ours(
     let Some(name) = children.into_iter().find(|child| child.starts_with(prefix)) else {
         return Ok(None);
     };
-    let czxid = czxid_if_ours(client, retry, &format!("{lock_path}/{name}")).await?;
+    let czxid = czxid_if_ours(client, retry, &child_path(lock_path, &name)).await?;
     Ok(czxid.map(|czxid| (name, czxid)))
 }
 
@@ -171,7 +172,7 @@ async fn delete_remains(
             Remains::Nothing => return Ok(()),
             Remains::Created(path) => path.clone(),
             Remains::MaybeCreated => match find_ours(client, retry, lock_path, prefix).await? {
-                Some((name, _)) => format!("{lock_path}/{name}"),
+                Some((name, _)) => child_path(lock_path, &name),
                 None => return Ok(()),
             },
         };

@@ -9,6 +9,7 @@ use crate::client::retry_policy::RetryPolicy;
 use crate::error::{Error, Result};
 use crate::queue::participant_node::ParticipantNode;
 use crate::rules::naming::Schema;
+use crate::rules::path::child_path;
 
 /// The queue of `lock_path` as full paths, holder first; empty when the path does not exist.
 pub(crate) async fn queue_order(
@@ -30,7 +31,7 @@ pub(crate) async fn children_or_none(client: &Client, retry: RetryPolicy, path: 
 
 /// The `children` of `lock_path` that are `schema`'s lock nodes, as full paths in queue order.
 pub(crate) fn in_queue_order(lock_path: &str, schema: Schema, children: Vec<String>) -> Vec<String> {
-    schema.contenders(children).into_iter().map(|child| format!("{lock_path}/{child}")).collect()
+    schema.contenders(children).into_iter().map(|child| child_path(lock_path, &child)).collect()
 }
 
 /// The queue of `lock_path` with each node's data, holder first: one list, then one multi-read

@@ -154,7 +154,10 @@ impl PositionReport {
             let ahead = queue.iter().position(|name| name == node);
             holder = match queue.first() {
                 Some(head) if head == node => None,
-                Some(head) if holder.as_ref().is_some_and(|holder| holder.node_path == child_path(lock_path, head)) => {
+                // The same queue's head: the holder's path ends with its name.
+                Some(head)
+                    if holder.as_ref().is_some_and(|holder| holder.node_path.rsplit('/').next() == Some(head)) =>
+                {
                     holder
                 }
                 Some(head) => head_of(client, retry, lock_path, head).await,

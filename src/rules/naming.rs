@@ -170,7 +170,8 @@ fn last_at(text: &str, name: &str) -> Option<usize> {
 
 /// The name ZooKeeper gives a sequential node created as `prefix` with counter `sequence`.
 pub(crate) fn sequential_name(prefix: &str, sequence: i64) -> String {
-    // Java's `%010d`: ten characters, a minus sign counted among them.
+    // Java's `%010d`: ten characters, a minus sign counted among them. Written by hand: the
+    // same through `write!` cost every acquire about 220 instructions more (callgrind).
     let mut digits = [b'0'; 20];
     let mut at = digits.len();
     let mut rest = sequence.unsigned_abs();

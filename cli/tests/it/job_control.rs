@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{children, connect, server, unique_path};
-use support::{zklock, Group, Pty};
+use support::{until, zklock, Group, Pty};
 use zookeeper_client::Client;
 
 /// How long any one thing the test waits for may take.
@@ -185,15 +185,6 @@ fn job_pids(pids: &std::path::Path) -> (libc::pid_t, libc::pid_t) {
 fn parent(pid: libc::pid_t) -> libc::pid_t {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     stat[stat.rfind(')').unwrap() + 1..].split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-/// Waits until `condition` holds.
-fn until(what: &str, condition: impl Fn() -> bool) {
-    let started = Instant::now();
-    while !condition() {
-        assert!(started.elapsed() < BOUND, "not {what} after {BOUND:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Ctrl-Z stops the command and zklock together, and the shell prompts again (before, zklock

@@ -9,10 +9,10 @@ use crate::common;
 use crate::support;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{connect, server, unique_path, wait_for_children};
-use support::{read, zklock, Group};
+use support::{read, until, zklock, Group};
 
 /// How long any one thing the test waits for may take.
 const BOUND: Duration = Duration::from_secs(30);
@@ -106,15 +106,6 @@ impl Drop for Tree {
             }
         }
         let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Waits until `condition` holds.
-fn until(what: &str, condition: impl Fn() -> bool) {
-    let started = Instant::now();
-    while !condition() {
-        assert!(started.elapsed() < BOUND, "not {what} after {BOUND:?}");
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

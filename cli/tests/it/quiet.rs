@@ -88,13 +88,10 @@ fn an_outage_is_said_as_what_happened_once() {
     stdout.read_line(&mut line).unwrap();
     proxy.cut();
     // Past the 4 s session and the client's own give-up, with new sessions refused meanwhile:
-    // until zklock says it cannot have a new one (30 s at most).
-    let said =
-        |log: &std::path::Path| std::fs::read_to_string(log).unwrap_or_default().contains("no new one can be had yet");
-    let cut_at = std::time::Instant::now();
-    while !said(&log) && cut_at.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // until zklock says it cannot have a new one.
+    support::until("zklock said it cannot have a new session", || {
+        std::fs::read_to_string(&log).unwrap_or_default().contains("no new one can be had yet")
+    });
     proxy.heal();
     line.clear();
     stdout.read_line(&mut line).unwrap();

@@ -117,6 +117,18 @@ impl Drop for Group {
     }
 }
 
+/// How long [`until`] waits for its condition.
+pub const UNTIL_BOUND: Duration = Duration::from_secs(30);
+
+/// Waits until `condition` holds, polling every 20 ms; panics after [`UNTIL_BOUND`].
+pub fn until(what: &str, condition: impl Fn() -> bool) {
+    let started = Instant::now();
+    while !condition() {
+        assert!(started.elapsed() < UNTIL_BOUND, "not {what} after {UNTIL_BOUND:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 pub fn wait_with_timeout(child: &mut Child, timeout: Duration) -> ExitStatus {
     let started = Instant::now();
     loop {
