@@ -185,8 +185,17 @@ impl<'s> World<'s> {
 
 /// Runs `steps` in a new world on `server`, checking the invariants after every settled step and
 /// at the end. A case that restarts the server needs one no other test is on
-/// ([`restartable_server`]).
+/// ([`restartable_server`]), and so does any case run beside one that restarts it: a restart
+/// cuts every session on the server, the observer's too, which the case's record knows nothing
+/// of.
 pub async fn run_case(server: &ZooKeeperServer, steps: &[Step]) -> Result<Tally, Failure> {
+    run_case_until(server, steps, 0).await
+}
+
+/// [`run_case`], which before the case's end (everything dropped) also waits, within [`STUCK`],
+/// until `holds` holds have begun: for a case written by hand whose last step serves a waiter,
+/// whose hold would otherwise have to begin within the last check's [`SETTLE`].
+pub async fn run_case_until(server: &ZooKeeperServer, steps: &[Step], holds: u64) -> Result<Tally, Failure> {
     let world = World::start(server).await;
     let mut memory = Memory::default();
     let mut outcome = Ok(());
@@ -215,6 +224,14 @@ pub async fn run_case(server: &ZooKeeperServer, steps: &[Step]) -> Result<Tally,
             outcome = Err(Failure { step: index, violations });
             break;
         }
+    }
+    if outcome.is_ok() {
+        let begun = async {
+            while world.record.lock().unwrap().holds < holds {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        let _ = tokio::time::timeout(STUCK, begun).await;
     }
     let left = world.finish().await;
     let record = world.record.lock().unwrap();
