@@ -4,7 +4,8 @@
 //! kazoo's layout of it in `semaphore_kazoo.rs`), [`InterProcessSemaphoreMutex`]
 //! (`semaphore_mutex.rs`), [`InterProcessMultiLock`] (`multi.rs`) and [`revoke`] (`revoke.rs`);
 //! with what a lock object keeps between acquires (`state.rs`: its options and its hold table,
-//! counted per [`owner`](owner::Owner)) and the [`LockGuard`] that counts in it (`guard.rs`); and
+//! counted per [`owner`](owner::Owner)), how one acquire enters the queue (`plan.rs`), and the
+//! [`LockGuard`] that counts in the hold table (`guard.rs`); and
 //! a mutex's opt-in [`LocalHandoff`](crate::LocalHandoff) between tasks of one process
 //! (`cohort.rs`: the line of tasks, the passing of a hold, and its holders' fencing tokens).
 
@@ -14,6 +15,7 @@ pub(crate) mod multi;
 pub(crate) mod mutex;
 pub(crate) mod mutex_builder;
 pub(crate) mod owner;
+pub(crate) mod plan;
 pub(crate) mod revoke;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;

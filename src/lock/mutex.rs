@@ -2,6 +2,7 @@
 //! (`mutex_builder.rs` makes it).
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,21 +12,20 @@ use crate::client::deadline::{acquire_forever, acquire_patiently, within, Patien
 use crate::client::session::Connection;
 use crate::client::session_end::check_session_ended;
 use crate::error::{Error, Result};
-use crate::hold::held_node::HeldNode;
 use crate::hold::hold_trait::run_acquired;
 use crate::hold::while_held::RunEnd;
-use crate::lock::cohort::Turn;
+use crate::lock::cohort::{fencing_token, Cohort, Turn};
 use crate::lock::guard::LockGuard;
 use crate::lock::owner::Owner;
+use crate::lock::plan::Plan;
 use crate::lock::state::{Admission, Claim, LockState};
 use crate::observe::label::LockLabel;
 use crate::queue::delete::delete_in_background;
 use crate::queue::listing::{queue_order, queue_with_data};
-use crate::queue::node::{PlaceReport, QueueSpec};
+use crate::queue::node::{LockNode, PlaceReport};
 use crate::queue::participant_node::ParticipantNode;
-use crate::queue::turn::take_place;
-use crate::rules::entry::{self, Role};
-use crate::rules::opening;
+use crate::rules::entry::Role;
+use crate::rules::opening::Opening;
 
 /// A reentrant mutex shared by every process that uses the same ZooKeeper path, in the style of
 /// Apache Curator's `InterProcessMutex`, and wire-compatible with it.
@@ -310,6 +310,10 @@ impl InterProcessMutex {
         }
     }
 
+    /// One attempt on `client`'s session: the owner is admitted (a re-entry ends it), the plan
+    /// says how it enters the queue, it takes its place there and is granted the hold. With
+    /// local handoff the place is taken through the process's line instead (one seam,
+    /// [`acquire_in_line`](Self::acquire_in_line)).
     async fn acquire_once(
         &self,
         client: &Client,
@@ -317,63 +321,54 @@ impl InterProcessMutex {
         place: Option<&PlaceReport>,
         started: Instant,
     ) -> Result<Option<LockGuard>> {
-        let owner = self.state.owner_now();
+        let state = &self.state;
+        let owner = state.owner_now();
         let claim = match self.admit(owner, patience).await? {
             Arrival::Queue(claim) => claim,
             Arrival::Reentered(guard) => return Ok(Some(guard)),
             Arrival::OutOfTime => return Ok(None),
         };
-        let state = &self.state;
-        let other_side = state.sibling_node_held_by(owner);
-        let entry = entry::entry(state.role, state.schema, other_side.as_deref().map(HeldNode::path))
-            .map_err(Error::WouldDeadlock)?;
-        let turn = match &state.cohort {
-            None => None,
-            // Boxed: local handoff is an opt-in, and its state machine would otherwise be part of
-            // every plain acquire's, allocated and moved on every acquire.
-            Some(cohort) => match Box::pin(cohort.take_turn(client, patience)).await? {
-                None => return Ok(None),
-                Some(Turn::Hold(handoff)) => {
-                    state.label.handed_over(handoff.node.path(), handoff.fencing_token, started);
-                    return Ok(Some(LockGuard::new(Arc::clone(state), owner, claim.take_handoff(handoff))));
-                }
-                Some(Turn::Queue(turn)) => Some(turn),
-            },
+        let plan = Plan::new(state, owner)?;
+        let placed = plan.take_place(state, client, patience, place);
+        let Some(cohort) = &state.cohort else {
+            let Some((node, next_opening)) = placed.await? else { return Ok(None) };
+            let fencing_token = node.czxid;
+            let hold = claim.grant(client, node, next_opening, fencing_token, started);
+            return Ok(Some(LockGuard::new(Arc::clone(state), owner, hold)));
         };
-        let may_wait = patience != Patience::NoWait;
-        let spec = QueueSpec {
-            opening: opening::usable(state.take_opening(), entry.rule, may_wait),
-            level_with: entry.level_with,
-            place,
-            deadlock: state.deadlock.as_ref(),
-            mark: state.node_mark(),
-            ..QueueSpec::new(
-                client,
-                state.connection.retry_policy(),
-                &state.path,
-                state.schema,
-                entry.rule,
-                &state.data,
-                &state.acls,
-            )
+        // Boxed: local handoff is an opt-in, and its state machine would otherwise be part of
+        // every plain acquire's, allocated and moved on every acquire.
+        Box::pin(self.acquire_in_line(cohort, client, claim, placed, patience, started)).await
+    }
+
+    /// An attempt of a mutex built with local handoff: the owner takes its turn in this
+    /// process's line (`cohort.rs`), and is either passed the hold a task of ours lets go, or
+    /// takes its place in ZooKeeper's queue (`placed`) as the line's one task there.
+    async fn acquire_in_line(
+        &self,
+        cohort: &Arc<Cohort>,
+        client: &Client,
+        claim: Claim,
+        placed: impl Future<Output = Result<Option<(LockNode, Opening)>>>,
+        patience: Patience,
+        started: Instant,
+    ) -> Result<Option<LockGuard>> {
+        let (state, owner) = (&self.state, claim.owner());
+        let turn = match cohort.take_turn(client, patience).await? {
+            None => return Ok(None),
+            Some(Turn::Hold(handoff)) => {
+                state.label.handed_over(handoff.node.path(), handoff.fencing_token, started);
+                return Ok(Some(LockGuard::new(Arc::clone(state), owner, claim.take_handoff(handoff))));
+            }
+            Some(Turn::Queue(turn)) => turn,
         };
-        let placed = take_place(&spec, patience).await;
-        if let (Err(Error::LockLost(reason)), Some(write)) = (&placed, &other_side) {
-            // A downgrade found its write node gone: the owner's write hold is lost too.
-            write.mark_lost(*reason);
-        }
-        let Some((node, next_opening)) = placed? else {
-            return Ok(None);
-        };
-        let Some(fencing_token) = state.first_token(node.czxid) else {
+        let Some((node, next_opening)) = placed.await? else { return Ok(None) };
+        let Some(fencing_token) = fencing_token(node.czxid, 0) else {
             delete_in_background(client, node.retry, node.path.into());
             return Err(Error::InvalidOptions("local handoff: the lock node's czxid is past 2^55"));
         };
-        let events = state.label.acquired(&node.path, fencing_token, started);
-        let hold = claim.grant(client, node, next_opening, fencing_token, events);
-        if let Some(turn) = turn {
-            turn.hold(&hold.node);
-        }
+        let hold = claim.grant(client, node, next_opening, fencing_token, started);
+        turn.hold(&hold.node);
         Ok(Some(LockGuard::new(Arc::clone(state), owner, hold)))
     }
 

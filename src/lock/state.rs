@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
+use std::time::Instant;
 
 use dashmap::mapref::entry::Entry;
 use dashmap::DashMap;
@@ -14,9 +15,8 @@ use crate::client::session::Connection;
 use crate::error::LossReason;
 use crate::hold::held_node::HeldNode;
 use crate::hold::session_watch::LatestSessionWatch;
-use crate::lock::cohort::{fencing_token, Cohort, Handoff};
+use crate::lock::cohort::{Cohort, Handoff};
 use crate::lock::owner::{Owner, OwnerHash};
-use crate::observe::events::HoldEvents;
 use crate::observe::label::LockLabel;
 use crate::options::{AclProvider, DeadlockCheck, LockOptions};
 use crate::queue::node::LockNode;
@@ -255,15 +255,6 @@ impl LockState {
         Some(last)
     }
 
-    /// The fencing token of the first holder of a node created at `czxid`: the czxid itself, or
-    /// with local handoff its first token (`None` past what an `i64` holds).
-    pub(crate) fn first_token(&self, czxid: i64) -> Option<i64> {
-        match self.cohort {
-            Some(_) => fencing_token(czxid, 0),
-            None => Some(czxid),
-        }
-    }
-
     /// Takes what the next acquire may send with its create (see `next_opening`).
     pub(crate) fn take_opening(&self) -> Opening {
         std::mem::take(&mut *self.next_opening.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
@@ -315,16 +306,22 @@ pub(crate) struct Claim {
 }
 
 impl Claim {
-    /// Records the owner's new hold on `node`, taken through `client`, and starts watching for
-    /// its loss; `events` tells the operator what becomes of it.
+    /// The owner this claim is for.
+    pub(crate) fn owner(&self) -> Owner {
+        self.owner
+    }
+
+    /// Records the owner's new hold on `node`, taken through `client` by an acquire begun at
+    /// `started`, tells the operator (events and metrics), and starts watching for its loss.
     pub(crate) fn grant(
         self,
         client: &Client,
         node: LockNode,
         next_opening: Opening,
         fencing_token: i64,
-        events: Arc<HoldEvents>,
+        started: Instant,
     ) -> OwnerHold {
+        let events = self.state.label.acquired(&node.path, fencing_token, started);
         let session_watch = self.state.session_watch.of(client);
         let node = Arc::new(HeldNode::new(client, node, &session_watch, events, self.state.max_hold));
         self.hold(node, next_opening, fencing_token)

@@ -36,6 +36,13 @@ pub(crate) struct Level<'a> {
     pub(crate) node: &'a str,
 }
 
+impl<'a> Level<'a> {
+    /// Level with `write_node` (a node name or path of `schema`).
+    pub(crate) fn beside(schema: Schema, write_node: &'a str) -> Self {
+        Level { key: schema.sort_key(write_node), node: write_node }
+    }
+}
+
 /// How an owner's acquire of `role` enters the queue, given the node it holds on the other side
 /// of the same read-write lock, if any (`other_side`, a node name or path of `schema`).
 ///
@@ -49,10 +56,9 @@ pub(crate) fn entry<'a>(role: Role, schema: Schema, other_side: Option<&'a str>)
         (Role::Write, Some(_)) => Err("a read lock holder cannot take the write lock (no upgrades)"),
         (Role::Write, None) => queue(Rule::Writer { writer_name: schema.writer_name() }),
         // The write holder may read: a downgrade, never a wait.
-        (Role::Read, Some(write_node)) => Ok(Entry {
-            rule: Rule::Always,
-            level_with: Some(Level { key: schema.sort_key(write_node), node: write_node }),
-        }),
+        (Role::Read, Some(write_node)) => {
+            Ok(Entry { rule: Rule::Always, level_with: Some(Level::beside(schema, write_node)) })
+        }
         (Role::Read, None) => queue(Rule::Reader { writer_name: schema.writer_name() }),
     }
 }

@@ -1,0 +1,77 @@
+//! How an owner's acquire enters the queue, decided once before it queues (the rule of
+//! `rules/entry.rs`, from what the owner holds of the other side of a read-write lock), and the
+//! queue it then takes its place in (`queue/turn.rs`), with what the lock object has for it:
+//! the opening its last hold left, the mark its node carries.
+
+use std::sync::Arc;
+
+use zookeeper_client::Client;
+
+use crate::client::deadline::Patience;
+use crate::error::{Error, Result};
+use crate::hold::held_node::HeldNode;
+use crate::lock::owner::Owner;
+use crate::lock::state::LockState;
+use crate::queue::node::{LockNode, PlaceReport, QueueSpec};
+use crate::queue::turn::take_place;
+use crate::rules::decide::Rule;
+use crate::rules::entry::{self, Level};
+use crate::rules::opening::{self, Opening};
+
+/// How one acquire of an owner enters the queue.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    /// Who may hold.
+    rule: Rule,
+    /// A downgrade's write node: the owner's hold on the other side, which the read node
+    /// stands level with (and which is lost if it is found gone).
+    write_node: Option<Arc<HeldNode>>,
+}
+
+impl Plan {
+    /// How `owner`'s acquire of `state`'s lock enters the queue.
+    ///
+    /// # Errors
+    /// [`Error::WouldDeadlock`] when it would wait for ever on its own owner (a reader asking
+    /// for the write lock).
+    pub(crate) fn new(state: &LockState, owner: Owner) -> Result<Plan> {
+        let other_side = state.sibling_node_held_by(owner);
+        let entry = entry::entry(state.role, state.schema, other_side.as_deref().map(HeldNode::path))
+            .map_err(Error::WouldDeadlock)?;
+        let (rule, levels) = (entry.rule, entry.level_with.is_some());
+        Ok(Plan { rule, write_node: other_side.filter(|_| levels) })
+    }
+
+    /// Puts a node of ours in `state`'s queue through `client` and waits (within `patience`)
+    /// until it holds: the node, and what its hold lets the next acquire open with. A downgrade
+    /// whose write node is found gone marks that hold lost.
+    pub(crate) async fn take_place(
+        &self,
+        state: &LockState,
+        client: &Client,
+        patience: Patience,
+        place: Option<&PlaceReport>,
+    ) -> Result<Option<(LockNode, Opening)>> {
+        let spec = QueueSpec {
+            opening: opening::usable(state.take_opening(), self.rule, patience != Patience::NoWait),
+            level_with: self.write_node.as_deref().map(|write| Level::beside(state.schema, write.path())),
+            place,
+            deadlock: state.deadlock.as_ref(),
+            mark: state.node_mark(),
+            ..QueueSpec::new(
+                client,
+                state.connection.retry_policy(),
+                &state.path,
+                state.schema,
+                self.rule,
+                &state.data,
+                &state.acls,
+            )
+        };
+        let placed = take_place(&spec, patience).await;
+        if let (Err(Error::LockLost(reason)), Some(write)) = (&placed, &self.write_node) {
+            write.mark_lost(*reason);
+        }
+        placed
+    }
+}
