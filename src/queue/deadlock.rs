@@ -4,6 +4,9 @@
 //! them when it was built to fail on a deadlock ([`DeadlockWatch`]).
 
 use std::collections::BTreeSet;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Instant;
 
 use zookeeper_client::Client;
@@ -226,35 +229,58 @@ impl Read {
 
 /// A waiting acquire's look for a deadlock it is part of: [`find_deadlocks`] under the
 /// check's root when the wait starts, then once a period while it waits.
-#[derive(Debug)]
 pub(crate) struct DeadlockWatch<'a> {
     check: &'a DeadlockCheck,
     next: Instant,
+    /// The look under way, kept across the waits it spans: each change of the node ahead (its
+    /// data rewritten, a revocation request) or of the connection ends one wait and starts the
+    /// next, and a look cut short at each would never end where they come faster than a look
+    /// takes (a ring nobody gave up on).
+    look: Option<Pin<Box<dyn Future<Output = Result<DeadlockReport>> + Send>>>,
+}
+
+impl fmt::Debug for DeadlockWatch<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeadlockWatch")
+            .field("check", self.check)
+            .field("next", &self.next)
+            .field("looking", &self.look.is_some())
+            .finish()
+    }
 }
 
 impl<'a> DeadlockWatch<'a> {
     /// A watch whose first look is due at once (it is made when the acquire starts waiting).
     pub(crate) fn new(check: &'a DeadlockCheck) -> Self {
-        DeadlockWatch { check, next: Instant::now() }
+        DeadlockWatch { check, next: Instant::now(), look: None }
     }
 
     /// Looks, as often as the check says, until a certain deadlock is found whose victim is our
     /// node `node` (a full path: tasks of one process share a session, so the node tells which
     /// wait is ours), and returns [`Error::Deadlock`] with it. A deadlock we are on but whose
     /// victim is another wait is left to that one; a possible one (through a session read
-    /// whole) fails nothing: it may dissolve by itself, and a false alarm fails a healthy wait. A failed look is logged and tried again a period
-    /// later: the wait itself learns of its session's end.
+    /// whole) fails nothing: it may dissolve by itself, and a false alarm fails a healthy wait.
+    /// A failed look is logged and tried again a period later: the wait itself learns of its
+    /// session's end.
     ///
     /// # Cancel safety
-    /// Cancel safe, and dropping it stops the looking: a look under way is cut short, and the
-    /// next one is due a period after it began.
+    /// Cancel safe: a look under way stays in the watch, and the next call goes on with it (a
+    /// new one is due a period after it began); dropping the watch stops the looking.
     pub(crate) async fn until_victim(&mut self, client: &Client, retry: RetryPolicy, node: &str) -> Error {
         loop {
-            tokio::time::sleep_until(self.next.into()).await;
-            // Due a period after this one began, even if it is cut short: a queue that moves
-            // ends a wait after wait, and must not start a look at each.
-            self.next = Instant::now() + self.check.period;
-            let found = deadlocks_under(client, retry, &self.check.root).await;
+            let look = match &mut self.look {
+                Some(look) => look,
+                None => {
+                    tokio::time::sleep_until(self.next.into()).await;
+                    // Due a period after this one began: a queue that moves ends a wait after
+                    // wait, and must not start a look at each.
+                    self.next = Instant::now() + self.check.period;
+                    let (client, root) = (client.clone(), self.check.root.clone());
+                    self.look.insert(Box::pin(async move { deadlocks_under(&client, retry, &root).await }))
+                }
+            };
+            let found = look.await;
+            self.look = None;
             match found {
                 Ok(report) => {
                     let certain = report.deadlocks.into_iter().filter(Deadlock::is_certain);

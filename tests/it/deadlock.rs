@@ -318,6 +318,44 @@ async fn a_member_that_is_not_the_victim_never_gives_up() {
     ended(a_party, "A holds once B let go").await.release_both("A").await;
 }
 
+/// A ring whose victim waits behind a node whose data keeps changing (its holder or an operator
+/// rewriting it, as a revocation request and `zklock`'s restore do: each change wakes the
+/// victim's wait, which lists and watches again) is found all the same: the look under way goes
+/// on across the wait's wakings. It used to start again after each, and with changes coming
+/// faster than a look takes none ever ended: a ring nobody gave up on (issue 49, item 3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ring_whose_victim_is_woken_again_and_again_is_still_found() {
+    let (root, [first, second], a, b) = two_locks_two_sessions("deadlock-woken").await;
+    let (a_go, a_party) = party(mutex(&a, &first, &root), mutex(&a, &second, &root), None).await;
+    let (b_go, b_party) = party(mutex(&b, &second, &root), mutex(&b, &first, &root), None).await;
+    let observer = connect().await;
+    a_go.send(()).unwrap();
+    wait_for_children(&observer, &second, 2).await;
+    // A's node on `first`: what B's wait, the newest and so the victim, watches.
+    let held = InterProcessMutex::new(&observer, &first).unwrap().participants().await.unwrap().remove(0);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let rewrites = tokio::spawn({
+        let (observer, stop) = (observer.clone(), std::sync::Arc::clone(&stop));
+        async move {
+            let mut count = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                observer.set_data(&held, format!("{count}").as_bytes(), None).await.unwrap();
+                count += 1;
+            }
+            count
+        }
+    });
+    b_go.send(()).unwrap();
+    let b_end = tokio::time::timeout(PROMPTLY, b_party).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let rewritten = rewrites.await.unwrap();
+    let b_end = b_end.unwrap_or_else(|_| panic!("no victim within {PROMPTLY:?} ({rewritten} rewrites)")).unwrap();
+    eprintln!("the victim gave up after {:?}, its predecessor rewritten {rewritten} times", b_end.waited);
+    deadlock(b_end.outcome);
+    b_end.own.release().await.unwrap();
+    ended(a_party, "A holds once B gave up").await.release_both("A").await;
+}
+
 /// The regression the opt-in answers: the same ring without it waits for ever (here until a
 /// timeout), both sides.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
