@@ -31,7 +31,7 @@ MUTANTS = {
     "handoff-revoked": ("4", "local handoff of a revoked node", [(COHORT, PASSES, "node.is_held() && !node.is_downgraded()")]),
     "session-try-waits": ("5", "a try on a `Session` with no live session waits for the next", [
         (SESSION, "            Source::Session(session) if patience == Patience::NoWait => {\n                let client = session.client();\n"
-         "                (!matches!(check_session_ended(&client), Some(Error::SessionExpired))).then_some(Cow::Owned(client))\n            }\n", "")]),
+         "                (!matches!(check_session_ended(&client), Some(Error::SessionExpired))).then(|| Arc::new(client))\n            }\n", "")]),
     # c53e384 reverted: a Session starts as Connected, and follows only its client's changes.
     "session-from-expired": ("6", "`Session::from_client` given an expired client says `Connected` and never reconnects", [
         (SESSION, "            Some(SessionEnd::Expired) => ConnectionState::Lost,\n", ""),
@@ -43,7 +43,7 @@ MUTANTS = {
         (SESSION, "matches!((outcome, &self.source), (Err(Error::SessionExpired), Source::Session(_)))",
          "matches!((outcome, &self.source), (Err(Error::SessionClosed), Source::Client(_))) && false")]),
     "downgrade-deleted": ("explorer", "a downgrade beside a deleted write node", [
-        ("src/queue/node.rs", "            stands_beside(spec.client, spec.retry, level, replies.beside).await?;", "            let _ = (level, replies.beside);")]),
+        ("src/queue/node.rs", "            Box::pin(stands_beside(spec.client, spec.retry, level, replies.beside)).await?;", "            let _ = (level, replies.beside);")]),
     # Issue 38 item 1 reverted: the scan reads a queue of marked election nodes (a selector's) as a lock.
     "deadlock-election-read": ("issue 38 item 1", "the deadlock scan reads a leader selector's queue as a mutex's (its election mark ignored)", [
         ("src/queue/deadlock.rs", "if !contenders.iter().any(|node| NodeMark::of_node(node) == Some(NodeMark::Election)) {",

@@ -60,9 +60,9 @@ pub(crate) async fn within<F: Future>(deadline: Option<Instant>, future: F) -> O
 
 /// Runs `future` under `patience`, `None` when it runs out first: until its deadline, if any;
 /// a try (`NoWait`), which waits for no other holder, waits for ZooKeeper only while `client` is
-/// connected ([`while_connected`]). For the small futures of rare steps: a large one (a queue's
-/// turn) is better matched on at its call site, as `turn.rs` does, since a wrapper's state
-/// holds it twice and copies it on every acquire.
+/// connected ([`while_connected`]). Give a large future by reference (`Pin<&mut F>`, pinned by
+/// the caller, or boxed), as `turn.rs` does: this state would hold one given by value twice, and
+/// every level above would copy it on every acquire.
 pub(crate) async fn within_patience<F: Future>(
     patience: Patience,
     client: &zookeeper_client::Client,

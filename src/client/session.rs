@@ -3,7 +3,6 @@
 //! old session (a zookeeper-client `Client` cannot renew its session), and tells its state. Every
 //! recipe can be built on one (through [`Connection`]), and then keeps working after an expiry.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -307,7 +306,8 @@ pub struct Connection {
 
 #[derive(Clone, Debug)]
 enum Source {
-    Client(Client),
+    /// Shared, not cloned, into each hold: a client's clone copies its session's password.
+    Client(Arc<Client>),
     Session(Session),
 }
 
@@ -328,23 +328,33 @@ impl Connection {
     /// The client now (for reads, and what a lock object is labelled with).
     pub(crate) fn client(&self) -> Client {
         match &self.source {
-            Source::Client(client) => client.clone(),
+            Source::Client(client) => Client::clone(client),
             Source::Session(session) => session.client(),
+        }
+    }
+
+    /// The error the end of the current session is, if the client knows it ended: asked by a
+    /// re-entry, which borrows a plain client rather than cloning it.
+    pub(crate) fn session_ended(&self) -> Option<Error> {
+        match &self.source {
+            Source::Client(client) => check_session_ended(client),
+            Source::Session(session) => check_session_ended(&session.client()),
         }
     }
 
     /// The client an acquire starting now uses: on a session, the new one once an expiry's
     /// reconnection is through, waited for within `patience`; `None` when it runs out first. A
     /// try (`NoWait`) never waits for a reconnection: `None` at once while there is none.
-    /// Borrowed when the connection is a client: a clone copies the session's password.
-    pub(crate) async fn usable_client(&self, patience: Patience) -> Option<Cow<'_, Client>> {
+    /// Shared, the client's, when the connection is a client: a clone copies the session's
+    /// password, and the hold keeps it.
+    pub(crate) async fn usable_client(&self, patience: Patience) -> Option<Arc<Client>> {
         match &self.source {
-            Source::Client(client) => Some(Cow::Borrowed(client)),
+            Source::Client(client) => Some(Arc::clone(client)),
             Source::Session(session) if patience == Patience::NoWait => {
                 let client = session.client();
-                (!matches!(check_session_ended(&client), Some(Error::SessionExpired))).then_some(Cow::Owned(client))
+                (!matches!(check_session_ended(&client), Some(Error::SessionExpired))).then(|| Arc::new(client))
             }
-            Source::Session(session) => within(patience.deadline(), session.usable_client()).await.map(Cow::Owned),
+            Source::Session(session) => within(patience.deadline(), session.usable_client()).await.map(Arc::new),
         }
     }
 
@@ -358,13 +368,13 @@ impl Connection {
 
 impl From<&Client> for Connection {
     fn from(client: &Client) -> Self {
-        Connection::new(Source::Client(client.clone()))
+        Connection::new(Source::Client(Arc::new(client.clone())))
     }
 }
 
 impl From<Client> for Connection {
     fn from(client: Client) -> Self {
-        Connection::new(Source::Client(client))
+        Connection::new(Source::Client(Arc::new(client)))
     }
 }
 

@@ -17,7 +17,7 @@ use crate::hold::hold_signal::HoldSignal;
 use crate::hold::max_hold::MaxHold;
 use crate::hold::node_watch::watch_node;
 use crate::hold::session_watch::SessionWatch;
-use crate::observe::events::HoldEvents;
+use crate::observe::label::LockLabel;
 use crate::queue::delete::{delete_in_background, delete_released};
 use crate::queue::node::LockNode;
 
@@ -26,7 +26,7 @@ use crate::queue::node::LockNode;
 /// it.
 #[derive(Debug)]
 pub struct HeldNode {
-    client: Client,
+    client: Arc<Client>,
     /// How its requests are paced; they never give up (`LockNode::retry`). The pacing alone,
     /// not the whole policy: a lease carries its node inline, and must stay small.
     pacing: Backoff,
@@ -43,23 +43,33 @@ pub struct HeldNode {
     _max_hold: Option<MaxHold>,
 }
 
+/// How a hold began, for the operator's events and metrics (`observe/`): told once the node's
+/// path is known in the form every part of the hold shares.
+pub(crate) struct Acquired<'a> {
+    pub(crate) label: &'a LockLabel,
+    pub(crate) fencing_token: i64,
+    /// When the acquire began.
+    pub(crate) started: std::time::Instant,
+}
+
 impl HeldNode {
     /// Starts watching for the loss of `node`, now held, through `session_watch` (the session's
     /// state at once, the node itself once the hold has lasted a while or `lost` is asked, from
     /// the watch its wait left on it if it did); `events` tells the operator what becomes of it.
     /// With `max_hold`, it is given up once it has lasted that long (`max_hold.rs`).
     pub(crate) fn new(
-        client: &Client,
+        client: &Arc<Client>,
         node: LockNode,
         session_watch: &Arc<SessionWatch>,
-        events: Arc<HoldEvents>,
+        acquired: Acquired<'_>,
         max_hold: Option<Duration>,
     ) -> Self {
         let (path, retry): (Arc<str>, _) = (node.path.into(), node.retry.without_bound());
+        let events = acquired.label.acquired(&path, acquired.fencing_token, acquired.started);
         let signal = HoldSignal::new(events);
         let max_hold = max_hold.map(|bound| MaxHold::start(bound, client, retry, &path, &signal));
         let held = HeldNode {
-            client: client.clone(),
+            client: Arc::clone(client),
             pacing: retry.backoff(),
             path,
             czxid: node.czxid,

@@ -25,14 +25,14 @@ impl MaxHold {
     /// Gives the hold of `path`, told through `signal`, up once `bound` has passed from now.
     pub(crate) fn start(
         bound: Duration,
-        client: &Client,
+        client: &Arc<Client>,
         retry: RetryPolicy,
         path: &Arc<str>,
         signal: &Arc<HoldSignal>,
     ) -> Self {
         // Counted from now, not from the task's first poll.
         let deadline = Instant::now() + bound;
-        let (client, node, signal) = (client.clone(), Arc::clone(path), Arc::clone(signal));
+        let (client, node, signal) = (Arc::clone(client), Arc::clone(path), Arc::clone(signal));
         let timer = spawn_abortable(async move {
             tokio::time::sleep_until(deadline).await;
             give_up(bound, &client, retry, node, &signal).await;
@@ -46,7 +46,7 @@ impl MaxHold {
 
 /// The bound passed: the holder is told, and then, unless its own release has taken the node
 /// over meanwhile (it deletes it), the node is deleted.
-async fn give_up(bound: Duration, client: &Client, retry: RetryPolicy, path: Arc<str>, signal: &HoldSignal) {
+async fn give_up(bound: Duration, client: &Arc<Client>, retry: RetryPolicy, path: Arc<str>, signal: &HoldSignal) {
     if signal.is_released() {
         return;
     }

@@ -2,7 +2,6 @@
 //! (`mutex_builder.rs` makes it).
 
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,10 +21,10 @@ use crate::lock::state::{Admission, Claim, LockState};
 use crate::observe::label::LockLabel;
 use crate::queue::delete::delete_in_background;
 use crate::queue::listing::{queue_order, queue_with_data};
-use crate::queue::node::{LockNode, PlaceReport};
+use crate::queue::node::PlaceReport;
 use crate::queue::participant_node::ParticipantNode;
+use crate::queue::turn::take_place;
 use crate::rules::entry::Role;
-use crate::rules::opening::Opening;
 
 /// A reentrant mutex shared by every process that uses the same ZooKeeper path, in the style of
 /// Apache Curator's `InterProcessMutex`, and wire-compatible with it.
@@ -269,42 +268,39 @@ impl InterProcessMutex {
         // A re-entry needs no attempt: taken here, before one is built and boxed, unless the
         // client knows its session ended (the whole path says what becomes of that acquire).
         let owner = self.state.owner_now();
-        let session_lives = || check_session_ended(&self.state.connection.client()).is_none();
+        let session_lives = || self.state.connection.session_ended().is_none();
         match self.state.reenter(owner, session_lives) {
             Some(Ok(hold)) => return Ok(Some(LockGuard::new(self.state.clone(), owner, hold))),
             Some(Err(reason)) => return Err(Error::LockLost(reason)),
             None => {}
         }
-        let started = Instant::now();
-        // Boxed: the attempt's state machine is tens of kilobytes, and every future that awaits
-        // it (the caller's, a select's, a debug build's copies of each) would carry it on the
-        // stack; the CLI's main thread overflowed 8 MiB with a semaphore before this.
-        Box::pin(self.state.label.acquiring(started, || self.acquire_on_live_sessions(patience, place, started))).await
+        let attempt = Attempt { patience, place, started: Instant::now() };
+        // Boxed: the attempt's state machine is kilobytes (tens in a debug build), and every
+        // future that awaits it (the caller's, a select's, a debug build's copies of each) would
+        // carry it on the stack; the CLI's main thread overflowed 8 MiB with a semaphore before.
+        // Boxed inside the events' wrapper, not around it: the wrapper and its span then move a
+        // pointer, where each moved the whole state on every acquire.
+        self.state.label.acquiring(attempt.started, || Box::pin(self.acquire_on_live_sessions(attempt))).await
     }
 
     /// Acquires on the session now (on a `Session`, the next one once an expiry's reconnection
     /// is through), and on a `Session` again on the next one when an expiry lands while an
     /// attempt is under way, all within the one `patience` (a try has none left for it).
-    async fn acquire_on_live_sessions(
-        &self,
-        patience: Patience,
-        place: Option<&PlaceReport>,
-        started: Instant,
-    ) -> Result<Option<LockGuard>> {
+    async fn acquire_on_live_sessions(&self, attempt: Attempt<'_>) -> Result<Option<LockGuard>> {
         let connection = &self.state.connection;
         loop {
-            let Some(client) = connection.usable_client(patience).await else { return Ok(None) };
+            let Some(client) = connection.usable_client(attempt.patience).await else { return Ok(None) };
             // A hold counted here is worth nothing once the session is gone; fail before
             // re-entering. (A `Session` hands out no expired client, so an attempt that starts
             // is never ridden over on the session it started on.)
             if let Some(ended) = check_session_ended(&client) {
                 return Err(ended);
             }
-            let outcome = self.acquire_once(&client, patience, place, started).await;
+            let outcome = self.acquire_once(&client, attempt).await;
             if !connection.rides_over(&outcome) {
                 return outcome;
             }
-            if patience == Patience::NoWait {
+            if attempt.patience == Patience::NoWait {
                 return Ok(None);
             }
         }
@@ -314,14 +310,8 @@ impl InterProcessMutex {
     /// says how it enters the queue, it takes its place there and is granted the hold. With
     /// local handoff the place is taken through the process's line instead (one seam,
     /// [`acquire_in_line`](Self::acquire_in_line)).
-    async fn acquire_once(
-        &self,
-        client: &Client,
-        patience: Patience,
-        place: Option<&PlaceReport>,
-        started: Instant,
-    ) -> Result<Option<LockGuard>> {
-        let state = &self.state;
+    async fn acquire_once(&self, client: &Arc<Client>, attempt: Attempt<'_>) -> Result<Option<LockGuard>> {
+        let (state, patience) = (&self.state, attempt.patience);
         let owner = state.owner_now();
         let claim = match self.admit(owner, patience).await? {
             Arrival::Queue(claim) => claim,
@@ -329,45 +319,47 @@ impl InterProcessMutex {
             Arrival::OutOfTime => return Ok(None),
         };
         let plan = Plan::new(state, owner)?;
-        let placed = plan.take_place(state, client, patience, place);
         let Some(cohort) = &state.cohort else {
-            let Some((node, next_opening)) = placed.await? else { return Ok(None) };
+            let spec = plan.spec(state, client, patience, attempt.place);
+            let Some((node, next_opening)) = plan.placed(take_place(&spec, patience).await)? else {
+                return Ok(None);
+            };
             let fencing_token = node.czxid;
-            let hold = claim.grant(client, node, next_opening, fencing_token, started);
+            let hold = claim.grant(client, node, next_opening, fencing_token, attempt.started);
             return Ok(Some(LockGuard::new(Arc::clone(state), owner, hold)));
         };
         // Boxed: local handoff is an opt-in, and its state machine would otherwise be part of
         // every plain acquire's, allocated and moved on every acquire.
-        Box::pin(self.acquire_in_line(cohort, client, claim, placed, patience, started)).await
+        Box::pin(self.acquire_in_line(cohort, client, claim, &plan, attempt)).await
     }
 
     /// An attempt of a mutex built with local handoff: the owner takes its turn in this
     /// process's line (`cohort.rs`), and is either passed the hold a task of ours lets go, or
-    /// takes its place in ZooKeeper's queue (`placed`) as the line's one task there.
+    /// takes its place in ZooKeeper's queue as the line's one task there.
     async fn acquire_in_line(
         &self,
         cohort: &Arc<Cohort>,
-        client: &Client,
+        client: &Arc<Client>,
         claim: Claim,
-        placed: impl Future<Output = Result<Option<(LockNode, Opening)>>>,
-        patience: Patience,
-        started: Instant,
+        plan: &Plan,
+        attempt: Attempt<'_>,
     ) -> Result<Option<LockGuard>> {
-        let (state, owner) = (&self.state, claim.owner());
+        let (state, owner, patience) = (&self.state, claim.owner(), attempt.patience);
         let turn = match cohort.take_turn(client, patience).await? {
             None => return Ok(None),
             Some(Turn::Hold(handoff)) => {
-                state.label.handed_over(handoff.node.path(), handoff.fencing_token, started);
+                state.label.handed_over(handoff.node.path(), handoff.fencing_token, attempt.started);
                 return Ok(Some(LockGuard::new(Arc::clone(state), owner, claim.take_handoff(handoff))));
             }
             Some(Turn::Queue(turn)) => turn,
         };
-        let Some((node, next_opening)) = placed.await? else { return Ok(None) };
+        let spec = plan.spec(state, client, patience, attempt.place);
+        let Some((node, next_opening)) = plan.placed(take_place(&spec, patience).await)? else { return Ok(None) };
         let Some(fencing_token) = fencing_token(node.czxid, 0) else {
             delete_in_background(client, node.retry, node.path.into());
             return Err(Error::InvalidOptions("local handoff: the lock node's czxid is past 2^55"));
         };
-        let hold = claim.grant(client, node, next_opening, fencing_token, started);
+        let hold = claim.grant(client, node, next_opening, fencing_token, attempt.started);
         turn.hold(&hold.node);
         Ok(Some(LockGuard::new(Arc::clone(state), owner, hold)))
     }
@@ -401,6 +393,15 @@ impl InterProcessMutex {
             }
         }
     }
+}
+
+/// What one acquire keeps through its attempts (one per session it rides over onto): how long
+/// it may wait, where it reports its place in the queue (an election's), and when it began.
+#[derive(Clone, Copy)]
+struct Attempt<'a> {
+    patience: Patience,
+    place: Option<&'a PlaceReport>,
+    started: Instant,
 }
 
 /// How an owner's acquire arrived: in its own hold again, in the queue, or out of time.

@@ -1,7 +1,7 @@
 //! How an owner's acquire enters the queue, decided once before it queues (the rule of
 //! `rules/entry.rs`, from what the owner holds of the other side of a read-write lock), and the
-//! queue it then takes its place in (`queue/turn.rs`), with what the lock object has for it:
-//! the opening its last hold left, the mark its node carries.
+//! queue it then takes its place in (`queue/turn.rs`'s `QueueSpec`), with what the lock object
+//! has for it: the opening its last hold left, the mark its node carries.
 
 use std::sync::Arc;
 
@@ -12,11 +12,10 @@ use crate::error::{Error, Result};
 use crate::hold::held_node::HeldNode;
 use crate::lock::owner::Owner;
 use crate::lock::state::LockState;
-use crate::queue::node::{LockNode, PlaceReport, QueueSpec};
-use crate::queue::turn::take_place;
+use crate::queue::node::{PlaceReport, QueueSpec};
 use crate::rules::decide::Rule;
 use crate::rules::entry::{self, Level};
-use crate::rules::opening::{self, Opening};
+use crate::rules::opening;
 
 /// How one acquire of an owner enters the queue.
 #[derive(Debug)]
@@ -42,17 +41,17 @@ impl Plan {
         Ok(Plan { rule, write_node: other_side.filter(|_| levels) })
     }
 
-    /// Puts a node of ours in `state`'s queue through `client` and waits (within `patience`)
-    /// until it holds: the node, and what its hold lets the next acquire open with. A downgrade
-    /// whose write node is found gone marks that hold lost.
-    pub(crate) async fn take_place(
-        &self,
-        state: &LockState,
-        client: &Client,
+    /// The queue `state`'s acquire takes its place in through `client` (`queue::turn::take_place`),
+    /// taking the opening the lock's last hold left (so: once the acquire queues, not before
+    /// a turn of local handoff that may pass it a hold instead).
+    pub(crate) fn spec<'a>(
+        &'a self,
+        state: &'a LockState,
+        client: &'a Client,
         patience: Patience,
-        place: Option<&PlaceReport>,
-    ) -> Result<Option<(LockNode, Opening)>> {
-        let spec = QueueSpec {
+        place: Option<&'a PlaceReport>,
+    ) -> QueueSpec<'a> {
+        QueueSpec {
             opening: opening::usable(state.take_opening(), self.rule, patience != Patience::NoWait),
             level_with: self.write_node.as_deref().map(|write| Level::beside(state.schema, write.path())),
             place,
@@ -67,8 +66,12 @@ impl Plan {
                 &state.data,
                 &state.acls,
             )
-        };
-        let placed = take_place(&spec, patience).await;
+        }
+    }
+
+    /// What the place taken came to: a downgrade whose write node was found gone marks that
+    /// hold lost too.
+    pub(crate) fn placed<T>(&self, placed: Result<T>) -> Result<T> {
         if let (Err(Error::LockLost(reason)), Some(write)) = (&placed, &self.write_node) {
             write.mark_lost(*reason);
         }

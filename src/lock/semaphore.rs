@@ -9,7 +9,7 @@ use crate::client::deadline::{acquire_forever, within_patience, Patience};
 use crate::client::session::Connection;
 use crate::client::session_end::check_session_ended;
 use crate::error::{Error, LossReason, Result};
-use crate::hold::held_node::HeldNode;
+use crate::hold::held_node::{Acquired, HeldNode};
 use crate::hold::hold_trait::run_acquired;
 use crate::hold::lease::Lease;
 use crate::hold::session_watch::LatestSessionWatch;
@@ -336,7 +336,7 @@ impl InterProcessSemaphoreV2 {
     async fn acquire_with(&self, quantity: u32, patience: Patience) -> Result<Option<Vec<Lease>>> {
         let started = Instant::now();
         // Boxed, as the mutex's attempt is (`mutex.rs`): the futures handed out stay small.
-        Box::pin(self.inner.label.acquiring(started, || self.take_leases(quantity, patience, started))).await
+        self.inner.label.acquiring(started, || Box::pin(self.take_leases(quantity, patience, started))).await
     }
 
     /// Takes the leases, starting over from the semaphore's mutex while an operator's deletion
@@ -385,7 +385,7 @@ impl InterProcessSemaphoreV2 {
         }
         let Some(guard) = inner.lock.acquire_within(patience).await? else { return Ok(None) };
         // The session the gate is held on (a later expiry ends the gate's hold, and so the wait).
-        let client = inner.connection.client();
+        let client = Arc::new(inner.connection.client());
         let kazoo = KazooPool { client: &client, ..kazoo };
         if let Some(ended) = check_session_ended(&client) {
             return Err(ended);
@@ -409,9 +409,9 @@ impl InterProcessSemaphoreV2 {
             };
             match taken {
                 Ok(Some(node)) => {
-                    let events = inner.label.acquired(&node.path, node.czxid, started);
                     let session_watch = inner.session_watch.of(&client);
-                    leases.push(Lease::new(HeldNode::new(&client, node, &session_watch, events, inner.max_hold)));
+                    let acquired = Acquired { label: &inner.label, fencing_token: node.czxid, started };
+                    leases.push(Lease::new(HeldNode::new(&client, node, &session_watch, acquired, inner.max_hold)));
                 }
                 Ok(None) => outcome = Ok(false),
                 Err(err) => outcome = Err(err),

@@ -13,7 +13,7 @@ use zookeeper_client::Client;
 
 use crate::client::session::Connection;
 use crate::error::LossReason;
-use crate::hold::held_node::HeldNode;
+use crate::hold::held_node::{Acquired, HeldNode};
 use crate::hold::session_watch::LatestSessionWatch;
 use crate::lock::cohort::{Cohort, Handoff};
 use crate::lock::owner::{Owner, OwnerHash};
@@ -66,7 +66,9 @@ pub(crate) struct LockState {
 #[derive(Debug)]
 enum Slot {
     /// The owner's first acquire is under way; its other acquires wait on this, then re-enter.
-    Acquiring(Arc<Notify>),
+    /// Made by the first of them (`join!` of two acquires of one task): a lone acquire, the
+    /// usual one, allocates nothing for it.
+    Acquiring(Option<Arc<Notify>>),
     /// Held; with what the next acquire may open with once this hold's delete is confirmed
     /// (kept here, not in the `Hold` every guard clones: a reentry costs no allocation).
     Held(OwnerHold, Opening),
@@ -209,10 +211,13 @@ impl LockState {
                     Ok(hold) => Admission::Reentered(hold),
                     Err(reason) => Admission::Lost(reason),
                 },
-                Slot::Acquiring(done) => Admission::WaitForOwnAcquire(Arc::clone(done).notified_owned()),
+                Slot::Acquiring(done) => {
+                    let done = done.get_or_insert_with(|| Arc::new(Notify::new()));
+                    Admission::WaitForOwnAcquire(Arc::clone(done).notified_owned())
+                }
             },
             Entry::Vacant(slot) => {
-                slot.insert(Slot::Acquiring(Arc::new(Notify::new())));
+                slot.insert(Slot::Acquiring(None));
                 Admission::Queue(Claim { state: Arc::clone(self), owner, open: true })
             }
         }
@@ -315,15 +320,15 @@ impl Claim {
     /// `started`, tells the operator (events and metrics), and starts watching for its loss.
     pub(crate) fn grant(
         self,
-        client: &Client,
+        client: &Arc<Client>,
         node: LockNode,
         next_opening: Opening,
         fencing_token: i64,
         started: Instant,
     ) -> OwnerHold {
-        let events = self.state.label.acquired(&node.path, fencing_token, started);
         let session_watch = self.state.session_watch.of(client);
-        let node = Arc::new(HeldNode::new(client, node, &session_watch, events, self.state.max_hold));
+        let acquired = Acquired { label: &self.state.label, fencing_token, started };
+        let node = Arc::new(HeldNode::new(client, node, &session_watch, acquired, self.state.max_hold));
         self.hold(node, next_opening, fencing_token)
     }
 
@@ -347,7 +352,7 @@ impl Claim {
             Some(slot) => self.state.holds.insert(self.owner, slot),
             None => self.state.holds.remove(&self.owner).map(|(_, slot)| slot),
         };
-        if let Some(Slot::Acquiring(done)) = done {
+        if let Some(Slot::Acquiring(Some(done))) = done {
             done.notify_waiters();
         }
     }

@@ -17,7 +17,8 @@ impl LockLabel {
     ///
     /// `acquire` makes the acquire's future here, rather than being it: an async fn keeps its
     /// arguments apart from what it awaits, and the acquire's state machine, kilobytes, would be
-    /// held twice and copied on every acquire.
+    /// held twice and copied on every acquire. Give it a boxed one: this state and the span's
+    /// wrapper then hold a pointer, not a copy.
     pub(crate) async fn acquiring<T, F: Future<Output = Result<Option<T>>>>(
         &self,
         started: Instant,
@@ -74,9 +75,9 @@ impl LockLabel {
     }
 
     /// A new hold on `node`, after waiting since `started`; returns what follows the hold.
-    pub(crate) fn acquired(&self, node: &str, fencing_token: i64, started: Instant) -> Arc<HoldEvents> {
+    pub(crate) fn acquired(&self, node: &Arc<str>, fencing_token: i64, started: Instant) -> Arc<HoldEvents> {
         self.series.acquired(self.granted(node, fencing_token, started, false));
-        Arc::new(HoldEvents { lock: self.clone(), node: node.into(), acquired_at: Instant::now() })
+        Arc::new(HoldEvents { lock: self.clone(), node: Arc::clone(node), acquired_at: Instant::now() })
     }
 
     /// A hold on `node` passed on by a task of ours (local handoff), after waiting since

@@ -14,6 +14,7 @@ use crate::client::deadline::{within, CLEANUP_AFTER_DEADLINE};
 use crate::client::retry::retry_transient;
 use crate::client::retry_policy::RetryPolicy;
 use crate::error::{Error, Result};
+use crate::rules::naming::sequential_name;
 use crate::rules::path::child_path;
 
 /// Finds the node created with `prefix` under `lock_path` by this session, if any: its name and
@@ -60,6 +61,10 @@ pub(crate) enum Remains {
     MaybeCreated,
     /// The node exists at this path.
     Created(String),
+    /// The node exists, created with our prefix under the lock path and given this sequence
+    /// number: the usual create's, whose path is only written out if it must be deleted (an
+    /// acquire that holds copies nothing for its cleanup).
+    Sequential(i64),
 }
 
 /// Deletes a half-acquired node: awaited on timeout and error, spawned when dropped.
@@ -100,7 +105,9 @@ impl<'a> NodeCleanup<'a> {
             self.disarm();
         } else {
             let grace = deadline.map(|_| Instant::now() + CLEANUP_AFTER_DEADLINE);
-            within(grace, self.run()).await;
+            // Boxed: a delete, perhaps after a search by prefix, is a large state machine that
+            // only an acquire that did not hold runs, and every acquire's would carry it.
+            within(grace, Box::pin(self.run())).await;
         }
         outcome
     }
@@ -171,6 +178,7 @@ async fn delete_remains(
         let path = match remains {
             Remains::Nothing => return Ok(()),
             Remains::Created(path) => path.clone(),
+            Remains::Sequential(sequence) => sequential_name(&child_path(lock_path, prefix), *sequence),
             Remains::MaybeCreated => match find_ours(client, retry, lock_path, prefix).await? {
                 Some((name, _)) => child_path(lock_path, &name),
                 None => return Ok(()),

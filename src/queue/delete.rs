@@ -50,7 +50,7 @@ pub(crate) async fn delete_node(client: &Client, retry: RetryPolicy, path: &str)
 /// The delete is sent at once, in call order, and awaited here; if the caller's future is
 /// dropped first, the rest (waiting, retrying through connection loss) goes on in a spawned task,
 /// so the node is never left behind.
-pub(crate) async fn delete_released(client: &Client, retry: RetryPolicy, node: &Arc<str>) -> Result<()> {
+pub(crate) async fn delete_released(client: &Arc<Client>, retry: RetryPolicy, node: &Arc<str>) -> Result<()> {
     match PendingDelete::send(client, retry, node).finish().await {
         Ok(Deleted::ByUs) => Ok(()),
         Ok(Deleted::AlreadyGone) => Err(Error::LockLost(LossReason::NodeDeleted)),
@@ -60,7 +60,7 @@ pub(crate) async fn delete_released(client: &Client, retry: RetryPolicy, node: &
 
 /// Deletes a released node, sending the delete at once and seeing it through in a spawned task;
 /// failures are logged: a guard's `Drop`.
-pub(crate) fn delete_in_background(client: &Client, retry: RetryPolicy, node: Arc<str>) {
+pub(crate) fn delete_in_background(client: &Arc<Client>, retry: RetryPolicy, node: Arc<str>) {
     // Dropped unfinished, it goes on in the background: on this thread's runtime, or zklock's
     // own on a thread with none.
     drop(PendingDelete::send(client, retry, &node));
@@ -79,10 +79,10 @@ struct PendingDelete {
 
 impl PendingDelete {
     /// Sends the delete of `node`.
-    fn send(client: &Client, retry: RetryPolicy, node: &Arc<str>) -> Self {
+    fn send(client: &Arc<Client>, retry: RetryPolicy, node: &Arc<str>) -> Self {
         let first = client.delete(node, None);
         let session_timeout = client.session_timeout();
-        let (client, task_node) = (client.clone(), Arc::clone(node));
+        let (client, task_node) = (Arc::clone(client), Arc::clone(node));
         let rest: Finishing = Box::pin(async move { finish_delete(first, &client, retry, &task_node).await });
         PendingDelete { node: Arc::clone(node), rest: Some(rest), session_timeout }
     }

@@ -155,13 +155,16 @@ pub(crate) enum FirstLook {
     Watching(OneshotWatcher),
     /// Nothing yet: list.
     Nothing,
+    /// Our node alone in the queue, as the create proved it ([`Proof::Held`], the uncontended
+    /// shortcut): it holds, as a listing of our node alone would say, with none built.
+    Alone,
 }
 
 /// Creates our node as `{prefixed}{seq}`, `prefixed` being `{lock_path}/{prefix}` (or
 /// `{prefixed}{key}` for a node that sorts level with another, `spec.level_with`) and, in the
 /// same round trip, sends what `spec.opening` asks for: a listing of the queue, a watch on a
 /// node known to be ahead, or nothing (the uncontended shortcut). Returns the node, what came back with it, and whether the create
-/// proved it alone (then the first look is a listing of our node alone).
+/// proved it alone (then the first look is [`FirstLook::Alone`]).
 ///
 /// Both requests are sent before either is awaited; the server runs a session's requests in
 /// order, so the list already shows our node, and a watched node that still exists was there
@@ -199,12 +202,19 @@ pub(crate) async fn create_node(
             }
             Err(ZkError::NoNode) => {
                 cleanup.remains = Remains::Nothing;
-                create_parents(spec.client, spec.retry, spec.lock_path, spec.schema, Acls::new(spec.parent_acls))
-                    .await?;
+                // Boxed, as the other rare steps below: every acquire's state would carry them.
+                Box::pin(create_parents(
+                    spec.client,
+                    spec.retry,
+                    spec.lock_path,
+                    spec.schema,
+                    Acls::new(spec.parent_acls),
+                ))
+                .await?;
                 continue;
             }
             Err(err) if is_connection_loss(&err) => {
-                match find_ours(spec.client, spec.retry, spec.lock_path, prefix).await? {
+                match Box::pin(find_ours(spec.client, spec.retry, spec.lock_path, prefix)).await? {
                     Some((name, czxid)) => LockNode::new(spec.lock_path, &name, czxid, None, spec.retry),
                     // Found again at once (the search took its round trips): no pause.
                     None if retries.failed().is_some() => continue,
@@ -224,13 +234,17 @@ pub(crate) async fn create_node(
                 return Err(Error::zookeeper("create", &create_path, err));
             }
         };
-        cleanup.remains = Remains::Created(node.path.clone());
+        cleanup.remains = match node.sequence {
+            Some(sequence) if spec.level_with.is_none() => Remains::Sequential(sequence),
+            // A level node, or one found again after a lost reply: named otherwise.
+            _ => Remains::Created(node.path.clone()),
+        };
         if let Some(level) = spec.level_with {
-            stands_beside(spec.client, spec.retry, level, replies.beside).await?;
+            Box::pin(stands_beside(spec.client, spec.retry, level, replies.beside)).await?;
         }
         let proof = alone_proof(&spec.opening, node.sequence, node.czxid);
         let look = match proof {
-            Proof::Held => FirstLook::Listing(vec![node.name().to_owned()]),
+            Proof::Held => FirstLook::Alone,
             Proof::NotTried | Proof::Missed => first_look(&node, replies.listed, replies.watched, spec.lock_path)?,
         };
         return Ok((node, look, proof));
@@ -279,11 +293,15 @@ async fn stands_beside(
 async fn send_create(spec: &QueueSpec<'_>, path: &str, options: &CreateOptions<'_>) -> CreateReplies {
     let create = spec.client.create(path, spec.data, options);
     let list = spec.opening.sends_listing().then(|| spec.client.list_children(spec.lock_path));
+    // Boxed, each the request of a rarer opening (a watch on a node ahead, a downgrade's read
+    // beside): every create's state would carry their futures.
     let watch = match &spec.opening {
-        Opening::QueuedBehind(name) => Some(spec.client.get_and_watch_data(&child_path(spec.lock_path, name))),
+        Opening::QueuedBehind(name) => {
+            Some(Box::pin(spec.client.get_and_watch_data(&child_path(spec.lock_path, name))))
+        }
         _ => None,
     };
-    let beside = spec.level_with.map(|level| spec.client.check_stat(level.node));
+    let beside = spec.level_with.map(|level| Box::pin(spec.client.check_stat(level.node)));
     let created = create.await;
     let listed = match list {
         Some(list) => Some(list.await),

@@ -12,7 +12,7 @@ use super::cleanup::NodeCleanup;
 use super::deadlock::DeadlockWatch;
 use super::node::{create_node, list_children, FirstLook, LockNode, Place, QueueSpec};
 use super::position::PositionReport;
-use crate::client::deadline::{cleanup_deadline, while_connected, within, Patience};
+use crate::client::deadline::{cleanup_deadline, within_patience, Patience};
 use crate::client::retry::{is_transient, retry_transient};
 use crate::client::retry_policy::RetryPolicy;
 use crate::client::session_end::{check_session_ended, SessionEnd};
@@ -24,8 +24,14 @@ use crate::rules::path::child_path;
 /// Puts a node of ours in the queue and waits until the rule lets it hold. Returns the node, and
 /// what that hold lets the participant's next acquire send with its create once the hold's
 /// delete is confirmed. See [`enter`].
-pub(crate) async fn take_place(spec: &QueueSpec<'_>, patience: Patience) -> Result<Option<(LockNode, Opening)>> {
-    enter(spec, patience, std::future::pending()).await
+///
+/// A plain function, not an async one: a state of its own around `enter`'s would be one more
+/// level that every acquire copies whole.
+pub(crate) fn take_place<'s>(
+    spec: &'s QueueSpec<'s>,
+    patience: Patience,
+) -> impl Future<Output = Result<Option<(LockNode, Opening)>>> + 's {
+    enter(spec, patience, std::future::pending())
 }
 
 /// Creates a lease node (`spec.rule` is [`Rule::Leases`](crate::rules::decide::Rule::Leases))
@@ -76,11 +82,13 @@ async fn enter(
             }
         };
         report(None);
-        // Matched here rather than in a wrapper of both: the turn's state machine is large, and a
-        // wrapper would hold it twice and copy it on every acquire.
-        let created = match patience {
-            Patience::NoWait => while_connected(spec.client, create_node(spec, &prefixed, &mut cleanup)).await,
-            other => within(other.deadline(), create_node(spec, &prefixed, &mut cleanup)).await,
+        // Pinned here and bounded by reference, at one await: a bound that took the create by
+        // value would hold it twice in its state (an async fn's argument and its await), and a
+        // create awaited at two points (one bound each) is kept beside every later step's state;
+        // every level above copies what this state holds on every acquire.
+        let created = {
+            let create = std::pin::pin!(create_node(spec, &prefixed, &mut cleanup));
+            within_patience(patience, spec.client, create).await
         };
         let outcome = match created {
             Some(Ok((mut node, first, proof))) => {
@@ -92,10 +100,7 @@ async fn enter(
                     return cleanup.settle(Ok(Some((node, next_opening))), cleanup_deadline(patience)).await;
                 }
                 let turn = Box::pin(wait_turn(spec, &mut node, first, proof, patience, gate_lost.as_mut()));
-                let turned = match patience {
-                    Patience::NoWait => while_connected(spec.client, turn).await,
-                    other => within(other.deadline(), turn).await,
-                };
+                let turned = within_patience(patience, spec.client, turn).await;
                 match turned {
                     Some(Ok(WaitOutcome::Hold(next_opening))) => Ok(Some((node, next_opening))),
                     Some(Ok(WaitOutcome::GaveUp)) | None => Ok(None),
@@ -113,17 +118,23 @@ async fn enter(
     }
 }
 
-/// The hold a first look's listing proves (our node first by the rule), with what the next
-/// acquire may open with; else the look, its listing in queue order, for [`wait_turn`], which
-/// decides again from it (the order is the same).
+/// The hold a first look proves (our node alone, as the create proved, or first by the rule in
+/// the listing sent with it), with what the next acquire may open with; else the look, a
+/// listing in queue order, for [`wait_turn`], which decides again from it (the order is the
+/// same).
 fn held_at_first_look(
     spec: &QueueSpec<'_>,
     node: &LockNode,
     first: FirstLook,
     proof: Proof,
 ) -> (Option<Opening>, FirstLook) {
-    let FirstLook::Listing(children) = first else { return (None, first) };
-    let children = spec.rule.queue(spec.schema, children);
+    let children = match first {
+        FirstLook::Alone => {
+            return (Some(after_hold(&[node.name()], &node.ours(), Waited::No, proof)), FirstLook::Nothing)
+        }
+        FirstLook::Listing(children) => spec.rule.queue(spec.schema, children),
+        other => return (None, other),
+    };
     match decide(&children, node.name(), spec.rule) {
         Decision::Hold => (Some(after_hold(&children, &node.ours(), Waited::No, proof)), FirstLook::Nothing),
         _ => (None, FirstLook::Listing(children)),
@@ -180,7 +191,9 @@ async fn wait_turn<G: Future<Output = Error>>(
                 following(&mut watches, spec, node, changed(watcher)).await?;
                 continue;
             }
-            FirstLook::Nothing => match list_children(spec.client, spec.retry, spec.lock_path).await {
+            // (`Alone` holds at the first look, before this wait.)
+            FirstLook::Nothing | FirstLook::Alone => match list_children(spec.client, spec.retry, spec.lock_path).await
+            {
                 // The lock path went, and our node with it.
                 Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => Vec::new(),
                 other => other?,

@@ -71,15 +71,17 @@ pub(crate) const BEHIND_WORTH_WATCHING: usize = 2;
 ///
 /// A hold that waited arms no shortcut: a waiter's node gets a sequence number like any other,
 /// but the node it waited for may not be gone (a waiter that gave up leaves it there).
-pub(crate) fn after_hold(sorted: &[String], ours: &Ours, waited: Waited, proof: Proof) -> Opening {
-    let Some(index) = sorted.iter().position(|child| child == ours.name) else {
+pub(crate) fn after_hold<S: AsRef<str>>(sorted: &[S], ours: &Ours, waited: Waited, proof: Proof) -> Opening {
+    let Some(index) = sorted.iter().position(|child| child.as_ref() == ours.name) else {
         return Opening::Unknown;
     };
     match (sorted.len() - index - 1, waited, ours.sequence) {
         (0, Waited::No, Some(sequence)) => {
             Opening::AloneAfter(PreviousAlone { sequence, czxid: ours.czxid, with_listing: proof == Proof::Missed })
         }
-        (behind, _, _) if behind >= BEHIND_WORTH_WATCHING => Opening::QueuedBehind(sorted[sorted.len() - 1].clone()),
+        (behind, _, _) if behind >= BEHIND_WORTH_WATCHING => {
+            Opening::QueuedBehind(sorted[sorted.len() - 1].as_ref().to_owned())
+        }
         _ => Opening::Unknown,
     }
 }
@@ -207,7 +209,7 @@ mod tests {
     #[test]
     fn a_listing_without_our_node_arms_nothing_it_cannot_prove() {
         assert_eq!(after_hold(&queue(&["b", "c"]), &ours("a"), Waited::Yes, Proof::NotTried), Opening::Unknown);
-        assert_eq!(after_hold(&[], &ours("a"), Waited::No, Proof::NotTried), Opening::Unknown);
+        assert_eq!(after_hold::<String>(&[], &ours("a"), Waited::No, Proof::NotTried), Opening::Unknown);
     }
 
     #[test]
