@@ -322,7 +322,10 @@ async fn send_create(spec: &QueueSpec<'_>, path: &str, options: &CreateOptions<'
 fn first_look(node: &LockNode, listed: Option<Listed>, watched: Option<Watched>, lock_path: &str) -> Result<FirstLook> {
     Ok(match (listed, watched) {
         (Some(Ok(children)), _) if children.iter().any(|child| child == node.name()) => FirstLook::Listing(children),
-        (Some(Err(err)), _) if !is_transient(&err) => return Err(Error::zookeeper("list", lock_path, err)),
+        // (`NoNode`: the lock path went, and our node with it; the listing below says so.)
+        (Some(Err(err)), _) if !is_transient(&err) && err != ZkError::NoNode => {
+            return Err(Error::zookeeper("list", lock_path, err))
+        }
         // Answered after our create ran (on its connection, or on a later one after a lost
         // reply): the node was there after ours was made, so it sorts ahead of ours.
         (_, Some(Ok((_data, _stat, watcher)))) => FirstLook::Watching(watcher),

@@ -309,7 +309,12 @@ async fn room_changes<G: Future<Output = Error>>(
     if let Some(end) = SessionEnd::of_state(event.session_state) {
         return Err(end.error());
     }
-    list_children(spec.client, spec.retry, spec.lock_path).await
+    match list_children(spec.client, spec.retry, spec.lock_path).await {
+        // The directory went (its last nodes deleted, and it with them or by the server's
+        // container reaper), and our lease with it: an empty listing, which says so.
+        Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => Ok(Vec::new()),
+        other => other,
+    }
 }
 
 /// Waits for `predecessor`, the last node ahead of ours that keeps us out, to go; `true` when

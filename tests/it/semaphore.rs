@@ -184,6 +184,31 @@ async fn a_waiting_lease_whose_node_is_deleted_queues_again() {
     assert!(!node.ends_with(&waiting_name));
 }
 
+/// The leases' directory gone under a waiting taker (every lease in it deleted, an operator's
+/// `deleteall` or the server reaping the emptied container before the taker lists it again) is
+/// its lease deleted: it starts over and gets a lease, as for one deleted node. It failed with
+/// `ZooKeeper { operation: "list", source: NoNode }` (a CI run caught it in the contract suite's
+/// ghost test of the semaphore mutex, where the reaper won the race).
+#[tokio::test]
+async fn a_waiting_lease_whose_directory_goes_starts_over() {
+    let path = unique_path("semaphore-directory-gone");
+    let leases = format!("{path}/leases");
+    let (a, b, operator) = (connect().await, connect().await, connect().await);
+    let held = InterProcessSemaphoreV2::new(&a, &path, 1).unwrap().acquire().await.unwrap();
+    let waiter = InterProcessSemaphoreV2::new(&b, &path, 1).unwrap();
+    let waiting = tokio::spawn(async move { waiter.acquire_timeout(Duration::from_secs(20)).await });
+    common::wait_for_children(&operator, &leases, 2).await;
+    let mut deleteall = operator.new_multi_writer();
+    for name in children(&operator, &leases).await {
+        deleteall.add_delete(&format!("{leases}/{name}"), None).unwrap();
+    }
+    deleteall.add_delete(&leases, None).unwrap();
+    deleteall.commit().await.unwrap();
+    let lease = waiting.await.unwrap().expect("no error for a directory gone").expect("a lease in time");
+    assert!(held.release().await.is_err(), "the holder's lease went with the directory");
+    lease.release().await.unwrap();
+}
+
 #[tokio::test]
 async fn available_counts_the_free_leases() {
     let path = unique_path("semaphore-available");
