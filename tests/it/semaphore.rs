@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use common::{children, connect, unique_path, Inside};
 use tokio::sync::Barrier;
-use zklock::{Error, InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
+use tokio::task::JoinHandle;
+use zklock::{Error, InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease};
+use zookeeper_client::Client;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn never_more_leases_than_the_semaphore_has() {
@@ -155,20 +157,25 @@ async fn the_semaphore_mutex_follows_its_lease_not_the_task_that_acquired_it() {
     assert!(children(&client, &format!("{path}/leases")).await.is_empty());
 }
 
-/// A lease node deleted while its taker waits for room (an operator, say) is not an error: the
-/// taker queues again with a new node, as Curator's does, and gets a lease once one is free.
-#[tokio::test]
-async fn a_waiting_lease_whose_node_is_deleted_queues_again() {
-    let path = unique_path("semaphore-requeue");
+/// A semaphore of one lease on a path of its own (`name`) held by one session, and another
+/// session's taker waiting for room (for 20 s) once both lease nodes are there; with an
+/// operator's session and the leases' directory.
+async fn one_holds_one_waits(name: &str) -> (Lease, JoinHandle<zklock::Result<Option<Lease>>>, Client, String) {
+    let path = unique_path(name);
     let leases = format!("{path}/leases");
     let (a, b, operator) = (connect().await, connect().await, connect().await);
     let held = InterProcessSemaphoreV2::new(&a, &path, 1).unwrap().acquire().await.unwrap();
     let waiter = InterProcessSemaphoreV2::new(&b, &path, 1).unwrap();
-    let waiting = tokio::spawn(async move {
-        let lease = waiter.acquire_timeout(Duration::from_secs(20)).await?;
-        Ok::<_, Error>(lease.map(|lease| lease.node_path().to_owned()))
-    });
+    let waiting = tokio::spawn(async move { waiter.acquire_timeout(Duration::from_secs(20)).await });
     common::wait_for_children(&operator, &leases, 2).await;
+    (held, waiting, operator, leases)
+}
+
+/// A lease node deleted while its taker waits for room (an operator, say) is not an error: the
+/// taker queues again with a new node, as Curator's does, and gets a lease once one is free.
+#[tokio::test]
+async fn a_waiting_lease_whose_node_is_deleted_queues_again() {
+    let (held, waiting, operator, leases) = one_holds_one_waits("semaphore-requeue").await;
     let held_name = held.node_path().rsplit('/').next().unwrap().to_owned();
     let waiting_name = children(&operator, &leases).await.into_iter().find(|name| *name != held_name).unwrap();
     operator.delete(&format!("{leases}/{waiting_name}"), None).await.unwrap();
@@ -180,8 +187,8 @@ async fn a_waiting_lease_whose_node_is_deleted_queues_again() {
     .await;
     assert!(!waiting.is_finished());
     held.release().await.unwrap();
-    let node = waiting.await.unwrap().expect("no error for a deleted waiting lease").expect("a lease in time");
-    assert!(!node.ends_with(&waiting_name));
+    let lease = waiting.await.unwrap().expect("no error for a deleted waiting lease").expect("a lease in time");
+    assert!(!lease.node_path().ends_with(&waiting_name));
 }
 
 /// The leases' directory gone under a waiting taker (every lease in it deleted, an operator's
@@ -191,13 +198,7 @@ async fn a_waiting_lease_whose_node_is_deleted_queues_again() {
 /// ghost test of the semaphore mutex, where the reaper won the race).
 #[tokio::test]
 async fn a_waiting_lease_whose_directory_goes_starts_over() {
-    let path = unique_path("semaphore-directory-gone");
-    let leases = format!("{path}/leases");
-    let (a, b, operator) = (connect().await, connect().await, connect().await);
-    let held = InterProcessSemaphoreV2::new(&a, &path, 1).unwrap().acquire().await.unwrap();
-    let waiter = InterProcessSemaphoreV2::new(&b, &path, 1).unwrap();
-    let waiting = tokio::spawn(async move { waiter.acquire_timeout(Duration::from_secs(20)).await });
-    common::wait_for_children(&operator, &leases, 2).await;
+    let (held, waiting, operator, leases) = one_holds_one_waits("semaphore-directory-gone").await;
     let mut deleteall = operator.new_multi_writer();
     for name in children(&operator, &leases).await {
         deleteall.add_delete(&format!("{leases}/{name}"), None).unwrap();
