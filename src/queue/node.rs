@@ -163,8 +163,9 @@ pub(crate) enum FirstLook {
 /// Creates our node as `{prefixed}{seq}`, `prefixed` being `{lock_path}/{prefix}` (or
 /// `{prefixed}{key}` for a node that sorts level with another, `spec.level_with`) and, in the
 /// same round trip, sends what `spec.opening` asks for: a listing of the queue, a watch on a
-/// node known to be ahead, or nothing (the uncontended shortcut). Returns the node, what came back with it, and whether the create
-/// proved it alone (then the first look is [`FirstLook::Alone`]).
+/// node known to be ahead, or nothing (the uncontended shortcut). Returns the node, what came
+/// back with it, and whether the create proved it alone (then the first look is
+/// [`FirstLook::Alone`]).
 ///
 /// Both requests are sent before either is awaited; the server runs a session's requests in
 /// order, so the list already shows our node, and a watched node that still exists was there
