@@ -3,10 +3,14 @@
 
 use crate::common;
 
-use common::{children, connect, eventually, unique_path, wait_for_children};
+use common::{children, connect, connect_to, eventually, server, unique_path, wait_for_children};
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use zklock::{Error, InterProcessMutex, LossReason};
+use zklock_testcontainers::{expire_session, Proxy};
 
 /// Generous bound for "promptly": a hang exceeds it, a slow machine does not.
 const PROMPTLY: Duration = Duration::from_secs(10);
@@ -186,4 +190,39 @@ async fn lost_resolves_when_someone_deletes_the_node_and_the_hold_refuses_reentr
     // Once the lost hold's guards are gone, the owner can take the lock again.
     let again = mutex.try_acquire().await.unwrap().expect("free again");
     again.release().await.unwrap();
+}
+
+/// A re-entry on a client that has seen its session expire is refused at once, before the
+/// session's watch marks the hold lost: the hold is counted in this process only while its
+/// session lives. The watch is a task of the runtime the hold was taken on, and that runtime does
+/// not run between the expiry (the client's own runtime sees it) and the re-entry, which is
+/// polled once, so the window the watch leaves open is held open here.
+#[test]
+fn a_reentry_after_the_client_saw_its_session_expire_is_refused_before_the_loss_is_marked() {
+    let io = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let holds = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let proxy = Proxy::start(server().address()).unwrap();
+    let client = io.block_on(connect_to(&proxy.connect_string()));
+    let path = unique_path("reenter-expired");
+    let (mutex, guard) = holds.block_on(async {
+        let mutex = InterProcessMutex::new(&client, &path).unwrap();
+        let guard = mutex.acquire().await.unwrap();
+        (mutex, guard)
+    });
+
+    io.block_on(expire_session(&client, &proxy)).unwrap();
+    // `holds` runs its outer future first: no task of it (the session's watch) runs before the
+    // one poll of the re-entry.
+    let reentry = holds.block_on(async {
+        let mut reentry = pin!(mutex.acquire());
+        match reentry.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(outcome) => Some(outcome),
+            Poll::Pending => None,
+        }
+    });
+
+    assert!(matches!(reentry, Some(Err(Error::SessionExpired))), "{reentry:?}");
+    assert!(!guard.is_held(), "the guard's session ended");
+    let released = holds.block_on(guard.release());
+    assert!(matches!(released, Err(Error::LockLost(LossReason::SessionExpired))), "{released:?}");
 }
