@@ -3,10 +3,10 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Waker};
 
-use tokio::sync::watch;
+use tokio::sync::Notify;
 use zookeeper_client::StateWatcher;
 
 use crate::error::LossReason;
@@ -15,9 +15,12 @@ use crate::observe::events::HoldEvents;
 /// The loss state of one hold, shared by its guards and the tasks that watch it.
 #[derive(Debug)]
 pub(crate) struct HoldSignal {
-    /// What was lost, asked for and known of the node watch, in one channel: every hold makes
-    /// one, and a channel costs an allocation and its waiters' wake-up on drop.
-    state: watch::Sender<SignalState>,
+    /// What was lost, asked for and known of the node watch, in one place: every hold makes
+    /// one. A lock and a `Notify` beside it, not a channel: a channel costs every hold an
+    /// allocation and, when it drops, a wake-up of its (mostly absent) waiters.
+    state: Mutex<SignalState>,
+    /// Wakes the waiters of a change of `state`.
+    changed: Notify,
     released: AtomicBool,
     node_watch_started: AtomicBool,
     /// The client's connection as it was when the node was last known to exist with the watch
@@ -25,7 +28,7 @@ pub(crate) struct HoldSignal {
     /// could have been missed.
     armed_on: Mutex<Option<StateWatcher>>,
     /// Tells the operator (tracing, metrics) which lock was released, lost or asked for.
-    events: Arc<HoldEvents>,
+    events: HoldEvents,
 }
 
 /// What a hold's watchers wait on.
@@ -42,9 +45,10 @@ struct SignalState {
 }
 
 impl HoldSignal {
-    pub(crate) fn new(events: Arc<HoldEvents>) -> Arc<Self> {
+    pub(crate) fn new(events: HoldEvents) -> Arc<Self> {
         Arc::new(HoldSignal {
-            state: watch::Sender::new(SignalState::default()),
+            state: Mutex::default(),
+            changed: Notify::new(),
             released: AtomicBool::new(false),
             node_watch_started: AtomicBool::new(false),
             armed_on: Mutex::new(None),
@@ -57,44 +61,33 @@ impl HoldSignal {
         if self.released.load(Ordering::SeqCst) {
             return;
         }
-        let first =
-            self.state.send_if_modified(|state| state.loss.is_none().then(|| state.loss = Some(reason)).is_some());
-        if first {
+        if self.update(|state| state.loss.is_none().then(|| state.loss = Some(reason)).is_some()) {
             self.events.lost(reason);
         }
     }
 
     pub(crate) fn reason(&self) -> Option<LossReason> {
-        self.state.borrow().loss
+        self.state().loss
     }
 
     /// Resolves with the reason once the hold is lost.
     pub(crate) async fn lost(&self) -> LossReason {
-        let mut receiver = self.state.subscribe();
-        loop {
-            if let Some(reason) = receiver.borrow_and_update().loss {
-                return reason;
-            }
-            // The sender lives in `self`, so this only returns on a change.
-            let _ = receiver.changed().await;
-        }
+        self.once(|state| state.loss).await
     }
 
     /// Resolves once someone has asked for the lock back.
     pub(crate) async fn revocation_requested(&self) {
-        let mut receiver = self.state.subscribe();
-        // The sender lives in `self`, so wait_for only returns once it is true.
-        let _ = receiver.wait_for(|state| state.revoke).await;
+        self.once(|state| state.revoke.then_some(())).await
     }
 
     /// Whether someone has asked for the lock back, as far as the node watch has read.
     pub(crate) fn is_revocation_requested(&self) -> bool {
-        self.state.borrow().revoke
+        self.state().revoke
     }
 
     /// Someone asked the holder to give the lock up.
     pub(crate) fn mark_revocation_requested(&self) {
-        if self.state.send_if_modified(|state| !std::mem::replace(&mut state.revoke, true)) {
+        if self.update(|state| !std::mem::replace(&mut state.revoke, true)) {
             self.events.revocation_requested();
         }
     }
@@ -106,19 +99,19 @@ impl HoldSignal {
 
     /// The node watch could not be set.
     pub(crate) fn mark_unwatchable(&self) {
-        self.state.send_modify(|state| state.watched = Some(false));
+        self.update(|state| state.watched.replace(false) != Some(false));
     }
 
     /// The node existed, with the watch armed, when the server answered a request sent while
     /// the connection was as `since` saw it (a state watcher made before the request).
     pub(crate) fn mark_armed(&self, since: StateWatcher) {
         *self.armed_on.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(since);
-        self.state.send_modify(|state| state.watched = Some(true));
+        self.update(|state| state.watched.replace(true) != Some(true));
     }
 
     /// The watch fired on a data change: it is spent until the node is read again.
     pub(crate) fn mark_spent(&self) {
-        self.state.send_modify(|state| state.watched = None);
+        self.update(|state| state.watched.take().is_some());
     }
 
     /// Whether the connection is unchanged since the node was last known to exist with the watch
@@ -139,18 +132,7 @@ impl HoldSignal {
     /// Resolves once the node watch is known set (`true`: from then on a deletion is told within
     /// a notification) or not (`false`: it could not be set, or the hold is lost).
     pub(crate) async fn watched(&self) -> bool {
-        let mut receiver = self.state.subscribe();
-        loop {
-            let state = *receiver.borrow_and_update();
-            if state.loss.is_some() {
-                return false;
-            }
-            if let Some(set) = state.watched {
-                return set;
-            }
-            // The sender lives in `self`: this only returns on a change.
-            let _ = receiver.changed().await;
-        }
+        self.once(|state| if state.loss.is_some() { Some(false) } else { state.watched }).await
     }
 
     /// Our own release is deleting the node: its deletion is not a loss.
@@ -161,5 +143,37 @@ impl HoldSignal {
 
     pub(crate) fn is_released(&self) -> bool {
         self.released.load(Ordering::SeqCst)
+    }
+
+    fn state(&self) -> SignalState {
+        *self.lock()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SignalState> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Changes the state as `change` says, and wakes the waiters when it says it changed
+    /// anything (returned).
+    fn update(&self, change: impl FnOnce(&mut SignalState) -> bool) -> bool {
+        let changed = change(&mut self.lock());
+        if changed {
+            self.changed.notify_waiters();
+        }
+        changed
+    }
+
+    /// Resolves with what `ready` finds in the state, at once or at the first change it finds
+    /// something in.
+    async fn once<T>(&self, ready: impl Fn(SignalState) -> Option<T>) -> T {
+        loop {
+            // Registered before the state is read: a change after the read wakes it.
+            let mut changed = std::pin::pin!(self.changed.notified());
+            changed.as_mut().enable();
+            if let Some(found) = ready(self.state()) {
+                return found;
+            }
+            changed.await;
+        }
     }
 }

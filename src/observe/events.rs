@@ -75,9 +75,9 @@ impl LockLabel {
     }
 
     /// A new hold on `node`, after waiting since `started`; returns what follows the hold.
-    pub(crate) fn acquired(&self, node: &Arc<str>, fencing_token: i64, started: Instant) -> Arc<HoldEvents> {
+    pub(crate) fn acquired(&self, node: &Arc<str>, fencing_token: i64, started: Instant) -> HoldEvents {
         self.series.acquired(self.granted(node, fencing_token, started, false));
-        Arc::new(HoldEvents { lock: self.clone(), node: Arc::clone(node), acquired_at: Instant::now() })
+        HoldEvents { lock: self.clone(), node: Arc::clone(node), acquired_at: Instant::now() }
     }
 
     /// A hold on `node` passed on by a task of ours (local handoff), after waiting since

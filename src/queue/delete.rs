@@ -124,10 +124,11 @@ async fn finish_delete(
     match first.await {
         Ok(()) => Ok(Deleted::ByUs),
         Err(ZkError::NoNode) => Ok(Deleted::AlreadyGone),
-        // The lost attempt may have deleted it: a NoNode now means ours went through.
-        Err(err) if is_connection_loss(&err) => delete_node(client, retry, path).await.map(|_| Deleted::ByUs),
+        // The lost attempt may have deleted it: a NoNode now means ours went through. (The
+        // deletes again are boxed: every release boxes this future, and they are rare.)
+        Err(err) if is_connection_loss(&err) => Box::pin(delete_node(client, retry, path)).await.map(|_| Deleted::ByUs),
         // Refused unrun: as if it had not been sent.
-        Err(ZkError::Throttled) => delete_node(client, retry, path).await,
+        Err(ZkError::Throttled) => Box::pin(delete_node(client, retry, path)).await,
         Err(err) => Err(Error::zookeeper("delete", path, err)),
     }
 }
