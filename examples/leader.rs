@@ -116,7 +116,7 @@ async fn latch(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
     let admin = Client::connect(connect).await?;
     let leader = latches[0].leader().await?.ok_or("nobody leads")?;
     let first_token = latches[0].leadership().ok_or("a does not lead")?.fencing_token();
-    println!("admin deletes {}'s node {}", leader.id, leader.node_path);
+    println!("admin deletes {}'s node {}", leader.id(), leader.node_path);
     admin.delete(&leader.node_path, None).await?;
 
     for service in services {
@@ -254,7 +254,7 @@ async fn selector(connect: &str) -> Result<(), Box<dyn std::error::Error>> {
     }
     third_term.notified().await;
     let leader = selectors[0].leader().await?.ok_or("nobody leads")?;
-    println!("admin deletes {}'s node", leader.id);
+    println!("admin deletes {}'s node", leader.id());
     Client::connect(connect).await?.delete(&leader.node_path, None).await?;
     enough.notified().await;
     for selector in &selectors {

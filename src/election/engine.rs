@@ -20,7 +20,6 @@ use tokio::sync::watch;
 
 use crate::client::session_end::{check_session_ended, wait_session_gone};
 use crate::election::leadership::Leadership;
-use crate::election::participant::ElectionParticipant;
 use crate::election::stage::{Moved, Stage};
 use crate::election::state::ElectionState;
 use crate::election::term_end::{EndSignal, TermEnd};
@@ -28,6 +27,7 @@ use crate::error::{Error, Result};
 use crate::lock::mutex::InterProcessMutex;
 use crate::lock::mutex_builder::MutexBuilder;
 use crate::queue::node::PlaceReport;
+use crate::queue::queue_node::QueueNode;
 
 /// One participant of a leader election and the task that keeps it in.
 #[derive(Debug)]
@@ -163,8 +163,8 @@ impl Election {
     }
 
     /// Every participant in queue order, the leader first.
-    pub(crate) async fn participants(&self) -> Result<Vec<ElectionParticipant>> {
-        Ok(ElectionParticipant::from_queue(self.mutex.participants_with_data().await?))
+    pub(crate) async fn participants(&self) -> Result<Vec<QueueNode>> {
+        self.mutex.participants_with_data().await
     }
 
     /// Ends the current term at once, if we lead; the task then deletes its node.

@@ -18,8 +18,10 @@ macro_rules! election_handle {
                 self.election.leadership()
             }
 
-            /// Every participant (zklock's and Curator's) in queue order, the leader first: one
-            /// listing, then one read of every node's data.
+            /// Every participant (zklock's and Curator's) in queue order, the leader first (as
+            /// Curator's `getParticipants`, whose `isLeader` is the first's): one listing, then
+            /// one read of every node's data. A participant's id is its node's
+            /// [`id`](crate::queue::QueueNode::id).
             ///
             /// # Errors
             /// [`Error::SessionExpired`](crate::Error::SessionExpired),
@@ -28,9 +30,7 @@ macro_rules! election_handle {
             ///
             /// # Cancel safety
             /// Cancel safe: it only reads.
-            pub async fn participants(
-                &self,
-            ) -> crate::error::Result<Vec<crate::election::participant::ElectionParticipant>> {
+            pub async fn participants(&self) -> crate::error::Result<Vec<crate::queue::QueueNode>> {
                 self.election.participants().await
             }
 
@@ -41,9 +41,7 @@ macro_rules! election_handle {
             ///
             /// # Cancel safety
             /// Cancel safe: it only reads.
-            pub async fn leader(
-                &self,
-            ) -> crate::error::Result<Option<crate::election::participant::ElectionParticipant>> {
+            pub async fn leader(&self) -> crate::error::Result<Option<crate::queue::QueueNode>> {
                 Ok(self.participants().await?.into_iter().next())
             }
 

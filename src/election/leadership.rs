@@ -121,7 +121,7 @@ impl Leadership {
 
     /// Publishes `data` with the term (etcd's `Proclaim`): it becomes our node's data, which a
     /// [`LeaderView`](crate::election::LeaderView) tells as
-    /// [`Leader::data`](crate::election::Leader::data), and which Curator's participants read as
+    /// [`QueueNode::data`](crate::queue::QueueNode::data), and which Curator's participants read as
     /// our id. Fenced by the term: written in one transaction with the check that our node exists,
     /// so only while nobody else can lead.
     ///

@@ -1,8 +1,10 @@
 //! Leader election, Curator's two recipes: a [`LeaderLatch`] leads while its node is first, a
 //! [`LeaderSelector`] runs the leader's work once per term. Each term is a [`Leadership`] (a loss
 //! signal and a fencing token, as a lock's hold has), which ends with a [`TermEnd`]; a
-//! participant's [`ElectionState`] and the election's [`ElectionParticipant`]s are what they
-//! report, and a [`LeaderView`] follows who leads ([`Leader`]) without joining.
+//! participant's [`ElectionState`] is what it reports, and a [`LeaderView`] follows who leads
+//! without joining. The participants and the leader are nodes in the election's queue, each a
+//! [`QueueNode`](crate::queue::QueueNode) whose [`id`](crate::queue::QueueNode::id) is the
+//! participant's id.
 //!
 //! `LeaderLatch` and `LeaderSelector` are also at the crate root; the rest of the election's
 //! vocabulary is here only. The guide's pages: leader-latch.md and leader-selector.md in docs/.
@@ -25,14 +27,13 @@
 // The engine: a background task takes a non-reentrant `InterProcessMutex` over and over, and
 // each hold is one term (`engine.rs`, its stages in `stage.rs`; a term is `leadership.rs`, its end
 // `term_end.rs`). `latch.rs` queues with Curator's `latch-` names, `selector.rs` runs the caller's
-// work per term; what the two say alike is written once in `handle.rs`. `state.rs` and
-// `participant.rs` are what they report; `view.rs` follows an election without joining it.
+// work per term; what the two say alike is written once in `handle.rs`. `state.rs` is what they
+// report; `view.rs` follows an election without joining it.
 
 pub(crate) mod engine;
 pub(crate) mod handle;
 pub(crate) mod latch;
 pub(crate) mod leadership;
-pub(crate) mod participant;
 pub(crate) mod selector;
 pub(crate) mod stage;
 pub(crate) mod state;
@@ -41,8 +42,7 @@ pub(crate) mod view;
 
 pub use latch::{LeaderLatch, LeaderLatchBuilder};
 pub use leadership::Leadership;
-pub use participant::ElectionParticipant;
 pub use selector::{LeaderSelector, LeaderSelectorBuilder};
 pub use state::ElectionState;
 pub use term_end::TermEnd;
-pub use view::{Leader, LeaderView};
+pub use view::LeaderView;

@@ -17,33 +17,16 @@ use crate::client::retry_policy::Retries;
 use crate::client::session::Connection;
 use crate::error::{Error, Result};
 use crate::queue::listing::in_queue_order;
+use crate::queue::queue_node::QueueNode;
 use crate::rules::naming::{Schema, KAZOO_MUTEX, LATCH, MUTEX};
 use crate::rules::path::validate_lock_path;
-
-/// The leader of an election, as a [`LeaderView`] sees it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Leader {
-    /// Its id: its node's data read as UTF-8 (invalid bytes replaced), as
-    /// [`ElectionParticipant::id`](crate::election::ElectionParticipant::id).
-    pub id: String,
-    /// Its node's data as written.
-    pub data: Vec<u8>,
-    /// The full path of its node.
-    pub node_path: String,
-    /// Its term's fencing token: the node's czxid, as
-    /// [`Leadership::fencing_token`](crate::election::Leadership::fencing_token) tells the leader.
-    pub fencing_token: i64,
-    /// The session that holds its node.
-    pub session_id: i64,
-}
 
 /// What a view has seen last: the leader (or nobody), or why it stopped.
 #[derive(Clone, Debug)]
 enum Seen {
     /// Nothing read yet.
     Unread,
-    Leader(Option<Leader>),
+    Leader(Option<QueueNode>),
     Stopped(Error),
 }
 
@@ -65,7 +48,7 @@ enum Seen {
 /// let mut view = zklock::election::LeaderView::latch(&client, "/app/elections/report-writer")?;
 /// loop {
 ///     match view.changed().await? {
-///         Some(leader) => println!("{} leads (token {})", leader.id, leader.fencing_token),
+///         Some(leader) => println!("{} leads (token {})", leader.id(), leader.fencing_token),
 ///         None => println!("nobody leads"),
 ///     }
 /// }
@@ -117,7 +100,7 @@ impl LeaderView {
 
     /// The leader as last read (`None`: nobody leads, or nothing has been read yet). Never
     /// sends a request.
-    pub fn leader(&self) -> Option<Leader> {
+    pub fn leader(&self) -> Option<QueueNode> {
         match &*self.seen.borrow() {
             Seen::Leader(leader) => leader.clone(),
             Seen::Unread | Seen::Stopped(_) => None,
@@ -134,7 +117,7 @@ impl LeaderView {
     ///
     /// # Cancel safety
     /// Cancel safe: a change not yet returned is returned by the next call.
-    pub async fn changed(&mut self) -> Result<Option<Leader>> {
+    pub async fn changed(&mut self) -> Result<Option<QueueNode>> {
         loop {
             let gone = self.seen.changed().await.is_err();
             match &*self.seen.borrow_and_update() {
@@ -216,7 +199,7 @@ async fn read_leader(
     client: &Client,
     path: &str,
     schema: Schema,
-) -> std::result::Result<(Option<Leader>, Wake), ZkError> {
+) -> std::result::Result<(Option<QueueNode>, Wake), ZkError> {
     loop {
         let (children, queue) = match client.list_and_watch_children(path).await {
             Ok(listed) => listed,
@@ -232,13 +215,7 @@ async fn read_leader(
         };
         match client.get_and_watch_data(&first).await {
             Ok((data, stat, leader)) => {
-                let found = Leader {
-                    id: String::from_utf8_lossy(&data).into_owned(),
-                    data,
-                    node_path: first,
-                    fencing_token: stat.czxid,
-                    session_id: stat.ephemeral_owner,
-                };
+                let found = QueueNode::read(first, data, &stat);
                 return Ok((Some(found), Wake { queue, leader: Some(leader) }));
             }
             // Gone between the list and the read: the next leader is read at once.

@@ -14,7 +14,7 @@ use crate::error::{Error, LossReason, Result};
 use crate::lock::guard::LockGuard;
 use crate::lock::mutex::InterProcessMutex;
 use crate::options::{lock_options, LockOptions};
-use crate::queue::participant_node::ParticipantNode;
+use crate::queue::queue_node::QueueNode;
 
 /// Several locks acquired as one, all or none: Apache Curator's `InterProcessMultiLock`.
 ///
@@ -206,7 +206,7 @@ impl InterProcessMultiLock {
     ///
     /// # Cancel safety
     /// Cancel safe: it only reads.
-    pub async fn participants_with_data(&self) -> Result<Vec<Vec<ParticipantNode>>> {
+    pub async fn participants_with_data(&self) -> Result<Vec<Vec<QueueNode>>> {
         let mut each = Vec::with_capacity(self.locks.len());
         for lock in &self.locks {
             each.push(lock.participants_with_data().await?);

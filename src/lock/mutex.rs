@@ -22,7 +22,7 @@ use crate::observe::label::LockLabel;
 use crate::queue::delete::delete_in_background;
 use crate::queue::listing::{queue_order, queue_with_data};
 use crate::queue::node::PlaceReport;
-use crate::queue::participant_node::ParticipantNode;
+use crate::queue::queue_node::QueueNode;
 use crate::queue::turn::take_place;
 use crate::rules::entry::Role;
 
@@ -254,7 +254,7 @@ impl InterProcessMutex {
     ///
     /// # Cancel safety
     /// Cancel safe: it only reads.
-    pub async fn participants_with_data(&self) -> Result<Vec<ParticipantNode>> {
+    pub async fn participants_with_data(&self) -> Result<Vec<QueueNode>> {
         queue_with_data(
             &self.state.connection.client(),
             self.state.connection.retry_policy(),

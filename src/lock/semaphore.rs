@@ -21,7 +21,7 @@ use crate::observe::label::{LockLabel, Recipe};
 use crate::options::{lock_options, AclProvider, LockOptions};
 use crate::queue::listing::{queue_order, queue_with_data, read_nodes};
 use crate::queue::node::{list_children, QueueSpec};
-use crate::queue::participant_node::ParticipantNode;
+use crate::queue::queue_node::QueueNode;
 use crate::queue::turn::{queues_again, take_lease};
 use crate::rules::decide::Rule;
 use crate::rules::kazoo_leases::gate_path;
@@ -292,7 +292,7 @@ impl InterProcessSemaphoreV2 {
 
     /// How many leases are free now: [`max_leases`](Self::max_leases) less the lease nodes there
     /// are (one request, a listing). A snapshot of one moment, as Curator users build from
-    /// `getParticipantNodes` (CURATOR-230): another process may take a free lease before you
+    /// `getQueueNodes` (CURATOR-230): another process may take a free lease before you
     /// do, so use it to report or to decide whether to try, never as a promise.
     ///
     /// Every child of the leases directory counts, as it does for the acquire, so a taker that
@@ -319,14 +319,13 @@ impl InterProcessSemaphoreV2 {
     ///
     /// # Cancel safety
     /// Cancel safe: it only reads.
-    pub async fn participants_with_data(&self) -> Result<Vec<ParticipantNode>> {
+    pub async fn participants_with_data(&self) -> Result<Vec<QueueNode>> {
         let (client, retry, leases) =
             (self.inner.connection.client(), self.inner.connection.retry_policy(), &self.inner.leases_path);
         let NodeSchema::Kazoo = self.inner.node_schema else {
             return queue_with_data(&client, retry, leases, LEASE).await;
         };
-        let nodes = read_nodes(&client, retry, leases, self.participants().await?).await?;
-        Ok(nodes.into_iter().map(|(node, _)| node).collect())
+        read_nodes(&client, retry, leases, self.participants().await?).await
     }
 
     async fn acquire_one(&self, patience: Patience) -> Result<Option<Lease>> {

@@ -10,7 +10,7 @@ use crate::hold::while_held::RunEnd;
 use crate::lock::semaphore::{InterProcessSemaphoreV2, SemaphoreBuilder};
 use crate::observe::label::Recipe;
 use crate::options::lock_options;
-use crate::queue::participant_node::ParticipantNode;
+use crate::queue::queue_node::QueueNode;
 
 /// A mutex that is **not** reentrant, shared through ZooKeeper: Apache Curator's
 /// `InterProcessSemaphoreMutex` (a semaphore of one lease), wire-compatible with it.
@@ -131,7 +131,7 @@ impl InterProcessSemaphoreMutex {
     ///
     /// # Cancel safety
     /// Cancel safe: it only reads.
-    pub async fn participants_with_data(&self) -> Result<Vec<ParticipantNode>> {
+    pub async fn participants_with_data(&self) -> Result<Vec<QueueNode>> {
         self.semaphore.participants_with_data().await
     }
 }

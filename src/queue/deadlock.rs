@@ -183,27 +183,27 @@ impl Read {
         for (path, kind) in locks {
             let order = in_queue_order(path, kind.schema(), children_or_none(client, retry, path).await?);
             let nodes = read_nodes(client, retry, path, order).await?;
-            let names: Vec<String> = nodes.iter().map(|(node, _)| node.node_path.clone()).collect();
+            let names: Vec<String> = nodes.iter().map(|node| node.node_path.clone()).collect();
             let behind = kind.waits_behind(&names);
             // A node that is nobody's (not ephemeral: session 0) still keeps those behind it
             // waiting, as it would keep Curator's waiters, but it is no vertex: left out, and
             // with it the waits behind it (stuck, but on no one).
             let kept: Vec<Option<usize>> = nodes
                 .iter()
-                .scan(0, |next, (_, stat)| {
-                    Some((stat.ephemeral_owner != 0).then(|| {
+                .scan(0, |next, node| {
+                    Some((node.session_id != 0).then(|| {
                         *next += 1;
                         *next - 1
                     }))
                 })
                 .collect();
             let behind = behind.into_iter().map(|ahead| ahead.into_iter().filter_map(|i| kept[i]).collect());
-            let nodes = nodes.into_iter().zip(behind).filter(|((_, stat), _)| stat.ephemeral_owner != 0);
-            let nodes = nodes.map(|((node, stat), behind): (_, Vec<usize>)| Node {
+            let nodes = nodes.into_iter().zip(behind).filter(|(node, _)| node.session_id != 0);
+            let nodes = nodes.map(|(node, behind): (_, Vec<usize>)| Node {
                 owner: Tag::of_node(&node.node_path),
                 path: node.node_path,
-                session: stat.ephemeral_owner,
-                czxid: stat.czxid,
+                session: node.session_id,
+                czxid: node.fencing_token,
                 data: node.data,
                 behind,
             });

@@ -1,13 +1,13 @@
 //! Reading a queue as its participants: who is in it, in order, with their nodes' data (and,
 //! for the wait-for graph, their stats).
 
-use zookeeper_client::{Client, Error as ZkError, MultiReadResult, Stat};
+use zookeeper_client::{Client, Error as ZkError, MultiReadResult};
 
 use super::node::list_children;
 use crate::client::retry::retry_transient;
 use crate::client::retry_policy::RetryPolicy;
 use crate::error::{Error, Result};
-use crate::queue::participant_node::ParticipantNode;
+use crate::queue::queue_node::QueueNode;
 use crate::rules::naming::Schema;
 use crate::rules::path::child_path;
 
@@ -41,19 +41,19 @@ pub(crate) async fn queue_with_data(
     retry: RetryPolicy,
     lock_path: &str,
     schema: Schema,
-) -> Result<Vec<ParticipantNode>> {
+) -> Result<Vec<QueueNode>> {
     let paths = queue_order(client, retry, lock_path, schema).await?;
-    Ok(read_nodes(client, retry, lock_path, paths).await?.into_iter().map(|(node, _)| node).collect())
+    read_nodes(client, retry, lock_path, paths).await
 }
 
-/// Each of `paths` (nodes of `lock_path`, in the order given) with its data and stat, read in
+/// Each of `paths` (nodes of `lock_path`, in the order given), read with its data and stat in
 /// one multi-read. Nodes gone meanwhile are left out.
 pub(crate) async fn read_nodes(
     client: &Client,
     retry: RetryPolicy,
     lock_path: &str,
     paths: Vec<String>,
-) -> Result<Vec<(ParticipantNode, Stat)>> {
+) -> Result<Vec<QueueNode>> {
     if paths.is_empty() {
         return Ok(Vec::new());
     }
@@ -70,7 +70,7 @@ pub(crate) async fn read_nodes(
         .into_iter()
         .zip(results)
         .filter_map(|(path, result)| match result {
-            MultiReadResult::Data { data, stat } => Some((ParticipantNode { node_path: path, data }, stat)),
+            MultiReadResult::Data { data, stat } => Some(QueueNode::read(path, data, &stat)),
             _ => None,
         })
         .collect())

@@ -1,8 +1,9 @@
 //! A lock's queue as its participants see it: every recipe queues its acquires as nodes under the
 //! lock path, and the first holds. [`watch_queue`] runs an acquire and publishes where it stands
-//! while it waits (a [`QueuePosition`]: how many are ahead, and the [`QueueHolder`] at the head);
+//! while it waits (a [`QueuePosition`]: how many are ahead, and the holder at the head);
 //! [`participants_with_data`](crate::InterProcessMutex::participants_with_data) (of the mutex,
-//! the semaphores and the multi-lock) reads the queue as [`ParticipantNode`]s.
+//! the semaphores and the multi-lock) reads the queue. A node in a queue is a [`QueueNode`]
+//! wherever one is shown, an election's participants and leader included.
 //!
 //! The guide's page: queue-view.md in docs/.
 //!
@@ -24,8 +25,8 @@
 // The queue engine every recipe stands in: create a protected node (`node.rs`), list and sort the
 // queue, watch the one node `rules` names and wait for our turn, or for room among a semaphore's
 // leases (`turn.rs`), delete the node on every way out (a released one: `delete.rs`; one an
-// acquire left: `cleanup.rs`); read the queue as its participants (`listing.rs`,
-// `participant_node.rs`); tell a watched acquire where it stands (`position.rs`); read the lock
+// acquire left: `cleanup.rs`); read the queue as its participants (`listing.rs`, a node as
+// `queue_node.rs` shows it); tell a watched acquire where it stands (`position.rs`); read the lock
 // folders under a root as a wait-for graph and find its deadlocks, for `zklock deadlocks` and for
 // a waiting acquire that gives up as a deadlock's victim (`deadlock.rs`, public as
 // `zklock::deadlock`). It sends what `rules` decides, through `client`; it knows nothing of
@@ -36,9 +37,9 @@ pub(crate) mod deadlock;
 pub(crate) mod delete;
 pub(crate) mod listing;
 pub(crate) mod node;
-pub(crate) mod participant_node;
 pub(crate) mod position;
+pub(crate) mod queue_node;
 pub(crate) mod turn;
 
-pub use participant_node::ParticipantNode;
-pub use position::{watch_queue, QueueHolder, QueuePosition};
+pub use position::{watch_queue, QueuePosition};
+pub use queue_node::QueueNode;

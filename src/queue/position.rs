@@ -5,13 +5,14 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Instant;
 
 use tokio::sync::watch;
 use zookeeper_client::{Client, Error as ZkError};
 
 use crate::client::retry::retry_transient;
 use crate::client::retry_policy::{Retries, RetryPolicy};
+use crate::queue::queue_node::QueueNode;
 use crate::rules::path::child_path;
 
 tokio::task_local! {
@@ -44,25 +45,12 @@ pub struct QueuePosition {
     /// server refuses or loses (`Throttled`, a connection loss) is tried again, as the acquire's
     /// own requests are; the position told stays as it was meanwhile.
     pub ahead: Option<usize>,
-    /// The first node of the queue: the holder of a mutex, the first holder of the other locks.
-    /// `None` when unknown (not listed yet, or gone before it could be read).
-    pub holder: Option<QueueHolder>,
+    /// The first node of the queue: the holder of a mutex, the first holder of the other locks,
+    /// read when it became the first (its data as it was then). `None` when unknown (not listed
+    /// yet, or gone before it could be read), and when the first node is our own.
+    pub holder: Option<QueueNode>,
     /// When this acquire started waiting.
     pub waiting_since: Instant,
-}
-
-/// The node at the head of a queue, and whose it is.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub struct QueueHolder {
-    /// The node's full path.
-    pub node_path: String,
-    /// The id of the session the node belongs to (its `ephemeralOwner`).
-    pub session_id: i64,
-    /// When the node was created (its `ctime`, the server's clock). The holder has held since
-    /// then, or since the node before it went, whichever is later: exact for a holder that took
-    /// a free lock, an upper bound of its hold otherwise.
-    pub since: SystemTime,
 }
 
 /// Runs `acquire` (any recipe's acquire, try or timed acquire), publishing into `position` where
@@ -129,7 +117,7 @@ impl PositionReport {
         node: &str,
         sort: impl Fn(Vec<String>) -> Vec<String>,
     ) -> Infallible {
-        let mut holder: Option<QueueHolder> = None;
+        let mut holder: Option<QueueNode> = None;
         // Every failure is paced, but the view never stops while the wait lasts.
         let mut failures = Retries::new(retry.without_bound());
         loop {
@@ -168,7 +156,7 @@ impl PositionReport {
         }
     }
 
-    fn tell(&self, lock_path: &str, node: &str, ahead: Option<usize>, holder: Option<QueueHolder>) {
+    fn tell(&self, lock_path: &str, node: &str, ahead: Option<usize>, holder: Option<QueueNode>) {
         self.watcher.send_replace(Some(QueuePosition {
             lock_path: lock_path.to_owned(),
             node_path: child_path(lock_path, node),
@@ -179,12 +167,11 @@ impl PositionReport {
     }
 }
 
-/// The queue's head `name`, read (an exists, tried again on a transient failure); `None` if it
-/// is gone or the read failed otherwise (the view is a courtesy: its failure never fails the
-/// acquire).
-async fn head_of(client: &Client, retry: RetryPolicy, lock_path: &str, name: &str) -> Option<QueueHolder> {
+/// The queue's head `name`, read (its data and stat, tried again on a transient failure); `None`
+/// if it is gone or the read failed otherwise (the view is a courtesy: its failure never fails
+/// the acquire).
+async fn head_of(client: &Client, retry: RetryPolicy, lock_path: &str, name: &str) -> Option<QueueNode> {
     let path = child_path(lock_path, name);
-    let stat = retry_transient(retry, || client.check_stat(&path)).await.ok()??;
-    let since = SystemTime::UNIX_EPOCH + Duration::from_millis(u64::try_from(stat.ctime).ok()?);
-    Some(QueueHolder { node_path: path, session_id: stat.ephemeral_owner, since })
+    let (data, stat) = retry_transient(retry, || client.get_data(&path)).await.ok()?;
+    Some(QueueNode::read(path, data, &stat))
 }

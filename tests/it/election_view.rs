@@ -19,7 +19,7 @@ const HANG: Duration = Duration::from_secs(20);
 /// The next change the view tells, within [`HANG`]: the leader's id, or `None`.
 async fn next(view: &mut LeaderView) -> Option<String> {
     let told = tokio::time::timeout(HANG, view.changed()).await.expect("the view told nothing");
-    told.unwrap().map(|leader| leader.id)
+    told.unwrap().map(|leader| leader.id())
 }
 
 #[tokio::test]
@@ -131,7 +131,7 @@ async fn a_leader_proclaims_data_the_view_tells_and_a_lost_term_cannot() {
     assert_eq!(next(&mut view).await.as_deref(), Some("b"));
     let stale = a_term.proclaim(b"a again").await;
     assert!(matches!(stale, Err(Error::LockLost(_))), "{stale:?}");
-    assert_eq!(view.leader().unwrap().id, "b", "the stale leader's data went nowhere");
+    assert_eq!(view.leader().unwrap().id(), "b", "the stale leader's data went nowhere");
     let b_term = leads(&b).await;
     assert_eq!(b_term.node_path(), view.leader().unwrap().node_path);
 }

@@ -19,7 +19,8 @@ use common::interop::{curator_classpath, temp_log, READY_TIMEOUT};
 use common::{connect, eventually, unique_path};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
-use zklock::election::{ElectionParticipant, Leadership};
+use zklock::election::Leadership;
+use zklock::queue::QueueNode;
 use zklock::{LeaderLatch, LeaderSelector};
 use zookeeper_client::Client;
 
@@ -121,10 +122,10 @@ async fn take_turns(kind: Kind) {
 /// process's view name the same leader and queue. Returns how many Curator views it compared.
 async fn check_views(client: &Client, observer: &Observer, parties: &mut [Party], term: &Term) -> usize {
     let queue = observer.participants().await;
-    let ids: Vec<&str> = queue.iter().map(|p| p.id.as_str()).collect();
+    let ids: Vec<String> = queue.iter().map(QueueNode::id).collect();
     let leader = observer.leader().await.unwrap_or_else(|| panic!("zklock sees no leader during {term:?}"));
-    assert_eq!(leader.id, term.leader, "zklock's leader() during {term:?}");
-    assert!(leader.is_leader && queue[0] == leader, "zklock's queue {queue:?} during {term:?}");
+    assert_eq!(leader.id(), term.leader, "zklock's leader() during {term:?}");
+    assert!(queue[0] == leader, "zklock's queue {queue:?} during {term:?}");
     let node = client.check_stat(&leader.node_path).await.unwrap().expect("the leader's node exists");
     assert_eq!(node.czxid, term.epoch, "the leader node's czxid is the epoch {} logged", term.leader);
     let mut compared = 0;
@@ -203,7 +204,7 @@ impl Observer {
         }
     }
 
-    async fn participants(&self) -> Vec<ElectionParticipant> {
+    async fn participants(&self) -> Vec<QueueNode> {
         match self {
             Observer::Latch(latch) => latch.participants().await,
             Observer::Selector(selector) => selector.participants().await,
@@ -212,10 +213,10 @@ impl Observer {
     }
 
     async fn ids(&self) -> Vec<String> {
-        self.participants().await.into_iter().map(|p| p.id).collect()
+        self.participants().await.iter().map(QueueNode::id).collect()
     }
 
-    async fn leader(&self) -> Option<ElectionParticipant> {
+    async fn leader(&self) -> Option<QueueNode> {
         match self {
             Observer::Latch(latch) => latch.leader().await,
             Observer::Selector(selector) => selector.leader().await,

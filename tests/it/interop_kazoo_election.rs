@@ -87,7 +87,7 @@ async fn zklock_names_the_kazoo_leader_and_waits_behind_it() {
             None => view.changed().await.unwrap(),
         };
     };
-    assert_eq!(seen.id, "kazoo-leader");
+    assert_eq!(seen.id(), "kazoo-leader");
     assert!(seen.node_path.contains("__lock__"), "{}", seen.node_path);
 
     let selector = LeaderSelector::builder(&client, &path, "zklock").node_schema(NodeSchema::Kazoo).build().unwrap();
@@ -103,7 +103,7 @@ async fn zklock_names_the_kazoo_leader_and_waits_behind_it() {
         .await
         .unwrap();
     eventually("zklock queues", || async { selector.participants().await.is_ok_and(|queue| queue.len() == 2) }).await;
-    let queue: Vec<String> = selector.participants().await.unwrap().iter().map(|p| p.id.clone()).collect();
+    let queue: Vec<String> = selector.participants().await.unwrap().iter().map(|p| p.id()).collect();
     assert_eq!(queue, ["kazoo-leader", "zklock"]);
     assert!(has_led.try_recv().is_err(), "zklock led beside kazoo's leader");
 
@@ -112,14 +112,14 @@ async fn zklock_names_the_kazoo_leader_and_waits_behind_it() {
     let next = tokio::time::timeout(PEER_TIMEOUT, async {
         loop {
             match view.changed().await.unwrap() {
-                Some(seen) if seen.id != "kazoo-leader" => break seen,
+                Some(seen) if seen.id() != "kazoo-leader" => break seen,
                 _ => continue,
             }
         }
     })
     .await
     .expect("the view never saw zklock lead");
-    assert_eq!(next.id, "zklock");
+    assert_eq!(next.id(), "zklock");
     selector.close().await.unwrap();
     let _ = std::fs::remove_file(&log);
 }

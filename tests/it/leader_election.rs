@@ -14,7 +14,8 @@ use std::time::Duration;
 use common::{children, connect, connect_through, eventually, server, unique_path, wait_for_children};
 use election::*;
 use tokio::sync::mpsc;
-use zklock::election::{ElectionParticipant, Leadership, TermEnd};
+use zklock::election::{Leadership, TermEnd};
+use zklock::queue::QueueNode;
 use zklock::{Error, LeaderLatch, LeaderSelector, LossPolicy, LossReason};
 use zklock_testcontainers::{expire_session, Proxy};
 use zookeeper_client::Client;
@@ -97,7 +98,7 @@ async fn a_deleted_node_is_lost_and_the_latch_reenters_to_lead_again_with_a_grea
     // The session lives, so a re-enters, behind b, with a node of its own.
     eventually("a queued again", || async {
         let participants = b.participants().await.unwrap();
-        participants.len() == 2 && participants[1].id == "a"
+        participants.len() == 2 && participants[1].id() == "a"
     })
     .await;
     let queued = &b.participants().await.unwrap()[1];
@@ -152,7 +153,7 @@ async fn takes_turns_after_a_lost_term(a: &LeaderLatch, first_term: &Leadership,
     assert!(b_term.fencing_token() > first_term.fencing_token());
     eventually("a rejoined behind b", || async {
         let participants = b.participants().await.unwrap();
-        participants.len() == 2 && participants[1].id == a.id() && participants[1].node_path != first_term.node_path()
+        participants.len() == 2 && participants[1].id() == a.id() && participants[1].node_path != first_term.node_path()
     })
     .await;
     b.close().await.unwrap();
@@ -253,8 +254,13 @@ fn expected_queue(ids: &[&str], node_paths: &[String]) -> Vec<(String, bool, Str
     ids.iter().zip(node_paths).enumerate().map(|(at, (id, node))| ((*id).to_owned(), at == 0, node.clone())).collect()
 }
 
-fn seen(participants: Vec<ElectionParticipant>) -> Vec<(String, bool, String)> {
-    participants.into_iter().map(|participant| (participant.id, participant.is_leader, participant.node_path)).collect()
+/// Each participant's id, whether it leads (it is first) and its node.
+fn seen(participants: Vec<QueueNode>) -> Vec<(String, bool, String)> {
+    participants
+        .into_iter()
+        .enumerate()
+        .map(|(at, participant)| (participant.id(), at == 0, participant.node_path))
+        .collect()
 }
 
 #[tokio::test]
@@ -276,7 +282,7 @@ async fn participants_and_leader_list_the_queue_in_order_with_unicode_ids() {
             latch.id()
         );
         let leader = latch.leader().await.unwrap().expect("a leader");
-        assert_eq!((leader.id.as_str(), leader.is_leader), (ids[0], true));
+        assert_eq!((leader.id(), &leader.node_path), (ids[0].to_owned(), &node_paths[0]));
     }
     // One listing and one multi-read, whoever asks (a latch that never joined too).
     let reader = LeaderLatch::new(&observer, &path, "reader").unwrap();
@@ -286,7 +292,7 @@ async fn participants_and_leader_list_the_queue_in_order_with_unicode_ids() {
 
     latches[0].1.close().await.unwrap();
     assert_eq!(seen(latches[3].1.participants().await.unwrap()), expected_queue(&ids[1..], &node_paths[1..]));
-    assert_eq!(latches[2].1.leader().await.unwrap().map(|leader| leader.id), Some(ids[1].to_owned()));
+    assert_eq!(latches[2].1.leader().await.unwrap().map(|leader| leader.id()), Some(ids[1].to_owned()));
     for (_, latch) in &latches[1..] {
         latch.close().await.unwrap();
     }
@@ -375,7 +381,7 @@ async fn selector_nodes_are_named_as_curator_names_them() {
     let id = "selector-named-λ";
     let (Contender { client, selector, .. }, term) = lone_leader(&path, id).await;
     expect_curator_node(&client, &path, "lock", id, &term.leadership).await;
-    assert_eq!(selector.leader().await.unwrap().map(|leader| leader.id), Some(id.to_owned()));
+    assert_eq!(selector.leader().await.unwrap().map(|leader| leader.id()), Some(id.to_owned()));
     selector.close().await.unwrap();
 }
 

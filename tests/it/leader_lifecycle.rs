@@ -15,6 +15,7 @@ use election::*;
 use tokio::sync::watch;
 use tokio::sync::{mpsc, oneshot};
 use zklock::election::{ElectionState, Leadership, TermEnd};
+use zklock::queue::QueueNode;
 use zklock::{Error, LeaderLatch, LeaderSelector, LossReason};
 
 #[tokio::test]
@@ -163,7 +164,7 @@ async fn with_auto_requeue_selectors_queue_again_by_themselves() {
     assert!(term.leadership.fencing_token() > first_epoch);
     wait_for_children(&client, &path, 2).await;
     let queue = second.selector.participants().await.unwrap();
-    assert_eq!(queue.iter().map(|participant| participant.id.as_str()).collect::<Vec<_>>(), ["follower", "leader"]);
+    assert_eq!(queue.iter().map(QueueNode::id).collect::<Vec<_>>(), ["follower", "leader"]);
 
     second.selector.interrupt_leadership();
     let second_epoch = term.expect_cancelled().await.fencing_token();

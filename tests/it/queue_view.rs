@@ -18,8 +18,9 @@ use zookeeper_client::Client;
 /// Generous bound for a view to be told: a hang would exceed it.
 const PROMPTLY: Duration = Duration::from_secs(10);
 
-/// ZooKeeper's opcode for `exists`, which the view's read of the queue's head is.
-const EXISTS: i32 = 3;
+/// ZooKeeper's opcode for `getData`: the view's read of the queue's head, and the acquire's
+/// watch on its predecessor.
+const GET_DATA: i32 = 4;
 
 /// Waits until `seen` tells a position that `wanted` accepts, and returns it.
 async fn told(
@@ -48,7 +49,7 @@ where
     let holder = view.holder.as_ref().unwrap();
     assert_eq!(holder.session_id, holder_client.session_id().0, "{what}: the holder's session");
     assert_eq!(view.ahead, Some(1), "{what}: one node ahead, the holder's: {view:?}");
-    assert!(holder.since <= SystemTime::now() + Duration::from_secs(5), "{what}: held since {:?}", holder.since);
+    assert!(holder.created <= SystemTime::now() + Duration::from_secs(5), "{what}: held since {:?}", holder.created);
     assert_ne!(view.node_path, holder.node_path, "{what}");
     waiting.abort();
 }
@@ -117,14 +118,16 @@ async fn the_view_follows_the_queue_as_it_moves() {
     third_waits.await.unwrap().unwrap().release().await.unwrap();
 }
 
-/// What the view costs, on the wire: an exists of the queue's head when a node comes to head it
-/// while watched (not again when the queue changes behind an unchanged head: a participant that
-/// queues behind and leaves meanwhile), nothing for an acquire outside `watch_queue`.
+/// What the view costs, on the wire: a read of the queue's head (its data and stat) when a node
+/// comes to head it while watched (not again when the queue changes behind an unchanged head: a
+/// participant that queues behind and leaves meanwhile), nothing for an acquire outside
+/// `watch_queue`. The acquire's own reads (the watch on its predecessor) are the same in both.
 #[tokio::test]
 async fn a_watched_wait_reads_the_head_and_an_unwatched_one_sends_nothing_more() {
     let path = unique_path("view-cost");
     let holder = connect().await;
     let held = InterProcessMutex::new(&holder, &path).unwrap().acquire().await.unwrap();
+    let mut reads = Vec::new();
     for watched in [false, true] {
         let proxy = Proxy::start(server().address()).unwrap();
         let waiter = connect_through(&proxy, Duration::from_secs(10)).await;
@@ -144,9 +147,12 @@ async fn a_watched_wait_reads_the_head_and_an_unwatched_one_sends_nothing_more()
         let (timed_out, behind) = tokio::join!(waits, behind);
         assert!(timed_out.unwrap().is_none());
         assert!(behind.unwrap().is_none(), "the one behind timed out too");
-        let exists = proxy.requests_sent()[before..].iter().filter(|opcode| **opcode == EXISTS).count();
-        assert_eq!(exists, usize::from(watched), "watched: {watched}, requests: {:?}", proxy.requests_sent());
+        let sent = proxy.requests_sent()[before..].to_vec();
+        reads.push((sent.iter().filter(|opcode| **opcode == GET_DATA).count(), sent));
     }
+    let [(unwatched, _), (watched, sent)] = &reads[..] else { unreachable!("two rounds") };
+    assert!(*unwatched >= 1, "the acquire watches its predecessor");
+    assert_eq!(*watched, unwatched + 1, "one read more for the view: {sent:?}");
     held.release().await.unwrap();
 }
 

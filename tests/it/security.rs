@@ -181,7 +181,7 @@ async fn a_locked_down_multi_lock_resists_other_identities() {
 }
 
 /// The election's queue as the other recipes' `participants()` give it.
-fn node_paths(participants: Vec<zklock::election::ElectionParticipant>) -> Vec<String> {
+fn node_paths(participants: Vec<zklock::queue::QueueNode>) -> Vec<String> {
     participants.into_iter().map(|participant| participant.node_path).collect()
 }
 

@@ -6,7 +6,7 @@ use serde_json::json;
 use zookeeper_client::Client;
 
 use crate::nodes::layout::{kinds_present, shares, Kind};
-use crate::nodes::queue::{add_stats, queue};
+use crate::nodes::queue::queue;
 use crate::output::exit::{Failure, Outcome};
 use crate::output::stdout;
 
@@ -26,7 +26,6 @@ pub async fn leader(client: &Client, path: &str, kind: Kind, as_json: bool) -> R
     }
     if kinds.contains(&kind) {
         participants = queue(client, path, kind).await?;
-        add_stats(client, &mut participants).await;
     }
     let leader = participants.iter().find(|participant| participant.holds);
     let text = match (leader, as_json) {

@@ -9,7 +9,7 @@ use zookeeper_client::{Client, Error as ZkError};
 
 use crate::nodes::layout::{kazoo_stored_leases, kinds_present, Kind};
 use crate::nodes::list_output::{to_json, to_text, Queue};
-use crate::nodes::queue::{add_stats, queue};
+use crate::nodes::queue::queue;
 use crate::output::exit::Failure;
 use crate::output::{stderr, stdout};
 
@@ -28,8 +28,7 @@ pub async fn list(client: &Client, path: &str, as_json: bool) -> Result<ExitCode
     let mut queues = Vec::new();
     for (lock, kinds) in locks {
         for kind in kinds {
-            let mut entries = queue(client, &lock, kind).await?;
-            add_stats(client, &mut entries).await;
+            let entries = queue(client, &lock, kind).await?;
             let stored_leases = match kind == Kind::KazooSemaphore {
                 true => kazoo_stored_leases(client, &lock).await?,
                 false => None,

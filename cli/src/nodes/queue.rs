@@ -1,9 +1,9 @@
 //! The participants of a lock path's queues as zklock reads them: who holds and who waits,
 //! with each node's data and fencing token (what `zklock list`, `zklock leader` and `-v` show).
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use zklock::queue::ParticipantNode;
+use zklock::queue::QueueNode;
 use zklock::{InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, NodeSchema};
 use zookeeper_client::Client;
 
@@ -86,14 +86,10 @@ pub async fn queue(client: &Client, path: &str, kind: Kind) -> Result<Vec<Entry>
             // The latch only reads here: it never joins the election.
             let latch = LeaderLatch::new(client, path, "zklock list").map_err(lock_error)?;
             let participants = latch.participants().await.map_err(lock_error)?;
-            let entries = participants.into_iter().map(|participant| Entry {
-                node: participant.node_path,
-                data: participant.id,
-                side: None,
-                holds: participant.is_leader,
-                token: None,
-                session: None,
-                created: None,
+            // The leader is the first; an id is told as read, untrimmed.
+            let entries = participants.into_iter().enumerate().map(|(position, participant)| Entry {
+                data: participant.id(),
+                ..entry(participant, None, position == 0)
             });
             return Ok(entries.collect());
         }
@@ -104,9 +100,18 @@ pub async fn queue(client: &Client, path: &str, kind: Kind) -> Result<Vec<Entry>
     Ok(nodes.into_iter().enumerate().map(|(position, node)| entry(node, None, position == 0)).collect())
 }
 
-fn entry(node: ParticipantNode, side: Option<&'static str>, holds: bool) -> Entry {
+/// The entry of `node`, with the stat it was read with (one multi-read of the queue's nodes).
+fn entry(node: QueueNode, side: Option<&'static str>, holds: bool) -> Entry {
     let data = String::from_utf8_lossy(&node.data).trim().to_owned();
-    Entry { node: node.node_path, data, side, holds, token: None, session: None, created: None }
+    Entry {
+        node: node.node_path,
+        data,
+        side,
+        holds,
+        token: Some(node.fencing_token),
+        session: Some(node.session_id),
+        created: Some(node.created),
+    }
 }
 
 /// The read-write rules (Curator's, and kazoo's recipe) on a queue in order, its writers' nodes
@@ -130,18 +135,6 @@ fn read_write_roles(mut entries: Vec<Entry>, writer_name: &str) -> Vec<Entry> {
 /// A session id as ZooKeeper's tools print it (`0x1000…`).
 pub fn session_id(id: i64) -> String {
     format!("{id:#x}")
-}
-
-/// Each node's fencing token (its czxid), session and creation time, read in one pipelined
-/// round of stat requests; a node gone meanwhile has none.
-pub async fn add_stats(client: &Client, entries: &mut [Entry]) {
-    let stats: Vec<_> = entries.iter().map(|entry| client.check_stat(&entry.node)).collect();
-    for (entry, stat) in entries.iter_mut().zip(stats) {
-        let Some(stat) = stat.await.ok().flatten() else { continue };
-        entry.token = Some(stat.czxid);
-        entry.session = Some(stat.ephemeral_owner);
-        entry.created = u64::try_from(stat.ctime).ok().map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms));
-    }
 }
 
 #[cfg(test)]

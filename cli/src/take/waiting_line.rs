@@ -81,7 +81,7 @@ fn line(position: &QueuePosition, who: Option<&NodeData>, now: SystemTime) -> St
             Some(who) => format!("pid {} on {}", who.pid, who.host),
             None => session_id(holder.session_id),
         };
-        (name, now.duration_since(holder.since).unwrap_or_default())
+        (name, now.duration_since(holder.created).unwrap_or_default())
     });
     said(position.ahead, holder, position.waiting_since.elapsed())
 }

@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use zklock::election::{ElectionParticipant, Leadership};
+use zklock::election::Leadership;
+use zklock::queue::QueueNode;
 use zklock::{Error, LeaderLatch, LeaderSelector, LossPolicy, LossReason, NodeSchema, Result};
 use zookeeper_client::Client;
 
@@ -36,7 +37,7 @@ pub trait Election: Sized + Send + Sync + 'static {
     fn join(client: &Client, path: &str, id: &str, policy: LossPolicy) -> impl Future<Output = Result<Self>> + Send;
     /// Waits for leadership, for at most `timeout` when one is given.
     fn term(&mut self, timeout: Option<Duration>) -> impl Future<Output = Result<Option<Leadership>>> + Send + '_;
-    fn leader(&self) -> impl Future<Output = Result<Option<ElectionParticipant>>> + Send + '_;
+    fn leader(&self) -> impl Future<Output = Result<Option<QueueNode>>> + Send + '_;
     /// Leaves the election (ending the term, if one is held).
     fn leave(self) -> impl Future<Output = Result<()>> + Send;
 }
@@ -132,7 +133,7 @@ impl<E: Election> LockUnderTest for Candidate<E> {
     /// first look at the queue and fail a free lock.
     async fn try_acquire(&self) -> Result<Option<Term<E>>> {
         let (election, id) = self.join().await?;
-        let ours = matches!(election.leader().await, Ok(Some(leader)) if leader.id == id);
+        let ours = matches!(election.leader().await, Ok(Some(leader)) if leader.id() == id);
         if !ours {
             return election.leave().await.map(|()| None);
         }
@@ -162,7 +163,7 @@ impl Election for LeaderLatch {
         }
     }
 
-    fn leader(&self) -> impl Future<Output = Result<Option<ElectionParticipant>>> + Send + '_ {
+    fn leader(&self) -> impl Future<Output = Result<Option<QueueNode>>> + Send + '_ {
         LeaderLatch::leader(self)
     }
 
@@ -217,7 +218,7 @@ impl<const KAZOO: bool> Election for SelectorRun<KAZOO> {
         }
     }
 
-    fn leader(&self) -> impl Future<Output = Result<Option<ElectionParticipant>>> + Send + '_ {
+    fn leader(&self) -> impl Future<Output = Result<Option<QueueNode>>> + Send + '_ {
         self.selector.leader()
     }
 

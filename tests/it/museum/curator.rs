@@ -55,7 +55,7 @@ fn rejoining_latch(proxy: &Proxy, client: &Client, path: &str, id: &str) -> Arc<
 
 /// The id of the participant whose node is first, as the server sees it.
 async fn leader_on_server(latch: &LeaderLatch) -> Option<String> {
-    latch.leader().await.unwrap().map(|leader| leader.id)
+    latch.leader().await.unwrap().map(|leader| leader.id())
 }
 
 /// [CURATOR-206](https://issues.apache.org/jira/browse/CURATOR-206): a holder partitioned until
@@ -421,8 +421,9 @@ async fn a_selector_whose_term_ended_while_disconnected_leaves_no_node_that_bloc
     assert!(matches!(end, TermEnd::Lost(LossReason::Disconnected { .. })), "{end}");
     eventually("somebody leads on the server", || async {
         let leader = b.leader().await.ok().flatten();
-        leader
-            .is_some_and(|leader| (leader.id == "a" && a.has_leadership()) || (leader.id == "b" && b.has_leadership()))
+        leader.is_some_and(|leader| {
+            (leader.id() == "a" && a.has_leadership()) || (leader.id() == "b" && b.has_leadership())
+        })
     })
     .await;
     let nodes = children(&observer, &path).await;
