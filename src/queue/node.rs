@@ -150,6 +150,9 @@ impl LockNode {
 pub(crate) enum FirstLook {
     /// A listing of the lock path taken after our node was created.
     Listing(Vec<String>),
+    /// Such a listing already put in queue order by the rule (the first look's decision sorted
+    /// it): the wait decides from it without sorting it again.
+    Queued(Vec<String>),
     /// A watch on a node that sorts ahead of ours and still existed after our create
     /// ([`Opening::QueuedBehind`]).
     Watching(OneshotWatcher),

@@ -119,9 +119,9 @@ async fn enter(
 }
 
 /// The hold a first look proves (our node alone, as the create proved, or first by the rule in
-/// the listing sent with it), with what the next acquire may open with; else the look, a
-/// listing in queue order, for [`wait_turn`], which decides again from it (the order is the
-/// same).
+/// the listing sent with it), with what the next acquire may open with; else the look, the
+/// listing in queue order ([`FirstLook::Queued`]), for [`wait_turn`], which decides again from
+/// it without sorting it again (a waiter in a queue of hundreds would sort it twice).
 fn held_at_first_look(
     spec: &QueueSpec<'_>,
     node: &LockNode,
@@ -133,11 +133,12 @@ fn held_at_first_look(
             return (Some(after_hold(&[node.name()], &node.ours(), Waited::No, proof)), FirstLook::Nothing)
         }
         FirstLook::Listing(children) => spec.rule.queue(spec.schema, children),
+        FirstLook::Queued(queue) => queue,
         other => return (None, other),
     };
     match decide(&children, node.name(), spec.rule) {
         Decision::Hold => (Some(after_hold(&children, &node.ours(), Waited::No, proof)), FirstLook::Nothing),
-        _ => (None, FirstLook::Listing(children)),
+        _ => (None, FirstLook::Queued(children)),
     }
 }
 
@@ -161,6 +162,12 @@ enum WaitOutcome {
     GaveUp,
 }
 
+/// The children a wait decides from: as listed, or already in queue order.
+enum Look {
+    Listed(Vec<String>),
+    Queued(Vec<String>),
+}
+
 /// Waits until the rule lets `node` hold, watching only the one node the decision names (and,
 /// once it is gone, our own). `first` is what came back with the create.
 ///
@@ -181,7 +188,8 @@ async fn wait_turn<G: Future<Output = Error>>(
         Watches { report: PositionReport::for_this_task(), deadlock: spec.deadlock.map(DeadlockWatch::new) };
     loop {
         let children = match std::mem::replace(&mut look, FirstLook::Nothing) {
-            FirstLook::Listing(children) => children,
+            FirstLook::Queued(queue) => Look::Queued(queue),
+            FirstLook::Listing(children) => Look::Listed(children),
             FirstLook::Watching(watcher) => {
                 // A node ahead of ours exists: we cannot hold yet. List once it changes.
                 if patience == Patience::NoWait {
@@ -192,17 +200,21 @@ async fn wait_turn<G: Future<Output = Error>>(
                 continue;
             }
             // (`Alone` holds at the first look, before this wait.)
-            FirstLook::Nothing | FirstLook::Alone => match list_children(spec.client, spec.retry, spec.lock_path).await
-            {
-                // The lock path went, and our node with it.
-                Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => Vec::new(),
-                other => other?,
-            },
+            FirstLook::Nothing | FirstLook::Alone => {
+                Look::Listed(match list_children(spec.client, spec.retry, spec.lock_path).await {
+                    // The lock path went, and our node with it.
+                    Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => Vec::new(),
+                    other => other?,
+                })
+            }
         };
         // The listing is dropped before we wait: with a long queue every waiter would keep a copy
         // of it (a thousand waiters, a thousand listings of a thousand names).
         let watch = {
-            let children = spec.rule.queue(spec.schema, children);
+            let children = match children {
+                Look::Queued(queue) => queue,
+                Look::Listed(children) => spec.rule.queue(spec.schema, children),
+            };
             match decide(&children, node.name(), spec.rule) {
                 Decision::Hold => return Ok(WaitOutcome::Hold(after_hold(&children, &node.ours(), waited, proof))),
                 Decision::Missing => return Err(Error::LockLost(LossReason::NodeDeleted)),
