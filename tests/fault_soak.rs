@@ -73,6 +73,9 @@ async fn every_recipe_keeps_its_rule_through_faults() {
     let rounds: usize = std::env::var("ZKLOCK_SOAK_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(2);
     let seed: u64 =
         std::env::var("ZKLOCK_SOAK_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| fastrand::u64(..));
+    // Said first: a worker's panic ends the run before its summary. The seed replays the random
+    // choices (not the timings).
+    eprintln!("soak: seed {seed} (ZKLOCK_SOAK_SEED={seed} chooses the same again)");
     let ensemble = Ensemble::start(3).await.expect("start an ensemble");
     let paths = Paths::unique();
     // The last client is a `zklock::Session`, its locks built once for the whole run.

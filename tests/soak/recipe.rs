@@ -228,8 +228,15 @@ impl Locks {
                 let Some(write) = self.read_write.write_lock().acquire_timeout(timeout).await? else {
                     return Ok(None);
                 };
-                // The write holder's read acquire holds at once.
-                let read = self.read_write.read_lock().try_acquire().await?.expect("a downgrade never waits");
+                // The write holder's read acquire waits for no holder (its node sorts level with
+                // the write node), only for ZooKeeper, which the nemesis cuts off: a try gives up
+                // at the first disconnection, by design, so the read gets the attempt's timeout.
+                // Cut off for all of it, the attempt did not hold; the write goes in the
+                // background, as a dropped guard's.
+                let Some(read) = self.read_write.read_lock().acquire_timeout(timeout).await? else {
+                    drop(write);
+                    return Ok(None);
+                };
                 let write_node = write.node_path().to_owned();
                 match write.release().await {
                     // The operator deleted the write node under it: say which node went.
