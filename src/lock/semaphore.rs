@@ -292,7 +292,7 @@ impl InterProcessSemaphoreV2 {
 
     /// How many leases are free now: [`max_leases`](Self::max_leases) less the lease nodes there
     /// are (one request, a listing). A snapshot of one moment, as Curator users build from
-    /// `getQueueNodes` (CURATOR-230): another process may take a free lease before you
+    /// `getParticipantNodes` (CURATOR-230): another process may take a free lease before you
     /// do, so use it to report or to decide whether to try, never as a promise.
     ///
     /// Every child of the leases directory counts, as it does for the acquire, so a taker that

@@ -17,7 +17,7 @@ use crate::error::{Error, LossReason, Result};
 use crate::options::AclProvider;
 use crate::queue::cleanup::{czxid_if_ours, NodeCleanup, Remains};
 use crate::queue::listing::children_or_none;
-use crate::queue::node::{list_children, LockNode};
+use crate::queue::node::LockNode;
 use crate::rules::kazoo_leases::{
     after_create, gate_path, has_room, lease_name, read_stored_max, stored_max_leases, Created, StoredMax,
 };
@@ -256,10 +256,7 @@ impl KazooPool<'_> {
             }
         };
         cleanup.remains = Remains::Created(path);
-        let children = match list_children(self.client, self.retry, self.path).await {
-            Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => Vec::new(),
-            other => other?,
-        };
+        let children = children_or_none(self.client, self.retry, self.path).await?;
         Ok((after_create(&children, name, self.max_leases), czxid))
     }
 }

@@ -10,7 +10,8 @@ use zookeeper_client::{Client, Error as ZkError, EventType, OneshotWatcher, Watc
 
 use super::cleanup::NodeCleanup;
 use super::deadlock::DeadlockWatch;
-use super::node::{create_node, list_children, FirstLook, LockNode, Place, QueueSpec};
+use super::listing::children_or_none;
+use super::node::{create_node, FirstLook, LockNode, Place, QueueSpec};
 use super::position::PositionReport;
 use crate::client::deadline::{cleanup_deadline, within_patience, Patience};
 use crate::client::retry::{is_transient, retry_transient};
@@ -162,12 +163,6 @@ enum WaitOutcome {
     GaveUp,
 }
 
-/// The children a wait decides from: as listed, or already in queue order.
-enum Look {
-    Listed(Vec<String>),
-    Queued(Vec<String>),
-}
-
 /// Waits until the rule lets `node` hold, watching only the one node the decision names (and,
 /// once it is gone, our own). `first` is what came back with the create.
 ///
@@ -187,9 +182,10 @@ async fn wait_turn<G: Future<Output = Error>>(
     let mut watches =
         Watches { report: PositionReport::for_this_task(), deadlock: spec.deadlock.map(DeadlockWatch::new) };
     loop {
+        // In queue order: as the first look left it, or sorted here.
         let children = match std::mem::replace(&mut look, FirstLook::Nothing) {
-            FirstLook::Queued(queue) => Look::Queued(queue),
-            FirstLook::Listing(children) => Look::Listed(children),
+            FirstLook::Queued(queue) => queue,
+            FirstLook::Listing(children) => spec.rule.queue(spec.schema, children),
             FirstLook::Watching(watcher) => {
                 // A node ahead of ours exists: we cannot hold yet. List once it changes.
                 if patience == Patience::NoWait {
@@ -199,31 +195,23 @@ async fn wait_turn<G: Future<Output = Error>>(
                 following(&mut watches, spec, node, changed(watcher)).await?;
                 continue;
             }
-            // (`Alone` holds at the first look, before this wait.)
+            // (`Alone` holds at the first look, before this wait.) No lock path: it went, and
+            // our node with it.
             FirstLook::Nothing | FirstLook::Alone => {
-                Look::Listed(match list_children(spec.client, spec.retry, spec.lock_path).await {
-                    // The lock path went, and our node with it.
-                    Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => Vec::new(),
-                    other => other?,
-                })
+                spec.rule.queue(spec.schema, children_or_none(spec.client, spec.retry, spec.lock_path).await?)
+            }
+        };
+        let watch = match decide(&children, node.name(), spec.rule) {
+            Decision::Hold => return Ok(WaitOutcome::Hold(after_hold(&children, &node.ours(), waited, proof))),
+            Decision::Missing => return Err(Error::LockLost(LossReason::NodeDeleted)),
+            Decision::WaitForRoom => None,
+            Decision::Watch { predecessor, holds_when_gone } => {
+                Some((child_path(spec.lock_path, predecessor), holds_when_gone))
             }
         };
         // The listing is dropped before we wait: with a long queue every waiter would keep a copy
         // of it (a thousand waiters, a thousand listings of a thousand names).
-        let watch = {
-            let children = match children {
-                Look::Queued(queue) => queue,
-                Look::Listed(children) => spec.rule.queue(spec.schema, children),
-            };
-            match decide(&children, node.name(), spec.rule) {
-                Decision::Hold => return Ok(WaitOutcome::Hold(after_hold(&children, &node.ours(), waited, proof))),
-                Decision::Missing => return Err(Error::LockLost(LossReason::NodeDeleted)),
-                Decision::WaitForRoom => None,
-                Decision::Watch { predecessor, holds_when_gone } => {
-                    Some((child_path(spec.lock_path, predecessor), holds_when_gone))
-                }
-            }
-        };
+        drop(children);
         if patience == Patience::NoWait {
             return Ok(WaitOutcome::GaveUp);
         }
@@ -321,12 +309,9 @@ async fn room_changes<G: Future<Output = Error>>(
     if let Some(end) = SessionEnd::of_state(event.session_state) {
         return Err(end.error());
     }
-    match list_children(spec.client, spec.retry, spec.lock_path).await {
-        // The directory went (its last nodes deleted, and it with them or by the server's
-        // container reaper), and our lease with it: an empty listing, which says so.
-        Err(Error::ZooKeeper { source: ZkError::NoNode, .. }) => Ok(Vec::new()),
-        other => other,
-    }
+    // The directory may have gone (its last nodes deleted, and it with them or by the server's
+    // container reaper), and our lease with it: an empty listing, which says so.
+    children_or_none(spec.client, spec.retry, spec.lock_path).await
 }
 
 /// Waits for `predecessor`, the last node ahead of ours that keeps us out, to go; `true` when
