@@ -1,7 +1,9 @@
 //! The invariants, checked against the server after every settled step:
 //! - nobody believes it holds a node that is gone, unless it began before the node went and
-//!   cannot know yet (not watching it; a watched node is told within a second, an expired
-//!   session's holds once the client saw the expiry);
+//!   cannot know yet (not watching it; a watched node is told within a second of its deletion,
+//!   or of its client's reconnection when the deletion came while it was cut off: the client
+//!   reconnects on its own schedule; an expired session's holds once the client saw the
+//!   expiry);
 //! - nobody's hold began on a node the operator had deleted (a ghost), or on a node that had
 //!   been asked back (a revocation passed on);
 //! - among holds believed and standing on the server: one holder per exclusive lock, a writer
@@ -103,8 +105,12 @@ impl World<'_> {
             let who = format!("actor {} task {}", part.who.0, part.who.1);
             let deleted = record.deleted.get(&part.node).copied();
             let expired = record.expired.get(&part.who.0).filter(|at| **at >= part.began);
+            // Told once its client can hear: a deletion during a cut is heard after the reconnect.
+            let connected = record.connected.get(&part.who.0).copied().flatten();
             let told_by = match (deleted, expired) {
-                (Some((_, done)), _) => part.watched.map(|watched| done.max(watched)),
+                (Some((_, done)), _) => {
+                    part.watched.zip(connected).map(|(watched, connected)| done.max(watched).max(connected))
+                }
                 (None, Some(at)) => Some(*at),
                 (None, None) if record.cut.values().any(|cut| *cut) => None,
                 (None, None) => {

@@ -8,13 +8,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use zklock::session::{Connection, ConnectionState};
 use zklock::{
     InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2, Lease, LocalHandoff, LockGuard, MultiLockGuard, Result, Session,
 };
 use zklock_testcontainers::Proxy;
-use zookeeper_client::Client;
+use zookeeper_client::{Client, SessionState};
 
 use super::election::Seat;
 use super::ops::Lock;
@@ -354,6 +355,10 @@ pub struct Record {
     pub revoked: HashMap<String, Instant>,
     /// Actor -> when its session was last known expired (the expiry's end).
     pub expired: HashMap<usize, Instant>,
+    /// Actor -> since when its client has been connected (`None` while it is not): a holder
+    /// cannot hear of its node's deletion before its client reconnects, and zookeeper-client
+    /// reconnects on its own schedule (backing off up to a second and more after a long cut).
+    pub connected: HashMap<usize, Option<Instant>>,
     /// Actor -> whether its proxy is cut now, and whether it was at any time since each task's
     /// acquire began (cleared by that task).
     pub cut: HashMap<usize, bool>,
@@ -391,7 +396,7 @@ pub type Shared = Arc<Mutex<Record>>;
 
 /// What an actor runs on.
 pub enum On {
-    Client(Mutex<Client>),
+    Client(Arc<Mutex<Client>>),
     /// Replaced when the operator builds it anew from an expired client.
     Session(Arc<Mutex<SessionView>>),
 }
@@ -425,6 +430,14 @@ pub struct Actor {
     pub slots: Vec<Slot>,
     /// Its places in the latch's and the selector's elections.
     pub seats: [Seat; 2],
+    /// Records in `Record::connected` when its client connects and disconnects.
+    connection_follower: JoinHandle<()>,
+}
+
+impl Drop for Actor {
+    fn drop(&mut self) {
+        self.connection_follower.abort();
+    }
 }
 
 impl Actor {
@@ -445,7 +458,7 @@ impl Actor {
             let session = session.await.expect("the session connects");
             On::Session(Arc::new(Mutex::new(SessionView::new(session, HashSet::new()))))
         } else {
-            On::Client(Mutex::new(connect_through(&through).await.expect("the client connects")))
+            On::Client(Arc::new(Mutex::new(connect_through(&through).await.expect("the client connects"))))
         };
         let locks = Arc::new(Mutex::new(Arc::new(match &on {
             On::Client(client) => Locks::new(&*client.lock().unwrap(), paths, index),
@@ -458,7 +471,18 @@ impl Actor {
         let slots =
             (0..super::ops::SLOTS).map(|slot| Slot::start(index, slot, session.clone(), &locks, record)).collect();
         let seats = Lock::ELECTIONS.map(Seat::new);
-        Actor { index, proxy, on, locks, slots, seats }
+        let current: Box<dyn Fn() -> Client + Send> = match &on {
+            On::Client(client) => {
+                let client = Arc::clone(client);
+                Box::new(move || client.lock().unwrap().clone())
+            }
+            On::Session(view) => {
+                let view = Arc::clone(view);
+                Box::new(move || view.lock().unwrap().session.client())
+            }
+        };
+        let connection_follower = tokio::spawn(follow_connection(current, index, Arc::clone(record)));
+        Actor { index, proxy, on, locks, slots, seats, connection_follower }
     }
 
     /// The client now.
@@ -495,6 +519,29 @@ impl Actor {
         if let Ok(Ok(fresh)) = tokio::time::timeout(Duration::from_secs(2), connect_through(&through)).await {
             *self.locks.lock().unwrap() = Arc::new(Locks::new(&fresh, paths, self.index));
             *client.lock().unwrap() = fresh;
+        }
+    }
+}
+
+/// Records since when the actor's client (whichever it has now: a plain client is replaced
+/// after an expiry, a `Session` replaces its own) has been connected, at each change of its
+/// state.
+async fn follow_connection(current: Box<dyn Fn() -> Client + Send>, actor: usize, record: Shared) {
+    loop {
+        let client = current();
+        let mut states = client.state_watcher();
+        let mut state = states.state();
+        loop {
+            let connected = matches!(state, SessionState::SyncConnected | SessionState::ConnectedReadOnly);
+            record.lock().unwrap().connected.insert(actor, connected.then(Instant::now));
+            if state.is_terminated() {
+                break;
+            }
+            state = states.changed().await;
+        }
+        // Its session ended: the condition polled is the client's replacement.
+        while current().session_id() == client.session_id() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 }
