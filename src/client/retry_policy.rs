@@ -242,13 +242,15 @@ impl Default for RetryPolicy {
 pub(crate) struct Retries {
     policy: RetryPolicy,
     failures: u32,
-    started: Instant,
+    /// When the first try was sent, read only under a policy bounded in time: every acquire's
+    /// create and every release's delete start one, and most are never retried.
+    started: Option<Instant>,
 }
 
 impl Retries {
     /// The retries of a request whose first try is being sent now.
     pub(crate) fn new(policy: RetryPolicy) -> Self {
-        Retries { policy, failures: 0, started: Instant::now() }
+        Retries { policy, failures: 0, started: policy.max_elapsed.map(|_| Instant::now()) }
     }
 
     /// Counts a transient failure and returns the pause before the next try for a `random` draw
@@ -262,8 +264,8 @@ impl Retries {
         match self.policy.max_elapsed {
             None => Some(pause),
             Some(most) => {
-                let left =
-                    most.checked_sub(now.saturating_duration_since(self.started)).filter(|left| !left.is_zero())?;
+                let started = self.started.unwrap_or(now);
+                let left = most.checked_sub(now.saturating_duration_since(started)).filter(|left| !left.is_zero())?;
                 Some(pause.min(left))
             }
         }
@@ -344,7 +346,7 @@ mod tests {
     fn max_elapsed_gives_up_once_spent_and_no_pause_outlasts_it() {
         let policy = RetryPolicy::new().with_backoff(Backoff::linear(40 * MS, 40 * MS)).with_max_elapsed(100 * MS);
         let mut retries = Retries::new(policy);
-        let start = retries.started;
+        let start = retries.started.expect("a policy bounded in time reads the clock");
         assert_eq!(retries.next_pause(1.0, start), Some(40 * MS));
         assert_eq!(retries.next_pause(1.0, start + 90 * MS), Some(10 * MS));
         assert_eq!(retries.next_pause(1.0, start + 100 * MS), None);

@@ -49,7 +49,7 @@ impl DelayedNodeWatches {
     }
 
     pub(crate) fn push(&self, signal: &Arc<HoldSignal>, node_path: &Arc<str>, retry: RetryPolicy) {
-        let due = Instant::now() + NODE_WATCH_DELAY;
+        let due = signal.began() + NODE_WATCH_DELAY;
         let watch = DelayedNodeWatch { due, signal: Arc::downgrade(signal), node_path: Arc::clone(node_path), retry };
         self.lock().push_back(watch);
     }

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Waker};
+use std::time::Instant;
 
 use tokio::sync::Notify;
 use zookeeper_client::StateWatcher;
@@ -54,6 +55,11 @@ impl HoldSignal {
             armed_on: Mutex::new(None),
             events,
         })
+    }
+
+    /// When the hold began in this process.
+    pub(crate) fn began(&self) -> Instant {
+        self.events.acquired_at()
     }
 
     /// Records the first reason the hold was lost; later ones are ignored.

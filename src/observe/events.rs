@@ -76,20 +76,22 @@ impl LockLabel {
 
     /// A new hold on `node`, after waiting since `started`; returns what follows the hold.
     pub(crate) fn acquired(&self, node: &Arc<str>, fencing_token: i64, started: Instant) -> HoldEvents {
-        self.series.acquired(self.granted(node, fencing_token, started, false));
-        HoldEvents { lock: self.clone(), node: Arc::clone(node), acquired_at: Instant::now() }
+        // One clock read for the wait's end and the hold's start (and its node watch's due time).
+        let now = Instant::now();
+        self.series.acquired(self.granted(node, fencing_token, started, now, false));
+        HoldEvents { lock: self.clone(), node: Arc::clone(node), acquired_at: now }
     }
 
     /// A hold on `node` passed on by a task of ours (local handoff), after waiting since
     /// `started`: an acquisition, though the node's hold (the `zklock_held` gauge) goes on.
     pub(crate) fn handed_over(&self, node: &str, fencing_token: i64, started: Instant) {
-        self.series.granted(self.granted(node, fencing_token, started, true));
+        self.series.granted(self.granted(node, fencing_token, started, Instant::now(), true));
     }
 
-    /// Tells of an acquire granted on `node` (`handed_over` by a task of ours, or not); returns
-    /// how long it waited.
-    fn granted(&self, node: &str, fencing_token: i64, started: Instant, handed_over: bool) -> Duration {
-        let waited = started.elapsed();
+    /// Tells of an acquire granted on `node` at `now` (`handed_over` by a task of ours, or not);
+    /// returns how long it waited.
+    fn granted(&self, node: &str, fencing_token: i64, started: Instant, now: Instant, handed_over: bool) -> Duration {
+        let waited = now.saturating_duration_since(started);
         tracing::debug!(
             target: "zklock",
             recipe = self.recipe.name(),
@@ -156,6 +158,11 @@ pub(crate) struct HoldEvents {
 }
 
 impl HoldEvents {
+    /// When the hold began in this process.
+    pub(crate) fn acquired_at(&self) -> Instant {
+        self.acquired_at
+    }
+
     /// Our release ends the hold.
     pub(crate) fn released(&self) {
         let held = self.acquired_at.elapsed();
