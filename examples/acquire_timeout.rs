@@ -18,8 +18,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Two clients stand for two services: each has its own ZooKeeper session.
     let alpha = Client::connect(&connect).await?;
     let beta = Client::connect(&connect).await?;
-    let alpha_lock = InterProcessMutex::builder(&alpha, LOCK_PATH).node_data("alpha").build()?;
-    let beta_lock = InterProcessMutex::builder(&beta, LOCK_PATH).node_data("beta").build()?;
+    let alpha_lock =
+        InterProcessMutex::builder(&alpha, LOCK_PATH).options(zklock::LockOptions::new().node_data("alpha")).build()?;
+    let beta_lock =
+        InterProcessMutex::builder(&beta, LOCK_PATH).options(zklock::LockOptions::new().node_data("beta")).build()?;
 
     let guard = alpha_lock.acquire().await?;
     println!("alpha holds {} (fencing token {})", guard.node_path(), guard.fencing_token());

@@ -14,7 +14,7 @@ mod support;
 use std::time::Duration;
 
 use zklock::zookeeper_client::{Acls, Client, CreateMode};
-use zklock::{AclProvider, InterProcessMutex};
+use zklock::{AclProvider, InterProcessMutex, LockOptions};
 
 const LOCK_PATH: &str = "/examples/locks/fenced-leader";
 const STATE_PATH: &str = "/examples/state/leader";
@@ -38,8 +38,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let _ = a.create(STATE_PATH, b"nobody", &state_mode).await;
 
     let lock = InterProcessMutex::builder(&a, LOCK_PATH)
-        .acl_provider(AclProvider::creator_all_anyone_read())
-        .node_data("service-a")
+        .options(LockOptions::new().acl_provider(AclProvider::creator_all_anyone_read()).node_data("service-a"))
         .build()?;
     let guard = lock.acquire().await?;
     println!("A holds {} (fencing token {})", guard.node_path(), guard.fencing_token());

@@ -22,9 +22,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let client = Client::connect(&connect).await?;
     let other = Client::connect(&connect).await?;
 
-    let report = InterProcessMutex::builder(&client, "/examples/metrics/report").path_in_metrics(true).build()?;
+    let report = InterProcessMutex::builder(&client, "/examples/metrics/report")
+        .options(zklock::LockOptions::new().path_in_metrics(true))
+        .build()?;
     let held = report.acquire().await?;
-    let rival = InterProcessMutex::builder(&other, "/examples/metrics/report").path_in_metrics(true).build()?;
+    let rival = InterProcessMutex::builder(&other, "/examples/metrics/report")
+        .options(zklock::LockOptions::new().path_in_metrics(true))
+        .build()?;
     assert!(rival.acquire_timeout(Duration::from_millis(100)).await?.is_none());
     let waiting = tokio::spawn(async move { rival.acquire().await });
 

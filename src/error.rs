@@ -199,7 +199,7 @@ pub enum LossReason {
         after: Duration,
     },
     /// The hold lasted its maximum hold time (see
-    /// [`MutexBuilder::max_hold`](crate::MutexBuilder::max_hold)), so this process gave it up:
+    /// [`LockOptions::max_hold`](crate::LockOptions::max_hold)), so this process gave it up:
     /// the holder was told, then the node was deleted, and another participant may hold now.
     MaxHoldTime {
         /// The bound the lock was built with.
@@ -320,7 +320,7 @@ pub struct LockWait {
     /// The waiting node's czxid: the later it was created, the higher.
     pub waiter_czxid: i64,
     /// The waiting node's data (for a zklock participant, what
-    /// [`MutexBuilder::node_data`](crate::MutexBuilder::node_data) set).
+    /// [`LockOptions::node_data`](crate::LockOptions::node_data) set).
     pub waiter_data: Vec<u8>,
     /// The waiting node's session (its `ephemeralOwner`).
     pub waiter_session: i64,

@@ -90,7 +90,7 @@ pub use lock::rwlock::{InterProcessReadWriteLock, ReadWriteLockBuilder};
 pub use lock::semaphore::{InterProcessSemaphoreV2, SemaphoreBuilder};
 pub use lock::semaphore_mutex::{InterProcessSemaphoreMutex, SemaphoreMutexBuilder};
 pub use observe::metrics;
-pub use options::{AclProvider, LocalHandoff, LossPolicy};
+pub use options::{AclProvider, LocalHandoff, LockOptions, LossPolicy};
 pub use rules::path::validate_lock_path;
 pub use session::Session;
 

@@ -1,4 +1,5 @@
-//! The options every recipe's builder takes, said once: ACLs, loss policy, node data.
+//! The options every recipe's builder takes, said once ([`LockOptions`]: ACLs, loss policy,
+//! node data, maximum hold time), and what a lock object is built with beside them.
 
 use std::time::Duration;
 
@@ -193,18 +194,153 @@ impl Default for LocalHandoff {
     }
 }
 
-/// What a lock object's nodes carry and how its holds behave: what every recipe's builder sets
-/// (`lock_options!`), and reentrancy for the mutexes.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct LockOptions {
+/// The options every recipe's builder takes, one value: what the nodes carry, who may touch
+/// them, when a disconnection loses a hold, how long a hold may last, and how metrics name the
+/// lock. Set them once and hand the value to each builder's `options` (a service's locks,
+/// semaphores and elections usually share one); each recipe's own options (reentrancy, local
+/// handoff, the node schema, a semaphore's maximum) stay on its builder.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use zklock::{AclProvider, InterProcessMutex, InterProcessSemaphoreV2, LockOptions, LossPolicy};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = zklock::Client::connect("127.0.0.1:2181").await?;
+/// let options = LockOptions::new()
+///     .node_data("host-1")
+///     .loss_policy(LossPolicy::AnyDisconnection)
+///     .acl_provider(AclProvider::creator_all_anyone_read())
+///     .max_hold(Duration::from_secs(600));
+/// let payments = InterProcessMutex::builder(&client, "/app/locks/payments").options(options.clone()).build()?;
+/// let exports = InterProcessSemaphoreV2::builder(&client, "/app/semaphores/export", 4).options(options).build()?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[must_use = "options do nothing until a builder's `options` takes them"]
+pub struct LockOptions {
     pub(crate) data: Vec<u8>,
     pub(crate) acls: AclProvider,
     pub(crate) loss_policy: LossPolicy,
+    /// Whether metrics carry the lock path.
+    pub(crate) path_in_metrics: bool,
+    /// How long a hold may last before this process gives it up; none by default.
+    pub(crate) max_hold: Option<Duration>,
+}
+
+impl LockOptions {
+    /// The defaults: no node data, anyone-all ACLs, [`LossPolicy::SessionTimeout`], no maximum
+    /// hold time, no lock path in metrics.
+    pub fn new() -> Self {
+        LockOptions::default()
+    }
+
+    /// The data stored in each lock node, shown by `participants_with_data()` to anyone who
+    /// may read them (for example a host name). Defaults to empty. A leader election's node data
+    /// is its participant's id: an election's builder refuses other data.
+    pub fn node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.data = data.into();
+        self
+    }
+
+    /// Gives every hold up once it has lasted `bound`: the holder is told first (its
+    /// `lost()` resolves with [`LossReason::MaxHoldTime`](crate::LossReason::MaxHoldTime),
+    /// `is_held()` turns false, a reentrant acquire is refused with
+    /// [`Error::LockLost`](crate::Error::LockLost), a release reports the loss), then its
+    /// node is deleted, so another participant may hold. A holder that crashed in all but
+    /// its connection (a hung job, a deadlocked thread) cannot keep the lock for ever.
+    /// Defaults to none: a hold lasts until it is released or lost.
+    ///
+    /// The bound counts from the moment the hold began in this process (the acquire that
+    /// took the node, not the time the node waited in the queue). Reentrant acquires share
+    /// the owner's first hold, and its bound. With
+    /// [`local_handoff`](crate::MutexBuilder::local_handoff), the bound is the node's: it
+    /// counts from the node's first holder and a pass to another task does not reset it,
+    /// so a process cannot keep a node past the bound by passing it on. A semaphore's bound
+    /// is each lease's; a multi-lock's, each of its locks' (its `lost()` fires at the
+    /// first). A hold released before the bound ends as any other: nothing fires later.
+    /// Leader elections take none (their builders refuse it).
+    ///
+    /// What it cannot promise: the bound is kept by the holder's own process, a timer on
+    /// its tokio runtime (or zklock's background thread), not by ZooKeeper. A process
+    /// frozen whole (stopped, swapping, its runtime blocked) runs no timer and keeps the
+    /// node until its session ends, as it would without the option; and a holder that is
+    /// not watching `lost()` goes on working after the node is gone (check the fencing
+    /// token). The bound is not written into the node: its data stays what
+    /// [`node_data`](Self::node_data) says, which Curator and kazoo read as the
+    /// participant's own (the `zklock` command writes the bound in its own node data, where
+    /// `zklock list` shows it).
+    ///
+    /// `bound` is checked by the builder's `build`: zero, or more than a year, is
+    /// [`Error::InvalidOptions`](crate::Error::InvalidOptions).
+    pub fn max_hold(mut self, bound: Duration) -> Self {
+        self.max_hold = Some(bound);
+        self
+    }
+
+    /// When a disconnection counts as losing a held lock (or leadership). Defaults to
+    /// [`LossPolicy::SessionTimeout`].
+    pub fn loss_policy(mut self, policy: LossPolicy) -> Self {
+        self.loss_policy = policy;
+        self
+    }
+
+    /// The ACL of the lock nodes and of the parents zklock creates (the same list for both;
+    /// see [`acl_provider`](Self::acl_provider) for two). Defaults to
+    /// [`Acls::anyone_all`], as Curator's default ACL provider.
+    pub fn acls(mut self, acls: impl Into<Vec<Acl>>) -> Self {
+        self.acls = AclProvider::uniform(acls);
+        self
+    }
+
+    /// One ACL for the lock nodes and one for the parents zklock creates; see
+    /// [`AclProvider`]. Defaults to anyone-all for both.
+    pub fn acl_provider(mut self, provider: AclProvider) -> Self {
+        self.acls = provider;
+        self
+    }
+
+    /// Whether metrics (feature `metrics`) carry the lock path as a `path` label. Defaults
+    /// to `false`: every lock of a recipe shares its series, so that thousands of lock paths
+    /// cannot blow up a metrics backend's cardinality.
+    pub fn path_in_metrics(mut self, labelled: bool) -> Self {
+        self.path_in_metrics = labelled;
+        self
+    }
+
+    /// Refuses options no lock can work with.
+    pub(crate) fn validate(&self) -> Result<()> {
+        self.acls.validate()?;
+        if self.max_hold.is_some_and(|bound| bound.is_zero() || bound > MAX_HOLD_LIMIT) {
+            return Err(Error::InvalidOptions("the maximum hold time must be above zero and at most a year"));
+        }
+        Ok(())
+    }
+
+    /// Refuses what a leader election cannot take: node data (its node's data is the
+    /// participant's id) and a maximum hold time.
+    pub(crate) fn validate_for_election(&self) -> Result<()> {
+        if !self.data.is_empty() {
+            return Err(Error::InvalidOptions("a leader election's node data is its participant id"));
+        }
+        if self.max_hold.is_some() {
+            return Err(Error::InvalidOptions("a leader election takes no maximum hold time"));
+        }
+        Ok(())
+    }
+}
+
+/// What a lock object is built with: the options every recipe takes, and the mutexes' own
+/// (reentrancy, local handoff, the deadlock look, owner chains).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Settings {
+    pub(crate) common: LockOptions,
     pub(crate) reentrant: bool,
     /// Passes a hold between tasks of this process (mutexes and write sides only).
     pub(crate) local_handoff: Option<LocalHandoff>,
-    /// Whether metrics carry the lock path.
-    pub(crate) path_in_metrics: bool,
     /// Under which root a waiting acquire looks for a deadlock it is part of (mutexes and
     /// read-write locks only).
     pub(crate) deadlock_root: Option<String>,
@@ -216,8 +352,6 @@ pub(crate) struct LockOptions {
     /// Whether its nodes are a leader selector's, which the deadlock scan must tell from a
     /// mutex's (`rules/owner_tag.rs`, `NodeMark::Election`).
     pub(crate) election: bool,
-    /// How long a hold may last before this process gives it up (`max_hold`); none by default.
-    pub(crate) max_hold: Option<Duration>,
 }
 
 /// The longest maximum hold time a lock takes: a year. A bound past it is a mistake (a unit
@@ -244,21 +378,18 @@ pub(crate) struct DeadlockCheck {
     pub(crate) period: Duration,
 }
 
-impl LockOptions {
+impl Settings {
     /// A mutex's defaults: reentrant per task, as Curator's per thread.
     pub(crate) fn mutex() -> Self {
-        LockOptions { reentrant: true, ..LockOptions::default() }
+        Settings { reentrant: true, ..Settings::default() }
     }
 
     /// Refuses options no lock can work with (the deadlock root's path is the builder's to
     /// check, with the lock path's rules).
     pub(crate) fn validate(&self) -> Result<()> {
-        self.acls.validate()?;
+        self.common.validate()?;
         if self.deadlock_scan_period.is_some_and(|period| period.is_zero()) {
             return Err(Error::InvalidOptions("the deadlock scan period must be above zero"));
-        }
-        if self.max_hold.is_some_and(|bound| bound.is_zero() || bound > MAX_HOLD_LIMIT) {
-            return Err(Error::InvalidOptions("the maximum hold time must be above zero and at most a year"));
         }
         if self.owner_chain.is_some_and(|chain| chain >= OWNER_CHAIN_LIMIT) {
             return Err(Error::InvalidOptions("an owner chain's id must be under 2^48"));
@@ -273,94 +404,6 @@ impl LockOptions {
     }
 }
 
-/// The builder methods every lock recipe shares, written once: `$options` is the path of the
-/// builder's [`LockOptions`] field.
-macro_rules! lock_options {
-    ($($options:ident).+) => {
-        /// The data stored in each lock node, shown by `participants_with_data()` to anyone who
-        /// may read them (for example a host name). Defaults to empty.
-        pub fn node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
-            self.$($options).+.data = data.into();
-            self
-        }
-
-        /// Gives every hold up once it has lasted `bound`: the holder is told first (its
-        /// `lost()` resolves with [`LossReason::MaxHoldTime`](crate::LossReason::MaxHoldTime),
-        /// `is_held()` turns false, a reentrant acquire is refused with
-        /// [`Error::LockLost`](crate::Error::LockLost), a release reports the loss), then its
-        /// node is deleted, so another participant may hold. A holder that crashed in all but
-        /// its connection (a hung job, a deadlocked thread) cannot keep the lock for ever.
-        /// Defaults to none: a hold lasts until it is released or lost.
-        ///
-        /// The bound counts from the moment the hold began in this process (the acquire that
-        /// took the node, not the time the node waited in the queue). Reentrant acquires share
-        /// the owner's first hold, and its bound. With
-        /// [`local_handoff`](crate::MutexBuilder::local_handoff), the bound is the node's: it
-        /// counts from the node's first holder and a pass to another task does not reset it,
-        /// so a process cannot keep a node past the bound by passing it on. A semaphore's bound
-        /// is each lease's; a multi-lock's, each of its locks' (its `lost()` fires at the
-        /// first). A hold released before the bound ends as any other: nothing fires later.
-        ///
-        /// What it cannot promise: the bound is kept by the holder's own process, a timer on
-        /// its tokio runtime (or zklock's background thread), not by ZooKeeper. A process
-        /// frozen whole (stopped, swapping, its runtime blocked) runs no timer and keeps the
-        /// node until its session ends, as it would without the option; and a holder that is
-        /// not watching `lost()` goes on working after the node is gone (check the fencing
-        /// token). The bound is not written into the node: its data stays what
-        /// [`node_data`](Self::node_data) says, which Curator and kazoo read as the
-        /// participant's own (the `zklock` command writes the bound in its own node data, where
-        /// `zklock list` shows it).
-        ///
-        /// `bound` is checked by `build`: zero, or more than a year, is
-        /// [`Error::InvalidOptions`](crate::Error::InvalidOptions).
-        pub fn max_hold(mut self, bound: std::time::Duration) -> Self {
-            self.$($options).+.max_hold = Some(bound);
-            self
-        }
-
-        crate::options::recipe_options!($($options).+);
-    };
-}
-
-/// The builder methods of every recipe, leader elections included (whose node data is the
-/// participant's id, so they take no `node_data`).
-macro_rules! recipe_options {
-    ($($options:ident).+) => {
-        /// When a disconnection counts as losing a held lock (or leadership). Defaults to
-        /// [`LossPolicy::SessionTimeout`](crate::LossPolicy::SessionTimeout).
-        pub fn loss_policy(mut self, policy: crate::options::LossPolicy) -> Self {
-            self.$($options).+.loss_policy = policy;
-            self
-        }
-
-        /// The ACL of the lock nodes and of the parents zklock creates (the same list for both;
-        /// see [`acl_provider`](Self::acl_provider) for two). Defaults to
-        /// [`Acls::anyone_all`](zookeeper_client::Acls::anyone_all), as Curator's default ACL
-        /// provider.
-        pub fn acls(mut self, acls: impl Into<Vec<zookeeper_client::Acl>>) -> Self {
-            self.$($options).+.acls = crate::options::AclProvider::uniform(acls);
-            self
-        }
-
-        /// One ACL for the lock nodes and one for the parents zklock creates; see
-        /// [`AclProvider`](crate::AclProvider). Defaults to anyone-all for both.
-        pub fn acl_provider(mut self, provider: crate::options::AclProvider) -> Self {
-            self.$($options).+.acls = provider;
-            self
-        }
-
-        /// Whether metrics (feature `metrics`) carry the lock path as a `path` label. Defaults
-        /// to `false`: every lock of a recipe shares its series, so that thousands of lock paths
-        /// cannot blow up a metrics backend's cardinality.
-        pub fn path_in_metrics(mut self, labelled: bool) -> Self {
-            self.$($options).+.path_in_metrics = labelled;
-            self
-        }
-    };
-}
-
-pub(crate) use {lock_options, recipe_options};
-
 /// When a disconnection from ZooKeeper counts as losing the lock.
 ///
 /// A held lock really ends only when the server expires the session. While disconnected, a
@@ -370,14 +413,14 @@ pub(crate) use {lock_options, recipe_options};
 /// # Examples
 ///
 /// ```no_run
-/// use zklock::{InterProcessMutex, LossPolicy};
+/// use zklock::{InterProcessMutex, LockOptions, LossPolicy};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let client = zklock::Client::connect("127.0.0.1:2181").await?;
 /// // Stop at the first disconnection, as Curator users do on SUSPENDED.
 /// let mutex = InterProcessMutex::builder(&client, "/app/locks/payments")
-///     .loss_policy(LossPolicy::AnyDisconnection)
+///     .options(LockOptions::new().loss_policy(LossPolicy::AnyDisconnection))
 ///     .build()?;
 /// let guard = mutex.acquire().await?;
 /// println!("lost: {}", guard.lost().await);
@@ -439,11 +482,24 @@ mod tests {
 
     #[test]
     fn a_zero_or_absurd_maximum_hold_time_is_refused() {
-        let with = |bound| LockOptions { max_hold: Some(bound), ..LockOptions::mutex() }.validate();
+        let with = |bound| Settings { common: LockOptions::new().max_hold(bound), ..Settings::mutex() }.validate();
         for bad in [Duration::ZERO, MAX_HOLD_LIMIT + Duration::from_nanos(1), Duration::MAX] {
             assert!(matches!(with(bad), Err(Error::InvalidOptions(_))), "{bad:?}");
         }
         assert!(with(Duration::from_nanos(1)).is_ok());
         assert!(with(MAX_HOLD_LIMIT).is_ok());
+    }
+
+    #[test]
+    fn an_election_refuses_node_data_and_a_maximum_hold_time_and_takes_the_rest() {
+        let refused = [LockOptions::new().node_data("host-1"), LockOptions::new().max_hold(Duration::from_secs(1))];
+        for options in refused {
+            assert!(matches!(options.validate_for_election(), Err(Error::InvalidOptions(_))), "{options:?}");
+        }
+        let taken = LockOptions::new()
+            .loss_policy(LossPolicy::AnyDisconnection)
+            .acl_provider(AclProvider::creator_all_anyone_read())
+            .path_in_metrics(true);
+        assert!(taken.validate_for_election().is_ok());
     }
 }

@@ -141,7 +141,10 @@ async fn a_mutex_tells_its_acquisitions_releases_timeouts_losses_and_revocations
     let path = unique_path("observed-mutex");
     let client = connect().await;
     let operator = connect().await;
-    let mutex = InterProcessMutex::builder(&client, &path).path_in_metrics(true).build().unwrap();
+    let mutex = InterProcessMutex::builder(&client, &path)
+        .options(zklock::LockOptions::new().path_in_metrics(true))
+        .build()
+        .unwrap();
     let rival = InterProcessMutex::new(&operator, &path).unwrap();
 
     // Read before this test records anything: a snapshot drains the histograms.
@@ -202,7 +205,10 @@ async fn a_semaphore_tells_its_leases_under_its_own_name() {
     let (_alone, recorder, _default) = observed().await;
     let path = unique_path("observed-semaphore");
     let client = connect().await;
-    let semaphore = InterProcessSemaphoreV2::builder(&client, &path, 1).path_in_metrics(true).build().unwrap();
+    let semaphore = InterProcessSemaphoreV2::builder(&client, &path, 1)
+        .options(zklock::LockOptions::new().path_in_metrics(true))
+        .build()
+        .unwrap();
 
     let lease = semaphore.acquire().await.unwrap();
     assert!(semaphore.try_acquire().await.unwrap().is_none());
@@ -243,7 +249,10 @@ async fn a_leader_latch_tells_each_term_taken_lost_and_ended_under_its_own_name(
     let path = unique_path("observed-latch");
     let client = connect().await;
     let operator = connect().await;
-    let latch = zklock::LeaderLatch::builder(&client, &path, "host-1").path_in_metrics(true).build().unwrap();
+    let latch = zklock::LeaderLatch::builder(&client, &path, "host-1")
+        .options(zklock::LockOptions::new().path_in_metrics(true))
+        .build()
+        .unwrap();
     latch.start().await.unwrap();
     let first = latch.await_leadership().await.unwrap();
     operator.delete(first.node_path(), None).await.unwrap();
@@ -285,7 +294,12 @@ async fn gauges_show_what_is_held_and_waited_for_and_failures_are_counted_by_kin
     let (_alone, _recorder, _default) = observed().await;
     let path = unique_path("observed-gauges");
     let client = connect().await;
-    let build = || InterProcessMutex::builder(&client, &path).path_in_metrics(true).build().unwrap();
+    let build = || {
+        InterProcessMutex::builder(&client, &path)
+            .options(zklock::LockOptions::new().path_in_metrics(true))
+            .build()
+            .unwrap()
+    };
     let series = || metrics_with(&[("recipe", "mutex"), ("path", &path)]);
     let holder = build().acquire().await.unwrap();
     let waiter_mutex = build();
@@ -302,7 +316,10 @@ async fn gauges_show_what_is_held_and_waited_for_and_failures_are_counted_by_kin
     common::eventually("nothing held", || async { gauge(&series(), "zklock_held") == 0.0 }).await;
 
     // A read holder asking for the write lock would wait for itself: counted by kind.
-    let rw = zklock::InterProcessReadWriteLock::builder(&client, &path).path_in_metrics(true).build().unwrap();
+    let rw = zklock::InterProcessReadWriteLock::builder(&client, &path)
+        .options(zklock::LockOptions::new().path_in_metrics(true))
+        .build()
+        .unwrap();
     let read = rw.read_lock().acquire().await.unwrap();
     assert!(matches!(rw.write_lock().acquire().await, Err(zklock::Error::WouldDeadlock(_))));
     let writes = metrics_with(&[("recipe", "write_lock"), ("path", &path)]);
@@ -354,7 +371,12 @@ async fn paths_past_the_limit_share_one_label_and_warn_once() {
     let paths: Vec<String> = (0..=zklock::metrics::PATH_LABELS + 1).map(|at| format!("{base}/{at}")).collect();
     let mutexes: Vec<InterProcessMutex> = paths
         .iter()
-        .map(|path| InterProcessMutex::builder(&client, path).path_in_metrics(true).build().unwrap())
+        .map(|path| {
+            InterProcessMutex::builder(&client, path)
+                .options(zklock::LockOptions::new().path_in_metrics(true))
+                .build()
+                .unwrap()
+        })
         .collect();
     let (last_labelled, first_over, second_over) =
         (zklock::metrics::PATH_LABELS - 1, zklock::metrics::PATH_LABELS, zklock::metrics::PATH_LABELS + 1);

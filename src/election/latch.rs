@@ -14,7 +14,6 @@ use crate::hold::while_held::RunEnd;
 use crate::lock::mutex::InterProcessMutex;
 use crate::lock::mutex_builder::MutexBuilder;
 use crate::observe::label::Recipe;
-use crate::options::recipe_options;
 use crate::rules::naming::LATCH;
 
 /// Elects one leader among every participant on a ZooKeeper path, in the style of Apache
@@ -75,7 +74,13 @@ pub struct LeaderLatchBuilder {
 }
 
 impl LeaderLatchBuilder {
-    recipe_options!(mutex.options);
+    /// The options every recipe takes, as one value: see [`LockOptions`](crate::LockOptions).
+    /// An election takes its ACLs, loss policy and metrics label; `build` refuses node data
+    /// (the node's data is the participant's id) and a maximum hold time. Replaces any given
+    /// before.
+    pub fn options(self, options: crate::options::LockOptions) -> Self {
+        LeaderLatchBuilder { mutex: self.mutex.options(options), ..self }
+    }
 
     /// Builds the latch. Sends nothing to ZooKeeper.
     ///
@@ -84,7 +89,7 @@ impl LeaderLatchBuilder {
     /// (see [`MutexBuilder::build`]), [`Error::InvalidOptions`](crate::Error::InvalidOptions) when
     /// the ACL list is empty.
     pub fn build(self) -> Result<LeaderLatch> {
-        let mutex = self.mutex.node_data(self.id.as_bytes()).reentrant(false).serving(Recipe::LeaderLatch).named(LATCH);
+        let mutex = self.mutex.participant(&self.id)?.reentrant(false).serving(Recipe::LeaderLatch).named(LATCH);
         let election = Election::new(mutex, self.id, true)?;
         Ok(LeaderLatch { election: Arc::new(election) })
     }
@@ -100,7 +105,7 @@ impl LeaderLatch {
         Self::builder(on, path, id).build()
     }
 
-    /// Starts building a latch with options (loss policy, ACLs).
+    /// Starts building a latch with options (ACLs, loss policy: [`LockOptions`](crate::LockOptions)).
     pub fn builder(on: impl Into<Connection>, path: &str, id: &str) -> LeaderLatchBuilder {
         LeaderLatchBuilder { mutex: InterProcessMutex::builder(on, path), id: id.to_owned() }
     }

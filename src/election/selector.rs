@@ -13,7 +13,6 @@ use crate::error::Result;
 use crate::lock::mutex::InterProcessMutex;
 use crate::lock::mutex_builder::{MutexBuilder, NodeSchema};
 use crate::observe::label::Recipe;
-use crate::options::recipe_options;
 
 /// Runs the leader's work in one participant at a time, in the style of Apache Curator's
 /// `LeaderSelector`, and wire-compatible with it.
@@ -96,7 +95,13 @@ impl LeaderSelectorBuilder {
         LeaderSelectorBuilder { mutex: self.mutex.node_schema(schema), ..self }
     }
 
-    recipe_options!(mutex.options);
+    /// The options every recipe takes, as one value: see [`LockOptions`](crate::LockOptions).
+    /// An election takes its ACLs, loss policy and metrics label; `build` refuses node data
+    /// (the node's data is the participant's id) and a maximum hold time. Replaces any given
+    /// before.
+    pub fn options(self, options: crate::options::LockOptions) -> Self {
+        LeaderSelectorBuilder { mutex: self.mutex.options(options), ..self }
+    }
 
     /// Builds the selector. Sends nothing to ZooKeeper.
     ///
@@ -105,8 +110,7 @@ impl LeaderSelectorBuilder {
     /// (see [`MutexBuilder::build`]), [`Error::InvalidOptions`](crate::Error::InvalidOptions) when
     /// the ACL list is empty.
     pub fn build(self) -> Result<LeaderSelector> {
-        let mutex =
-            self.mutex.node_data(self.id.as_bytes()).reentrant(false).serving(Recipe::LeaderSelector).electing();
+        let mutex = self.mutex.participant(&self.id)?.reentrant(false).serving(Recipe::LeaderSelector).electing();
         let election = Election::new(mutex, self.id, self.auto_requeue)?;
         Ok(LeaderSelector { election: Arc::new(election) })
     }

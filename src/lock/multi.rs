@@ -13,7 +13,7 @@ use crate::client::deadline::{acquire_forever, Patience};
 use crate::error::{Error, LossReason, Result};
 use crate::lock::guard::LockGuard;
 use crate::lock::mutex::InterProcessMutex;
-use crate::options::{lock_options, LockOptions};
+use crate::options::{LockOptions, Settings};
 use crate::queue::queue_node::QueueNode;
 
 /// Several locks acquired as one, all or none: Apache Curator's `InterProcessMultiLock`.
@@ -87,7 +87,7 @@ impl InterProcessMultiLock {
         MultiLockBuilder {
             connection: on.into(),
             paths: paths.iter().map(|path| (*path).to_owned()).collect(),
-            options: LockOptions::mutex(),
+            settings: Settings::mutex(),
         }
     }
 
@@ -222,11 +222,17 @@ impl InterProcessMultiLock {
 pub struct MultiLockBuilder {
     connection: Connection,
     paths: Vec<String>,
-    options: LockOptions,
+    settings: Settings,
 }
 
 impl MultiLockBuilder {
-    lock_options!(options);
+    /// The options every recipe takes (node data, ACLs, loss policy, maximum hold time, the
+    /// lock path in metrics), as one value: see [`LockOptions`](crate::LockOptions). Replaces
+    /// any given before. Defaults to [`LockOptions::new`](crate::LockOptions::new).
+    pub fn options(mut self, options: LockOptions) -> Self {
+        self.settings.common = options;
+        self
+    }
 
     /// Builds the multi-lock. Sends nothing to ZooKeeper.
     ///
@@ -236,7 +242,7 @@ impl MultiLockBuilder {
     pub fn build(self) -> Result<InterProcessMultiLock> {
         let mutex = |path: &String| {
             let mut builder = InterProcessMutex::builder(self.connection.clone(), path);
-            builder.options = self.options.clone();
+            builder.settings = self.settings.clone();
             builder.build()
         };
         InterProcessMultiLock::new(self.paths.iter().map(mutex).collect::<Result<_>>()?)

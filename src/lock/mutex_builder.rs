@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::lock::mutex::InterProcessMutex;
 use crate::lock::state::LockState;
 use crate::observe::label::{LockLabel, Recipe};
-use crate::options::{lock_options, LocalHandoff, LockOptions};
+use crate::options::{LocalHandoff, LockOptions, Settings};
 use crate::rules::entry::Role;
 use crate::rules::naming::{Schema, KAZOO_MUTEX, MUTEX};
 use crate::rules::path::validate_lock_path;
@@ -23,7 +23,7 @@ use crate::rules::path::validate_lock_path;
 pub struct MutexBuilder {
     pub(crate) connection: Connection,
     pub(crate) path: String,
-    pub(crate) options: LockOptions,
+    pub(crate) settings: Settings,
     pub(crate) node_schema: NodeSchema,
     /// Set when the mutex serves another recipe (a semaphore's gate).
     serves: Option<Recipe>,
@@ -59,7 +59,13 @@ impl MutexBuilder {
         self
     }
 
-    lock_options!(options);
+    /// The options every recipe takes (node data, ACLs, loss policy, maximum hold time, the
+    /// lock path in metrics), as one value: see [`LockOptions`](crate::LockOptions). Replaces
+    /// any given before. Defaults to [`LockOptions::new`](crate::LockOptions::new).
+    pub fn options(mut self, options: LockOptions) -> Self {
+        self.settings.common = options;
+        self
+    }
 
     /// Whether the owner of a hold (the tokio task, or the thread outside a task) re-enters it
     /// without a round trip, as Curator's mutex does (per thread there). Defaults to `true`.
@@ -73,7 +79,7 @@ impl MutexBuilder {
     /// [`InterProcessMutex::is_acquired_by_current_task`] is then always `false`, and a read-write
     /// lock's writer cannot downgrade (its read acquire waits for its own write lock).
     pub fn reentrant(mut self, reentrant: bool) -> Self {
-        self.options.reentrant = reentrant;
+        self.settings.reentrant = reentrant;
         self
     }
 
@@ -83,7 +89,7 @@ impl MutexBuilder {
     /// lock ([`build_read_write`](Self::build_read_write)) the write side hands off; readers
     /// share anyway. Defaults to off: every acquire queues a node of its own.
     pub fn local_handoff(mut self, bound: LocalHandoff) -> Self {
-        self.options.local_handoff = Some(bound);
+        self.settings.local_handoff = Some(bound);
         self
     }
 
@@ -141,7 +147,7 @@ impl MutexBuilder {
     ///
     /// `root` is checked by [`build`](Self::build) as a lock path is, but may be `/`.
     pub fn fail_on_deadlock(mut self, root: &str) -> Self {
-        self.options.deadlock_root = Some(root.to_owned());
+        self.settings.deadlock_root = Some(root.to_owned());
         self
     }
 
@@ -152,7 +158,7 @@ impl MutexBuilder {
     /// default (tickTime 2 s). Shorter finds such a ring sooner, at a read per period per
     /// waiting acquire. Must be above zero.
     pub fn deadlock_scan_period(mut self, period: std::time::Duration) -> Self {
-        self.options.deadlock_scan_period = Some(period);
+        self.settings.deadlock_scan_period = Some(period);
         self
     }
 
@@ -187,7 +193,7 @@ impl MutexBuilder {
     ///
     /// `chain` is checked by [`build`](Self::build).
     pub fn owner_chain(mut self, chain: u64) -> Self {
-        self.options.owner_chain = Some(chain);
+        self.settings.owner_chain = Some(chain);
         self
     }
 
@@ -201,7 +207,7 @@ impl MutexBuilder {
     /// - [`Error::InvalidOptions`](crate::Error::InvalidOptions) when the ACL list is empty, the local handoff's bound is
     ///   outside what [`LocalHandoff::new`] takes, the deadlock scan period is zero, the
     ///   [`owner_chain`](Self::owner_chain)'s id is 2^48 or over, or the
-    ///   [`max_hold`](Self::max_hold) bound is zero or over a year.
+    ///   [`max_hold`](crate::LockOptions::max_hold) bound is zero or over a year.
     pub fn build(self) -> Result<InterProcessMutex> {
         self.validate()?;
         let schema = self.schema.unwrap_or(match self.node_schema {
@@ -214,10 +220,10 @@ impl MutexBuilder {
     /// Refuses a path or options no lock can work with (see [`build`](Self::build)).
     pub(crate) fn validate(&self) -> Result<()> {
         validate_lock_path(&self.path)?;
-        if let Some(root) = self.options.deadlock_root.as_deref().filter(|root| *root != "/") {
+        if let Some(root) = self.settings.deadlock_root.as_deref().filter(|root| *root != "/") {
             validate_lock_path(root)?;
         }
-        self.options.validate()
+        self.settings.validate()
     }
 
     /// The mutex serves `recipe` (a semaphore's gate): its events and metrics say so.
@@ -229,8 +235,16 @@ impl MutexBuilder {
     /// Our nodes are an election's (a leader selector's, named like a mutex's): their uuids say
     /// so, and the deadlock scan never reads their queue as a lock.
     pub(crate) fn electing(mut self) -> Self {
-        self.options.election = true;
+        self.settings.election = true;
         self
+    }
+
+    /// A leader election's participant: its options are refused where an election cannot take
+    /// them, and its nodes carry its `id`, as Curator's participants' do.
+    pub(crate) fn participant(mut self, id: &str) -> Result<Self> {
+        self.settings.common.validate_for_election()?;
+        self.settings.common.data = id.as_bytes().to_vec();
+        Ok(self)
     }
 
     /// Our nodes take `schema`'s names, whatever `node_schema` says (a leader latch queues with
@@ -246,8 +260,8 @@ impl MutexBuilder {
             Role::Read => Recipe::ReadLock,
             Role::Write => Recipe::WriteLock,
         });
-        let label = LockLabel::new(recipe, &self.path, self.options.path_in_metrics);
-        LockState::new(role, schema, label, self.connection.clone(), self.path.clone(), self.options.clone())
+        let label = LockLabel::new(recipe, &self.path, self.settings.common.path_in_metrics);
+        LockState::new(role, schema, label, self.connection.clone(), self.path.clone(), self.settings.clone())
     }
 }
 
@@ -266,7 +280,7 @@ impl InterProcessMutex {
         MutexBuilder {
             connection: on.into(),
             path: path.to_owned(),
-            options: LockOptions::mutex(),
+            settings: Settings::mutex(),
             node_schema: NodeSchema::default(),
             serves: None,
             schema: None,

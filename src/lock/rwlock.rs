@@ -8,7 +8,6 @@ use crate::error::Result;
 use crate::lock::mutex::InterProcessMutex;
 use crate::lock::mutex_builder::{MutexBuilder, NodeSchema};
 use crate::lock::state::LockState;
-use crate::options::lock_options;
 use crate::rules::entry::Role;
 use crate::rules::naming::{KAZOO_READ, KAZOO_WRITE, READ, WRITE};
 
@@ -95,7 +94,12 @@ pub struct ReadWriteLockBuilder {
 }
 
 impl ReadWriteLockBuilder {
-    lock_options!(mutex.options);
+    /// The options every recipe takes (node data, ACLs, loss policy, maximum hold time, the
+    /// lock path in metrics), as one value: see [`LockOptions`](crate::LockOptions). Replaces
+    /// any given before. Defaults to [`LockOptions::new`](crate::LockOptions::new).
+    pub fn options(self, options: crate::options::LockOptions) -> Self {
+        ReadWriteLockBuilder { mutex: self.mutex.options(options) }
+    }
 
     /// How the nodes are named and ordered: Curator's `__READ__`/`__WRIT__` layout (the
     /// default) or kazoo's `__rlock__`/`__lock__` ([`NodeSchema::Kazoo`]), to share the lock with

@@ -18,7 +18,7 @@ use crate::lock::mutex::InterProcessMutex;
 use crate::lock::mutex_builder::NodeSchema;
 use crate::lock::semaphore_kazoo::{lease_paths, KazooPool};
 use crate::observe::label::{LockLabel, Recipe};
-use crate::options::{lock_options, AclProvider, LockOptions};
+use crate::options::{AclProvider, LockOptions};
 use crate::queue::listing::{queue_order, queue_with_data, read_nodes};
 use crate::queue::node::{list_children, QueueSpec};
 use crate::queue::queue_node::QueueNode;
@@ -99,7 +99,13 @@ pub struct SemaphoreBuilder {
 }
 
 impl SemaphoreBuilder {
-    lock_options!(options);
+    /// The options every recipe takes (node data, ACLs, loss policy, maximum hold time, the
+    /// lock path in metrics), as one value: see [`LockOptions`](crate::LockOptions). Replaces
+    /// any given before. Defaults to [`LockOptions::new`](crate::LockOptions::new).
+    pub fn options(mut self, options: LockOptions) -> Self {
+        self.options = options;
+        self
+    }
 
     /// Whose layout the semaphore takes: Curator's `InterProcessSemaphoreV2` (the default:
     /// `{path}/locks` and `{path}/leases`) or, with [`NodeSchema::Kazoo`], kazoo's `Semaphore`
@@ -141,8 +147,7 @@ impl SemaphoreBuilder {
         let lock = InterProcessMutex::builder(connection.clone(), &gate)
             .node_schema(node_schema)
             .reentrant(false)
-            .acl_provider(options.acls.clone())
-            .loss_policy(options.loss_policy)
+            .options(LockOptions::new().acl_provider(options.acls.clone()).loss_policy(options.loss_policy))
             .serving(Recipe::SemaphoreGate)
             .build()?;
         Ok(InterProcessSemaphoreV2 {

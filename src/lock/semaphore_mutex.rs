@@ -9,7 +9,6 @@ use crate::hold::lease::Lease;
 use crate::hold::while_held::RunEnd;
 use crate::lock::semaphore::{InterProcessSemaphoreV2, SemaphoreBuilder};
 use crate::observe::label::Recipe;
-use crate::options::lock_options;
 use crate::queue::queue_node::QueueNode;
 
 /// A mutex that is **not** reentrant, shared through ZooKeeper: Apache Curator's
@@ -145,7 +144,12 @@ pub struct SemaphoreMutexBuilder {
 }
 
 impl SemaphoreMutexBuilder {
-    lock_options!(semaphore.options);
+    /// The options every recipe takes (node data, ACLs, loss policy, maximum hold time, the
+    /// lock path in metrics), as one value: see [`LockOptions`](crate::LockOptions). Replaces
+    /// any given before. Defaults to [`LockOptions::new`](crate::LockOptions::new).
+    pub fn options(self, options: crate::options::LockOptions) -> Self {
+        SemaphoreMutexBuilder { semaphore: self.semaphore.options(options) }
+    }
 
     /// Builds the mutex. Sends nothing to ZooKeeper.
     ///

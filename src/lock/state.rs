@@ -18,7 +18,7 @@ use crate::hold::session_watch::LatestSessionWatch;
 use crate::lock::cohort::{Cohort, Handoff};
 use crate::lock::owner::{Owner, OwnerHash};
 use crate::observe::label::LockLabel;
-use crate::options::{AclProvider, DeadlockCheck, LockOptions};
+use crate::options::{AclProvider, DeadlockCheck, Settings};
 use crate::queue::node::LockNode;
 use crate::rules::entry::Role;
 use crate::rules::naming::Schema;
@@ -124,11 +124,11 @@ impl LockState {
         label: LockLabel,
         connection: Connection,
         path: String,
-        options: LockOptions,
+        settings: Settings,
     ) -> Self {
-        let session_watch = LatestSessionWatch::new(&connection.client(), options.loss_policy);
+        let session_watch = LatestSessionWatch::new(&connection.client(), settings.common.loss_policy);
         // A read lock's holders share it anyway; only exclusive sides hand off.
-        let cohort = options.local_handoff.filter(|_| role != Role::Read).map(Cohort::new);
+        let cohort = settings.local_handoff.filter(|_| role != Role::Read).map(Cohort::new);
         LockState {
             cohort,
             label,
@@ -137,14 +137,14 @@ impl LockState {
             sibling: OnceLock::new(),
             connection,
             path,
-            deadlock: options.deadlock_check(),
-            data: options.data,
-            acls: options.acls,
-            reentrant: options.reentrant,
-            max_hold: options.max_hold,
-            election: options.election,
+            deadlock: settings.deadlock_check(),
+            data: settings.common.data,
+            acls: settings.common.acls,
+            reentrant: settings.reentrant,
+            max_hold: settings.common.max_hold,
+            election: settings.election,
             // `validate` refused an id over 48 bits.
-            chain: options.owner_chain.and_then(ChainTag::new),
+            chain: settings.owner_chain.and_then(ChainTag::new),
             session_watch,
             // A hold table has an entry per owner holding or acquiring: a few at most. DashMap's
             // default of four shards per core (each padded to a cache line) would cost a

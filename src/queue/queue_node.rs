@@ -16,7 +16,7 @@ pub struct QueueNode {
     /// The node's full path.
     pub node_path: String,
     /// The node's data: for a zklock participant, what
-    /// [`MutexBuilder::node_data`](crate::MutexBuilder::node_data) set; for a Curator lock's, by
+    /// [`LockOptions::node_data`](crate::LockOptions::node_data) set; for a Curator lock's, by
     /// default its host's IP address; for an election's, the participant's id; for kazoo's, its
     /// identifier.
     pub data: Vec<u8>,

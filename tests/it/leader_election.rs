@@ -125,7 +125,10 @@ async fn a_leader_cut_off_past_its_policy_is_told_first_then_rejoins_behind_the_
     let path = unique_path("leader-cut-off");
     let proxy = Proxy::start(server().address()).unwrap();
     let a_client = connect_through(&proxy, Duration::from_secs(20)).await;
-    let a = LeaderLatch::builder(&a_client, &path, "a").loss_policy(LossPolicy::AnyDisconnection).build().unwrap();
+    let a = LeaderLatch::builder(&a_client, &path, "a")
+        .options(zklock::LockOptions::new().loss_policy(LossPolicy::AnyDisconnection))
+        .build()
+        .unwrap();
     a.start().await.unwrap();
     let first_term = leads(&a).await;
     let (_b_client, b) = started_latch(&path, "b").await;

@@ -28,7 +28,8 @@ const LOST: LossReason = LossReason::MaxHoldTime { bound: BOUND };
 async fn the_holder_is_told_before_a_waiter_of_another_session_holds() {
     let path = unique_path("max-hold-passes");
     let client = connect().await;
-    let mutex = InterProcessMutex::builder(&client, &path).max_hold(BOUND).build().unwrap();
+    let mutex =
+        InterProcessMutex::builder(&client, &path).options(zklock::LockOptions::new().max_hold(BOUND)).build().unwrap();
     let guard = Arc::new(mutex.acquire().await.unwrap());
     let holder_token = guard.fencing_token();
     let events = Arc::new(Mutex::new(Vec::new()));
@@ -75,7 +76,8 @@ async fn the_holder_is_told_before_a_waiter_of_another_session_holds() {
 async fn a_hold_released_before_its_bound_ends_as_any_other_and_nothing_fires_later() {
     let path = unique_path("max-hold-released");
     let client = connect().await;
-    let bounded = InterProcessMutex::builder(&client, &path).max_hold(BOUND).build().unwrap();
+    let bounded =
+        InterProcessMutex::builder(&client, &path).options(zklock::LockOptions::new().max_hold(BOUND)).build().unwrap();
     let guard = bounded.acquire().await.unwrap();
     assert!(guard.is_held());
     guard.release().await.unwrap();
@@ -115,7 +117,8 @@ async fn a_released_holds_timer_sends_nothing_when_its_bound_passes() {
     let path = unique_path("max-hold-quiet");
     // A long session: no ping falls inside the measurement.
     let client = common::connect_with(&common::server().connect_string(), Duration::from_secs(60)).await;
-    let mutex = InterProcessMutex::builder(&client, &path).max_hold(BOUND).build().unwrap();
+    let mutex =
+        InterProcessMutex::builder(&client, &path).options(zklock::LockOptions::new().max_hold(BOUND)).build().unwrap();
     mutex.acquire().await.unwrap().release().await.unwrap();
     let sent = || common::server().session_requests(client.session_id().0).expect("the session in cons");
     let before = sent();
@@ -127,7 +130,8 @@ async fn a_released_holds_timer_sends_nothing_when_its_bound_passes() {
 async fn a_reentrant_hold_ends_at_its_outermost_holds_bound() {
     let path = unique_path("max-hold-reentrant");
     let client = connect().await;
-    let mutex = InterProcessMutex::builder(&client, &path).max_hold(BOUND).build().unwrap();
+    let mutex =
+        InterProcessMutex::builder(&client, &path).options(zklock::LockOptions::new().max_hold(BOUND)).build().unwrap();
     let outer = mutex.acquire().await.unwrap();
     let inner = mutex.acquire().await.unwrap();
     assert_eq!(inner.node_path(), outer.node_path(), "a reentry shares the hold");
@@ -156,7 +160,7 @@ async fn a_node_passed_on_between_tasks_keeps_the_bound_of_its_first_hold() {
     let client = connect().await;
     let mutex = InterProcessMutex::builder(&client, &path)
         .local_handoff(LocalHandoff::new(LocalHandoff::MAX_HOLDERS, Duration::from_secs(60)))
-        .max_hold(BOUND)
+        .options(zklock::LockOptions::new().max_hold(BOUND))
         .build()
         .unwrap();
     let nodes = Arc::new(Mutex::new(Vec::<String>::new()));
@@ -202,7 +206,10 @@ async fn a_node_passed_on_between_tasks_keeps_the_bound_of_its_first_hold() {
 async fn a_lease_is_given_up_at_its_bound_and_another_taker_gets_it() {
     let path = unique_path("max-hold-lease");
     let client = connect().await;
-    let semaphore = InterProcessSemaphoreV2::builder(&client, &path, 1).max_hold(BOUND).build().unwrap();
+    let semaphore = InterProcessSemaphoreV2::builder(&client, &path, 1)
+        .options(zklock::LockOptions::new().max_hold(BOUND))
+        .build()
+        .unwrap();
     let lease = semaphore.acquire().await.unwrap();
     let rival_client = connect().await;
     let rival = InterProcessSemaphoreV2::new(&rival_client, &path, 1).unwrap();
@@ -217,14 +224,20 @@ async fn a_lease_is_given_up_at_its_bound_and_another_taker_gets_it() {
 async fn a_multi_lock_and_a_read_write_lock_take_the_bound_from_their_builders() {
     let client = connect().await;
     let (a, b) = (unique_path("max-hold-multi-a"), unique_path("max-hold-multi-b"));
-    let multi = InterProcessMultiLock::builder(&client, &[a.as_str(), b.as_str()]).max_hold(BOUND).build().unwrap();
+    let multi = InterProcessMultiLock::builder(&client, &[a.as_str(), b.as_str()])
+        .options(zklock::LockOptions::new().max_hold(BOUND))
+        .build()
+        .unwrap();
     let held = multi.acquire().await.unwrap();
     assert_eq!(tokio::time::timeout(HANG, held.lost()).await.unwrap(), LOST);
     assert!(!held.is_held());
     drop(held);
 
     let path = unique_path("max-hold-rw");
-    let rw = InterProcessMutex::builder(&client, &path).max_hold(BOUND).build_read_write().unwrap();
+    let rw = InterProcessMutex::builder(&client, &path)
+        .options(zklock::LockOptions::new().max_hold(BOUND))
+        .build_read_write()
+        .unwrap();
     let (read, write) = (rw.read_lock().acquire().await.unwrap(), rw.write_lock().clone());
     assert_eq!(tokio::time::timeout(HANG, read.lost()).await.unwrap(), LOST);
     drop(read);
@@ -245,7 +258,10 @@ async fn a_downgraded_read_hold_keeps_a_bound_of_its_own_after_the_write_hold_en
     const LOST: LossReason = LossReason::MaxHoldTime { bound: BOUND };
     let path = unique_path("max-hold-downgrade");
     let client = connect().await;
-    let rw = InterProcessMutex::builder(&client, &path).max_hold(BOUND).build_read_write().unwrap();
+    let rw = InterProcessMutex::builder(&client, &path)
+        .options(zklock::LockOptions::new().max_hold(BOUND))
+        .build_read_write()
+        .unwrap();
     let write = rw.write_lock().acquire().await.unwrap();
     tokio::time::sleep(BOUND / 2).await;
     let read = rw.read_lock().acquire().await.unwrap();
@@ -275,10 +291,30 @@ async fn a_zero_or_absurd_bound_is_refused_at_build() {
     let path = unique_path("max-hold-refused");
     for bad in [Duration::ZERO, Duration::from_secs(366 * 24 * 3600)] {
         let refused = |built: Result<(), Error>| assert!(matches!(built, Err(Error::InvalidOptions(_))), "{bad:?}");
-        refused(InterProcessMutex::builder(&client, &path).max_hold(bad).build().map(drop));
-        refused(InterProcessMutex::builder(&client, &path).max_hold(bad).build_read_write().map(drop));
-        refused(InterProcessSemaphoreV2::builder(&client, &path, 2).max_hold(bad).build().map(drop));
-        refused(InterProcessMultiLock::builder(&client, &[path.as_str()]).max_hold(bad).build().map(drop));
+        refused(
+            InterProcessMutex::builder(&client, &path)
+                .options(zklock::LockOptions::new().max_hold(bad))
+                .build()
+                .map(drop),
+        );
+        refused(
+            InterProcessMutex::builder(&client, &path)
+                .options(zklock::LockOptions::new().max_hold(bad))
+                .build_read_write()
+                .map(drop),
+        );
+        refused(
+            InterProcessSemaphoreV2::builder(&client, &path, 2)
+                .options(zklock::LockOptions::new().max_hold(bad))
+                .build()
+                .map(drop),
+        );
+        refused(
+            InterProcessMultiLock::builder(&client, &[path.as_str()])
+                .options(zklock::LockOptions::new().max_hold(bad))
+                .build()
+                .map(drop),
+        );
     }
 }
 
@@ -291,7 +327,10 @@ async fn a_reconnection_mid_hold_keeps_the_bound() {
     let proxy = zklock_testcontainers::Proxy::start(common::server().address()).unwrap();
     let session = zklock::Session::builder().connect_to(&proxy.connect_string()).await.unwrap();
     let bound = Duration::from_secs(2);
-    let mutex = InterProcessMutex::builder(&session, &path).max_hold(bound).build().unwrap();
+    let mutex = InterProcessMutex::builder(&session, &path)
+        .options(zklock::LockOptions::new().max_hold(bound))
+        .build()
+        .unwrap();
     let started = std::time::Instant::now();
     let guard = mutex.acquire().await.unwrap();
     let node = guard.node_path().to_owned();

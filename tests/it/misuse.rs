@@ -104,3 +104,26 @@ async fn ten_thousand_lock_paths_in_one_process() {
     }
     assert!(!mutexes.iter().any(InterProcessMutex::is_acquired_in_this_process));
 }
+
+/// An election's node data is its participant's id, and its terms take no maximum hold time:
+/// options that say otherwise are refused when it is built, before anything is sent; the rest
+/// of one options value (ACLs, loss policy) it takes.
+#[tokio::test]
+async fn an_election_refuses_the_options_it_cannot_take() {
+    use zklock::{LeaderLatch, LeaderSelector, LockOptions, LossPolicy};
+    let client = connect().await;
+    let path = unique_path("election-options");
+    for refused in [LockOptions::new().node_data("host-1"), LockOptions::new().max_hold(Duration::from_secs(60))] {
+        let latch = LeaderLatch::builder(&client, &path, "a").options(refused.clone()).build();
+        assert!(matches!(latch, Err(Error::InvalidOptions(_))), "{refused:?}: {latch:?}");
+        let selector = LeaderSelector::builder(&client, &path, "a").options(refused.clone()).build();
+        assert!(matches!(selector, Err(Error::InvalidOptions(_))), "{refused:?}: {selector:?}");
+    }
+    let taken = LockOptions::new().loss_policy(LossPolicy::AnyDisconnection).path_in_metrics(true);
+    let latch = LeaderLatch::builder(&client, &path, "a").options(taken).build().unwrap();
+    latch.start().await.unwrap();
+    let leadership = latch.await_leadership().await.unwrap();
+    assert_eq!(client.get_data(leadership.node_path()).await.unwrap().0, b"a", "the node carries the id");
+    latch.close().await.unwrap();
+    assert!(children(&client, &path).await.is_empty());
+}

@@ -62,9 +62,11 @@ async fn a_holder_hears_a_revocation_request_and_lets_go() {
 async fn participants_come_with_their_node_data_in_queue_order() {
     let path = unique_path("participant-data");
     let (a, b) = (connect().await, connect().await);
-    let first = InterProcessMutex::builder(&a, &path).node_data("host-a").build().unwrap();
+    let first =
+        InterProcessMutex::builder(&a, &path).options(zklock::LockOptions::new().node_data("host-a")).build().unwrap();
     let guard = first.acquire().await.unwrap();
-    let second = InterProcessMutex::builder(&b, &path).node_data("host-b").build().unwrap();
+    let second =
+        InterProcessMutex::builder(&b, &path).options(zklock::LockOptions::new().node_data("host-b")).build().unwrap();
     let waiting = tokio::spawn(async move { second.acquire().await.map(drop) });
     common::wait_for_children(&a, &path, 2).await;
     let participants = first.participants_with_data().await.unwrap();

@@ -116,12 +116,16 @@ async fn fencing_tokens_strictly_increase_from_holder_to_holder() {
 async fn node_data_and_acls_come_from_the_builder() {
     let path = unique_path("builder");
     let client = connect().await;
-    let mutex = InterProcessMutex::builder(&client, &path).node_data(b"host-a".to_vec()).build().unwrap();
+    let mutex = InterProcessMutex::builder(&client, &path)
+        .options(zklock::LockOptions::new().node_data(b"host-a".to_vec()))
+        .build()
+        .unwrap();
     let guard = mutex.acquire().await.unwrap();
     let (data, _) = client.get_data(guard.node_path()).await.unwrap();
     assert_eq!(data, b"host-a");
     guard.release().await.unwrap();
-    let empty_acls = InterProcessMutex::builder(&client, &path).acls(Vec::new()).build();
+    let empty_acls =
+        InterProcessMutex::builder(&client, &path).options(zklock::LockOptions::new().acls(Vec::new())).build();
     assert!(matches!(empty_acls, Err(zklock::Error::InvalidOptions(_))));
 }
 

@@ -85,7 +85,10 @@ fn locked_down() -> AclProvider {
 async fn a_locked_down_mutex_resists_other_identities() {
     let ids = identities().await;
     let path = &unique_path("secure-mutex");
-    let mutex = InterProcessMutex::builder(&ids.a, path).acl_provider(locked_down()).build().unwrap();
+    let mutex = InterProcessMutex::builder(&ids.a, path)
+        .options(zklock::LockOptions::new().acl_provider(locked_down()))
+        .build()
+        .unwrap();
     let guard = mutex.acquire().await.unwrap();
 
     let take =
@@ -102,7 +105,10 @@ async fn a_locked_down_mutex_resists_other_identities() {
 async fn a_locked_down_read_write_lock_resists_other_identities() {
     let ids = identities().await;
     let path = &unique_path("secure-rwlock");
-    let lock = InterProcessReadWriteLock::builder(&ids.a, path).acl_provider(locked_down()).build().unwrap();
+    let lock = InterProcessReadWriteLock::builder(&ids.a, path)
+        .options(zklock::LockOptions::new().acl_provider(locked_down()))
+        .build()
+        .unwrap();
     let writing = lock.write_lock().acquire().await.unwrap();
 
     let take = move |client: Client| async move {
@@ -122,7 +128,10 @@ async fn a_locked_down_read_write_lock_resists_other_identities() {
 async fn a_locked_down_semaphore_resists_other_identities() {
     let ids = identities().await;
     let path = &unique_path("secure-semaphore");
-    let semaphore = InterProcessSemaphoreV2::builder(&ids.a, path, 2).acl_provider(locked_down()).build().unwrap();
+    let semaphore = InterProcessSemaphoreV2::builder(&ids.a, path, 2)
+        .options(zklock::LockOptions::new().acl_provider(locked_down()))
+        .build()
+        .unwrap();
     let lease = semaphore.acquire().await.unwrap();
 
     let take = move |client: Client| async move {
@@ -142,7 +151,10 @@ async fn a_locked_down_semaphore_resists_other_identities() {
 async fn a_locked_down_semaphore_mutex_resists_other_identities() {
     let ids = identities().await;
     let path = &unique_path("secure-semaphore-mutex");
-    let mutex = InterProcessSemaphoreMutex::builder(&ids.a, path).acl_provider(locked_down()).build().unwrap();
+    let mutex = InterProcessSemaphoreMutex::builder(&ids.a, path)
+        .options(zklock::LockOptions::new().acl_provider(locked_down()))
+        .build()
+        .unwrap();
     let lease = mutex.acquire().await.unwrap();
 
     let take = move |client: Client| async move {
@@ -162,7 +174,7 @@ async fn a_locked_down_multi_lock_resists_other_identities() {
     let base = unique_path("secure-multi");
     let (first, second) = (format!("{base}/a"), format!("{base}/b"));
     let multi = InterProcessMultiLock::builder(&ids.a, &[first.as_str(), second.as_str()])
-        .acl_provider(locked_down())
+        .options(zklock::LockOptions::new().acl_provider(locked_down()))
         .build()
         .unwrap();
     let guard = multi.acquire().await.unwrap();
@@ -189,7 +201,10 @@ fn node_paths(participants: Vec<zklock::queue::QueueNode>) -> Vec<String> {
 async fn a_locked_down_leader_latch_resists_other_identities() {
     let ids = identities().await;
     let path = &unique_path("secure-latch");
-    let latch = LeaderLatch::builder(&ids.a, path, "a").acl_provider(locked_down()).build().unwrap();
+    let latch = LeaderLatch::builder(&ids.a, path, "a")
+        .options(zklock::LockOptions::new().acl_provider(locked_down()))
+        .build()
+        .unwrap();
     latch.start().await.unwrap();
     let leadership = latch.await_leadership().await.unwrap();
 
@@ -209,7 +224,10 @@ async fn a_locked_down_leader_latch_resists_other_identities() {
 async fn a_locked_down_leader_selector_resists_other_identities() {
     let ids = identities().await;
     let path = &unique_path("secure-selector");
-    let selector = LeaderSelector::builder(&ids.a, path, "a").acl_provider(locked_down()).build().unwrap();
+    let selector = LeaderSelector::builder(&ids.a, path, "a")
+        .options(zklock::LockOptions::new().acl_provider(locked_down()))
+        .build()
+        .unwrap();
     let (terms, mut leading) = tokio::sync::mpsc::unbounded_channel();
     selector
         .start(move |leadership| {
@@ -241,7 +259,10 @@ async fn parents_may_have_an_acl_of_their_own() {
     // Lock nodes readable by everyone, the lock path hidden from anyone but A.
     let readable = AclProvider::creator_all_anyone_read().lock_nodes().to_vec();
     let provider = AclProvider::new(readable, Acls::creator_all().to_vec());
-    let mutex = InterProcessMutex::builder(&ids.a, &path).acl_provider(provider).build().unwrap();
+    let mutex = InterProcessMutex::builder(&ids.a, &path)
+        .options(zklock::LockOptions::new().acl_provider(provider))
+        .build()
+        .unwrap();
     let guard = mutex.acquire().await.unwrap();
 
     let (node_acl, _) = ids.a.get_acl(guard.node_path()).await.unwrap();
@@ -258,14 +279,19 @@ async fn parents_may_have_an_acl_of_their_own() {
 fn empty_acl_lists_are_refused_by_every_builder() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let client = runtime.block_on(connect());
-    let empty = || AclProvider::new(Vec::new(), Acls::anyone_all().to_vec());
+    let empty = || zklock::LockOptions::new().acl_provider(AclProvider::new(Vec::new(), Acls::anyone_all().to_vec()));
     let refused = |outcome: Result<(), Error>| assert!(matches!(outcome, Err(Error::InvalidOptions(_))), "{outcome:?}");
-    refused(InterProcessMutex::builder(&client, "/a").acl_provider(empty()).build().map(drop));
-    refused(InterProcessReadWriteLock::builder(&client, "/a").acl_provider(empty()).build().map(drop));
-    refused(InterProcessSemaphoreV2::builder(&client, "/a", 1).acl_provider(empty()).build().map(drop));
-    refused(InterProcessSemaphoreMutex::builder(&client, "/a").acl_provider(empty()).build().map(drop));
-    refused(InterProcessMultiLock::builder(&client, &["/a"]).acl_provider(empty()).build().map(drop));
-    refused(InterProcessMutex::builder(&client, "/a").acls(Vec::new()).build().map(drop));
-    refused(LeaderLatch::builder(&client, "/a", "id").acl_provider(empty()).build().map(drop));
-    refused(LeaderSelector::builder(&client, "/a", "id").acl_provider(empty()).build().map(drop));
+    refused(InterProcessMutex::builder(&client, "/a").options(empty()).build().map(drop));
+    refused(InterProcessReadWriteLock::builder(&client, "/a").options(empty()).build().map(drop));
+    refused(InterProcessSemaphoreV2::builder(&client, "/a", 1).options(empty()).build().map(drop));
+    refused(InterProcessSemaphoreMutex::builder(&client, "/a").options(empty()).build().map(drop));
+    refused(InterProcessMultiLock::builder(&client, &["/a"]).options(empty()).build().map(drop));
+    refused(
+        InterProcessMutex::builder(&client, "/a")
+            .options(zklock::LockOptions::new().acls(Vec::new()))
+            .build()
+            .map(drop),
+    );
+    refused(LeaderLatch::builder(&client, "/a", "id").options(empty()).build().map(drop));
+    refused(LeaderSelector::builder(&client, "/a", "id").options(empty()).build().map(drop));
 }

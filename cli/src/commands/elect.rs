@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use tracing::info;
-use zklock::{AclProvider, LeaderLatch};
+use zklock::{AclProvider, LeaderLatch, LockOptions};
 use zookeeper_client::Client;
 
 use crate::cli::{Connection, LockArgs, OnRevoke};
@@ -96,8 +96,7 @@ async fn lead(on: zklock::session::Connection, campaign: &Campaign<'_>, acls: &A
     let path = campaign.path;
     let id = campaign.id.map(str::to_owned).unwrap_or_else(|| format!("{}:{}", hostname(), host_pid()));
     let latch = LeaderLatch::builder(on, path, &id)
-        .loss_policy(campaign.args.hold.loss_policy.into())
-        .acl_provider(acls.clone())
+        .options(LockOptions::new().loss_policy(campaign.args.hold.loss_policy.into()).acl_provider(acls.clone()))
         .build()
         .map_err(Failure::from_lock_error)?;
     latch.start().await.map_err(Failure::from_lock_error)?;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use zklock::{AclProvider, InterProcessMutex, InterProcessSemaphoreV2, NodeSchema};
+use zklock::{AclProvider, InterProcessMutex, InterProcessSemaphoreV2, LockOptions, NodeSchema};
 use zookeeper_client::Client;
 
 use crate::cli::LockArgs;
@@ -79,18 +79,20 @@ pub async fn acquire(
     chain: Option<Chain>,
 ) -> Result<Held, Failure> {
     let timeout = patience(args);
-    let node_data = own_data(args);
+    let mut options = LockOptions::new()
+        .node_data(own_data(args))
+        .acl_provider(acls.clone())
+        .loss_policy(args.hold.loss_policy.into());
+    if let Some(bound) = args.max_hold {
+        options = options.max_hold(bound);
+    }
     let held = if let Some(leases) = args.semaphore {
         let schema = if args.kazoo { NodeSchema::Kazoo } else { NodeSchema::Curator };
-        let mut builder = InterProcessSemaphoreV2::builder(on, lock_path, leases)
+        let semaphore = InterProcessSemaphoreV2::builder(on, lock_path, leases)
             .node_schema(schema)
-            .node_data(node_data)
-            .acl_provider(acls.clone())
-            .loss_policy(args.hold.loss_policy.into());
-        if let Some(bound) = args.max_hold {
-            builder = builder.max_hold(bound);
-        }
-        let semaphore = builder.build().map_err(Failure::from_lock_error)?;
+            .options(options)
+            .build()
+            .map_err(Failure::from_lock_error)?;
         match timeout {
             None => Some(shown(reader, semaphore.acquire()).await.map(Held::Lease)),
             Some(timeout) => {
@@ -98,18 +100,12 @@ pub async fn acquire(
             }
         }
     } else {
-        let mut builder = InterProcessMutex::builder(on, lock_path)
-            .node_data(node_data)
-            .acl_provider(acls.clone())
-            .loss_policy(args.hold.loss_policy.into());
+        let mut builder = InterProcessMutex::builder(on, lock_path).options(options);
         if let Some(chain) = chain {
             builder = builder.owner_chain(chain.id());
         }
         if let Some(root) = &args.fail_on_deadlock {
             builder = builder.fail_on_deadlock(root);
-        }
-        if let Some(bound) = args.max_hold {
-            builder = builder.max_hold(bound);
         }
         let rw;
         let mutex;

@@ -151,7 +151,8 @@ impl<E: Election> WithLossPolicy for Candidate<E> {
 
 impl Election for LeaderLatch {
     async fn join(client: &Client, path: &str, id: &str, policy: LossPolicy) -> Result<Self> {
-        let latch = LeaderLatch::builder(client, path, id).loss_policy(policy).build()?;
+        let latch =
+            LeaderLatch::builder(client, path, id).options(zklock::LockOptions::new().loss_policy(policy)).build()?;
         latch.start().await?;
         Ok(latch)
     }
@@ -184,7 +185,10 @@ pub struct SelectorRun<const KAZOO: bool = false> {
 impl<const KAZOO: bool> Election for SelectorRun<KAZOO> {
     async fn join(client: &Client, path: &str, id: &str, policy: LossPolicy) -> Result<Self> {
         let schema = if KAZOO { NodeSchema::Kazoo } else { NodeSchema::Curator };
-        let selector = LeaderSelector::builder(client, path, id).node_schema(schema).loss_policy(policy).build()?;
+        let selector = LeaderSelector::builder(client, path, id)
+            .node_schema(schema)
+            .options(zklock::LockOptions::new().loss_policy(policy))
+            .build()?;
         let (sender, terms) = mpsc::unbounded_channel();
         selector
             .start(move |leadership| {

@@ -180,7 +180,12 @@ impl LockUnderTest for Mutex {
 
 impl WithLossPolicy for Mutex {
     fn with_loss_policy(client: &Client, path: &str, policy: LossPolicy) -> Self {
-        Mutex(InterProcessMutex::builder(client, path).loss_policy(policy).build().unwrap())
+        Mutex(
+            InterProcessMutex::builder(client, path)
+                .options(zklock::LockOptions::new().loss_policy(policy))
+                .build()
+                .unwrap(),
+        )
     }
 }
 
@@ -209,7 +214,10 @@ impl LockUnderTest for HandoffMutex {
 
 impl WithLossPolicy for HandoffMutex {
     fn with_loss_policy(client: &Client, path: &str, policy: LossPolicy) -> Self {
-        let mutex = InterProcessMutex::builder(client, path).local_handoff(HANDOFF).loss_policy(policy).build();
+        let mutex = InterProcessMutex::builder(client, path)
+            .local_handoff(HANDOFF)
+            .options(zklock::LockOptions::new().loss_policy(policy))
+            .build();
         HandoffMutex(mutex.unwrap())
     }
 }
@@ -272,7 +280,7 @@ macro_rules! side_under_test {
         impl WithLossPolicy for $name {
             fn with_loss_policy(client: &Client, path: &str, policy: LossPolicy) -> Self {
                 let builder = InterProcessMutex::builder(client, path).node_schema($schema);
-                let lock = builder.loss_policy(policy).build_read_write().unwrap();
+                let lock = builder.options(zklock::LockOptions::new().loss_policy(policy)).build_read_write().unwrap();
                 $name(Side { lock, reader: $reader })
             }
         }
@@ -323,7 +331,7 @@ macro_rules! semaphore_under_test {
 
         impl WithLossPolicy for $name {
             fn with_loss_policy(client: &Client, path: &str, policy: LossPolicy) -> Self {
-                $name($build(client, path).loss_policy(policy).build().unwrap())
+                $name($build(client, path).options(zklock::LockOptions::new().loss_policy(policy)).build().unwrap())
             }
         }
     };
@@ -366,7 +374,12 @@ impl WithLossPolicy for MultiOfTwo {
     fn with_loss_policy(client: &Client, path: &str, policy: LossPolicy) -> Self {
         let locks = multi_paths(path)
             .iter()
-            .map(|path| InterProcessMutex::builder(client, path).loss_policy(policy).build().unwrap())
+            .map(|path| {
+                InterProcessMutex::builder(client, path)
+                    .options(zklock::LockOptions::new().loss_policy(policy))
+                    .build()
+                    .unwrap()
+            })
             .collect();
         MultiOfTwo(InterProcessMultiLock::new(locks).unwrap())
     }

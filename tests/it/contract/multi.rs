@@ -138,7 +138,10 @@ async fn participants_lists_each_locks_queue_holder_first() {
     let multi = InterProcessMultiLock::from_paths(&connect().await, &[&a, &b]).unwrap();
     assert_eq!(multi.participants().await.unwrap(), [Vec::<String>::new(), Vec::new()], "nobody yet");
     let held = multi.acquire().await.unwrap();
-    let waiter = InterProcessMutex::builder(&connect().await, &b).node_data(b"waiter").build().unwrap();
+    let waiter = InterProcessMutex::builder(&connect().await, &b)
+        .options(zklock::LockOptions::new().node_data(b"waiter"))
+        .build()
+        .unwrap();
     let waiting = tokio::spawn(async move { waiter.acquire().await.map(drop) });
     let observer = connect().await;
     wait_for_children(&observer, &b, 2).await;
