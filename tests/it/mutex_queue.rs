@@ -220,7 +220,11 @@ async fn after_a_lost_create_reply_the_lock_path_is_synced_before_our_node_is_lo
     let proxy = Proxy::start(server().address()).unwrap();
     let client = connect_to(&proxy.connect_string()).await;
     let mutex = InterProcessMutex::new(&client, &path).unwrap();
-    mutex.acquire().await.unwrap().release().await.unwrap(); // parents exist: one create below
+    // The lock path is persistent, so that it exists from here on (a container made by an
+    // acquire is deleted by the server once empty, every second here): one create below.
+    let persistent = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    observer.mkdir(&path, &persistent).await.unwrap();
+    mutex.acquire().await.unwrap().release().await.unwrap();
     proxy.drop_replies();
     let acquire = tokio::spawn(async move { mutex.acquire().await.map(|guard| (guard, mutex)) });
     wait_for_children(&observer, &path, 1).await; // the create ran; its reply is lost

@@ -296,7 +296,22 @@ pub async fn a_lost_create_reply_finds_our_node_instead_of_orphaning_it<L: LockU
     let client = connect_through(&proxy, Duration::from_secs(10)).await;
     let observer = connect().await;
     let lock = std::sync::Arc::new(L::make(&client, &path));
-    lock.acquire().await.unwrap().release().await.unwrap(); // the parents exist from here on
+    // The parents exist from here on, persistent, with the data the recipe gives them (a kazoo
+    // semaphore's maximum), as a probe on a path of its own made them: made by an acquire they
+    // would be containers, which the server deletes once empty (every second here), and an
+    // acquire that found them gone would make them anew with its replies lost, never reaching
+    // its own create.
+    let probe = unique_path("contract-protection-probe");
+    let probing = L::make(&client, &probe).acquire().await.unwrap();
+    let persistent = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    for (probed, dir) in L::node_dirs(&probe).iter().zip(L::node_dirs(&path)) {
+        let (data, _) = observer.get_data(probed).await.unwrap();
+        let (parent, _) = dir.rsplit_once('/').unwrap();
+        observer.mkdir(parent, &persistent).await.unwrap();
+        observer.create(&dir, &data, &persistent).await.unwrap();
+    }
+    probing.release().await.unwrap();
+    lock.acquire().await.unwrap().release().await.unwrap();
     wait_for_nodes::<L>(&observer, &path, &[]).await;
 
     proxy.drop_replies();
