@@ -55,8 +55,8 @@
 //! acquire is cancel safe, and [`LockGuard::fencing_token`] gives a strictly increasing token to
 //! fence the resources the lock protects.
 //!
-//! Every recipe takes the same options through `Type::builder(...)` (ACLs through
-//! [`AclProvider`], [`LossPolicy`], node data); the mutexes are reentrant per tokio task (two
+//! Every recipe's `Type::builder(...)` takes one [`LockOptions`] value (node data, ACLs through
+//! [`AclProvider`], [`LossPolicy`], a maximum hold time); the mutexes are reentrant per tokio task (two
 //! futures of one task share a hold) unless built with `reentrant(false)`. Events go through
 //! `tracing` (target `zklock`), metrics through the `metrics` facade with the `metrics` feature.
 #![deny(missing_docs, missing_debug_implementations)]

@@ -35,7 +35,7 @@ pub async fn leader(client: &Client, path: &str, kind: Kind, as_json: bool) -> R
         }
         (None, true) => json!({ "path": path, "leader": null }).to_string(),
         (Some(leader), false) => {
-            format!("{} {} {}", leader.data, leader.node, leader.token.map(|t| t.to_string()).unwrap_or_default())
+            format!("{} {} {}", leader.data, leader.node, leader.token)
         }
         (None, false) => format!("{path}: nobody leads"),
     };

@@ -41,15 +41,15 @@ pub fn to_json(path: &str, held: bool, queues: &[Queue], now: SystemTime) -> ser
 
 fn node_json(entry: &Entry, now: SystemTime) -> serde_json::Value {
     let owner = entry.owner();
-    let created_ms = entry.created.and_then(|created| created.duration_since(SystemTime::UNIX_EPOCH).ok());
+    let created_ms = entry.created.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
     let mut node = json!({
         "node": entry.node,
         "role": role(entry),
         "data": entry.data,
         "token": entry.token,
-        "session": entry.session.map(session_id),
-        "created_ms": created_ms.map(|since| since.as_millis() as u64),
-        "for_ms": age(entry, now).map(|age| age.as_millis() as u64),
+        "session": session_id(entry.session),
+        "created_ms": created_ms.as_millis() as u64,
+        "for_ms": age(entry, now).as_millis() as u64,
         "pid": owner.as_ref().map(|owner| owner.pid),
         "host": owner.as_ref().map(|owner| owner.host.as_str()),
         "max_hold_ms": owner.as_ref().and_then(|owner| owner.max_hold).map(|bound| bound.as_millis() as u64),
@@ -70,14 +70,14 @@ fn role(entry: &Entry) -> &'static str {
 
 /// How long the node has stood at `now`: a holder has held at most that long (exactly, when it
 /// took a free lock), a waiter has waited that long.
-fn age(entry: &Entry, now: SystemTime) -> Option<Duration> {
-    Some(now.duration_since(entry.created?).unwrap_or_default())
+fn age(entry: &Entry, now: SystemTime) -> Duration {
+    now.duration_since(entry.created).unwrap_or_default()
 }
 
 /// How long the node has stood, as the text shows it: "held 12s of at most 30s" for a holder
 /// whose node carries its bound (`--max-hold`).
 fn held_for(entry: &Entry, now: SystemTime) -> String {
-    let age = age(entry, now).map(whole_seconds).unwrap_or_default();
+    let age = whole_seconds(age(entry, now));
     match entry.owner().and_then(|owner| owner.max_hold).filter(|_| entry.holds) {
         Some(bound) => format!("held {age} of at most {}", human(bound)),
         None => age,
@@ -92,10 +92,10 @@ pub fn to_text(path: &str, queues: &[Queue], now: SystemTime) -> String {
     for Queue { path, kind, entries, .. } in queues {
         lines.push(format!("{path}: {kind}"));
         for entry in entries {
-            let token = entry.token.map(|token| token.to_string()).unwrap_or_default();
+            let token = entry.token;
             let side = entry.side.unwrap_or("");
             let age = held_for(entry, now);
-            let session = entry.session.map(session_id).unwrap_or_default();
+            let session = session_id(entry.session);
             lines.push(format!(
                 "  {:<6}  {side:<5}  {}  {token:>6}  {age:>6}  {session}  {}",
                 role(entry),

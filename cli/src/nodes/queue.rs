@@ -20,12 +20,12 @@ pub struct Entry {
     pub side: Option<&'static str>,
     pub holds: bool,
     /// The node's czxid, the holder's fencing token.
-    pub token: Option<i64>,
+    pub token: i64,
     /// The session the node belongs to (its ephemeralOwner).
-    pub session: Option<i64>,
+    pub session: i64,
     /// When the node was created (its ctime, the server's clock): a holder has held since then
     /// or since the node ahead of it went, a waiter has waited since then.
-    pub created: Option<SystemTime>,
+    pub created: SystemTime,
 }
 
 impl Entry {
@@ -108,9 +108,9 @@ fn entry(node: QueueNode, side: Option<&'static str>, holds: bool) -> Entry {
         data,
         side,
         holds,
-        token: Some(node.fencing_token),
-        session: Some(node.session_id),
-        created: Some(node.created),
+        token: node.fencing_token,
+        session: node.session_id,
+        created: node.created,
     }
 }
 
@@ -147,9 +147,9 @@ mod tests {
             data: String::new(),
             side: None,
             holds: false,
-            token: None,
-            session: None,
-            created: None,
+            token: 0,
+            session: 0,
+            created: SystemTime::UNIX_EPOCH,
         }
     }
 
