@@ -156,6 +156,28 @@ async fn a_sequence_written_by_hand_elects_one_leader_after_another() {
     assert!(tally.terms >= 4, "{tally:?}");
 }
 
+/// The same for a leader not told of its node's deletion: a latch's leader (whom nobody asks
+/// `ended()`, so only its election's own node watch, set a second into the term, can tell it)
+/// has its node deleted, and the checks over the next two seconds must find it told. With that
+/// watch never set, the check says "still believes it holds": a run that reports nothing is
+/// known to be the election's doing, not the checker's blindness (the checker's own fenced
+/// writes leave a term whose node is gone alone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sequence_written_by_hand_deletes_a_leaders_node_under_a_term_that_lasts() {
+    use explorer::ops::{Deletion, Lock, Op, Step};
+    let settled = |op| Step { op, settle: true };
+    // A heal of a proxy that is not cut does nothing: a settled step, so a check, every 150 ms.
+    let checks = |count| std::iter::repeat_n(settled(Op::Heal { actor: 1 }), count);
+    let steps: Vec<Step> = std::iter::once(settled(Op::Elect { actor: 0, election: Lock::Latch }))
+        .chain(checks(8))
+        .chain(std::iter::once(settled(Op::Delete { lock: Lock::Latch, how: Deletion::Holder, pick: 0 })))
+        .chain(checks(16))
+        .collect();
+    let tally = run_case(common::server(), &steps).await.expect("no invariant breaks");
+    // Told, the latch queued again with a new node, alone, and leads a second term.
+    assert_eq!((tally.terms, tally.deletions), (2, 1), "{tally:?}");
+}
+
 /// A restart under holds and a waiter, on a server of the test's own: the holds stand across it
 /// (their sessions come back in time), the waiter is served after the release, and the case
 /// counts the restart.

@@ -96,6 +96,29 @@ async fn a_release_under_a_bound_of_no_retry_still_deletes_its_node() {
     assert!(children(&connect().await, &path).await.is_empty(), "the node is left");
 }
 
+/// The same for an acquire that gives up (its time ran out behind a holder): its cleanup's
+/// deletes never give up either, so its node goes however often they are refused.
+#[tokio::test]
+async fn a_cleanup_under_a_bound_of_no_retry_still_deletes_its_node() {
+    let path = existing_path("retry-bound-cleanup").await;
+    let observer = connect().await;
+    let holder = InterProcessMutex::new(&observer, &path).unwrap().acquire().await.unwrap();
+    let (proxy, session) = session(RetryPolicy::new().with_max_retries(0)).await;
+    let mutex = InterProcessMutex::new(&session, &path).unwrap();
+    for _ in 0..3 {
+        proxy.throttle_next(ThrottledOperation::Delete);
+    }
+    let waited = tokio::time::timeout(PROMPTLY, mutex.acquire_timeout(Duration::from_millis(200))).await;
+    assert!(waited.expect("acquire hung").unwrap().is_none(), "the lock is held");
+    let holders_node = holder.node_path().rsplit('/').next().unwrap().to_owned();
+    common::eventually("only the holder's node is left", || async {
+        children(&observer, &path).await == [holders_node.clone()]
+    })
+    .await;
+    assert_eq!(proxy.throttled_count(), 3, "the cleanup's deletes were not the ones throttled");
+    holder.release().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_policy_that_would_spin_or_stall_is_refused_before_anything_is_sent() {
     let ms = Duration::from_millis(1);

@@ -89,7 +89,7 @@ impl World<'_> {
                 exists.insert(part.node.clone(), found);
             }
         }
-        self.fenced_writes(memory, &mut violations).await;
+        self.fenced_writes(memory, &exists, &mut violations).await;
         self.check_told(&seen, &exists, &mut violations);
         let standing: Vec<&Seen> = seen.iter().filter(|part| part.believed && exists[&part.node]).collect();
         violations.extend(exclusion(&standing));
@@ -124,15 +124,20 @@ impl World<'_> {
         }
     }
 
-    /// Every leader that believes it leads writes through its term's fence: the server accepts
-    /// it only while the leader's node exists, and must never accept a lower epoch after a
-    /// higher one (a stale leader writing after the next).
-    async fn fenced_writes(&self, memory: &mut Memory, violations: &mut Vec<String>) {
+    /// Every leader that believes it leads, on a node that stood at this check's look, writes
+    /// through its term's fence: the server accepts it only while the leader's node exists, and
+    /// must never accept a lower epoch after a higher one (a stale leader writing after the
+    /// next). A term whose node was already gone writes nothing: its refused write would tell
+    /// it of the loss, and `check_told` must see whether the election tells it by itself.
+    async fn fenced_writes(&self, memory: &mut Memory, exists: &HashMap<String, bool>, violations: &mut Vec<String>) {
         for actor in &self.actors {
             for seat in &actor.seats {
                 let Some((term, _)) = seat.term.lock().unwrap().clone().filter(|(term, _)| term.is_held()) else {
                     continue;
                 };
+                if exists.get(term.node_path()) == Some(&false) {
+                    continue;
+                }
                 let path = self.paths.election(seat.election);
                 let mut write = term.multi_writer();
                 write.add_check_version(&path, -1).unwrap();
