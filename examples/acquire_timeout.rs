@@ -7,6 +7,7 @@ mod support;
 
 use std::time::Duration;
 
+use zklock::hold::Hold;
 use zklock::Client;
 use zklock::InterProcessMutex;
 

@@ -13,6 +13,7 @@ mod support;
 
 use std::time::Duration;
 
+use zklock::hold::Hold;
 use zklock::zookeeper_client::{Acls, Client, CreateMode};
 use zklock::{AclProvider, InterProcessMutex, LockOptions};
 

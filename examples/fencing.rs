@@ -11,6 +11,7 @@ use std::net::ToSocketAddrs;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use zklock::hold::Hold;
 use zklock::Client;
 use zklock::InterProcessMutex;
 use zklock_testcontainers::Proxy;

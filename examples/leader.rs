@@ -24,6 +24,7 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 use zklock::election::{ElectionState, Leadership};
+use zklock::hold::Hold;
 use zklock::Client;
 use zklock::{LeaderLatch, LeaderSelector, Session};
 use zklock_testcontainers::{expire_session, Proxy};

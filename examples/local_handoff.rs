@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use zklock::hold::Hold;
 use zklock::Client;
 use zklock::{InterProcessMutex, LocalHandoff};
 

@@ -11,6 +11,7 @@ mod support;
 use std::net::ToSocketAddrs;
 use std::time::Duration;
 
+use zklock::hold::Hold;
 use zklock::session::ConnectionState;
 use zklock::Client;
 use zklock::{InterProcessMutex, Session};

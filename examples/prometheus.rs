@@ -11,6 +11,7 @@ mod support;
 use std::time::Duration;
 
 use metrics_exporter_prometheus::PrometheusBuilder;
+use zklock::hold::Hold;
 use zklock::Client;
 use zklock::{InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch};
 

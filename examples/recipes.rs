@@ -8,6 +8,7 @@ mod support;
 
 use std::time::Duration;
 
+use zklock::hold::Hold;
 use zklock::Client;
 use zklock::{revoke, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2};
 

@@ -45,7 +45,7 @@ pub enum Error {
     /// The hold this guard, lease, term or reentrant acquire stands for was lost, and the reason
     /// says how (the session's end, an operator's delete of our node, a connection lost too
     /// long): the one way zklock says so, whether the loss was seen before a release, by the
-    /// release itself, or by [`LockGuard::lost`](crate::LockGuard::lost). Drop every guard of
+    /// release itself, or by [`Hold::lost`](crate::hold::Hold::lost). Drop every guard of
     /// the lost hold before the owner acquires again.
     #[error("lock lost: {0}")]
     LockLost(crate::error::LossReason),
@@ -64,7 +64,7 @@ pub enum Error {
     Deadlock(Box<Deadlock>),
 
     /// One of the caller's operations in a fenced write
-    /// ([`LockGuard::commit`](crate::LockGuard::commit)) failed while the lock was held; the
+    /// ([`Hold::commit`](crate::hold::Hold::commit)) failed while the lock was held; the
     /// transaction committed nothing.
     #[error("fenced write: operation {index} failed: {source}")]
     WriteFailed {
@@ -179,7 +179,7 @@ fn on_path(path: &str) -> String {
     }
 }
 
-/// Why a lock is no longer held (see [`LockGuard::lost`](crate::LockGuard::lost)).
+/// Why a lock is no longer held (see [`Hold::lost`](crate::hold::Hold::lost)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum LossReason {

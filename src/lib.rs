@@ -52,8 +52,10 @@
 //! Runnable versions are in `examples/`; `scripts/example` starts a throwaway ZooKeeper for
 //! them. The guide, one page per recipe and per topic, is
 //! [docs/ in the repository](https://github.com/zklock/zklock/blob/main/docs/README.md). Every
-//! acquire is cancel safe, and [`LockGuard::fencing_token`] gives a strictly increasing token to
-//! fence the resources the lock protects.
+//! acquire is cancel safe. What a guard, a lease and a term of leadership tell of their hold
+//! (whether it stands, when it is lost, a strictly increasing [fencing
+//! token](crate::hold::Hold::fencing_token) to fence the resources it protects, fenced writes)
+//! is one trait's, [`hold::Hold`]: `use zklock::hold::Hold;`.
 //!
 //! Every recipe's `Type::builder(...)` takes one [`LockOptions`] value (node data, ACLs through
 //! [`AclProvider`], [`LossPolicy`], a maximum hold time); the mutexes are reentrant per tokio task (two

@@ -414,6 +414,7 @@ impl Settings {
 ///
 /// ```no_run
 /// use zklock::{InterProcessMutex, LockOptions, LossPolicy};
+/// use zklock::hold::Hold;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -15,6 +15,7 @@ use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::Layer;
+use zklock::hold::Hold;
 use zklock::{revoke, InterProcessMutex, InterProcessSemaphoreV2, LossReason};
 
 /// One event as recorded: its level and fields (the message under `message`).

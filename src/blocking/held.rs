@@ -11,6 +11,7 @@ use crate::election::term_end::TermEnd;
 use crate::error::{LossReason, Result};
 use crate::hold::hold_trait::HoldFuture;
 use crate::hold::lease::Lease;
+use crate::hold::Hold;
 use crate::lock::guard::LockGuard;
 use crate::lock::multi::MultiLockGuard;
 

@@ -20,6 +20,7 @@ pub type Leadership = Held<AsyncLeadership>;
 /// # Examples
 ///
 /// ```no_run
+/// use zklock::hold::Hold;
 /// let client = zklock::blocking::connect("127.0.0.1:2181")?;
 /// let latch = zklock::blocking::LeaderLatch::new(&client, "/app/elections/report-writer", "host-1")?;
 /// latch.start()?;

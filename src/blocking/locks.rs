@@ -65,6 +65,7 @@ macro_rules! blocking_acquires {
 ///
 /// ```no_run
 /// use std::time::Duration;
+/// use zklock::hold::Hold;
 ///
 /// let client = zklock::blocking::connect("127.0.0.1:2181")?;
 /// let mutex = zklock::blocking::InterProcessMutex::new(&client, "/app/locks/nightly-report")?;

@@ -24,6 +24,7 @@ use crate::election::stage::{Moved, Stage};
 use crate::election::state::ElectionState;
 use crate::election::term_end::{EndSignal, TermEnd};
 use crate::error::{Error, Result};
+use crate::hold::Hold;
 use crate::lock::mutex::InterProcessMutex;
 use crate::lock::mutex_builder::MutexBuilder;
 use crate::queue::node::PlaceReport;

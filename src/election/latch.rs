@@ -31,7 +31,7 @@ use crate::rules::naming::LATCH;
 ///   has been disconnected for a third of the session timeout, before the server can expire the
 ///   session and let another participant lead), and also when the latch is closed or dropped,
 ///   with a [`TermEnd`](crate::election::TermEnd) that says which; its
-///   [`fencing_token`](Leadership::fencing_token) fences what the leader writes.
+///   [`fencing_token`](crate::hold::Hold::fencing_token) fences what the leader writes.
 /// - After a loss while the session lives (a long disconnection, the node deleted by someone
 ///   else), the latch joins again with a new node at the back of the queue, as Curator's does.
 ///   When the session expires, a latch built on a [`Session`](crate::Session) joins again on the
@@ -45,6 +45,7 @@ use crate::rules::naming::LATCH;
 ///
 /// ```no_run
 /// use zklock::LeaderLatch;
+/// use zklock::hold::Hold;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -162,6 +163,7 @@ impl LeaderLatch {
     /// ```no_run
     /// use zklock::LeaderLatch;
     /// use zklock::election::ElectionState;
+    /// use zklock::hold::Hold;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -213,7 +215,7 @@ impl LeaderLatch {
     /// when the latch was closed; [`RunEnd::TimedOut`] when we did not lead in time (the work
     /// never started, the latch stays in the election). After the work, the latch goes on
     /// leading until it is closed. `work` gets the term (for its fencing token and
-    /// [fenced writes](Leadership::commit)), an async closure as for
+    /// [fenced writes](crate::hold::Hold::commit)), an async closure as for
     /// [`InterProcessMutex::run_while_held`](crate::InterProcessMutex::run_while_held):
     /// `async |term| …`.
     ///

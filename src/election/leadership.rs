@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use crate::election::term_end::{EndSignal, TermEnd};
 use crate::error::{Error, LossReason, Result};
-use crate::hold::held_node::{fenced_writes, HeldNode};
+use crate::hold::held_node::HeldNode;
 use crate::hold::hold_trait::HoldFuture;
+use crate::hold::Hold;
 
 /// One term of leadership: held from the moment our node is first in the election's queue until
 /// it is lost or given up.
@@ -20,7 +21,11 @@ use crate::hold::hold_trait::HoldFuture;
 /// whatever ended it, with a [`TermEnd`] that says what did; a loss is known, under the default
 /// policy, before the server can have expired the session and let another participant lead, and
 /// a term given up ends before our node is deleted, so before anyone else can lead.
-/// [`fencing_token`](Self::fencing_token) lets the resources a leader writes refuse one that has not noticed yet.
+/// What every hold tells, a term tells through the [`Hold`] trait: its
+/// [`fencing_token`](Hold::fencing_token) lets the resources a leader writes refuse one that has
+/// not noticed yet (it strictly increases from one term to the next, whoever leads them),
+/// [`is_held`](Hold::is_held) is `false` once the term is lost or given up, for good, and
+/// [`multi_writer`](Hold::multi_writer) fences writes to ZooKeeper.
 ///
 /// Clones are the same term. A new term (after a loss, or a selector's next turn) is a new
 /// `Leadership` with a greater fencing token.
@@ -31,6 +36,8 @@ use crate::hold::hold_trait::HoldFuture;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # async fn compact_shards(_token: i64) {}
+/// use zklock::hold::Hold;
+///
 /// let client = zklock::Client::connect("127.0.0.1:2181").await?;
 /// let latch = zklock::LeaderLatch::new(&client, "/app/leader/compactor", "host-1")?;
 /// latch.start().await?;
@@ -99,26 +106,6 @@ impl Leadership {
         Arc::ptr_eq(&self.end, &other.end)
     }
 
-    /// Whether this term still stands, as far as this process knows: `false` once it is lost or
-    /// given up, for good. Never sends a request (a deletion by a third party is seen once the
-    /// node watch is set, by [`ended`](Self::ended) or after a second of leadership).
-    pub fn is_held(&self) -> bool {
-        self.end.get().is_none() && self.node.is_held()
-    }
-
-    /// The czxid of the leader's node: strictly increasing from one term to the next, whoever
-    /// leads them, so a resource can remember the highest token it has seen and refuse a leader
-    /// whose token is lower. The same token as a lock's
-    /// [`LockGuard::fencing_token`](crate::LockGuard::fencing_token).
-    pub fn fencing_token(&self) -> i64 {
-        self.node.fencing_token()
-    }
-
-    /// The full path of the leader's node.
-    pub fn node_path(&self) -> &str {
-        self.node.path()
-    }
-
     /// Publishes `data` with the term (etcd's `Proclaim`): it becomes our node's data, which a
     /// [`LeaderView`](crate::election::LeaderView) tells as
     /// [`QueueNode::data`](crate::queue::QueueNode::data), and which Curator's participants read as
@@ -127,17 +114,15 @@ impl Leadership {
     ///
     /// # Errors
     /// [`Error::LockLost`](crate::Error::LockLost) when the term is lost (its node gone, or the
-    /// session ended), as [`commit`](Self::commit).
+    /// session ended), as [`commit`](Hold::commit).
     ///
     /// # Cancel safety
-    /// As [`commit`](Self::commit).
+    /// As [`commit`](Hold::commit).
     pub async fn proclaim(&self, data: &[u8]) -> Result<()> {
         let mut write = self.multi_writer();
         write.add_set_data(self.node_path(), data, None).map_err(Error::on("set data", self.node_path()))?;
         self.commit(write).await.map(drop)
     }
-
-    fenced_writes!(node);
 }
 
 /// Equal when they are the very same term (clones of one `Leadership`): two terms of one

@@ -13,6 +13,7 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use zklock::election::{Leadership, TermEnd};
+//! use zklock::hold::Hold;
 //!
 //! let client = zklock::Client::connect("127.0.0.1:2181").await?;
 //! let latch = zklock::LeaderLatch::new(&client, "/app/leader", "web-3")?;

@@ -33,7 +33,7 @@ use crate::observe::label::Recipe;
 /// [`interrupt_leadership`](Self::interrupt_leadership) is called, or the selector is closed or
 /// dropped (Curator interrupts the leader's thread). Work that must not stop halfway, or runs in
 /// tasks of its own, can watch [`Leadership::ended`] itself, which resolves however the term ends
-/// (its work finishing too), and fence what it writes with [`Leadership::fencing_token`].
+/// (its work finishing too), and fence what it writes with [`Hold::fencing_token`](crate::hold::Hold::fencing_token).
 /// A panic in the leader's work, or in `lead` when it is called, ends its term (logged at
 /// `error`), not the selector, as Curator catches what `takeLeadership` throws.
 ///
@@ -48,6 +48,7 @@ use crate::observe::label::Recipe;
 /// ```no_run
 /// use std::time::Duration;
 /// use zklock::LeaderSelector;
+/// use zklock::hold::Hold;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -166,6 +167,7 @@ impl LeaderSelector {
     /// ```no_run
     /// use zklock::LeaderSelector;
     /// use zklock::election::ElectionState;
+    /// use zklock::hold::Hold;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -1,6 +1,7 @@
 //! Where a participant of a leader election stands, as its `subscribe()` tells it.
 
 use crate::election::leadership::Leadership;
+use crate::hold::Hold;
 
 /// Where a [`LeaderLatch`](crate::LeaderLatch) or a [`LeaderSelector`](crate::LeaderSelector)
 /// stands, as its `subscribe()` tells it: Curator's `LeaderLatchListener` (`isLeader`,
@@ -18,6 +19,7 @@ use crate::election::leadership::Leadership;
 /// ```no_run
 /// use zklock::LeaderLatch;
 /// use zklock::election::ElectionState;
+/// use zklock::hold::Hold;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -44,7 +46,7 @@ pub enum ElectionState {
     Idle,
     /// In the queue, or joining it (again), waiting to lead.
     Queued,
-    /// Leading: the term, with its [`fencing_token`](Leadership::fencing_token) and its
+    /// Leading: the term, with its [`fencing_token`](crate::hold::Hold::fencing_token) and its
     /// [`ended`](Leadership::ended) signal.
     Leading(Leadership),
     /// Left the election for good: closed, dropped, or ended by its session (`close` says

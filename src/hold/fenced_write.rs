@@ -44,6 +44,7 @@ use crate::hold::hold_signal::HoldSignal;
 /// The same with the guard's own transaction compiles:
 ///
 /// ```no_run
+/// use zklock::hold::Hold;
 /// # async fn write(client: &zklock::zookeeper_client::Client, guard: &zklock::LockGuard) -> zklock::Result<()> {
 /// let mut write = guard.multi_writer();
 /// write.add_set_data("/app/state/leader", b"host-1", None).unwrap();

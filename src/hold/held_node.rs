@@ -240,33 +240,3 @@ impl HeldNode {
         self.delete_in_background();
     }
 }
-
-/// The fenced writes of a type that stands for a [`HeldNode`] (`$node`, the path of its field),
-/// said once for a lease and a term of leadership; [`LockGuard`](crate::LockGuard)'s carry the
-/// full docs.
-macro_rules! fenced_writes {
-    ($($node:ident).+) => {
-        /// A transaction that commits only while this is held: its first operation checks that
-        /// our node exists. See [`LockGuard::multi_writer`](crate::LockGuard::multi_writer).
-        pub fn multi_writer(&self) -> crate::hold::fenced_write::FencedWrite<'_> {
-            self.$($node).+.multi_writer()
-        }
-
-        /// Commits a transaction from [`multi_writer`](Self::multi_writer) if and only if our
-        /// node still exists; see [`LockGuard::commit`](crate::LockGuard::commit).
-        ///
-        /// # Errors
-        /// As [`LockGuard::commit`](crate::LockGuard::commit).
-        ///
-        /// # Cancel safety
-        /// As [`LockGuard::commit`](crate::LockGuard::commit).
-        pub async fn commit(
-            &self,
-            writer: crate::hold::fenced_write::FencedWrite<'_>,
-        ) -> crate::error::Result<Vec<zookeeper_client::MultiWriteResult>> {
-            self.$($node).+.commit(writer).await
-        }
-    };
-}
-
-pub(crate) use fenced_writes;

@@ -19,10 +19,17 @@ pub type HoldFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What every hold offers: [`LockGuard`](crate::LockGuard), [`Lease`](crate::Lease) and
 /// [`Leadership`](crate::election::Leadership) each stand for one node of ours in a queue, and tell
-/// the same things of it. Write code that runs under any of them against this trait (or
-/// `&dyn Hold`); each type's own methods of the same names say the same, and a
+/// the same things of it, through this trait alone: bring it into scope (`use zklock::hold::Hold;`)
+/// to ask a guard, a lease or a term for its fencing token, whether it is held, when it is lost.
+/// Code that runs under any kind of hold takes `&dyn Hold` or a `H: Hold`. A
 /// [`Leadership`](crate::election::Leadership)'s own [`ended`](crate::election::Leadership::ended)
 /// tells every end of the term, not only a loss.
+///
+/// A hold through ZooKeeper can be lost without the holder doing anything: the session expires,
+/// the client stays disconnected too long (see [`LossPolicy`](crate::LossPolicy)), or someone
+/// deletes the node. [`is_held`](Self::is_held) and [`lost`](Self::lost) tell;
+/// [`fencing_token`](Self::fencing_token) lets the protected resource refuse a holder that has
+/// not noticed yet, and [`multi_writer`](Self::multi_writer) fences writes to ZooKeeper itself.
 ///
 /// Sealed: only zklock's holds implement it.
 ///
@@ -35,6 +42,7 @@ pub type HoldFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// async fn copy_under(hold: &dyn Hold) {
 ///     # async fn copy_batch(_token: i64) {}
 ///     tokio::select! {
+///         // The storage refuses tokens lower than the highest it has seen.
 ///         () = copy_batch(hold.fencing_token()) => {}
 ///         reason = hold.lost() => eprintln!("{} lost ({reason}); stopped", hold.node_path()),
 ///     }
@@ -50,37 +58,60 @@ pub type HoldFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// # }
 /// ```
 pub trait Hold: sealed::Sealed + fmt::Debug + Send + Sync {
-    /// The full path of our node.
+    /// The full path of our node: the lock node, the lease node, the leader's node.
     fn node_path(&self) -> &str {
         self.held_node().path()
     }
 
-    /// The czxid of our node (with a [`LocalHandoff`](crate::LocalHandoff), counted on per
-    /// holder): strictly increasing from one holder to the next: a fencing token, for a
-    /// leadership too. See [`LockGuard::fencing_token`](crate::LockGuard::fencing_token).
+    /// The czxid of our node: the zxid of the transaction that created it; with
+    /// [`LocalHandoff`](crate::LocalHandoff), `czxid × 256 +` the number of holders the node had
+    /// before this one.
+    ///
+    /// It strictly increases from one holder to the next (each holder's node was created after
+    /// the previous holder's), and from one term of leadership to the next, whoever leads them,
+    /// so a resource guarded by the hold can remember the highest token it has seen and refuse
+    /// writes that carry a lower one. Reentrant guards of one hold share the token; with a
+    /// semaphore's several leases, each holder has its own, and a resource can refuse tokens
+    /// older than the oldest lease it still honours.
     fn fencing_token(&self) -> i64 {
         self.holder_token()
     }
 
-    /// Whether the hold still stands as far as this process knows: `false` once it is lost,
-    /// released or (a term) given up. Never sends a request. See
-    /// [`LockGuard::is_held`](crate::LockGuard::is_held).
+    /// Whether the hold still stands, as far as this process knows. Never sends a request.
+    ///
+    /// `false` once the session has expired or closed, once the client has been disconnected
+    /// longer than the [`LossPolicy`](crate::LossPolicy) allows, once the node is known to have
+    /// been deleted by someone else, once it was released, or (a term of leadership) once it was
+    /// given up. Node deletion is noticed by a watch that is set when [`lost`](Self::lost) is
+    /// first awaited, after the hold has lasted a second (at most 1.1 s), or, with
+    /// [local handoff](crate::MutexBuilder::local_handoff), once another task waits for the
+    /// hold; before that, a deletion by a third party is not seen here (the fencing token still
+    /// protects).
     fn is_held(&self) -> bool {
         !self.given_up() && self.held_node().is_held()
     }
 
     /// Resolves when the hold is lost, with the reason; stays pending while it is held, and
-    /// after it was released or given up. The first call sets a watch on our node (one request).
+    /// after it was released or given up.
+    ///
+    /// The first call sets a watch on our node (one request, shared by every guard of the
+    /// hold), so that a deletion by a third party is noticed within a round trip. Use it in a
+    /// `select!` beside the critical section to stop work the moment the hold goes.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: dropping the future leaves the watch in place for the next call.
     fn lost(&self) -> HoldFuture<'_, LossReason> {
         Box::pin(self.held_node().lost())
     }
 
-    /// Resolves when someone asks the holder to let go ([`revoke`](crate::revoke), Curator's
-    /// `Revoker`); never for a term of leadership, which cannot be revoked. See
-    /// [`LockGuard::revocation_requested`](crate::LockGuard::revocation_requested).
+    /// Resolves when another participant asks this holder to let go, through
+    /// [`revoke`](crate::revoke) or Curator's `Revoker.attemptRevoke` (which write `__REVOKE__`
+    /// into our node). Revocation is cooperative: nothing is taken away; the holder decides to
+    /// finish and release. Stays pending while nobody asks, and always for a term of
+    /// leadership, which cannot be revoked.
+    ///
+    /// The first call sets the watch on our node, as [`lost`](Self::lost) does (one request,
+    /// shared by both).
     ///
     /// # Cancel safety
     /// Cancel safe.
@@ -91,20 +122,62 @@ pub trait Hold: sealed::Sealed + fmt::Debug + Send + Sync {
         }
     }
 
-    /// A transaction that commits only while this is held: its first operation checks that our
-    /// node exists. See [`LockGuard::multi_writer`](crate::LockGuard::multi_writer).
+    /// A ZooKeeper transaction that commits only while this is held: its first operation
+    /// already checks that our node exists. Add your creates, sets and deletes, then
+    /// [`commit`](Self::commit) it; they all take effect, or none does.
+    ///
+    /// This fences writes inside ZooKeeper itself, where a fencing token needs the resource's
+    /// cooperation: a holder that lost its hold without noticing (its node deleted, its session
+    /// expired) cannot commit. The transaction runs where the server orders every write, so no
+    /// other holder can have held in between.
+    ///
+    /// It is a [`FencedWrite`], not the client's `MultiWriter`: only [`commit`](Self::commit)
+    /// sends it, which says a failed check as [`Error::LockLost`](crate::Error::LockLost) and
+    /// leaves the check's result out, and a transaction without the check cannot be given to
+    /// `commit`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use zklock::hold::Hold;
+    /// use zklock::zookeeper_client::{Acls, CreateMode};
+    ///
+    /// let client = zklock::Client::connect("127.0.0.1:2181").await?;
+    /// let guard = zklock::InterProcessMutex::new(&client, "/app/locks/leader")?.acquire().await?;
+    /// let mut write = guard.multi_writer();
+    /// write.add_set_data("/app/state/leader", b"host-1", None)?;
+    /// write.add_create("/app/state/epochs/e-", b"", &CreateMode::PersistentSequential.with_acls(Acls::anyone_all()))?;
+    /// match guard.commit(write).await {
+    ///     Ok(_results) => println!("written while holding the lock"),
+    ///     Err(zklock::Error::LockLost(reason)) => println!("not written: the lock was lost ({reason})"),
+    ///     Err(err) => return Err(err.into()),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     fn multi_writer(&self) -> FencedWrite<'_> {
         self.held_node().multi_writer()
     }
 
-    /// Commits a transaction from [`multi_writer`](Self::multi_writer) if and only if our node
-    /// still exists.
+    /// Commits a transaction from [`multi_writer`](Self::multi_writer): all its operations take
+    /// effect if and only if our node still exists. Returns the results of the caller's
+    /// operations (the check's left out).
     ///
     /// # Errors
-    /// As [`LockGuard::commit`](crate::LockGuard::commit).
+    /// - [`Error::LockLost`](crate::Error::LockLost): the hold was lost (the node was gone, the
+    ///   session ended, or the hold was already known lost, then nothing is sent); nothing was
+    ///   written, and the hold reports the loss from now on;
+    /// - [`Error::WriteFailed`](crate::Error::WriteFailed): one of the caller's operations failed
+    ///   (for example `NodeExists` or `BadVersion`); nothing was written;
+    /// - [`Error::ZooKeeper`](crate::Error::ZooKeeper): the request failed, for example on
+    ///   connection loss, when the outcome is unknown (it is not retried: the transaction may
+    ///   have committed).
     ///
     /// # Cancel safety
-    /// As [`LockGuard::commit`](crate::LockGuard::commit).
+    /// The transaction is sent on the first poll; dropping the future after that may or may not
+    /// have committed it.
     fn commit<'a>(&'a self, writer: FencedWrite<'a>) -> HoldFuture<'a, Result<Vec<MultiWriteResult>>> {
         Box::pin(self.held_node().commit(writer))
     }

@@ -2,23 +2,27 @@
 
 use std::fmt;
 
-use crate::error::{LossReason, Result};
-use crate::hold::held_node::{fenced_writes, HeldNode};
+use crate::error::Result;
+use crate::hold::held_node::HeldNode;
+use crate::hold::Hold;
 
 /// One lease of an [`InterProcessSemaphoreV2`](crate::InterProcessSemaphoreV2) (or the hold of
 /// an [`InterProcessSemaphoreMutex`](crate::InterProcessSemaphoreMutex)); returns the lease when
 /// dropped or [released](Lease::release).
 ///
-/// Like [`LockGuard`](crate::LockGuard): `Send + 'static`, a fencing token, and a loss signal
-/// (`is_held`, `lost`). Dropping it deletes the lease node in the background, on any thread
-/// (as a guard's drop); the node is ephemeral and never outlives the session. Unlike a guard it
-/// belongs to no task: any task may release it.
+/// Like [`LockGuard`](crate::LockGuard): `Send + 'static`, and what every [`Hold`] tells: a
+/// fencing token, a loss signal (`is_held`, `lost`), fenced writes, revocation. Dropping it
+/// deletes the lease node in the background, on any thread (as a guard's drop); the node is
+/// ephemeral and never outlives the session. Unlike a guard it belongs to no task: any task may
+/// release it.
 ///
 /// # Examples
 ///
 /// ```no_run
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use zklock::hold::Hold;
+///
 /// let client = zklock::Client::connect("127.0.0.1:2181").await?;
 /// let exports = zklock::InterProcessSemaphoreV2::new(&client, "/app/semaphores/exports", 3)?;
 /// let lease = exports.acquire().await?;
@@ -60,43 +64,6 @@ impl Lease {
         self.released = true;
         self.node.mark_released();
         self.node.delete(self.node.loss()).await
-    }
-
-    /// Resolves when someone asks for the lease back; see
-    /// [`LockGuard::revocation_requested`](crate::LockGuard::revocation_requested).
-    ///
-    /// # Cancel safety
-    /// Cancel safe.
-    pub async fn revocation_requested(&self) {
-        self.node.revocation_requested().await
-    }
-
-    /// The full path of the lease node.
-    pub fn node_path(&self) -> &str {
-        self.node.path()
-    }
-
-    fenced_writes!(node);
-
-    /// The czxid of the lease node; see [`LockGuard::fencing_token`](crate::LockGuard::fencing_token).
-    /// With several leases, each holder has its own token; a resource can refuse tokens older
-    /// than the oldest lease it still honours.
-    pub fn fencing_token(&self) -> i64 {
-        self.node.fencing_token()
-    }
-
-    /// Whether the lease is still held, as far as this process knows; see
-    /// [`LockGuard::is_held`](crate::LockGuard::is_held). Never sends a request.
-    pub fn is_held(&self) -> bool {
-        self.node.is_held()
-    }
-
-    /// Resolves when the lease is lost; see [`LockGuard::lost`](crate::LockGuard::lost).
-    ///
-    /// # Cancel safety
-    /// Cancel safe.
-    pub async fn lost(&self) -> LossReason {
-        self.node.lost().await
     }
 }
 

@@ -11,6 +11,7 @@ use crate::client::session::Connection;
 
 use crate::client::deadline::{acquire_forever, Patience};
 use crate::error::{Error, LossReason, Result};
+use crate::hold::Hold;
 use crate::lock::guard::LockGuard;
 use crate::lock::mutex::InterProcessMutex;
 use crate::options::{LockOptions, Settings};
@@ -267,21 +268,22 @@ impl MultiLockGuard {
         &self.guards
     }
 
-    /// Whether every lock is still held; see [`LockGuard::is_held`].
+    /// Whether every lock is still held; see [`Hold::is_held`](crate::hold::Hold::is_held).
     pub fn is_held(&self) -> bool {
         self.guards.iter().all(LockGuard::is_held)
     }
 
-    /// The fencing token of each lock, in acquisition order (see [`LockGuard::fencing_token`]).
+    /// The fencing token of each lock, in acquisition order (see
+    /// [`Hold::fencing_token`](crate::hold::Hold::fencing_token)).
     pub fn fencing_tokens(&self) -> Vec<i64> {
         self.guards.iter().map(LockGuard::fencing_token).collect()
     }
 
     /// Resolves when any of the locks is lost, with that lock's reason; stays pending while all
-    /// are held. Sets the node watch of every lock on the first call, as [`LockGuard::lost`].
+    /// are held. Sets the node watch of every lock on the first call, as [`Hold::lost`](crate::hold::Hold::lost).
     ///
     /// # Cancel safety
-    /// Cancel safe, as [`LockGuard::lost`].
+    /// Cancel safe, as [`Hold::lost`](crate::hold::Hold::lost).
     pub async fn lost(&self) -> LossReason {
         let mut each: Vec<Pin<Box<dyn Future<Output = LossReason> + Send + '_>>> =
             self.guards.iter().map(|guard| Box::pin(guard.lost()) as Pin<Box<_>>).collect();

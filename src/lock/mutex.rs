@@ -60,6 +60,7 @@ use crate::rules::entry::Role;
 /// ```no_run
 /// use std::time::Duration;
 /// use zklock::InterProcessMutex;
+/// use zklock::hold::Hold;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -134,14 +135,14 @@ impl InterProcessMutex {
     }
 
     /// Acquires within `timeout`, runs `work` while the lock is held, then releases it: the
-    /// `select!` on [`lost`](LockGuard::lost) every holder would write, said once. The work is
+    /// `select!` on [`lost`](crate::hold::Hold::lost) every holder would write, said once. The work is
     /// dropped the moment the hold is lost, and the outcome says which came first:
     /// [`RunEnd::Done`] with the work's output, [`RunEnd::Lost`] with the reason, or
     /// [`RunEnd::TimedOut`] when the lock was not acquired in time (the work never started).
     /// The guard is then dropped, which releases it in the background.
     ///
     /// `work` is an async closure, `async |guard| …`, given the guard (for its
-    /// [fencing token](LockGuard::fencing_token) and [fenced writes](LockGuard::multi_writer));
+    /// [fencing token](crate::hold::Hold::fencing_token) and [fenced writes](crate::hold::Hold::multi_writer));
     /// it may borrow the guard and the caller's locals alike. Reentrancy is as for
     /// [`acquire`](Self::acquire): the work's task may acquire the same lock again.
     ///
@@ -156,7 +157,7 @@ impl InterProcessMutex {
     ///
     /// ```no_run
     /// use std::time::Duration;
-    /// use zklock::hold::RunEnd;
+    /// use zklock::hold::{Hold, RunEnd};
     /// use zklock::InterProcessMutex;
     /// # async fn import(_token: i64) -> std::io::Result<u32> { Ok(0) }
     /// # #[tokio::main(flavor = "current_thread")]

@@ -10,7 +10,7 @@ use crate::rules::naming::REVOKE_MARKER;
 /// Asks the holder of the lock node `node_path` (one of
 /// [`participants`](crate::InterProcessMutex::participants)) to give the lock up, by writing
 /// `__REVOKE__` into the node, as Curator's `Revoker.attemptRevoke` does. A zklock holder sees it
-/// through [`LockGuard::revocation_requested`](crate::LockGuard::revocation_requested), a Curator
+/// through [`Hold::revocation_requested`](crate::hold::Hold::revocation_requested), a Curator
 /// holder through the listener of `makeRevocable`. Revocation is cooperative: the holder decides
 /// whether and when to release.
 ///

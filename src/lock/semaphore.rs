@@ -14,6 +14,7 @@ use crate::hold::hold_trait::run_acquired;
 use crate::hold::lease::Lease;
 use crate::hold::session_watch::LatestSessionWatch;
 use crate::hold::while_held::RunEnd;
+use crate::hold::Hold;
 use crate::lock::mutex::InterProcessMutex;
 use crate::lock::mutex_builder::NodeSchema;
 use crate::lock::semaphore_kazoo::{lease_paths, KazooPool};

@@ -21,8 +21,8 @@ pub struct QueueNode {
     /// identifier.
     pub data: Vec<u8>,
     /// The zxid that created the node (its `czxid`): the fencing token of the hold it stands for
-    /// while it holds alone, as [`LockGuard::fencing_token`](crate::LockGuard::fencing_token)
-    /// and [`Leadership::fencing_token`](crate::election::Leadership::fencing_token) tell the
+    /// while it holds alone, as [`Hold::fencing_token`](crate::hold::Hold::fencing_token)
+    /// and [`Hold::fencing_token`](crate::hold::Hold::fencing_token) tell the
     /// holder.
     pub fencing_token: i64,
     /// The session the node belongs to (its `ephemeralOwner`; 0 for a node that is not

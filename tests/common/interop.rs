@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Barrier;
 
+use zklock::hold::Hold;
+
 /// Where Debian's `libcurator-recipes-java` puts Curator (its manifest names the rest).
 const CURATOR_JAR: &str = "/usr/share/java/curator-recipes.jar";
 const SLF4J_NOP_JAR: &str = "/usr/share/java/slf4j-nop.jar";

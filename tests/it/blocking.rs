@@ -10,6 +10,7 @@ use std::time::Duration;
 use common::{server, unique_path};
 use zklock::blocking::{self, InterProcessMutex};
 use zklock::election::TermEnd;
+use zklock::hold::Hold;
 use zklock::{Client, Error, LossReason};
 
 /// A bound against a hang, not a timing.

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use common::{connect, eventually, server, unique_path, wait_for_children};
 use tokio::task::JoinHandle;
 use zklock::deadlock::Deadlock;
+use zklock::hold::Hold;
 use zklock::queue::{watch_queue, QueuePosition};
 use zklock::{Error, InterProcessMutex, InterProcessReadWriteLock, LocalHandoff, LockGuard, NodeSchema};
 use zklock_testcontainers::__private::spawn_tied_to_process;

@@ -10,6 +10,7 @@ use std::time::Duration;
 use common::{connect, unique_path};
 use election::*;
 use zklock::election::LeaderView;
+use zklock::hold::Hold;
 use zklock::{Error, LeaderSelector};
 use zklock_testcontainers::expire_session;
 

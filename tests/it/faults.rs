@@ -9,6 +9,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use common::{connect, eventually, server, unique_path, wait_for_children};
+use zklock::hold::Hold;
 use zklock::{InterProcessMutex, LockGuard, LossReason};
 use zklock_testcontainers::{Ensemble, Proxy};
 use zookeeper_client::{Client, SessionState};

@@ -4,6 +4,7 @@
 use crate::common;
 
 use common::{connect, connect_to, server, unique_path};
+use zklock::hold::Hold;
 use zklock::zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
 use zklock::{Error, InterProcessMutex, InterProcessSemaphoreV2, LockGuard, LossReason};
 use zklock_testcontainers::{expire_session, Proxy};

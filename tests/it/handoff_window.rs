@@ -11,6 +11,7 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
+use zklock::hold::Hold;
 use zklock::{InterProcessMutex, LocalHandoff, LossReason};
 
 use common::{connect, eventually, unique_path, watchers_under, NOTIFICATION_WINDOW};

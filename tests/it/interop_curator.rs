@@ -12,6 +12,7 @@ use common::interop::{
     StartLine,
 };
 use common::{connect, server, unique_path};
+use zklock::hold::Hold;
 use zklock::{revoke, InterProcessMutex, InterProcessSemaphoreMutex, InterProcessSemaphoreV2, NodeSchema};
 use zookeeper_client::Client;
 

@@ -20,6 +20,7 @@ use common::{connect, eventually, unique_path};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 use zklock::election::Leadership;
+use zklock::hold::Hold;
 use zklock::queue::QueueNode;
 use zklock::{LeaderLatch, LeaderSelector};
 use zookeeper_client::Client;

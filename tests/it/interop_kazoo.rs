@@ -12,6 +12,7 @@ use common::interop::{
     check_log, check_turns, finish, logged_section, read_write_contention, temp_log, Peer, StartLine,
 };
 use common::{connect, unique_path};
+use zklock::hold::Hold;
 use zklock::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, NodeSchema};
 
 const ITERATIONS: u32 = 15;

@@ -12,6 +12,7 @@ use std::time::Duration;
 use common::interop::{check_log, check_turns, finish, logged_section, temp_log, Peer, StartLine};
 use common::{connect, eventually, unique_path};
 use zklock::election::{LeaderView, Leadership};
+use zklock::hold::Hold;
 use zklock::{LeaderSelector, NodeSchema};
 
 /// Terms each participant leads.

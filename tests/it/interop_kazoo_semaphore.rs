@@ -11,6 +11,7 @@ use std::time::Duration;
 use common::interop::{check_leases, check_turns, finish, logged_section, temp_log, Peer, StartLine};
 use common::session::lost_to_the_expiry;
 use common::{children, connect, connect_through, eventually, server, unique_path};
+use zklock::hold::Hold;
 use zklock::{Error, InterProcessSemaphoreV2, LossReason, NodeSchema};
 use zklock_testcontainers::{expire_session, Proxy};
 

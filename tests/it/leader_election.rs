@@ -15,6 +15,7 @@ use common::{children, connect, connect_through, eventually, server, unique_path
 use election::*;
 use tokio::sync::mpsc;
 use zklock::election::{Leadership, TermEnd};
+use zklock::hold::Hold;
 use zklock::queue::QueueNode;
 use zklock::{Error, LeaderLatch, LeaderSelector, LossPolicy, LossReason};
 use zklock_testcontainers::{expire_session, Proxy};

@@ -15,6 +15,7 @@ use election::*;
 use tokio::sync::watch;
 use tokio::sync::{mpsc, oneshot};
 use zklock::election::{ElectionState, Leadership, TermEnd};
+use zklock::hold::Hold;
 use zklock::queue::QueueNode;
 use zklock::{Error, LeaderLatch, LeaderSelector, LossReason};
 

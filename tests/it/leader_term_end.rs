@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use common::{children, unique_path};
 use election::*;
 use zklock::election::{Leadership, TermEnd};
+use zklock::hold::Hold;
 
 /// Awaits `term.lost()` in a task of its own, as leader work does, and returns that task once
 /// it is waiting (the term still held).

@@ -11,6 +11,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use tokio::sync::Barrier;
+use zklock::hold::Hold;
 use zklock::{Error, InterProcessMutex, LocalHandoff, LossReason};
 use zookeeper_client::Client;
 

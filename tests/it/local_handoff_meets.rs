@@ -10,6 +10,7 @@ use std::future::Future;
 use std::task::Poll;
 use std::time::Duration;
 
+use zklock::hold::Hold;
 use zklock::{InterProcessMutex, LocalHandoff, LockGuard};
 use zookeeper_client::Client;
 

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{children, connect, unique_path, wait_for_children};
+use zklock::hold::Hold;
 use zklock::{
     Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, LocalHandoff,
     LossReason,

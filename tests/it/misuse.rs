@@ -6,6 +6,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::{children, connect, unique_path};
+use zklock::hold::Hold;
 use zklock::{Error, InterProcessMutex};
 use zookeeper_client::{Acls, CreateMode, Error as ZkError};
 

@@ -5,6 +5,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::{children, connect, unique_path};
+use zklock::hold::Hold;
 use zklock::{revoke, InterProcessMultiLock, InterProcessMutex, InterProcessSemaphoreV2};
 
 #[tokio::test]

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::{children, connect, connect_to, eventually, server, unique_path, wait_for_children};
+use zklock::hold::Hold;
 use zklock::InterProcessMutex;
 use zklock_testcontainers::Proxy;
 use zookeeper_client::Client;

@@ -9,6 +9,7 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use zklock::hold::Hold;
 use zklock::{Error, InterProcessMutex, LossReason};
 use zklock_testcontainers::{expire_session, Proxy};
 

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use common::{connect, connect_through, server, unique_path};
 use tokio::sync::watch;
+use zklock::hold::Hold;
 use zklock::queue::{watch_queue, QueuePosition};
 use zklock::{
     InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,

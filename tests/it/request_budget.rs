@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use zklock::hold::Hold;
 use zklock::InterProcessMutex;
 use zklock_testcontainers::{ServerOptions, ZooKeeperServer};
 use zookeeper_client::{Acls, Client, CreateMode};

@@ -8,6 +8,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::{children, connect, server, unique_path};
+use zklock::hold::Hold;
 use zklock::session::{Backoff, RetryPolicy};
 use zklock::zookeeper_client::{Acls, CreateMode, Error as ZkError};
 use zklock::{Error, InterProcessMutex, InterProcessSemaphoreV2, Session};

@@ -5,6 +5,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::{children, connect, eventually, unique_path, wait_for_children};
+use zklock::hold::Hold;
 use zklock::{Error, InterProcessReadWriteLock, LossReason};
 
 #[tokio::test]

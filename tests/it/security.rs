@@ -8,6 +8,7 @@ use crate::common;
 use std::future::Future;
 
 use common::{children, connect, server, unique_path};
+use zklock::hold::Hold;
 use zklock::zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
 use zklock::{
     revoke, AclProvider, Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,

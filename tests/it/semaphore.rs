@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use common::{children, connect, unique_path, Inside};
 use tokio::sync::Barrier;
 use tokio::task::JoinHandle;
+use zklock::hold::Hold;
 use zklock::{Error, InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease};
 use zookeeper_client::Client;
 

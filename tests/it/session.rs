@@ -10,6 +10,7 @@ use std::time::Duration;
 use common::session::{expirable, expire, lost_to_the_expiry, owner_of, session_through};
 use common::{children, connect, server, unique_path};
 use zklock::election::TermEnd;
+use zklock::hold::Hold;
 use zklock::session::ConnectionState;
 use zklock::zookeeper_client::Client;
 use zklock::{

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::session::{expirable, expire, gated, owner_of};
 use common::{children, unique_path};
+use zklock::hold::Hold;
 use zklock::session::{Connection, ConnectionState};
 use zklock::{
     InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,

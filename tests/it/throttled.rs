@@ -8,6 +8,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use common::{children, connect, connect_to, eventually, server, unique_path, wait_for_children};
+use zklock::hold::Hold;
 use zklock::{InterProcessMutex, InterProcessSemaphoreV2, Lease, LockGuard, LossReason};
 use zklock_testcontainers::{Proxy, ThrottledOperation};
 use zookeeper_client::{Acls, Client, CreateMode};
@@ -26,27 +27,19 @@ fn name(path: &str) -> &str {
     path.rsplit('/').next().unwrap()
 }
 
-/// A lock guard or a lease: what the release tests need of either.
-trait Held: Send + 'static {
-    fn node_path(&self) -> &str;
+/// A lock guard or a lease: what the release tests need of either (its node path is the
+/// [`Hold`]'s).
+trait Held: Hold + 'static {
     fn release(self) -> impl Future<Output = zklock::Result<()>> + Send;
 }
 
 impl Held for LockGuard {
-    fn node_path(&self) -> &str {
-        LockGuard::node_path(self)
-    }
-
     fn release(self) -> impl Future<Output = zklock::Result<()>> + Send {
         LockGuard::release(self)
     }
 }
 
 impl Held for Lease {
-    fn node_path(&self) -> &str {
-        Lease::node_path(self)
-    }
-
     fn release(self) -> impl Future<Output = zklock::Result<()>> + Send {
         Lease::release(self)
     }

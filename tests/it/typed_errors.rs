@@ -5,6 +5,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::{children, connect, connect_to, server, unique_path, wait_for_children};
+use zklock::hold::Hold;
 use zklock::{Error, InterProcessMutex, LossReason};
 use zklock_testcontainers::{expire_session, Proxy};
 

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use fastrand::Rng;
 use zklock::election::Leadership;
+use zklock::hold::Hold as _;
 use zklock::{LeaderLatch, LeaderSelector, LossReason};
 
 use super::client::{Hold, Holding};

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use zklock::hold::Hold;
 use zklock::session::Connection;
 use zklock::{
     Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,

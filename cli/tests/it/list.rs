@@ -8,6 +8,8 @@ use support::kazoo::Kazoo;
 use support::{hold, zklock, Group};
 use zookeeper_client::{Acls, CreateMode};
 
+use zklock::hold::Hold;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_marks_holders_and_waiters_and_exits_1_when_nobody_holds() {
     let path = unique_path("cli-list");

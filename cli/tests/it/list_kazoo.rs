@@ -12,6 +12,7 @@ use std::process::{Child, Command, Stdio};
 use common::interop::temp_log;
 use common::{children, connect, eventually, server, unique_path};
 use support::{hold, zklock, TIMED_OUT, USAGE};
+use zklock::hold::Hold;
 use zklock::{InterProcessSemaphoreV2, NodeSchema};
 
 /// A kazoo participant (`interop/kazoo_locker.py`) of one round on `path`, holding its lease

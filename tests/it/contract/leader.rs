@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use zklock::election::Leadership;
+use zklock::hold::Hold;
 use zklock::queue::QueueNode;
 use zklock::{Error, LeaderLatch, LeaderSelector, LossPolicy, LossReason, NodeSchema, Result};
 use zookeeper_client::Client;

@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use zklock::hold::Hold;
 use zklock::{
     Error, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2, Lease, LocalHandoff, LockGuard, LossPolicy, LossReason, MultiLockGuard, NodeSchema,
@@ -99,16 +100,16 @@ macro_rules! held_on_one_node {
                 $held::release(self)
             }
             fn is_held(&self) -> bool {
-                $held::is_held(self)
+                Hold::is_held(self)
             }
             fn lost(&self) -> impl Future<Output = LossReason> + Send + '_ {
-                $held::lost(self)
+                Hold::lost(self)
             }
             fn fencing_token(&self) -> i64 {
-                $held::fencing_token(self)
+                Hold::fencing_token(self)
             }
             fn node_paths(&self) -> Vec<String> {
-                vec![self.node_path().to_owned()]
+                vec![Hold::node_path(self).to_owned()]
             }
         }
     };

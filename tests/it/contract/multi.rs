@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Barrier;
+use zklock::hold::Hold;
 use zklock::{Error, InterProcessMultiLock, InterProcessMutex, LossReason};
 
 use crate::common::{children, connect, unique_path, wait_for_children};

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use zklock::hold::Hold;
 use zklock::{Error, InterProcessReadWriteLock, LockGuard, NodeSchema};
 use zookeeper_client::Client;
 

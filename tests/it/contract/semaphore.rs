@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Barrier;
+use zklock::hold::Hold;
 use zklock::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LossReason};
 
 use crate::common::connect_through;

@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zklock::election::TermEnd;
+use zklock::hold::Hold;
 use zklock::zookeeper_client::Client;
 use zklock::{Error, InterProcessMutex, LeaderLatch, LeaderSelector, LossReason, Session};
 use zklock_testcontainers::{expire_session, Proxy};

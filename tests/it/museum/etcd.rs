@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use zklock::hold::Hold;
 use zklock::{Error, InterProcessMutex, LeaderLatch, LeaderSelector};
 use zklock_testcontainers::expire_session;
 

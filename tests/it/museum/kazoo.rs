@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use zklock::hold::Hold;
 use zklock::{Error, InterProcessMutex};
 use zklock_testcontainers::ThrottledOperation;
 

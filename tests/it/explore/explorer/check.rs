@@ -23,6 +23,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+use zklock::hold::Hold;
 use zklock::session::ConnectionState;
 use zookeeper_client::SessionState;
 

@@ -10,6 +10,7 @@ use std::time::Instant;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use zklock::election::{ElectionState, Leadership};
+use zklock::hold::Hold;
 use zklock::session::Connection;
 use zklock::{LeaderLatch, LeaderSelector, Result};
 

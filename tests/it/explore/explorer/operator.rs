@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use zklock::hold::Hold;
 use zklock::session::ConnectionState;
 use zklock::Session;
 use zklock_testcontainers::{expire_session, Proxy};

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use zklock::hold::Hold as _;
 use zklock::session::{Connection, ConnectionState};
 use zklock::{
     InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
