@@ -43,7 +43,7 @@ MUTANTS = {
         (SESSION, "matches!((outcome, &self.source), (Err(Error::SessionExpired), Source::Session(_)))",
          "matches!((outcome, &self.source), (Err(Error::SessionClosed), Source::Client(_))) && false")]),
     "downgrade-deleted": ("explorer", "a downgrade beside a deleted write node", [
-        ("src/queue/node.rs", "            Box::pin(stands_beside(spec.client, spec.retry, level, replies.beside)).await?;", "            let _ = (level, replies.beside);")]),
+        ("src/queue/node.rs", "            Box::pin(stands_beside(spec.client, spec.retry, level, beside)).await?;", "            let _ = (level, beside);")]),
     # Issue 38 item 1 reverted: the scan reads a queue of marked election nodes (a selector's) as a lock.
     "deadlock-election-read": ("issue 38 item 1", "the deadlock scan reads a leader selector's queue as a mutex's (its election mark ignored)", [
         ("src/queue/deadlock.rs", "if !contenders.iter().any(|node| NodeMark::of_node(node) == Some(NodeMark::Election)) {",

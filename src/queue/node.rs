@@ -194,8 +194,12 @@ pub(crate) async fn create_node(
     let mut retries = Retries::new(spec.retry);
     loop {
         cleanup.remains = Remains::MaybeCreated;
-        let replies = send_create(spec, &create_path, &options).await;
-        let node = match replies.created {
+        // Taken apart at once, and what only a created node needs dropped before a rare step's
+        // await: a reply kept across those awaits would sit beside the create's future in
+        // every acquire's state (336 bytes, which every level above carries and copies).
+        let CreateReplies { created, mut listed, mut watched, mut beside } =
+            send_create(spec, &create_path, &options).await;
+        let node = match created {
             Ok((stat, _)) if spec.level_with.is_some() => {
                 LockNode::new(spec.lock_path, &create_path[spec.lock_path.len() + 1..], stat.czxid, None, spec.retry)
             }
@@ -205,6 +209,7 @@ pub(crate) async fn create_node(
                 LockNode::at(path, spec.lock_path.len() + 1, stat.czxid, Some(sequence), spec.retry)
             }
             Err(ZkError::NoNode) => {
+                drop((listed, watched, beside));
                 cleanup.remains = Remains::Nothing;
                 // Boxed, as the other rare steps below: every acquire's state would carry them.
                 Box::pin(create_parents(
@@ -218,14 +223,20 @@ pub(crate) async fn create_node(
                 continue;
             }
             Err(err) if is_connection_loss(&err) => {
+                // Sent behind the create on the connection that was lost: lost with it.
+                drop((listed, watched, beside));
                 match Box::pin(find_ours(spec.client, spec.retry, spec.lock_path, prefix)).await? {
-                    Some((name, czxid)) => LockNode::new(spec.lock_path, &name, czxid, None, spec.retry),
+                    Some((name, czxid)) => {
+                        (listed, watched, beside) = (None, None, None);
+                        LockNode::new(spec.lock_path, &name, czxid, None, spec.retry)
+                    }
                     // Found again at once (the search took its round trips): no pause.
                     None if retries.failed().is_some() => continue,
                     None => return Err(Error::zookeeper("create", &create_path, err)),
                 }
             }
             Err(ZkError::Throttled) => {
+                drop((listed, watched, beside));
                 // Refused unrun: nothing was created.
                 cleanup.remains = Remains::Nothing;
                 if retries.pause().await {
@@ -244,12 +255,12 @@ pub(crate) async fn create_node(
             _ => Remains::Created(node.path.clone()),
         };
         if let Some(level) = spec.level_with {
-            Box::pin(stands_beside(spec.client, spec.retry, level, replies.beside)).await?;
+            Box::pin(stands_beside(spec.client, spec.retry, level, beside)).await?;
         }
         let proof = alone_proof(&spec.opening, node.sequence, node.czxid);
         let look = match proof {
             Proof::Held => FirstLook::Alone,
-            Proof::NotTried | Proof::Missed => first_look(&node, replies.listed, replies.watched, spec.lock_path)?,
+            Proof::NotTried | Proof::Missed => first_look(&node, listed, watched, spec.lock_path)?,
         };
         return Ok((node, look, proof));
     }

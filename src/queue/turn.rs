@@ -87,29 +87,30 @@ async fn enter(
         // value would hold it twice in its state (an async fn's argument and its await), and a
         // create awaited at two points (one bound each) is kept beside every later step's state;
         // every level above copies what this state holds on every acquire.
-        let created = {
-            let create = std::pin::pin!(create_node(spec, &prefixed, &mut cleanup));
-            within_patience(patience, spec.client, create).await
-        };
-        let outcome = match created {
-            Some(Ok((mut node, first, proof))) => {
-                report(Some(&node.path));
-                // The first look decides most acquires (a free lock): held without building
-                // the wait, whose state machine is large and is boxed only when it is needed.
-                let (held, first) = held_at_first_look(spec, &node, first, proof);
-                if let Some(next_opening) = held {
-                    return cleanup.settle(Ok(Some((node, next_opening))), cleanup_deadline(patience)).await;
+        let outcome = 'outcome: {
+            // The create's outcome taken apart within its own block: a value matched in place
+            // would be kept, whole, beside every later step's state.
+            let (mut node, first, proof) = {
+                let create = std::pin::pin!(create_node(spec, &prefixed, &mut cleanup));
+                match within_patience(patience, spec.client, create).await {
+                    Some(Ok(created)) => created,
+                    None => break 'outcome Ok(None),
+                    Some(Err(err)) => break 'outcome Err(err),
                 }
-                let turn = Box::pin(wait_turn(spec, &mut node, first, proof, patience, gate_lost.as_mut()));
-                let turned = within_patience(patience, spec.client, turn).await;
-                match turned {
-                    Some(Ok(WaitOutcome::Hold(next_opening))) => Ok(Some((node, next_opening))),
-                    Some(Ok(WaitOutcome::GaveUp)) | None => Ok(None),
-                    Some(Err(err)) => Err(err),
-                }
+            };
+            report(Some(&node.path));
+            // The first look decides most acquires (a free lock): held without building the
+            // wait, whose state machine is large and is boxed only when it is needed.
+            let (held, first) = held_at_first_look(spec, &node, first, proof);
+            if let Some(next_opening) = held {
+                return cleanup.settle(Ok(Some((node, next_opening))), cleanup_deadline(patience)).await;
             }
-            None => Ok(None),
-            Some(Err(err)) => Err(err),
+            let turn = Box::pin(wait_turn(spec, &mut node, first, proof, patience, gate_lost.as_mut()));
+            match within_patience(patience, spec.client, turn).await {
+                Some(Ok(WaitOutcome::Hold(next_opening))) => Ok(Some((node, next_opening))),
+                Some(Ok(WaitOutcome::GaveUp)) | None => Ok(None),
+                Some(Err(err)) => Err(err),
+            }
         };
         // A downgrade's `NodeDeleted` is its write node's (`stands_beside`): that hold is lost,
         // and there is nothing to queue again for.
