@@ -16,7 +16,8 @@
 //! Each recipe wraps its async recipe: build it with the async builder for every option and
 //! wrap it with `from_async`. What an acquire hands out is the async hold in a [`Held`], whose
 //! waiting methods block (`lost`, `release`, a term's `ended`) and which reaches every other
-//! method of the hold (fencing token, node path, fenced writes) through `Deref`.
+//! method of the hold (fencing token, node path, fenced writes: the
+//! [`Hold`](crate::hold::Hold) trait's) through `Deref`.
 //!
 //! # Examples
 //!
