@@ -41,10 +41,11 @@
 //!   acquire built with [`MutexBuilder::fail_on_deadlock`] gives up with [`Error::Deadlock`]
 //!   when it is one's victim.
 //! - [`hold`]: what every hold shares (a [`LockGuard`], a [`Lease`], a
-//!   [`Leadership`](election::Leadership), a [`MultiLockGuard`]): the trait
-//!   [`Hold`](hold::Hold), with the loss signal and the fencing token; the
-//!   [`FencedWrite`](hold::FencedWrite) that commits only while held; and work run only while
-//!   held, which ends with a [`RunEnd`](hold::RunEnd).
+//!   [`Leadership`](election::Leadership)): the trait [`Hold`](hold::Hold), with the loss
+//!   signal and the fencing token; the [`FencedWrite`](hold::FencedWrite) that commits only
+//!   while held; and work run only while held, which ends with a [`RunEnd`](hold::RunEnd). A
+//!   [`MultiLockGuard`] stands for several nodes and tells its own (`is_held`, `lost`,
+//!   `fencing_tokens`).
 //! - [`queue`]: where a waiting acquire stands in its lock's queue
 //!   ([`watch_queue`](queue::watch_queue)), and the queue's participants.
 //! - [`blocking`]: every recipe for synchronous code; [`metrics`]: the metrics zklock records.
@@ -55,7 +56,7 @@
 //! acquire is cancel safe. What a guard, a lease and a term of leadership tell of their hold
 //! (whether it stands, when it is lost, a strictly increasing [fencing
 //! token](crate::hold::Hold::fencing_token) to fence the resources it protects, fenced writes)
-//! is one trait's, [`hold::Hold`]: `use zklock::hold::Hold;`.
+//! is one trait's, [`hold::Hold`]: bring it into scope with `use zklock::hold::Hold;`.
 //!
 //! Every recipe's `Type::builder(...)` takes one [`LockOptions`] value (node data, ACLs through
 //! [`AclProvider`], [`LossPolicy`], a maximum hold time); the mutexes are reentrant per tokio task (two
