@@ -321,7 +321,7 @@ impl InterProcessMutex {
         };
         let plan = Plan::new(state, owner)?;
         let Some(cohort) = &state.cohort else {
-            let spec = plan.spec(state, client, patience, attempt.place);
+            let spec = plan.spec(state, client, attempt.place);
             let Some((node, next_opening)) = plan.placed(take_place(&spec, patience).await)? else {
                 return Ok(None);
             };
@@ -354,7 +354,7 @@ impl InterProcessMutex {
             }
             Some(Turn::Queue(turn)) => turn,
         };
-        let spec = plan.spec(state, client, patience, attempt.place);
+        let spec = plan.spec(state, client, attempt.place);
         let Some((node, next_opening)) = plan.placed(take_place(&spec, patience).await)? else { return Ok(None) };
         let Some(fencing_token) = fencing_token(node.czxid, 0) else {
             delete_in_background(client, node.retry, node.path.into());

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use zookeeper_client::Client;
 
-use crate::client::deadline::Patience;
 use crate::error::{Error, Result};
 use crate::hold::held_node::HeldNode;
 use crate::lock::owner::Owner;
@@ -48,11 +47,10 @@ impl Plan {
         &'a self,
         state: &'a LockState,
         client: &'a Client,
-        patience: Patience,
         place: Option<&'a PlaceReport>,
     ) -> QueueSpec<'a> {
         QueueSpec {
-            opening: opening::usable(state.take_opening(), self.rule, patience != Patience::NoWait),
+            opening: opening::usable(state.take_opening(), self.rule),
             level_with: self.write_node.as_deref().map(|write| Level::beside(state.schema, write.path())),
             place,
             deadlock: state.deadlock.as_ref(),

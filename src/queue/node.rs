@@ -3,9 +3,7 @@
 //! deleting what an acquire that did not hold may have left is `cleanup.rs`'s, a held node's
 //! delete `delete.rs`'s.
 
-use zookeeper_client::{
-    Acl, Acls, Client, CreateMode, CreateOptions, CreateSequence, Error as ZkError, OneshotWatcher, Stat,
-};
+use zookeeper_client::{Acl, Acls, Client, CreateMode, CreateOptions, CreateSequence, Error as ZkError, Stat};
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -153,9 +151,6 @@ pub(crate) enum FirstLook {
     /// Such a listing already put in queue order by the rule (the first look's decision sorted
     /// it): the wait decides from it without sorting it again.
     Queued(Vec<String>),
-    /// A watch on a node that sorts ahead of ours and still existed after our create
-    /// ([`Opening::QueuedBehind`]).
-    Watching(OneshotWatcher),
     /// Nothing yet: list.
     Nothing,
     /// Our node alone in the queue, as the create proved it ([`Proof::Held`], the uncontended
@@ -165,14 +160,13 @@ pub(crate) enum FirstLook {
 
 /// Creates our node as `{prefixed}{seq}`, `prefixed` being `{lock_path}/{prefix}` (or
 /// `{prefixed}{key}` for a node that sorts level with another, `spec.level_with`) and, in the
-/// same round trip, sends what `spec.opening` asks for: a listing of the queue, a watch on a
-/// node known to be ahead, or nothing (the uncontended shortcut). Returns the node, what came
+/// same round trip, sends what `spec.opening` asks for: a listing of the queue, or nothing (the
+/// uncontended shortcut). Returns the node, what came
 /// back with it, and whether the create proved it alone (then the first look is
 /// [`FirstLook::Alone`]).
 ///
 /// Both requests are sent before either is awaited; the server runs a session's requests in
-/// order, so the list already shows our node, and a watched node that still exists was there
-/// after our create. Missing parents are created (see [`create_parents`]). After a `ConnectionLoss` on the
+/// order, so the list already shows our node. Missing parents are created (see [`create_parents`]). After a `ConnectionLoss` on the
 /// create, the node is looked for by its protected prefix and taken only if our session owns it
 /// (CURATOR-498); else the create is sent again. Each lost or throttled create counts toward
 /// the retry policy's bound: once it is spent, the create's last error is returned.
@@ -197,8 +191,7 @@ pub(crate) async fn create_node(
         // Taken apart at once, and what only a created node needs dropped before a rare step's
         // await: a reply kept across those awaits would sit beside the create's future in
         // every acquire's state (336 bytes, which every level above carries and copies).
-        let CreateReplies { created, mut listed, mut watched, mut beside } =
-            send_create(spec, &create_path, &options).await;
+        let CreateReplies { created, mut listed, mut beside } = send_create(spec, &create_path, &options).await;
         let node = match created {
             Ok((stat, _)) if spec.level_with.is_some() => {
                 LockNode::new(spec.lock_path, &create_path[spec.lock_path.len() + 1..], stat.czxid, None, spec.retry)
@@ -209,7 +202,7 @@ pub(crate) async fn create_node(
                 LockNode::at(path, spec.lock_path.len() + 1, stat.czxid, Some(sequence), spec.retry)
             }
             Err(ZkError::NoNode) => {
-                drop((listed, watched, beside));
+                drop((listed, beside));
                 cleanup.remains = Remains::Nothing;
                 // Boxed, as the other rare steps below: every acquire's state would carry them.
                 Box::pin(create_parents(
@@ -224,10 +217,10 @@ pub(crate) async fn create_node(
             }
             Err(err) if is_connection_loss(&err) => {
                 // Sent behind the create on the connection that was lost: lost with it.
-                drop((listed, watched, beside));
+                drop((listed, beside));
                 match Box::pin(find_ours(spec.client, spec.retry, spec.lock_path, prefix)).await? {
                     Some((name, czxid)) => {
-                        (listed, watched, beside) = (None, None, None);
+                        (listed, beside) = (None, None);
                         LockNode::new(spec.lock_path, &name, czxid, None, spec.retry)
                     }
                     // Found again at once (the search took its round trips): no pause.
@@ -236,7 +229,7 @@ pub(crate) async fn create_node(
                 }
             }
             Err(ZkError::Throttled) => {
-                drop((listed, watched, beside));
+                drop((listed, beside));
                 // Refused unrun: nothing was created.
                 cleanup.remains = Remains::Nothing;
                 if retries.pause().await {
@@ -260,7 +253,7 @@ pub(crate) async fn create_node(
         let proof = alone_proof(&spec.opening, node.sequence, node.czxid);
         let look = match proof {
             Proof::Held => FirstLook::Alone,
-            Proof::NotTried | Proof::Missed => first_look(&node, listed, watched, spec.lock_path)?,
+            Proof::NotTried | Proof::Missed => first_look(&node, listed, spec.lock_path)?,
         };
         return Ok((node, look, proof));
     }
@@ -268,14 +261,11 @@ pub(crate) async fn create_node(
 
 /// The reply to a listing sent with our create.
 type Listed = std::result::Result<Vec<String>, ZkError>;
-/// The reply to a watch sent with our create.
-type Watched = std::result::Result<(Vec<u8>, Stat, OneshotWatcher), ZkError>;
 
 /// The replies to a create and what went with it.
 struct CreateReplies {
     created: std::result::Result<(Stat, CreateSequence), ZkError>,
     listed: Option<Listed>,
-    watched: Option<Watched>,
     /// Whether the node ours stands level with was still there after our create.
     beside: Option<std::result::Result<Option<Stat>, ZkError>>,
 }
@@ -308,44 +298,31 @@ async fn stands_beside(
 async fn send_create(spec: &QueueSpec<'_>, path: &str, options: &CreateOptions<'_>) -> CreateReplies {
     let create = spec.client.create(path, spec.data, options);
     let list = spec.opening.sends_listing().then(|| spec.client.list_children(spec.lock_path));
-    // Boxed, each the request of a rarer opening (a watch on a node ahead, a downgrade's read
-    // beside): every create's state would carry their futures.
-    let watch = match &spec.opening {
-        Opening::QueuedBehind(name) => {
-            Some(Box::pin(spec.client.get_and_watch_data(&child_path(spec.lock_path, name))))
-        }
-        _ => None,
-    };
+    // Boxed, the request of a rarer acquire (a downgrade's read beside): every create's state
+    // would carry its future.
     let beside = spec.level_with.map(|level| Box::pin(spec.client.check_stat(level.node)));
     let created = create.await;
     let listed = match list {
         Some(list) => Some(list.await),
         None => None,
     };
-    let watched = match watch {
-        Some(watch) => Some(watch.await),
-        None => None,
-    };
     let beside = match beside {
         Some(beside) => Some(beside.await),
         None => None,
     };
-    CreateReplies { created, listed, watched, beside }
+    CreateReplies { created, listed, beside }
 }
 
 /// What the replies sent with our create tell of the queue.
-fn first_look(node: &LockNode, listed: Option<Listed>, watched: Option<Watched>, lock_path: &str) -> Result<FirstLook> {
-    Ok(match (listed, watched) {
-        (Some(Ok(children)), _) if children.iter().any(|child| child == node.name()) => FirstLook::Listing(children),
+fn first_look(node: &LockNode, listed: Option<Listed>, lock_path: &str) -> Result<FirstLook> {
+    Ok(match listed {
+        Some(Ok(children)) if children.iter().any(|child| child == node.name()) => FirstLook::Listing(children),
         // (`NoNode`: the lock path went, and our node with it; the listing below says so.)
-        (Some(Err(err)), _) if !is_transient(&err) && err != ZkError::NoNode => {
+        Some(Err(err)) if !is_transient(&err) && err != ZkError::NoNode => {
             return Err(Error::zookeeper("list", lock_path, err))
         }
-        // Answered after our create ran (on its connection, or on a later one after a lost
-        // reply): the node was there after ours was made, so it sorts ahead of ours.
-        (_, Some(Ok((_data, _stat, watcher)))) => FirstLook::Watching(watcher),
-        // No listing, a lost one, one that (after a ConnectionLoss) ran before the create, or
-        // a watched node already gone: list.
+        // No listing, a lost one, or one that (after a ConnectionLoss) ran before the create:
+        // list.
         _ => FirstLook::Nothing,
     })
 }

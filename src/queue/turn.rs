@@ -187,15 +187,6 @@ async fn wait_turn<G: Future<Output = Error>>(
         let children = match std::mem::replace(&mut look, FirstLook::Nothing) {
             FirstLook::Queued(queue) => queue,
             FirstLook::Listing(children) => spec.rule.queue(spec.schema, children),
-            FirstLook::Watching(watcher) => {
-                // A node ahead of ours exists: we cannot hold yet. List once it changes.
-                if patience == Patience::NoWait {
-                    return Ok(WaitOutcome::GaveUp);
-                }
-                waited = Waited::Yes;
-                following(&mut watches, spec, node, changed(watcher)).await?;
-                continue;
-            }
             // (`Alone` holds at the first look, before this wait.) No lock path: it went, and
             // our node with it.
             FirstLook::Nothing | FirstLook::Alone => {

@@ -1,5 +1,5 @@
-//! The opening: what a participant's next acquire sends with its create, learnt from what its
-//! last hold showed of the queue, and when a create proves that the new node holds alone.
+//! The opening: what a participant's next acquire sends with its create, learnt from its last
+//! hold (the uncontended shortcut), and when a create proves that the new node holds alone.
 //!
 //! Four decisions, one place (DESIGN.md, "Round trips", has the proofs):
 //! - [`after_hold`]: what a hold leaves for the next acquire, from the listing that let it hold;
@@ -20,10 +20,6 @@ pub(crate) enum Opening {
     /// Our previous node held at once and alone, and our delete of it is confirmed. The next
     /// node holds without listing when [`alone_proof`] says so (the uncontended shortcut).
     AloneAfter(PreviousAlone),
-    /// This node (a name under the lock path) was queued behind our previous hold, so it sorts
-    /// ahead of our next node: the create goes with a watch on it instead of a listing, and we
-    /// list only once it changes.
-    QueuedBehind(String),
 }
 
 /// Our previous node, which held at once and alone.
@@ -57,17 +53,10 @@ pub(crate) enum Waited {
     Yes,
 }
 
-/// The shortest queue behind our hold worth an [`Opening::QueuedBehind`]: with two or more
-/// nodes behind us, our next node will most likely find a node ahead whose deletion it could not
-/// read as a handoff without listing anyway. With one, that one holds next and our new node
-/// lands right behind it: a listing shows it as the head, whose deletion is a handoff without a
-/// second list.
-pub(crate) const BEHIND_WORTH_WATCHING: usize = 2;
-
 /// What a hold of `ours` leaves for the next acquire, from the sorted listing that let it hold:
 /// [`Opening::AloneAfter`] if it held at once alone (with a listing next time if its own proof
-/// had `missed`), a watch on the last node behind it if at least [`BEHIND_WORTH_WATCHING`]
-/// were, else nothing.
+/// had `missed`), else nothing: a queue behind our hold tells little of the next one, whose
+/// participants queue again as they release (DESIGN.md, "Round trips").
 ///
 /// A hold that waited arms no shortcut: a waiter's node gets a sequence number like any other,
 /// but the node it waited for may not be gone (a waiter that gave up leaves it there).
@@ -78,9 +67,6 @@ pub(crate) fn after_hold<S: AsRef<str>>(sorted: &[S], ours: &Ours, waited: Waite
     match (sorted.len() - index - 1, waited, ours.sequence) {
         (0, Waited::No, Some(sequence)) => {
             Opening::AloneAfter(PreviousAlone { sequence, czxid: ours.czxid, with_listing: proof == Proof::Missed })
-        }
-        (behind, _, _) if behind >= BEHIND_WORTH_WATCHING => {
-            Opening::QueuedBehind(sorted[sorted.len() - 1].as_ref().to_owned())
         }
         _ => Opening::Unknown,
     }
@@ -95,15 +81,12 @@ pub(crate) struct Ours<'a> {
     pub(crate) czxid: i64,
 }
 
-/// Keeps from a remembered opening only what is safe and useful for an acquire under `rule`:
-/// - the uncontended shortcut needs a mutex (`Rule::First`): a reader's or a writer's hold
-///   alone does not prove the other side's queue empty, and a downgrade node is not sequential;
-/// - a watch on a node behind our last hold needs a rule that any node ahead blocks, and an
-///   acquire that may wait: a try must not leave a watch behind.
-pub(crate) fn usable(remembered: Opening, rule: Rule, may_wait: bool) -> Opening {
+/// Keeps from a remembered opening only what is safe for an acquire under `rule`: the
+/// uncontended shortcut needs a mutex (`Rule::First`): a reader's or a writer's hold alone does
+/// not prove the other side's queue empty, and a downgrade node is not sequential.
+pub(crate) fn usable(remembered: Opening, rule: Rule) -> Opening {
     match remembered {
         Opening::AloneAfter(_) if rule == Rule::First => remembered,
-        Opening::QueuedBehind(_) if rule.blocked_by_any_node_ahead() && may_wait => remembered,
         _ => Opening::Unknown,
     }
 }
@@ -114,7 +97,6 @@ impl Opening {
         match self {
             Opening::Unknown => true,
             Opening::AloneAfter(previous) => previous.with_listing,
-            Opening::QueuedBehind(_) => false,
         }
     }
 }
@@ -189,7 +171,6 @@ mod tests {
         assert!(alone_after(3, 7, true).sends_listing());
         assert!(!alone_after(3, 7, false).sends_listing());
         assert!(Opening::Unknown.sends_listing());
-        assert!(!Opening::QueuedBehind("b".into()).sends_listing());
     }
 
     #[test]
@@ -199,11 +180,12 @@ mod tests {
     }
 
     #[test]
-    fn two_or_more_behind_watch_the_last() {
-        let behind = Opening::QueuedBehind("c".into());
-        assert_eq!(after_hold(&queue(&["a", "b", "c"]), &ours("a"), Waited::Yes, Proof::NotTried), behind);
-        let behind = Opening::QueuedBehind("d".into());
-        assert_eq!(after_hold(&queue(&["a", "b", "c", "d"]), &ours("a"), Waited::No, Proof::NotTried), behind);
+    fn a_queue_behind_the_hold_arms_nothing() {
+        assert_eq!(after_hold(&queue(&["a", "b", "c"]), &ours("a"), Waited::Yes, Proof::NotTried), Opening::Unknown);
+        assert_eq!(
+            after_hold(&queue(&["a", "b", "c", "d"]), &ours("a"), Waited::No, Proof::NotTried),
+            Opening::Unknown
+        );
     }
 
     #[test]
@@ -215,23 +197,11 @@ mod tests {
     #[test]
     fn only_a_mutex_uses_the_uncontended_shortcut() {
         let alone = alone_after(3, 7, false);
-        assert_eq!(usable(alone.clone(), Rule::First, true), alone);
-        assert_eq!(usable(alone.clone(), Rule::First, false), alone);
+        assert_eq!(usable(alone.clone(), Rule::First), alone);
         let writer = Rule::Writer { writer_name: "W" };
-        assert_eq!(usable(alone.clone(), writer, true), Opening::Unknown);
-        assert_eq!(usable(alone.clone(), Rule::Reader { writer_name: "W" }, true), Opening::Unknown);
-        assert_eq!(usable(alone, Rule::Leases { max_leases: 2 }, true), Opening::Unknown);
-    }
-
-    #[test]
-    fn watching_behind_needs_a_rule_any_node_ahead_blocks_and_an_acquire_that_waits() {
-        let behind = Opening::QueuedBehind("n".into());
-        assert_eq!(usable(behind.clone(), Rule::First, true), behind);
-        assert_eq!(usable(behind.clone(), Rule::Writer { writer_name: "W" }, true), behind);
-        assert_eq!(usable(behind.clone(), Rule::First, false), Opening::Unknown);
-        assert_eq!(usable(behind.clone(), Rule::Reader { writer_name: "W" }, true), Opening::Unknown);
-        assert_eq!(usable(behind.clone(), Rule::Always, true), Opening::Unknown);
-        assert_eq!(usable(behind, Rule::Leases { max_leases: 3 }, true), Opening::Unknown);
+        assert_eq!(usable(alone.clone(), writer), Opening::Unknown);
+        assert_eq!(usable(alone.clone(), Rule::Reader { writer_name: "W" }), Opening::Unknown);
+        assert_eq!(usable(alone, Rule::Leases { max_leases: 2 }), Opening::Unknown);
     }
 
     #[test]
@@ -245,7 +215,6 @@ mod tests {
         // Nothing to prove with.
         assert_eq!(alone_proof(&Opening::Unknown, Some(41), 1_002), Proof::NotTried);
         assert_eq!(alone_proof(&previous, None, 1_002), Proof::NotTried);
-        assert_eq!(alone_proof(&Opening::QueuedBehind("a".into()), Some(41), 1_002), Proof::NotTried);
     }
 
     #[test]
