@@ -148,13 +148,13 @@ pub(crate) mod sealed {
     }
 
     macro_rules! releasable {
-        ($($hold:ty),*) => {$(
+        ($($hold:ty: $lost:ident),*) => {$(
             impl Releasable for $hold {
                 fn held(&self) -> bool {
                     self.is_held()
                 }
                 fn lost_boxed(&self) -> HoldFuture<'_, LossReason> {
-                    Box::pin(self.lost())
+                    $lost(self)
                 }
                 fn release_boxed(self) -> HoldFuture<'static, Result<()>> {
                     Box::pin(self.release())
@@ -163,5 +163,15 @@ pub(crate) mod sealed {
         )*};
     }
 
-    releasable!(LockGuard, Lease, MultiLockGuard);
+    /// A [`Hold`]'s loss future, boxed already.
+    fn hold_lost<H: Hold>(hold: &H) -> HoldFuture<'_, LossReason> {
+        hold.lost()
+    }
+
+    /// A multi-lock guard's loss future, boxed here.
+    fn multi_lost(guard: &MultiLockGuard) -> HoldFuture<'_, LossReason> {
+        Box::pin(guard.lost())
+    }
+
+    releasable!(LockGuard: hold_lost, Lease: hold_lost, MultiLockGuard: multi_lost);
 }

@@ -1,7 +1,6 @@
 //! `InterProcessMultiLock`: several locks taken as one, all or none.
 
-use std::future::{poll_fn, Future};
-use std::pin::Pin;
+use std::future::poll_fn;
 use std::task::Poll;
 use std::time::Duration;
 
@@ -11,7 +10,7 @@ use crate::client::session::Connection;
 
 use crate::client::deadline::{acquire_forever, Patience};
 use crate::error::{Error, LossReason, Result};
-use crate::hold::Hold;
+use crate::hold::{Hold, HoldFuture};
 use crate::lock::guard::LockGuard;
 use crate::lock::mutex::InterProcessMutex;
 use crate::options::{LockOptions, Settings};
@@ -280,13 +279,13 @@ impl MultiLockGuard {
     }
 
     /// Resolves when any of the locks is lost, with that lock's reason; stays pending while all
-    /// are held. Sets the node watch of every lock on the first call, as [`Hold::lost`](crate::hold::Hold::lost).
+    /// are held. Sets the node watch of every lock on the first call, as
+    /// [`Hold::lost`](crate::hold::Hold::lost).
     ///
     /// # Cancel safety
     /// Cancel safe, as [`Hold::lost`](crate::hold::Hold::lost).
     pub async fn lost(&self) -> LossReason {
-        let mut each: Vec<Pin<Box<dyn Future<Output = LossReason> + Send + '_>>> =
-            self.guards.iter().map(|guard| Box::pin(guard.lost()) as Pin<Box<_>>).collect();
+        let mut each: Vec<HoldFuture<'_, LossReason>> = self.guards.iter().map(|guard| guard.lost()).collect();
         poll_fn(|context| {
             for lost in &mut each {
                 if let Poll::Ready(reason) = lost.as_mut().poll(context) {

@@ -161,13 +161,12 @@ pub(crate) enum FirstLook {
 /// Creates our node as `{prefixed}{seq}`, `prefixed` being `{lock_path}/{prefix}` (or
 /// `{prefixed}{key}` for a node that sorts level with another, `spec.level_with`) and, in the
 /// same round trip, sends what `spec.opening` asks for: a listing of the queue, or nothing (the
-/// uncontended shortcut). Returns the node, what came
-/// back with it, and whether the create proved it alone (then the first look is
-/// [`FirstLook::Alone`]).
+/// uncontended shortcut). Returns the node, what came back with it, and whether the create
+/// proved it alone (then the first look is [`FirstLook::Alone`]).
 ///
 /// Both requests are sent before either is awaited; the server runs a session's requests in
-/// order, so the list already shows our node. Missing parents are created (see [`create_parents`]). After a `ConnectionLoss` on the
-/// create, the node is looked for by its protected prefix and taken only if our session owns it
+/// order, so the list already shows our node. Missing parents are created (see
+/// [`create_parents`]). After a `ConnectionLoss` on the create, the node is looked for by its protected prefix and taken only if our session owns it
 /// (CURATOR-498); else the create is sent again. Each lost or throttled create counts toward
 /// the retry policy's bound: once it is spent, the create's last error is returned.
 ///

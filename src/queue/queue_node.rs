@@ -21,9 +21,8 @@ pub struct QueueNode {
     /// identifier.
     pub data: Vec<u8>,
     /// The zxid that created the node (its `czxid`): the fencing token of the hold it stands for
-    /// while it holds alone, as [`Hold::fencing_token`](crate::hold::Hold::fencing_token)
-    /// and [`Hold::fencing_token`](crate::hold::Hold::fencing_token) tell the
-    /// holder.
+    /// while it holds alone, as [`Hold::fencing_token`](crate::hold::Hold::fencing_token) tells
+    /// the holder (a guard, a lease, a term of leadership).
     pub fencing_token: i64,
     /// The session the node belongs to (its `ephemeralOwner`; 0 for a node that is not
     /// ephemeral).
