@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 
 use super::hold_signal::HoldSignal;
 use super::node_watch::watch_node;
-use crate::client::retry_policy::RetryPolicy;
+use crate::client::retry_policy::{Backoff, RetryPolicy};
 use zookeeper_client::Client;
 
 /// How long a lock is held before the watch on its node is set without being asked for: short
@@ -39,8 +39,9 @@ struct DelayedNodeWatch {
     due: Instant,
     signal: Weak<HoldSignal>,
     node_path: Arc<str>,
-    /// How the watch's read is retried (the hold's pacing, never giving up).
-    retry: RetryPolicy,
+    /// How the watch's read is paced (the hold's pacing; it never gives up). The pacing alone,
+    /// not the whole policy: every hold's entry is copied in.
+    pacing: Backoff,
 }
 
 impl DelayedNodeWatches {
@@ -50,8 +51,21 @@ impl DelayedNodeWatches {
 
     pub(crate) fn push(&self, signal: &Arc<HoldSignal>, node_path: &Arc<str>, retry: RetryPolicy) {
         let due = signal.began() + NODE_WATCH_DELAY;
-        let watch = DelayedNodeWatch { due, signal: Arc::downgrade(signal), node_path: Arc::clone(node_path), retry };
-        self.lock().push_back(watch);
+        let watch = DelayedNodeWatch {
+            due,
+            signal: Arc::downgrade(signal),
+            node_path: Arc::clone(node_path),
+            pacing: retry.backoff(),
+        };
+        let mut queue = self.lock();
+        // A hold released before it was due needs no watch: dropped now (the newest first, as
+        // in a loop of short holds), its signal's and path's allocations freed while the
+        // allocator's cache for their sizes is warm, where the task would free a second's worth
+        // of them at once.
+        while queue.back().is_some_and(|watch| watch.signal.strong_count() == 0) {
+            queue.pop_back();
+        }
+        queue.push_back(watch);
     }
 
     /// Takes the watches due by `now` (pushes are in time order, give or take a thread switch).
@@ -91,8 +105,32 @@ pub(crate) async fn set_delayed_node_watches(client: impl Fn() -> Option<Client>
         let Some(client) = client() else { return };
         for hold in due {
             if let Some(signal) = hold.signal.upgrade() {
-                watch_node(&client, hold.retry, &hold.node_path, &signal);
+                watch_node(&client, RetryPolicy::new().with_backoff(hold.pacing), &hold.node_path, &signal);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hold::hold_signal::tests::signal;
+
+    #[test]
+    fn a_hold_released_before_the_next_joins_leaves_the_queue_at_once() {
+        let delayed = DelayedNodeWatches::default();
+        let path: Arc<str> = Arc::from("/lock/_c_0-lock-0000000001");
+        let older = signal();
+        delayed.push(&older, &path, RetryPolicy::new());
+        let released = signal();
+        delayed.push(&released, &path, RetryPolicy::new());
+        drop(released);
+        let newest = signal();
+        delayed.push(&newest, &path, RetryPolicy::new());
+        assert_eq!(delayed.lock().len(), 2);
+        // One released behind a live one waits until it is due, as before.
+        drop(older);
+        delayed.push(&signal(), &path, RetryPolicy::new());
+        assert_eq!(delayed.lock().len(), 3);
     }
 }

@@ -183,3 +183,15 @@ impl HoldSignal {
         }
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::observe::label::{LockLabel, Recipe};
+
+    /// The signal of a hold that has just begun.
+    pub(crate) fn signal() -> Arc<HoldSignal> {
+        let label = LockLabel::new(Recipe::Mutex, "/lock", false);
+        HoldSignal::new(label.acquired(&Arc::from("/lock/_c_0-lock-0000000001"), 1, Instant::now()))
+    }
+}

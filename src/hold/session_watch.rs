@@ -36,11 +36,29 @@ pub(crate) struct SessionWatch {
     delayed: Arc<DelayedNodeWatches>,
 }
 
-/// Weak references to live holds; dead ones are pruned whenever the list doubles.
+/// Weak references to live holds; dead ones are pruned whenever the list doubles, and the
+/// newest at once.
 #[derive(Debug, Default)]
 struct Holds {
     signals: Vec<Weak<HoldSignal>>,
     prune_at: usize,
+}
+
+impl Holds {
+    fn push(&mut self, signal: &Arc<HoldSignal>) {
+        // The newest first: a hold released before the next one begins (a loop of short holds)
+        // is dropped here, the last reference to its signal's allocation freed while the
+        // allocator's cache for its size is warm, not in a batch of dozens at the next pruning
+        // (about 400 client instructions a cycle of acquire and release).
+        while self.signals.last().is_some_and(|hold| hold.strong_count() == 0) {
+            self.signals.pop();
+        }
+        if self.signals.len() >= self.prune_at {
+            self.signals.retain(|hold| hold.strong_count() > 0);
+            self.prune_at = (2 * self.signals.len()).max(64);
+        }
+        self.signals.push(Arc::downgrade(signal));
+    }
 }
 
 /// The watch of a lock object's current session: kept while the object lives (so that a
@@ -95,14 +113,7 @@ impl SessionWatch {
     /// once the hold has lasted [`NODE_WATCH_DELAY`] (unless released before). Sends nothing,
     /// spawns nothing (the tasks started with the first lock object), wakes no task.
     pub(crate) fn register(self: &Arc<Self>, signal: &Arc<HoldSignal>, node_path: &Arc<str>, retry: RetryPolicy) {
-        {
-            let mut holds = self.lock();
-            if holds.signals.len() >= holds.prune_at {
-                holds.signals.retain(|hold| hold.strong_count() > 0);
-                holds.prune_at = (2 * holds.signals.len()).max(64);
-            }
-            holds.signals.push(Arc::downgrade(signal));
-        }
+        self.lock().push(signal);
         if let Some(end) = SessionEnd::of_state(self.client.state()) {
             signal.mark_lost(end.loss());
         }
@@ -173,5 +184,30 @@ async fn watch_session(watch: Weak<SessionWatch>, mut states: StateWatcher, grac
     tokio::select! {
         () = follow => {}
         _ = stop.notified() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hold::hold_signal::tests::signal;
+
+    #[test]
+    fn a_hold_released_before_the_next_begins_is_forgotten_at_once() {
+        let mut holds = Holds::default();
+        let older = signal();
+        holds.push(&older);
+        let released = signal();
+        holds.push(&released);
+        drop(released);
+        let newest = signal();
+        holds.push(&newest);
+        // (The pruning of the whole list waits until it has 64.)
+        assert_eq!(holds.signals.len(), 2);
+        assert!(holds.signals.iter().all(|hold| hold.strong_count() == 1));
+        // One released behind a live one stays until the list is pruned.
+        drop(older);
+        holds.push(&signal());
+        assert_eq!(holds.signals.len(), 3);
     }
 }
