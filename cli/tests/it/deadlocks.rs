@@ -9,7 +9,7 @@ use std::future::Future;
 use std::process::Output;
 use std::time::Duration;
 
-use common::{connect, server, unique_path, wait_for_children};
+use common::{children, connect, server, unique_path, wait_for_children};
 use support::kazoo::Kazoo;
 use support::{zklock, Group};
 use tokio::task::JoinHandle;
@@ -421,6 +421,21 @@ async fn kazoo_readers_behind_each_others_writers_are_a_deadlock() {
     .await;
 }
 
+/// Whether every one of `paths` has two children (a holder and a waiter) at once, within 10 s.
+async fn held_and_awaited(observer: &zookeeper_client::Client, paths: [&str; 2]) -> bool {
+    for _ in 0..200 {
+        let mut each = Vec::new();
+        for path in paths {
+            each.push(children(observer, path).await.len());
+        }
+        if each == [2, 2] {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
 /// Issue 48, item 3: a job that runs `zklock`s side by side (`&`, `xargs -P`) passed its chain
 /// to each, and they read as one owner: two such jobs, each with one `zklock` holding a lock the
 /// other job's second `zklock` waits for, made a "certain" ring of two chains though nothing was
@@ -450,8 +465,21 @@ async fn zklocks_a_command_runs_side_by_side_make_no_ring() {
         };
         let jobs = [job("one", &x, &y), job("two", &y, &x)];
         let observer = connect().await;
-        wait_for_children(&observer, &x, 2).await;
-        wait_for_children(&observer, &y, 2).await;
+        if !held_and_awaited(&observer, [&x, &y]).await {
+            // What the jobs said (a ring reported, a session lost) is the cause: read before
+            // the panic, once they have ended.
+            std::fs::write(dir.join("go"), b"").unwrap();
+            let said: Vec<_> = jobs
+                .into_iter()
+                .zip(["one", "two"])
+                .map(|(mut job, own)| {
+                    let status = job.wait(Duration::from_secs(45));
+                    let inner = std::fs::read_to_string(dir.join(format!("{own}-codes"))).unwrap_or_default();
+                    (own, status, format!("inner zklocks' codes: {inner}"), job.stderr())
+                })
+                .collect();
+            panic!("{x} and {y} never each had a holder and a waiter at once; the jobs: {said:#?}");
+        }
         let text = deadlocks(&root, false).await;
         assert_eq!(text.status.code(), Some(0), "{text:?}");
         std::fs::write(dir.join("go"), b"").unwrap();
