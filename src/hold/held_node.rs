@@ -64,7 +64,8 @@ impl HeldNode {
         acquired: Acquired<'_>,
         max_hold: Option<Duration>,
     ) -> Self {
-        let (path, retry): (Arc<str>, _) = (node.path.into(), node.retry.without_bound());
+        let retry = node.retry();
+        let path: Arc<str> = node.path.into();
         let events = acquired.label.acquired(&path, acquired.fencing_token, acquired.started);
         let signal = HoldSignal::new(events);
         let max_hold = max_hold.map(|bound| MaxHold::start(bound, client, retry, &path, &signal));

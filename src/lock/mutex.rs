@@ -357,7 +357,7 @@ impl InterProcessMutex {
         let spec = plan.spec(state, client, attempt.place);
         let Some((node, next_opening)) = plan.placed(take_place(&spec, patience).await)? else { return Ok(None) };
         let Some(fencing_token) = fencing_token(node.czxid, 0) else {
-            delete_in_background(client, node.retry, node.path.into());
+            delete_in_background(client, node.retry(), node.path.into());
             return Err(Error::InvalidOptions("local handoff: the lock node's czxid is past 2^55"));
         };
         let hold = claim.grant(client, node, next_opening, fencing_token, attempt.started);

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::cleanup::{delete_ours, find_ours, NodeCleanup, Remains};
 use crate::client::retry::{is_connection_loss, is_transient, retry_transient};
-use crate::client::retry_policy::{Retries, RetryPolicy};
+use crate::client::retry_policy::{Backoff, Retries, RetryPolicy};
 use crate::error::{Error, LossReason, Result};
 use crate::options::{AclProvider, DeadlockCheck};
 use crate::rules::decide::Rule;
@@ -117,9 +117,10 @@ pub(crate) struct LockNode {
     /// Its sequence number, when the create's reply gave it (not for a node that sorts level
     /// with another, nor one found again after a lost reply).
     pub(crate) sequence: Option<i64>,
-    /// How the requests about it are retried once it is ours: the acquire's pacing, never
-    /// giving up (a delete that gave up would leave the node behind).
-    pub(crate) retry: RetryPolicy,
+    /// How the requests about it are paced once it is ours: the acquire's pacing (they never
+    /// give up: a delete that gave up would leave the node behind). The pacing alone, not the
+    /// whole policy: the node is moved from step to step of every acquire.
+    pacing: Backoff,
 }
 
 impl LockNode {
@@ -129,7 +130,12 @@ impl LockNode {
 
     /// The node at `path`, whose name starts at byte `name_at`.
     fn at(path: String, name_at: usize, czxid: i64, sequence: Option<i64>, retry: RetryPolicy) -> Self {
-        LockNode { path, name_at, czxid, sequence, retry: retry.without_bound() }
+        LockNode { path, name_at, czxid, sequence, pacing: retry.backoff() }
+    }
+
+    /// How the requests about it are retried: its pacing, never giving up.
+    pub(crate) fn retry(&self) -> RetryPolicy {
+        RetryPolicy::new().with_backoff(self.pacing)
     }
 
     /// What the opening's decisions need of it.
