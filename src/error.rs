@@ -1,5 +1,6 @@
-//! The crate's one error type, and what it carries: the reason a hold was lost, and the ring of
-//! waits an acquire gave up to break (`rules/wait_for.rs` finds it).
+//! The crate's one error type, the reason a hold was lost, and a deadlock's ring.
+//!
+//! The ring is the waits an acquire gave up to break (`rules/wait_for.rs` finds it).
 
 use std::fmt;
 use std::time::Duration;

@@ -1,6 +1,7 @@
-//! ZooKeeper lock recipes for async Rust, in the style of Apache Curator and wire-compatible
-//! with it: a Java service using Curator's `InterProcessMutex` and a Rust service using
-//! [`InterProcessMutex`] can share one lock.
+//! ZooKeeper lock recipes for async Rust, wire-compatible with Apache Curator.
+//!
+//! In the style of Apache Curator and wire-compatible with it: a Java service using Curator's
+//! `InterProcessMutex` and a Rust service using [`InterProcessMutex`] can share one lock.
 //!
 //! Locks are built on the [`zookeeper_client`] crate (with its `tokio` feature) and tokio. Each
 //! acquire puts an ephemeral sequential node in a queue under the lock path; the first node

@@ -1,5 +1,7 @@
-//! The options every recipe's builder takes, said once ([`LockOptions`]: ACLs, loss policy,
-//! node data, maximum hold time), and what a lock object is built with beside them.
+//! `LockOptions`, the options every builder takes, and what a lock object is built with.
+//!
+//! [`LockOptions`]: ACLs, loss policy, node data, maximum hold time, said once for every recipe's
+//! builder.
 
 use std::time::Duration;
 

@@ -1,6 +1,8 @@
-//! What a blocking acquire hands out: the async hold itself (a [`LockGuard`], a [`Lease`], a
-//! [`MultiLockGuard`], a [`Leadership`]), wrapped so that its waiting methods block. Everything
-//! else of the hold is reached through `Deref`: its fencing token, its node, its fenced writes.
+//! A blocking acquire's hold: the async hold, its waits blocking.
+//!
+//! The hold itself (a [`LockGuard`], a [`Lease`], a [`MultiLockGuard`], a [`Leadership`]), wrapped
+//! so that its waiting methods block. Everything else of the hold is reached through `Deref`: its
+//! fencing token, its node, its fenced writes.
 
 use std::fmt;
 use std::ops::Deref;

@@ -1,6 +1,8 @@
-//! The lock recipes, blocking: each wraps its async recipe (made with `new`, or with the async
-//! builder and [`from_async`](InterProcessMutex::from_async) for every option) and blocks the
-//! calling thread in `acquire`, `acquire_timeout` and `try_acquire`.
+//! The lock recipes for synchronous code, each wrapping its async recipe.
+//!
+//! Each is made with `new`, or with the async builder and
+//! [`from_async`](InterProcessMutex::from_async) for every option, and blocks the calling thread in
+//! `acquire`, `acquire_timeout` and `try_acquire`.
 
 use std::time::Duration;
 

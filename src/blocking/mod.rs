@@ -1,6 +1,8 @@
-//! zklock for synchronous code: the mutex, read-write lock, semaphores, multi-lock and leader
-//! latch with blocking `acquire`, `acquire_timeout` and `try_acquire`, reentrant per thread,
-//! their holds released on drop and their losses told by a blocking wait.
+//! zklock for synchronous code: every lock recipe and the leader latch, blocking.
+//!
+//! The mutex, read-write lock, semaphores, multi-lock and leader latch with blocking `acquire`,
+//! `acquire_timeout` and `try_acquire`, reentrant per thread, their holds released on drop and
+//! their losses told by a blocking wait.
 //!
 //! As tokio's and reqwest's blocking modules do, it runs the async core on a runtime of its own:
 //! one thread, `zklock-background`, started on first use, drives the client's connection and

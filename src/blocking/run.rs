@@ -1,6 +1,7 @@
-//! Running an async call to its end from a thread that is not a runtime's: on zklock's own
-//! runtime, polled on the calling thread (so that reentrancy counts per thread, as Curator's
-//! does), its I/O and timers driven by the runtime's thread.
+//! Running an async call to its end from a thread that is not a runtime's.
+//!
+//! It runs on zklock's own runtime, polled on the calling thread (so that reentrancy counts per
+//! thread, as Curator's does), its I/O and timers driven by the runtime's thread.
 
 use std::future::Future;
 

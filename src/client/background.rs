@@ -1,3 +1,5 @@
+//! Where the work a drop leaves runs: the caller's runtime, or zklock's own.
+//!
 //! Where zklock runs what a drop leaves to be done (a released node's delete, an abandoned
 //! create's cleanup): on the caller's tokio runtime when there is one, else on a runtime of
 //! zklock's own, so that a guard dropped on a plain thread releases all the same.

@@ -1,5 +1,4 @@
-//! How long an acquire may wait: one patience for every recipe, and the one loop that asks an
-//! acquire again until it has an answer.
+//! How long an acquire may wait (its patience), and the loop that asks it again.
 
 use std::future::Future;
 use std::time::{Duration, Instant};

@@ -1,8 +1,9 @@
-//! How zklock retries what is transient, as a value the user sets once on a
-//! [`Session`](crate::Session): how long to pause before each retry of a request, when a request
-//! gives up, and how long to pause between tries to connect a new session after an expiry.
-//! Which requests honour the bound, and why the others never give up, is said on
-//! [`RetryPolicy`]; `retry.rs` runs the retries.
+//! `RetryPolicy` and `Backoff`: how transient failures are paced and bounded.
+//!
+//! A value the user sets once on a [`Session`](crate::Session): how long to pause before each retry
+//! of a request, when a request gives up, and how long to pause between tries to connect a new
+//! session after an expiry. Which requests honour the bound, and why the others never give up, is
+//! said on [`RetryPolicy`]; `retry.rs` runs the retries.
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,9 @@
-//! A ZooKeeper session that outlives its expiry, as Curator's framework gives Java users: a
-//! [`Session`] hands out the current client and connects a new one when the server expires the
-//! old session (a zookeeper-client `Client` cannot renew its session), and tells its state. Every
-//! recipe can be built on one (through [`Connection`]), and then keeps working after an expiry.
+//! `Session`, a ZooKeeper session that outlives its expiry, and `Connection`.
+//!
+//! As Curator's framework gives Java users: a [`Session`] hands out the current client and connects
+//! a new one when the server expires the old session (a zookeeper-client `Client` cannot renew its
+//! session), and tells its state. Every recipe can be built on one (through [`Connection`]), and
+//! then keeps working after an expiry.
 
 use std::fmt;
 use std::future::Future;

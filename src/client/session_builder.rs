@@ -1,6 +1,7 @@
-//! How a [`Session`] is set up before it connects: its [`RetryPolicy`], then one of the ways to
-//! connect its first client (and every later one); `Session`'s own constructors take the
-//! defaults.
+//! `SessionBuilder`: how a `Session` is set up before it connects.
+//!
+//! Its [`RetryPolicy`], then one of the ways to connect its first client (and every later one);
+//! `Session`'s own constructors take the defaults.
 
 use std::future::Future;
 use std::sync::Arc;

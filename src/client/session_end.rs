@@ -1,6 +1,8 @@
-//! How a session ends, read from the client's state, a watch event or an error: the one place
-//! that maps each of them to the crate's `Error` and `LossReason`, and so the home of
-//! `Error::zookeeper`, the one way a client error becomes ours.
+//! How a session ends, and what each end means as an `Error` or a `LossReason`.
+//!
+//! Read from the client's state, a watch event or an error: the one place that maps each of them to
+//! the crate's `Error` and `LossReason`, and so the home of `Error::zookeeper`, the one way a
+//! client error becomes ours.
 
 use std::time::Duration;
 

@@ -1,7 +1,8 @@
-//! What a leader latch and a leader selector share: a participant that takes one mutex over and
-//! over in a background task, each hold a term of leadership, as Curator builds its
-//! `LeaderSelector` on an `InterProcessMutex` (and its `LeaderLatch` is the same queue under
-//! another node name).
+//! The election's participant: one mutex taken term after term in a task.
+//!
+//! What a leader latch and a leader selector share: each hold of the mutex is a term of leadership,
+//! as Curator builds its `LeaderSelector` on an `InterProcessMutex` (and its `LeaderLatch` is the
+//! same queue under another node name).
 //!
 //! A term ends when leadership is lost (under the mutex's [`LossPolicy`](crate::LossPolicy)),
 //! when the leader's work (`lead`) finishes, panics or is interrupted, or when the participant is

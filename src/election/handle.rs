@@ -1,6 +1,7 @@
-//! What a [`LeaderLatch`](crate::LeaderLatch) and a [`LeaderSelector`](crate::LeaderSelector)
-//! say alike, written once as a macro each expands in its own file: the handle's methods on the
-//! election (`engine.rs`) it drives.
+//! The handle's methods that a `LeaderLatch` and a `LeaderSelector` share.
+//!
+//! Written once as a macro each expands in its own file: the handle's methods on the election
+//! (`engine.rs`) it drives.
 
 /// What a [`LeaderLatch`](crate::LeaderLatch) and a [`LeaderSelector`](crate::LeaderSelector)
 /// say alike, written once: each is a handle on the [`Election`](crate::election::engine::Election) in its field `election`, and

@@ -1,5 +1,4 @@
-//! One term of leadership, as a [`LeaderLatch`](crate::LeaderLatch) or a
-//! [`LeaderSelector`](crate::LeaderSelector) hands it out.
+//! `Leadership`: one term of leadership, as a latch or a selector hands it out.
 
 use std::fmt;
 use std::sync::Arc;

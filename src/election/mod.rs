@@ -1,10 +1,11 @@
-//! Leader election, Curator's two recipes: a [`LeaderLatch`] leads while its node is first, a
-//! [`LeaderSelector`] runs the leader's work once per term. Each term is a [`Leadership`] (a loss
-//! signal and a fencing token, as a lock's hold has), which ends with a [`TermEnd`]; a
-//! participant's [`ElectionState`] is what it reports, and a [`LeaderView`] follows who leads
-//! without joining. The participants and the leader are nodes in the election's queue, each a
-//! [`QueueNode`](crate::queue::QueueNode) whose [`id`](crate::queue::QueueNode::id) is the
-//! participant's id.
+//! Leader election: Curator's `LeaderLatch` and `LeaderSelector`, and a leader's view.
+//!
+//! A [`LeaderLatch`] leads while its node is first, a [`LeaderSelector`] runs the leader's work
+//! once per term. Each term is a [`Leadership`] (a loss signal and a fencing token, as a lock's
+//! hold has), which ends with a [`TermEnd`]; a participant's [`ElectionState`] is what it reports,
+//! and a [`LeaderView`] follows who leads without joining. The participants and the leader are
+//! nodes in the election's queue, each a [`QueueNode`](crate::queue::QueueNode) whose
+//! [`id`](crate::queue::QueueNode::id) is the participant's id.
 //!
 //! `LeaderLatch` and `LeaderSelector` are also at the crate root; the rest of the election's
 //! vocabulary is here only. The guide's pages: leader-latch.md and leader-selector.md in docs/.

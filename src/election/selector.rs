@@ -1,5 +1,7 @@
-//! `LeaderSelector`: Curator's leader selector, which runs the leader's work for one term at a
-//! time on top of an `InterProcessMutex` (or, in kazoo's layout, kazoo's `Election`).
+//! `LeaderSelector`: the leader's work run once per term.
+//!
+//! Curator's leader selector, on top of an `InterProcessMutex` (or, in kazoo's layout, kazoo's
+//! `Election`).
 
 use std::future::Future;
 use std::sync::Arc;

@@ -1,7 +1,8 @@
-//! Where a participant of an election stands, and every move between stages as a pure function
-//! of the stage (the task and the handle in `engine.rs` apply them under one lock and publish
-//! the result). Every move out of `Leading` ends the term first, so that whoever reads the stage
-//! sees no term held that has ended, and no end of a term untold.
+//! Where an election's participant stands, each move a pure function.
+//!
+//! The task and the handle in `engine.rs` apply the moves under one lock and publish the result.
+//! Every move out of `Leading` ends the term first, so that whoever reads the stage sees no term
+//! held that has ended, and no end of a term untold.
 
 use crate::election::leadership::Leadership;
 use crate::election::state::ElectionState;

@@ -1,5 +1,6 @@
-//! How a term of leadership ended, as [`Leadership::ended`](crate::election::Leadership::ended)
-//! tells it.
+//! `TermEnd`: how a term of leadership ended.
+//!
+//! As [`Leadership::ended`](crate::election::Leadership::ended) tells it.
 
 use std::fmt;
 

@@ -1,5 +1,7 @@
-//! Watching an election without joining it (etcd's `Observe`, Curator's `getLeader`): who
-//! leads now, with the leader's data and fencing token, as a stream of changes.
+//! `LeaderView`: an election watched without joining it.
+//!
+//! As etcd's `Observe` and Curator's `getLeader`: who leads now, with the leader's data and fencing
+//! token, as a stream of changes.
 //!
 //! One task per view follows the election's queue: it lists the queue with a watch on its
 //! children (so that a first participant, or the path's creation, is seen) and reads the first

@@ -1,6 +1,7 @@
-//! Setting the node watch of holds that last: a hold's node watch is set once it has lasted
-//! [`NODE_WATCH_DELAY`], by one task per session serving a queue, so short critical sections
-//! never pay for it (neither a request nor a task).
+//! The node watch of a hold that lasts, set by one task per session.
+//!
+//! A hold's node watch is set once it has lasted [`NODE_WATCH_DELAY`], by the task serving its
+//! session's queue, so short critical sections never pay for it (neither a request nor a task).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, Weak};

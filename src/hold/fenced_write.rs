@@ -1,5 +1,7 @@
-//! Writes to ZooKeeper that commit only while a lock is held: a transaction whose first
-//! operation checks that our lock node still exists (CURATOR-689, CURATOR-607).
+//! `FencedWrite`: writes that commit only while our lock node exists.
+//!
+//! A transaction whose first operation checks that our lock node still exists (CURATOR-689,
+//! CURATOR-607).
 //!
 //! Why the check is enough: our lock node is ephemeral and, once we hold, stays the holder until
 //! it is deleted (by our release, our session's end, or someone else). ZooKeeper runs a

@@ -1,7 +1,9 @@
-//! The node behind every guard: its path, its fencing token, its loss signal, and how it is
-//! deleted. [`LockGuard`](crate::LockGuard) and [`Lease`](crate::Lease) differ only in who may
-//! release it (an owner's last guard, or whoever holds the lease); what they tell of the hold is
-//! said once, here.
+//! `HeldNode`: the node behind every guard, lease and term, and its delete.
+//!
+//! Its path, its fencing token, its loss signal, and how it is deleted.
+//! [`LockGuard`](crate::LockGuard) and [`Lease`](crate::Lease) differ only in who may release it
+//! (an owner's last guard, or whoever holds the lease); what they tell of the hold is said once,
+//! here.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -1,5 +1,7 @@
-//! The loss state of one hold: a one-way latch from "held" to "lost, because ...", the
-//! revocation flag, and whether our own release deleted the node.
+//! `HoldSignal`: a hold's loss latch, revocation flag and released mark.
+//!
+//! The latch goes one way, from "held" to "lost, because ..."; the released mark says that our own
+//! release deleted the node.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,5 +1,7 @@
-//! What every hold offers, said once: a lock's guard, a semaphore's lease and a term of
-//! leadership each stand for one node of ours, and tell the same things of it.
+//! The `Hold` trait: what every hold tells of its node, written once.
+//!
+//! A lock's guard, a semaphore's lease and a term of leadership each stand for one node of ours,
+//! and tell the same things of it.
 
 use std::fmt;
 use std::future::Future;

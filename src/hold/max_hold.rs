@@ -1,5 +1,7 @@
-//! The maximum hold time (`max_hold`): a timer in the holder's own process that gives a hold up
-//! once it has lasted its bound, telling the holder before its node is deleted.
+//! The maximum hold time: a timer that gives a hold up once it has lasted its bound.
+//!
+//! The timer (`max_hold`) runs in the holder's own process, and tells the holder before its node is
+//! deleted.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,9 +1,10 @@
-//! The vocabulary every hold shares. A hold is what a recipe gives while it holds: a
-//! [`LockGuard`](crate::LockGuard) (a mutex's, or a side of a read-write lock's), a
-//! [`Lease`](crate::Lease) (a semaphore's), a [`Leadership`](crate::election::Leadership) (a term
-//! of an election), a [`MultiLockGuard`](crate::MultiLockGuard) (several locks at once). Each
-//! stands for a node of ours in a lock's queue (a `MultiLockGuard` for one per lock), and tells
-//! the same things of it:
+//! The vocabulary every hold shares: the `Hold` trait, fenced writes, work while held.
+//!
+//! A hold is what a recipe gives while it holds: a [`LockGuard`](crate::LockGuard) (a mutex's, or a
+//! side of a read-write lock's), a [`Lease`](crate::Lease) (a semaphore's), a
+//! [`Leadership`](crate::election::Leadership) (a term of an election), a
+//! [`MultiLockGuard`](crate::MultiLockGuard) (several locks at once). Each stands for a node of
+//! ours in a lock's queue (a `MultiLockGuard` for one per lock), and tells the same things of it:
 //!
 //! - The loss signal. A hold can be lost while it is held: its session expires, its client is
 //!   cut off for longer than its [`LossPolicy`](crate::LossPolicy) allows, someone deletes its

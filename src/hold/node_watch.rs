@@ -1,6 +1,7 @@
-//! The watch on our own node that turns its deletion by someone else into a loss and a
-//! revocation request into a flag: one getData watch, set lazily (a short hold pays nothing)
-//! and left to fire on our own delete (dropping it unfired would cost a RemoveWatches request).
+//! The watch on our own node: its deletion a loss, a revocation request a flag.
+//!
+//! One getData watch, set lazily (a short hold pays nothing) and left to fire on our own delete
+//! (dropping it unfired would cost a RemoveWatches request).
 
 use std::sync::Arc;
 

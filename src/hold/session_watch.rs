@@ -1,6 +1,7 @@
-//! The session's side of the loss signal: one task per session and loss policy follows the
-//! client's state and marks every live hold lost when the session ends or stays disconnected
-//! past the policy's grace. Costs no request.
+//! The session's side of the loss signal: one task per session and loss policy.
+//!
+//! The task follows the client's state and marks every live hold lost when the session ends or
+//! stays disconnected past the policy's grace. Costs no request.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, Weak};

@@ -1,6 +1,7 @@
-//! Running work only while a hold stands: the work is dropped the moment the hold ends, and
-//! the caller is told which came first. The `select!` every holder would otherwise write by
-//! hand, said once for every kind of hold.
+//! Work raced against the hold's end: `RunEnd` and `run_while_held`.
+//!
+//! The work is dropped the moment the hold ends, and the caller is told which came first. The
+//! `select!` every holder would otherwise write by hand, said once for every kind of hold.
 
 use std::future::Future;
 use std::pin::Pin;

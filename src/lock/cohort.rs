@@ -1,5 +1,6 @@
-//! Local handoff (lock cohorting): this process's line of tasks behind its one queue node, and
-//! how a hold passes from task to task within the bound of a [`LocalHandoff`].
+//! Local handoff: this process's line of tasks behind its one queue node.
+//!
+//! Lock cohorting: how a hold passes from task to task within the bound of a [`LocalHandoff`].
 //!
 //! The invariant: at most one task of the line is *busy* (holds, queues in ZooKeeper, or has
 //! been given the turn and not yet taken it); every other waits here. So no two tasks of one

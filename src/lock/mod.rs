@@ -1,13 +1,12 @@
-//! The lock recipes, one per file, each a driver of the one queue engine (`queue/`) under the
-//! rules of `rules/`: [`InterProcessMutex`] (`mutex.rs`), [`InterProcessReadWriteLock`]
-//! (`rwlock.rs`), [`InterProcessSemaphoreV2`] (`semaphore.rs`;
-//! kazoo's layout of it in `semaphore_kazoo.rs`), [`InterProcessSemaphoreMutex`]
-//! (`semaphore_mutex.rs`), [`InterProcessMultiLock`] (`multi.rs`) and [`revoke`] (`revoke.rs`);
-//! with what a lock object keeps between acquires (`state.rs`: its options and its hold table,
-//! counted per [`owner`](owner::Owner)), how one acquire enters the queue (`plan.rs`), and the
-//! [`LockGuard`] that counts in the hold table (`guard.rs`); and
-//! a mutex's opt-in [`LocalHandoff`](crate::LocalHandoff) between tasks of one process
-//! (`cohort.rs`: the line of tasks, the passing of a hold, and its holders' fencing tokens).
+//! The lock recipes, each a driver of the one queue engine under its rule.
+//!
+//! The engine is `queue/`, the rules `rules/`: [`InterProcessMutex`],
+//! [`InterProcessReadWriteLock`], [`InterProcessSemaphoreV2`] (in Curator's layout or kazoo's),
+//! [`InterProcessSemaphoreMutex`], [`InterProcessMultiLock`] and [`revoke`]; with what a lock
+//! object keeps between acquires, its options and its hold table (counted per
+//! [`owner`](owner::Owner)), the [`LockGuard`] that counts in it, and a mutex's opt-in
+//! [`LocalHandoff`](crate::LocalHandoff) between tasks of one process. Each file's first line says
+//! what it holds.
 
 pub(crate) mod cohort;
 pub(crate) mod guard;

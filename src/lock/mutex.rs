@@ -1,5 +1,6 @@
-//! `InterProcessMutex`: a reentrant lock shared by processes through ZooKeeper, and how it acquires
-//! (`mutex_builder.rs` makes it).
+//! `InterProcessMutex`, and how it acquires: admit, plan, take a place, grant.
+//!
+//! A reentrant lock shared by processes through ZooKeeper (`mutex_builder.rs` makes it).
 
 use std::fmt;
 use std::sync::Arc;

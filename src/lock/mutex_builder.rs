@@ -1,6 +1,8 @@
-//! How an [`InterProcessMutex`] is made: [`InterProcessMutex::new`] and its builder, whose
-//! options every lock queue of nodes is built with (the read-write lock's too, and, from within
-//! the crate, a semaphore's gate and an election's mutex). `mutex.rs` is how it acquires.
+//! How an `InterProcessMutex` is made: new, its builder, `NodeSchema`.
+//!
+//! Its options are what every lock queue of nodes is built with (the read-write lock's too, and,
+//! from within the crate, a semaphore's gate and an election's mutex). `mutex.rs` is how it
+//! acquires.
 
 use std::sync::Arc;
 

@@ -1,7 +1,8 @@
-//! How an owner's acquire enters the queue, decided once before it queues (the rule of
-//! `rules/entry.rs`, from what the owner holds of the other side of a read-write lock), and the
-//! queue it then takes its place in (`queue/turn.rs`'s `QueueSpec`), with what the lock object
-//! has for it: the opening its last hold left, the mark its node carries.
+//! How one acquire of an owner enters the queue, decided once before it queues.
+//!
+//! The plan holds the rule (of `rules/entry.rs`, from what the owner holds of the other side of a
+//! read-write lock), and the queue it then takes its place in (`queue/turn.rs`'s `QueueSpec`), with
+//! what the lock object has for it: the opening its last hold left, the mark its node carries.
 
 use std::sync::Arc;
 

@@ -1,6 +1,8 @@
-//! A semaphore in kazoo's layout (`rules/kazoo_leases.rs`): the path node that stores the
-//! maximum, checked as kazoo checks it, and the taking of one lease by the holder of the gate:
-//! count, create when there is room, and hold once a listing shows our lease within the maximum.
+//! A semaphore in kazoo's layout: the stored maximum, and taking one lease.
+//!
+//! The layout is `rules/kazoo_leases.rs`'s: the path node that stores the maximum, checked as kazoo
+//! checks it, and the taking of one lease by the holder of the gate: count, create when there is
+//! room, and hold once a listing shows our lease within the maximum.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -1,5 +1,7 @@
-//! A lock object's state: its client, its lock path and options, and its hold table
-//! (owner -> hold count), shared by the clones of a recipe object and by its guards.
+//! A lock object's state: its connection, path, options and hold table.
+//!
+//! The hold table counts owner -> holds; the state is shared by the clones of a recipe object and
+//! by its guards.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};

@@ -1,6 +1,7 @@
-//! The metrics zklock records through the [`metrics`](https://docs.rs/metrics) facade, with the
-//! crate feature `metrics`; without it nothing is recorded and this module holds only
-//! [`describe`].
+//! The metrics zklock records (crate feature `metrics`), each described.
+//!
+//! Recorded through the [`metrics`](https://docs.rs/metrics) facade; without the feature nothing is
+//! recorded and this module holds only [`describe`].
 //!
 //! Every metric is labelled by `recipe` (`mutex`, `read_lock`, `write_lock`, `semaphore`,
 //! `semaphore_mutex`, `semaphore_gate` — the mutex a semaphore's takers hold while they take

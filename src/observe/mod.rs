@@ -1,6 +1,8 @@
-//! What an operator sees of a lock: tracing events with the lock path and node, at the levels
-//! one would choose (lost at `warn`, timed out and revocation at `info`, the rest at `debug`),
-//! spans named per recipe, and the metrics of [`metrics`].
+//! What an operator sees of a lock: tracing events, spans and metrics.
+//!
+//! Tracing events carry the lock path and node, at the levels one would choose (lost at `warn`,
+//! timed out and revocation at `info`, the rest at `debug`), spans named per recipe, and the
+//! metrics of [`metrics`].
 //!
 //! Events (target `zklock`): `acquired` (`waited_ms`, `fencing_token`), `released`
 //! (`held_ms`), `timed out` (`waited_ms`), `lost` (`reason`), `revocation requested`; each with

@@ -1,5 +1,7 @@
-//! The `path` label of the locks whose builder asked for it: one value per distinct path, up to
-//! a limit per process, then one shared value (see [`PATH_LABELS`]).
+//! The `path` label of metrics: one value per path, up to a limit per process.
+//!
+//! For the locks whose builder asked for it; past the limit, one shared value (see
+//! [`PATH_LABELS`]).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};

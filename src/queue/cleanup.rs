@@ -1,8 +1,10 @@
-//! What an acquire may have left of its node: finding it again after a lost create reply (for
-//! the create, and for its cleanup), and deleting it on every way out of an acquire that did not
-//! hold: awaited on timeout and error, spawned when the acquire is dropped (`NodeCleanup`). The
-//! cleanup's requests never give up while the session lives, whatever the retry policy's bound:
-//! a cleanup that gave up would leave a node that keeps the queue waiting.
+//! What an acquire may have left of its node: found again, and deleted.
+//!
+//! Found again after a lost create reply (for the create, and for its cleanup), and deleted on
+//! every way out of an acquire that did not hold: awaited on timeout and error, spawned when the
+//! acquire is dropped (`NodeCleanup`). The cleanup's requests never give up while the session
+//! lives, whatever the retry policy's bound: a cleanup that gave up would leave a node that keeps
+//! the queue waiting.
 
 use std::time::Instant;
 

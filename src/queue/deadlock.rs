@@ -1,7 +1,9 @@
-//! Deadlocks across processes, read from ZooKeeper: the lock folders under a root read as a
-//! wait-for graph of tasks and sessions (`rules/wait_for.rs`), its rings found
-//! ([`find_deadlocks`], what `zklock deadlocks` prints), and the look a waiting acquire takes at
-//! them when it was built to fail on a deadlock ([`DeadlockWatch`]).
+//! Deadlocks across processes, read from ZooKeeper: `find_deadlocks` and the wait's look.
+//!
+//! The lock folders under a root are read as a wait-for graph of tasks and sessions
+//! (`rules/wait_for.rs`), its rings found ([`find_deadlocks`], what `zklock deadlocks` prints), and
+//! the look a waiting acquire takes at them when it was built to fail on a deadlock
+//! ([`DeadlockWatch`]).
 
 use std::collections::BTreeSet;
 use std::fmt;

@@ -1,7 +1,8 @@
-//! Deleting a node of ours: once, retried through connection loss (a `NoNode` after a lost
-//! reply is our own delete gone through), and a released hold's delete, sent at once and seen
-//! through in a spawned task if its caller goes (on the caller's runtime, or zklock's own when
-//! the caller is on a thread with none).
+//! Deleting a node of ours, and a released hold's delete seen through.
+//!
+//! Once, retried through connection loss (a `NoNode` after a lost reply is our own delete gone
+//! through), and a released hold's delete, sent at once and seen through in a spawned task if its
+//! caller goes (on the caller's runtime, or zklock's own when the caller is on a thread with none).
 
 use std::sync::Arc;
 

@@ -1,5 +1,6 @@
-//! Reading a queue as its participants: who is in it, in order, with their nodes' data (and,
-//! for the wait-for graph, their stats).
+//! A queue read as its participants: who is in it, in order, with their data.
+//!
+//! For the wait-for graph, with their stats too.
 
 use zookeeper_client::{Client, Error as ZkError, MultiReadResult};
 

@@ -1,9 +1,11 @@
-//! A lock's queue as its participants see it: every recipe queues its acquires as nodes under the
-//! lock path, and the first holds. [`watch_queue`] runs an acquire and publishes where it stands
-//! while it waits (a [`QueuePosition`]: how many are ahead, and the holder at the head);
-//! [`participants_with_data`](crate::InterProcessMutex::participants_with_data) (of the mutex,
-//! the semaphores and the multi-lock) reads the queue. A node in a queue is a [`QueueNode`]
-//! wherever one is shown, an election's participants and leader included.
+//! A lock's queue as its participants see it: `QueueNode`, `QueuePosition`, `watch_queue`.
+//!
+//! Every recipe queues its acquires as nodes under the lock path, and the first holds.
+//! [`watch_queue`] runs an acquire and publishes where it stands while it waits (a
+//! [`QueuePosition`]: how many are ahead, and the holder at the head);
+//! [`participants_with_data`](crate::InterProcessMutex::participants_with_data) (of the mutex, the
+//! semaphores and the multi-lock) reads the queue. A node in a queue is a [`QueueNode`] wherever
+//! one is shown, an election's participants and leader included.
 //!
 //! The guide's page: queue-view.md in docs/.
 //!

@@ -1,7 +1,8 @@
-//! Our node in the queue: which queue and how our node looks (`QueueSpec`), the protected create
-//! (pipelined with what the opening asks for). Finding the node again after a lost reply and
-//! deleting what an acquire that did not hold may have left is `cleanup.rs`'s, a held node's
-//! delete `delete.rs`'s.
+//! Our node in the queue: `QueueSpec`, and the protected create with its opening.
+//!
+//! The create is pipelined with what the opening asks for. Finding the node again after a lost
+//! reply and deleting what an acquire that did not hold may have left is `cleanup.rs`'s, a held
+//! node's delete `delete.rs`'s.
 
 use zookeeper_client::{Acl, Acls, Client, CreateMode, CreateOptions, CreateSequence, Error as ZkError, Stat};
 

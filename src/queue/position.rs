@@ -1,7 +1,8 @@
-//! What a waiting acquire can see of its queue: where it stands and who holds, published while it
-//! waits, for every recipe (they all wait in `turn.rs`). A caller asks for it by running an
-//! acquire inside [`watch_queue`]; an acquire that nobody watches sends nothing more and
-//! allocates nothing for it.
+//! What a waiting acquire sees of its queue, published while it waits.
+//!
+//! Where it stands and who holds, for every recipe (they all wait in `turn.rs`). A caller asks for
+//! it by running an acquire inside [`watch_queue`]; an acquire that nobody watches sends nothing
+//! more and allocates nothing for it.
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -1,5 +1,4 @@
-//! Taking a place in a queue and waiting for our turn (or, for a lease, for room), as the rule
-//! decides.
+//! Taking a place in a queue and waiting for our turn, or for room.
 
 use std::future::Future;
 use std::pin::Pin;

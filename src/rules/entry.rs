@@ -1,6 +1,6 @@
-//! How a lock object's acquire enters the queue: the rule a mutex and each side of a read-write
-//! lock queue under, the downgrade and the refused upgrade, decided from what the asking owner
-//! already holds of the other side. No I/O.
+//! The rule each lock object's acquire queues under, downgrades and refused upgrades.
+//!
+//! Decided from what the asking owner already holds of the other side. No I/O.
 
 use super::decide::Rule;
 use super::naming::Schema;

@@ -1,6 +1,8 @@
-//! kazoo's `Semaphore` layout (kazoo 2.8, `kazoo/recipe/lock.py`), as rules without I/O: where
-//! its gate and its leases live, how a lease is named, how the `max_leases` stored on the path
-//! is read, and when a taker holding the gate may create its lease and, once created, holds it.
+//! kazoo's `Semaphore` layout as rules without I/O.
+//!
+//! As kazoo 2.8 writes it (`kazoo/recipe/lock.py`): where its gate and its leases live, how a lease
+//! is named, how the `max_leases` stored on the path is read, and when a taker holding the gate may
+//! create its lease and, once created, holds it.
 //!
 //! kazoo keeps each lease as an ephemeral `{path}/{uuid4 hex}` (no sequence), behind a kazoo
 //! `Lock` on the sibling path `{path}-__lock__` that a taker holds only while it takes its lease.

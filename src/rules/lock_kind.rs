@@ -1,5 +1,7 @@
-//! The kinds of lock whose queues make the wait-for graph (`wait_for.rs`), and what each node of
-//! a queue waits behind (nothing for a holder), by its own rule from `decide.rs`.
+//! The kinds of lock the wait-for graph reads, and what each node waits behind.
+//!
+//! The graph is `wait_for.rs`'s; a holder waits behind nothing, a waiter behind what its own rule
+//! from `decide.rs` says.
 
 use super::decide::Rule;
 #[cfg(test)]

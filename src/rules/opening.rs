@@ -1,5 +1,7 @@
-//! The opening: what a participant's next acquire sends with its create, learnt from its last
-//! hold (the uncontended shortcut), and when a create proves that the new node holds alone.
+//! The opening: what the next acquire sends with its create, and the shortcut's proof.
+//!
+//! Learnt from a participant's last hold (the uncontended shortcut); a create proves that the new
+//! node holds alone.
 //!
 //! Four decisions, one place (DESIGN.md, "Round trips", has the proofs):
 //! - [`after_hold`]: what a hold leaves for the next acquire, from the listing that let it hold;

@@ -1,6 +1,7 @@
-//! Owner tags: which task of a process, or which chain of processes, created a lock node,
-//! carried in the uuid of the node's protected prefix, so that the wait-for graph
-//! (`wait_for.rs`) can tell apart the tasks of one session and join the sessions of one chain.
+//! Owner tags: the task or chain of processes a lock node's uuid names.
+//!
+//! Carried in the uuid of the node's protected prefix, so that the wait-for graph (`wait_for.rs`)
+//! can tell apart the tasks of one session and join the sessions of one chain.
 //!
 //! Curator (`_c_{uuid}-`) and kazoo (`{uuid as 32 hex digits}`) use the uuid of a protected
 //! node only to find their own node again after a create whose reply was lost: it is opaque to

@@ -1,5 +1,7 @@
-//! The rings of a wait-for graph (`wait_for.rs`): its elementary cycles (deadlocks), the waits
-//! seen in two reads of it, and each ring's victim, the one wait that gives up to break it. Pure.
+//! The rings of a wait-for graph: its deadlocks, and each one's victim.
+//!
+//! Its elementary cycles (`wait_for.rs`'s graph), the waits seen in two reads of it, and each
+//! ring's victim, the one wait that gives up to break it. Pure.
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,8 @@
-//! The wait-for graph of tasks, chains (or whole sessions) over lock queues (its rings, the
-//! deadlocks, are `rings.rs`'s). Pure: the queues come in read, each node with its session, its
-//! owner tag, its czxid and what it waits behind (`queue/deadlock.rs` reads them; `zklock
-//! deadlocks` and the acquires built with
+//! The wait-for graph of tasks, chains or sessions over lock queues.
+//!
+//! Its rings, the deadlocks, are `rings.rs`'s. Pure: the queues come in read, each node with its
+//! session, its owner tag, its czxid and what it waits behind (`queue/deadlock.rs` reads them;
+//! `zklock deadlocks` and the acquires built with
 //! [`MutexBuilder::fail_on_deadlock`](crate::MutexBuilder::fail_on_deadlock) ask it).
 //!
 //! A vertex is a task or a chain where the nodes tell it, else a session. The tasks of one

@@ -86,3 +86,45 @@ fn the_check_sees_a_folder_left_out() {
     let folders = ["queue".to_owned(), "rules".to_owned()];
     assert_eq!(unmapped_folders("src/queue/   the engine", &folders), ["rules"]);
 }
+
+/// Why `text`'s opening is not a one-line summary, if it is not: a `//!` line ending a sentence,
+/// alone in its paragraph.
+fn summary_problem(text: &str) -> Option<&'static str> {
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    if !first.starts_with("//! ") || !first.ends_with('.') {
+        return Some("does not open with a `//!` sentence");
+    }
+    match lines.next() {
+        Some(second) if second.starts_with("//! ") => Some("its opening `//!` sentence runs onto a second line"),
+        _ => None,
+    }
+}
+
+/// The file inventory is each file's first line (`grep -rm1 --include='*.rs' '^//!' src | sort` prints
+/// it), so DESIGN.md's map can stop at the folders: every file of `src/` opens with a one-line
+/// summary.
+#[test]
+fn every_file_of_src_opens_with_a_one_line_summary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut all = Vec::new();
+    files_under(&root.join("src"), &mut all);
+    let unsummed: Vec<String> = all
+        .iter()
+        .filter(|path| path.extension().is_some_and(|ext| ext == "rs"))
+        .filter_map(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            summary_problem(&text).map(|problem| format!("{}: {problem}", path.display()))
+        })
+        .collect();
+    assert!(unsummed.is_empty(), "{unsummed:#?}");
+}
+
+#[test]
+fn the_check_sees_an_opening_that_is_no_one_line_summary() {
+    assert_eq!(summary_problem("//! What a lock is.\n//!\n//! More.\n"), None);
+    assert_eq!(summary_problem("//! What a lock is.\n\nuse std::fmt;\n"), None);
+    assert!(summary_problem("//! What a lock is, and\n//! how it is taken.\n").is_some());
+    assert!(summary_problem("//! What a lock is.\n//! More of the same paragraph.\n").is_some());
+    assert!(summary_problem("use std::fmt;\n").is_some());
+}

@@ -1,5 +1,7 @@
-//! The wait-for graph's unit tests (`wait_for.rs`), with its rings' (`rings.rs`): hand-made
-//! queues of sessions, tasks and chains, and random acyclic waits with a ring added.
+//! The wait-for graph's unit tests, with its rings'.
+//!
+//! For `wait_for.rs` and `rings.rs`: hand-made queues of sessions, tasks and chains, and random
+//! acyclic waits with a ring added.
 
 use std::collections::BTreeSet;
 
