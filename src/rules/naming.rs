@@ -169,11 +169,32 @@ impl Schema {
     /// a mixed queue. Each key is found once (a waiter in a queue of hundreds sorts on every
     /// handoff).
     pub(crate) fn contenders(&self, children: Vec<String>) -> Vec<String> {
-        let mut keyed: Vec<(usize, String)> =
-            children.into_iter().filter_map(|child| Some((self.sequence_at(&child)?.0, child))).collect();
-        keyed.sort_unstable_by(|(a_start, a), (b_start, b)| a[*a_start..].cmp(&b[*b_start..]));
-        keyed.into_iter().map(|(_, child)| child).collect()
+        let mut keyed: Vec<(u128, usize, String)> = children
+            .into_iter()
+            .filter_map(|child| {
+                let start = self.sequence_at(&child)?.0;
+                Some((order_key(&child[start..]), start, child))
+            })
+            .collect();
+        // By the packed keys, which order as the texts do; the texts decide only between keys
+        // that are equal, of sort keys longer than a key holds.
+        keyed.sort_unstable_by(|(a_key, a_start, a), (b_key, b_start, b)| {
+            a_key.cmp(b_key).then_with(|| a[*a_start..].cmp(&b[*b_start..]))
+        });
+        keyed.into_iter().map(|(_, _, child)| child).collect()
     }
+}
+
+/// The first 16 bytes of a sort key, big-endian, zero-padded: two keys order as their texts do
+/// (a sort key is a sequence number's digits and sign, which hold no zero byte, so a shorter
+/// text that the longer one begins with sorts first in both), except that keys longer than 16
+/// bytes which share their first 16 are equal here. Comparing two integers is what a listing of
+/// hundreds sorts with, where comparing the texts cost a call each.
+fn order_key(key: &str) -> u128 {
+    let mut bytes = [0u8; 16];
+    let taken = key.len().min(16);
+    bytes[..taken].copy_from_slice(&key.as_bytes()[..taken]);
+    u128::from_be_bytes(bytes)
 }
 
 /// Where the last `name` in `text` starts. A lock name is a few bytes and a node's name a few
@@ -359,5 +380,39 @@ mod tests {
         let children = vec!["_c_a-lock-2147483647".to_owned(), "_c_b-lock--2147483648".to_owned()];
         let children = MUTEX.contenders(children);
         assert_eq!(children[0], "_c_b-lock--2147483648");
+    }
+
+    /// The packed keys sort as the texts do, with the texts deciding only between equal keys:
+    /// every pair of sort keys made of a sign and digits, 1 to 20 bytes long (past the 16 a key
+    /// holds), in both orders.
+    #[test]
+    fn packed_keys_order_as_their_texts() {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let keys: Vec<String> = (0..400)
+            .map(|_| {
+                let len = 1 + (next() % 20) as usize;
+                let mut key: String = (0..len).map(|_| char::from(b'0' + (next() % 10) as u8)).collect();
+                if next() % 4 == 0 {
+                    key.replace_range(0..1, "-");
+                }
+                key
+            })
+            .chain(
+                ["0000000001", "00000000010", "-2147483648", "-999999999", "0000000000000000", "00000000000000001"]
+                    .map(String::from),
+            )
+            .collect();
+        for a in &keys {
+            for b in &keys {
+                let packed = order_key(a).cmp(&order_key(b)).then_with(|| a.cmp(b));
+                assert_eq!(packed, a.cmp(b), "{a} against {b}");
+            }
+        }
     }
 }
