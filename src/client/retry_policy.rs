@@ -221,6 +221,14 @@ impl RetryPolicy {
         RetryPolicy { max_retries: None, max_elapsed: None, ..self }
     }
 
+    /// The policy of the requests about a node of ours (its delete, its watch): paced by
+    /// `pacing`, never giving up. What is moved or queued per node keeps its pacing alone (40
+    /// bytes, where the policy is 104), and this makes the policy again: node requests use
+    /// neither a bound nor the reconnection pacing.
+    pub(crate) fn never_giving_up(pacing: Backoff) -> Self {
+        RetryPolicy::new().with_backoff(pacing)
+    }
+
     pub(crate) fn validate(&self) -> Result<()> {
         self.backoff.validate()?;
         self.reconnect_backoff.validate()?;

@@ -106,7 +106,7 @@ pub(crate) async fn set_delayed_node_watches(client: impl Fn() -> Option<Client>
         let Some(client) = client() else { return };
         for hold in due {
             if let Some(signal) = hold.signal.upgrade() {
-                watch_node(&client, RetryPolicy::new().with_backoff(hold.pacing), &hold.node_path, &signal);
+                watch_node(&client, RetryPolicy::never_giving_up(hold.pacing), &hold.node_path, &signal);
             }
         }
     }

@@ -87,7 +87,7 @@ impl HeldNode {
 
     /// How its requests are retried: its pacing, never giving up.
     fn retry(&self) -> RetryPolicy {
-        RetryPolicy::new().with_backoff(self.pacing)
+        RetryPolicy::never_giving_up(self.pacing)
     }
 
     pub(crate) fn path(&self) -> &str {

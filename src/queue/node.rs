@@ -136,7 +136,7 @@ impl LockNode {
 
     /// How the requests about it are retried: its pacing, never giving up.
     pub(crate) fn retry(&self) -> RetryPolicy {
-        RetryPolicy::new().with_backoff(self.pacing)
+        RetryPolicy::never_giving_up(self.pacing)
     }
 
     /// What the opening's decisions need of it.
