@@ -12,7 +12,9 @@
 //! `cargo bench --bench uncontended [-- --quick]`; uses `ZK_CONNECT` when set, else starts a
 //! throwaway server. `-- --only zklock|floor CYCLES` runs just that many cycles of one kind and
 //! prints nothing, for counting instructions per cycle with `valgrind --tool=callgrind` (run it
-//! with two cycle counts and divide the difference; BENCHMARKS.md).
+//! with two cycle counts and divide the difference; BENCHMARKS.md); `--only fresh CYCLES`
+//! counts zklock's cycle with a new lock object each time, none outliving it (a mutex per
+//! entity).
 
 use std::net::ToSocketAddrs;
 use std::time::{Duration, Instant};
@@ -57,7 +59,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         match kind.as_str() {
             "zklock" => drop(lock_cycles(&mutex, cycles).await?),
             "floor" => drop(raw_cycles(&client, &raw_parent, cycles).await?),
-            _ => return Err(format!("--only zklock|floor CYCLES, not {kind:?}").into()),
+            "fresh" => {
+                // No lock object outlives a cycle: the pattern of a mutex per entity.
+                let path = mutex.path().to_owned();
+                drop(mutex);
+                fresh_object_cycles(&client, &path, cycles).await?;
+            }
+            _ => return Err(format!("--only zklock|fresh|floor CYCLES, not {kind:?}").into()),
         }
         return Ok(());
     }
@@ -130,6 +138,15 @@ async fn raw_cycles(client: &Client, parent: &str, cycles: usize) -> Result<Dura
     for _ in 0..cycles {
         let (_, sequence) = client.create(&prefix, b"", &options).await?;
         client.delete(&format!("{prefix}{sequence}"), None).await?;
+    }
+    Ok(started.elapsed())
+}
+
+/// Cycles of a lock object made for one acquire and dropped after it.
+async fn fresh_object_cycles(client: &Client, path: &str, cycles: usize) -> zklock::Result<Duration> {
+    let started = Instant::now();
+    for _ in 0..cycles {
+        InterProcessMutex::new(client, path)?.acquire().await?.release().await?;
     }
     Ok(started.elapsed())
 }

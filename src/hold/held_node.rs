@@ -38,9 +38,6 @@ pub struct HeldNode {
     /// A read hold of the same owner stands level with this write node (a downgrade): the node
     /// is another writer's only once it is deleted and a new one queued.
     downgraded: AtomicBool,
-    /// Keeps the session's loss watch running while the hold lives: a lease outlives the
-    /// semaphore object it came from, and must still hear of a disconnection.
-    _session_watch: Arc<SessionWatch>,
     /// Gives the hold up once it has lasted the lock's maximum hold time, if it has one.
     _max_hold: Option<MaxHold>,
 }
@@ -78,10 +75,9 @@ impl HeldNode {
             czxid: node.czxid,
             signal,
             downgraded: AtomicBool::new(false),
-            _session_watch: Arc::clone(session_watch),
             _max_hold: max_hold,
         };
-        session_watch.register(&held.signal, &held.path, retry);
+        session_watch.register(client, &held.signal, &held.path, retry);
         held
     }
 

@@ -2,13 +2,18 @@
 //!
 //! The task follows the client's state and marks every live hold lost when the session ends or
 //! stays disconnected past the policy's grace. Costs no request.
+//!
+//! The watch lives as long as its session, not as long as a lock object: the task keeps it, and
+//! ends with the session (closed, when the last of its clients is dropped; or expired). A lock
+//! object made for one acquire and dropped after it (a mutex per entity, say) finds the
+//! session's watch running: it spawns nothing, and its drop stops nothing. The watch holds no
+//! client, so that it never keeps a session open.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Duration;
 
 use dashmap::DashMap;
-use tokio::sync::Notify;
 use zookeeper_client::{Client, StateWatcher};
 
 use super::delayed_node_watch::{set_delayed_node_watches, DelayedNodeWatches};
@@ -29,11 +34,9 @@ type WatchKey = (i64, LossPolicy);
 #[derive(Debug)]
 pub(crate) struct SessionWatch {
     key: WatchKey,
-    client: Client,
     policy: LossPolicy,
     holds: Mutex<Holds>,
     started: AtomicBool,
-    stop: Arc<Notify>,
     delayed: Arc<DelayedNodeWatches>,
 }
 
@@ -62,9 +65,9 @@ impl Holds {
     }
 }
 
-/// The watch of a lock object's current session: kept while the object lives (so that a
-/// session's first hold starts nothing), and replaced once a [`Session`](crate::Session) has
-/// moved the object to a new session.
+/// The watch of a lock object's current session (so that the object's first hold starts
+/// nothing, even where the object was made outside a runtime), replaced once a
+/// [`Session`](crate::Session) has moved the object to a new session.
 #[derive(Debug)]
 pub(crate) struct LatestSessionWatch {
     policy: LossPolicy,
@@ -87,7 +90,8 @@ impl LatestSessionWatch {
 }
 
 impl SessionWatch {
-    /// The watch of `client`'s session under `policy`, made on first use.
+    /// The watch of `client`'s session under `policy`: the running one, else a new one, its
+    /// tasks started now if there is a runtime (so that a session's first hold starts nothing).
     pub(crate) fn for_client(client: &Client, policy: LossPolicy) -> Arc<Self> {
         let key = (client.session_id().0, policy);
         let mut entry = SESSION_WATCHES.entry(key).or_default();
@@ -96,54 +100,54 @@ impl SessionWatch {
         }
         let watch = Arc::new(SessionWatch {
             key,
-            client: client.clone(),
             policy,
             holds: Mutex::default(),
             started: AtomicBool::new(false),
-            stop: Arc::new(Notify::new()),
             delayed: Arc::default(),
         });
         *entry = Arc::downgrade(&watch);
         drop(entry);
-        // Now, while a lock object is made, so that a session's first hold starts nothing.
-        watch.start_tasks();
+        watch.start_tasks(client);
         watch
     }
 
-    /// Starts watching for `signal`'s hold on `node_path`: the session's state at once, the node
-    /// once the hold has lasted [`NODE_WATCH_DELAY`] (unless released before). Sends nothing,
-    /// spawns nothing (the tasks started with the first lock object), wakes no task.
-    pub(crate) fn register(self: &Arc<Self>, signal: &Arc<HoldSignal>, node_path: &Arc<str>, retry: RetryPolicy) {
+    /// Starts watching for `signal`'s hold on `node_path`, taken through `client`: the
+    /// session's state at once, the node once the hold has lasted [`NODE_WATCH_DELAY`] (unless
+    /// released before). Sends nothing, spawns nothing (the tasks started with the session's
+    /// first lock object), wakes no task (unless none has joined for a minute).
+    ///
+    /// [`NODE_WATCH_DELAY`]: super::delayed_node_watch::NODE_WATCH_DELAY
+    pub(crate) fn register(
+        self: &Arc<Self>,
+        client: &Arc<Client>,
+        signal: &Arc<HoldSignal>,
+        node_path: &Arc<str>,
+        retry: RetryPolicy,
+    ) {
         self.lock().push(signal);
-        if let Some(end) = SessionEnd::of_state(self.client.state()) {
+        if let Some(end) = SessionEnd::of_state(client.state()) {
             signal.mark_lost(end.loss());
         }
-        self.delayed.push(signal, node_path, retry);
+        self.delayed.push(Arc::downgrade(client), signal, node_path, retry);
         if !self.started.load(Ordering::Acquire) {
             // The lock object was made outside a runtime.
-            self.start_tasks();
+            self.start_tasks(client);
         }
     }
 
     /// Starts the session's two tasks (its state, its delayed node watches) on the current
-    /// runtime, once; nothing outside a runtime (the first hold inside one starts them).
-    fn start_tasks(self: &Arc<Self>) {
+    /// runtime, once; nothing outside a runtime (the first hold inside one starts them). The
+    /// state's task keeps the watch until the session ends.
+    fn start_tasks(self: &Arc<Self>, client: &Client) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
         if self.started.swap(true, Ordering::AcqRel) {
             return;
         }
-        let grace = self.policy.grace(self.client.session_timeout());
-        let states = self.client.state_watcher();
-        runtime.spawn(watch_session(Arc::downgrade(self), states, grace, Arc::clone(&self.stop)));
-        let watch = Arc::downgrade(self);
-        let client = move || watch.upgrade().map(|watch| watch.client().clone());
-        runtime.spawn(set_delayed_node_watches(client, Arc::clone(&self.delayed)));
-    }
-
-    pub(crate) fn client(&self) -> &Client {
-        &self.client
+        let grace = self.policy.grace(client.session_timeout());
+        runtime.spawn(watch_session(Arc::clone(self), client.state_watcher(), grace));
+        runtime.spawn(set_delayed_node_watches(Arc::clone(&self.delayed)));
     }
 
     fn mark_all(&self, reason: LossReason) {
@@ -159,8 +163,7 @@ impl SessionWatch {
 
 impl Drop for SessionWatch {
     fn drop(&mut self) {
-        // notify_one keeps a permit, so the tasks stop even if they are not waiting yet.
-        self.stop.notify_one();
+        // notify_one keeps a permit, so the task stops even if it is not waiting yet.
         self.delayed.stop.notify_one();
         SESSION_WATCHES.remove_if(&self.key, |_, watch| watch.strong_count() == 0);
     }
@@ -168,24 +171,21 @@ impl Drop for SessionWatch {
 
 /// Marks every hold on the session lost when it ends, or when it has been disconnected for
 /// `grace` (and again at each later such disconnection: holds taken in between are marked too).
-async fn watch_session(watch: Weak<SessionWatch>, mut states: StateWatcher, grace: Duration, stop: Arc<Notify>) {
-    let follow = async {
-        loop {
-            let gone = wait_session_gone(&mut states, Some(grace)).await;
-            let Some(watch) = watch.upgrade() else { return };
-            match gone {
-                SessionGone::Ended(end) => return watch.mark_all(end.loss()),
-                SessionGone::Silent(after) => watch.mark_all(LossReason::Disconnected { after }),
+/// Keeps `watch` until the session ends (or the runtime does), then lets it go: the lock
+/// objects and holds still on it keep it, and the last of them drops it.
+async fn watch_session(watch: Arc<SessionWatch>, mut states: StateWatcher, grace: Duration) {
+    loop {
+        match wait_session_gone(&mut states, Some(grace)).await {
+            SessionGone::Ended(end) => {
+                watch.mark_all(end.loss());
+                break;
             }
-            drop(watch);
-            // Past the grace, until the state changes: connected again, or ended.
-            states.changed().await;
+            SessionGone::Silent(after) => watch.mark_all(LossReason::Disconnected { after }),
         }
-    };
-    tokio::select! {
-        () = follow => {}
-        _ = stop.notified() => {}
+        // Past the grace, until the state changes: connected again, or ended.
+        states.changed().await;
     }
+    watch.delayed.stop.notify_one();
 }
 
 #[cfg(test)]

@@ -275,6 +275,47 @@ async fn a_sessions_first_hold_starts_no_task() {
     guard.release().await.unwrap();
 }
 
+/// A session's loss watch lives with the session, not with a lock object: a lock object made
+/// for one acquire and dropped after it (a mutex per entity) starts no task and stops none.
+/// (Each paid two spawns and two wake-ups: about 28,000 client instructions a cycle, and in the
+/// handoff benchmark a waiter's drop landed on the next handoff.)
+#[tokio::test(flavor = "current_thread")]
+async fn a_lock_object_per_acquire_starts_and_stops_no_task() {
+    let path = unique_path("object-per-acquire");
+    let client = connect().await;
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let first = InterProcessMutex::new(&client, &path).unwrap();
+    first.acquire().await.unwrap().release().await.unwrap();
+    let running = metrics.num_alive_tasks();
+    drop(first);
+    for _ in 0..3 {
+        // Every task the drop woke runs before this one runs again.
+        tokio::task::yield_now().await;
+        assert_eq!(metrics.num_alive_tasks(), running, "dropping the lock object stopped a task");
+        let mutex = InterProcessMutex::new(&client, &path).unwrap();
+        assert_eq!(metrics.num_alive_tasks(), running, "a new lock object started a task");
+        mutex.acquire().await.unwrap().release().await.unwrap();
+        drop(mutex);
+    }
+}
+
+/// ...and ends with it: once the session's last client is dropped (the session closes), the
+/// watch's tasks end with the client's own, and nothing of the session is left running.
+#[tokio::test(flavor = "current_thread")]
+async fn a_sessions_loss_watch_ends_with_the_session() {
+    let path = unique_path("watch-ends-with-session");
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let before = metrics.num_alive_tasks();
+    let client = connect().await;
+    let mutex = InterProcessMutex::new(&client, &path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    assert!(metrics.num_alive_tasks() > before);
+    guard.release().await.unwrap();
+    drop(mutex);
+    drop(client);
+    eventually("the session's tasks ended", || async { metrics.num_alive_tasks() == before }).await;
+}
+
 /// kazoo's recipes make their lock path persistent once (`ensure_path`) and never again, so a
 /// kazoo-schema lock makes it persistent too: as a container it would be reaped once empty, and
 /// a long-lived kazoo `Lock`'s next acquire there would fail with `NoNodeError`. Side by side
