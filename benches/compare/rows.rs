@@ -27,6 +27,7 @@ pub async fn all() -> Vec<Box<dyn Row>> {
         Box::new(zklock_blocking::BlockingMutex),
         zookeeper::row::<zklock_handoff::HandoffMutex>(),
         zookeeper::row::<client_lock::ClientLock>(),
+        zookeeper::row::<client_lock::ClientLockAgain>(),
         zookeeper::row::<floor::RawFloor>(),
         zookeeper::row::<naive::Naive>(),
         election::row::<leader::Latches>(),

@@ -7,6 +7,8 @@ use crate::Pass;
 /// zklock's row, the row it must never lose to on round trips, and the raw floor.
 const ZKLOCK: &str = "zklock";
 const CLIENT_LOCK: &str = "client-lock";
+/// `Client::lock`'s second row: its ratio to the first is the run's noise.
+const CLIENT_LOCK_AGAIN: &str = "client-lock-again";
 
 /// The figures the targets need, as the scenarios report them.
 #[derive(Default)]
@@ -75,12 +77,27 @@ impl Summary {
                 Some(format!("{:.2}x ({ours:.0} vs {theirs:.0}), {}", ours / theirs, verdict(ours >= theirs)))
             })
         );
+        out!(
+            "| the run's noise: `Client::lock`'s second row over its first, acquisitions/s | {} |",
+            cells(&|pass| {
+                let (again, _) = find(&self.contended, pass, CLIENT_LOCK_AGAIN)?;
+                let (first, _) = find(&self.contended, pass, CLIENT_LOCK)?;
+                Some(format!("{:.2}x ({again:.0} vs {first:.0})", again / first))
+            })
+        );
         let handoff = |tag: &str| self.handoff.iter().find(|(t, _)| t == tag).map(|&(_, p50)| p50);
         out!(
             "| handoff p50 ≤ Client::lock's | {} |",
             cells(&|pass| {
                 let (ours, theirs) = (handoff(ZKLOCK)?, handoff(CLIENT_LOCK)?);
                 (pass == Pass::Quiet).then(|| format!("{ours:.0} vs {theirs:.0} µs, {}", verdict(ours <= theirs)))
+            })
+        );
+        out!(
+            "| the run's noise: `Client::lock`'s second row over its first, handoff p50 | {} |",
+            cells(&|pass| {
+                let (again, first) = (handoff(CLIENT_LOCK_AGAIN)?, handoff(CLIENT_LOCK)?);
+                (pass == Pass::Quiet).then(|| format!("{:.2}x ({again:.0} vs {first:.0} µs)", again / first))
             })
         );
     }

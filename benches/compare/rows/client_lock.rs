@@ -37,3 +37,26 @@ impl Cycle for ClientLock {
         self.client.delete(&path, None).await.map_err(|e| e.to_string())
     }
 }
+
+/// `Client::lock` once more, a second row of the contended and handoff tables: two rows of one
+/// lock in one run differ by the run's noise alone, which the targets table writes beside
+/// zklock's ratio to `Client::lock` (a verdict of "level" from one run is worth what that noise
+/// allows).
+#[derive(Clone)]
+pub struct ClientLockAgain(ClientLock);
+
+impl ZooKeeperLock for ClientLockAgain {
+    const NAME: &'static str = "zookeeper-client Client::lock, again (the run's noise)";
+    const TAG: &'static str = "client-lock-again";
+    const SCENARIOS: &'static [Scenario] = &[Scenario::Contended, Scenario::Handoff];
+
+    fn new(client: &Client, path: &str) -> ClientLockAgain {
+        ClientLockAgain(ClientLock::new(client, path))
+    }
+}
+
+impl Cycle for ClientLockAgain {
+    async fn cycle(&mut self, inside: impl Future<Output = Result<(), String>> + Send) -> Result<(), String> {
+        self.0.cycle(inside).await
+    }
+}
