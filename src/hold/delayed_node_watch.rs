@@ -39,7 +39,7 @@ pub(crate) struct DelayedNodeWatches {
     queue: Mutex<Queue>,
     /// A hold joined the queue while the task slept.
     joined: Notify,
-    /// The session has ended, or its watch is gone: the task ends.
+    /// The session has ended (told by the session's state task): the task ends.
     pub(crate) stop: Notify,
 }
 

@@ -163,16 +163,16 @@ impl SessionWatch {
 
 impl Drop for SessionWatch {
     fn drop(&mut self) {
-        // notify_one keeps a permit, so the task stops even if it is not waiting yet.
-        self.delayed.stop.notify_one();
+        // No task to stop: the state's task keeps the watch while it runs, and stops the
+        // delayed watches' task as it ends (or the runtime drops both).
         SESSION_WATCHES.remove_if(&self.key, |_, watch| watch.strong_count() == 0);
     }
 }
 
 /// Marks every hold on the session lost when it ends, or when it has been disconnected for
 /// `grace` (and again at each later such disconnection: holds taken in between are marked too).
-/// Keeps `watch` until the session ends (or the runtime does), then lets it go: the lock
-/// objects and holds still on it keep it, and the last of them drops it.
+/// Keeps `watch` until the session ends (or the runtime does), then stops the delayed watches'
+/// task and lets the watch go: lock objects still on it keep it, and the last of them drops it.
 async fn watch_session(watch: Arc<SessionWatch>, mut states: StateWatcher, grace: Duration) {
     loop {
         match wait_session_gone(&mut states, Some(grace)).await {
@@ -185,6 +185,7 @@ async fn watch_session(watch: Arc<SessionWatch>, mut states: StateWatcher, grace
         // Past the grace, until the state changes: connected again, or ended.
         states.changed().await;
     }
+    // notify_one keeps a permit, so the task stops even if it is not waiting yet.
     watch.delayed.stop.notify_one();
 }
 
