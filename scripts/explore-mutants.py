@@ -31,7 +31,8 @@ MUTANTS = {
     "handoff-revoked": ("4", "local handoff of a revoked node", [(COHORT, PASSES, "node.is_held() && !node.is_downgraded()")]),
     "session-try-waits": ("5", "a try on a `Session` with no live session waits for the next", [
         (SESSION, "            Source::Session(session) if patience == Patience::NoWait => {\n                let client = session.client();\n"
-         "                (!matches!(check_session_ended(&client), Some(Error::SessionExpired))).then(|| Arc::new(client))\n            }\n", "")]),
+         "                if matches!(check_session_ended(&client), Some(Error::SessionExpired)) {\n                    return Ok(None);\n"
+         "                }\n                Arc::new(client)\n            }\n", "")]),
     # c53e384 reverted: a Session starts as Connected, and follows only its client's changes.
     "session-from-expired": ("6", "`Session::from_client` given an expired client says `Connected` and never reconnects", [
         (SESSION, "            Some(SessionEnd::Expired) => ConnectionState::Lost,\n", ""),

@@ -5,7 +5,6 @@
 pub(crate) mod background;
 pub(crate) mod deadline;
 pub(crate) mod retry;
-pub(crate) mod retry_policy;
 pub(crate) mod session;
 pub(crate) mod session_builder;
 pub(crate) mod session_end;

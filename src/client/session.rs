@@ -14,7 +14,7 @@ use tokio::sync::{watch, Notify};
 use zookeeper_client::{Client, SessionState};
 
 use super::deadline::{within, Patience};
-use super::retry_policy::RetryPolicy;
+use super::retry::RetryPolicy;
 use super::session_end::{check_session_ended, SessionEnd};
 use crate::error::{Error, Result};
 
@@ -345,18 +345,34 @@ impl Connection {
     }
 
     /// The client an acquire starting now uses: on a session, the new one once an expiry's
-    /// reconnection is through, waited for within `patience`; `None` when it runs out first. A
-    /// try (`NoWait`) never waits for a reconnection: `None` at once while there is none.
+    /// reconnection is through, waited for within `patience`; `Ok(None)` when it runs out first.
+    /// A try (`NoWait`) never waits for a reconnection: `Ok(None)` at once while there is none.
     /// Shared, the client's, when the connection is a client: a clone copies the session's
     /// password, and the hold keeps it.
-    pub(crate) async fn usable_client(&self, patience: Patience) -> Option<Arc<Client>> {
-        match &self.source {
-            Source::Client(client) => Some(Arc::clone(client)),
+    ///
+    /// # Errors
+    /// The end of the client's session, when the client knows it ended (a closed `Session`, or
+    /// a plain client's expiry): a hold taken on it would be worth nothing. (A `Session` hands
+    /// out no expired client, so an acquire that starts is never ridden over on the session it
+    /// started on.)
+    pub(crate) async fn usable_client(&self, patience: Patience) -> Result<Option<Arc<Client>>> {
+        let client = match &self.source {
+            Source::Client(client) => Arc::clone(client),
             Source::Session(session) if patience == Patience::NoWait => {
                 let client = session.client();
-                (!matches!(check_session_ended(&client), Some(Error::SessionExpired))).then(|| Arc::new(client))
+                if matches!(check_session_ended(&client), Some(Error::SessionExpired)) {
+                    return Ok(None);
+                }
+                Arc::new(client)
             }
-            Source::Session(session) => within(patience.deadline(), session.usable_client()).await.map(Arc::new),
+            Source::Session(session) => match within(patience.deadline(), session.usable_client()).await {
+                Some(client) => Arc::new(client),
+                None => return Ok(None),
+            },
+        };
+        match check_session_ended(&client) {
+            Some(ended) => Err(ended),
+            None => Ok(Some(client)),
         }
     }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use zookeeper_client::{Client, Connector};
 
-use super::retry_policy::RetryPolicy;
+use super::retry::RetryPolicy;
 use super::session::{Connect, Session};
 use crate::error::{Error, Result};
 

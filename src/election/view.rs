@@ -15,7 +15,7 @@ use zookeeper_client::{Client, Error as ZkError, OneshotWatcher};
 
 use crate::client::background;
 use crate::client::retry::is_transient;
-use crate::client::retry_policy::Retries;
+use crate::client::retry::Retries;
 use crate::client::session::Connection;
 use crate::error::{Error, Result};
 use crate::queue::listing::in_queue_order;

@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 
 use super::hold_signal::HoldSignal;
 use super::node_watch::watch_node;
-use crate::client::retry_policy::{Backoff, RetryPolicy};
+use crate::client::retry::{Backoff, RetryPolicy};
 use zookeeper_client::Client;
 
 /// How long a lock is held before the watch on its node is set without being asked for: short

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use zookeeper_client::{Client, MultiWriteResult};
 
-use crate::client::retry_policy::{Backoff, RetryPolicy};
+use crate::client::retry::{Backoff, RetryPolicy};
 use crate::client::session_end::{check_session_ended, SessionEnd};
 use crate::error::{Error, LossReason, Result};
 use crate::hold::fenced_write::FencedWrite;

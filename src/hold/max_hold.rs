@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use zookeeper_client::Client;
 
 use crate::client::background::spawn_abortable;
-use crate::client::retry_policy::RetryPolicy;
+use crate::client::retry::RetryPolicy;
 use crate::error::LossReason;
 use crate::hold::hold_signal::HoldSignal;
 use crate::queue::delete::delete_in_background;

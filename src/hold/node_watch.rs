@@ -9,7 +9,7 @@ use zookeeper_client::{Client, Error as ZkError, EventType};
 
 use super::hold_signal::HoldSignal;
 use crate::client::retry::retry_transient;
-use crate::client::retry_policy::RetryPolicy;
+use crate::client::retry::RetryPolicy;
 use crate::client::session_end::SessionEnd;
 use crate::error::LossReason;
 use crate::rules::naming::REVOKE_MARKER;

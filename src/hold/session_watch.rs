@@ -18,7 +18,7 @@ use zookeeper_client::{Client, StateWatcher};
 
 use super::delayed_node_watch::{set_delayed_node_watches, DelayedNodeWatches};
 use super::hold_signal::HoldSignal;
-use crate::client::retry_policy::RetryPolicy;
+use crate::client::retry::RetryPolicy;
 use crate::client::session_end::{wait_session_gone, SessionEnd, SessionGone};
 use crate::error::LossReason;
 use crate::options::LossPolicy;

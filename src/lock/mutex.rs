@@ -10,7 +10,6 @@ use zookeeper_client::Client;
 
 use crate::client::deadline::{acquire_forever, acquire_patiently, within, Patience};
 use crate::client::session::Connection;
-use crate::client::session_end::check_session_ended;
 use crate::error::{Error, Result};
 use crate::hold::hold_trait::run_acquired;
 use crate::hold::while_held::RunEnd;
@@ -276,7 +275,7 @@ impl InterProcessMutex {
             Some(Err(reason)) => return Err(Error::LockLost(reason)),
             None => {}
         }
-        let attempt = Attempt { patience, place, started: Instant::now() };
+        let attempt = Attempt { owner, patience, place, started: Instant::now() };
         // Boxed: the attempt's state machine is kilobytes (tens in a debug build), and every
         // future that awaits it (the caller's, a select's, a debug build's copies of each) would
         // carry it on the stack; the CLI's main thread overflowed 8 MiB with a semaphore before.
@@ -291,13 +290,7 @@ impl InterProcessMutex {
     async fn acquire_on_live_sessions(&self, attempt: Attempt<'_>) -> Result<Option<LockGuard>> {
         let connection = &self.state.connection;
         loop {
-            let Some(client) = connection.usable_client(attempt.patience).await else { return Ok(None) };
-            // A hold counted here is worth nothing once the session is gone; fail before
-            // re-entering. (A `Session` hands out no expired client, so an attempt that starts
-            // is never ridden over on the session it started on.)
-            if let Some(ended) = check_session_ended(&client) {
-                return Err(ended);
-            }
+            let Some(client) = connection.usable_client(attempt.patience).await? else { return Ok(None) };
             let outcome = self.acquire_once(&client, attempt).await;
             if !connection.rides_over(&outcome) {
                 return outcome;
@@ -313,8 +306,7 @@ impl InterProcessMutex {
     /// local handoff the place is taken through the process's line instead (one seam,
     /// [`acquire_in_line`](Self::acquire_in_line)).
     async fn acquire_once(&self, client: &Arc<Client>, attempt: Attempt<'_>) -> Result<Option<LockGuard>> {
-        let (state, patience) = (&self.state, attempt.patience);
-        let owner = state.owner_now();
+        let (state, owner, patience) = (&self.state, attempt.owner, attempt.patience);
         let claim = match self.admit(owner, patience).await? {
             Arrival::Queue(claim) => claim,
             Arrival::Reentered(guard) => return Ok(Some(guard)),
@@ -397,10 +389,12 @@ impl InterProcessMutex {
     }
 }
 
-/// What one acquire keeps through its attempts (one per session it rides over onto): how long
-/// it may wait, where it reports its place in the queue (an election's), and when it began.
+/// What one acquire keeps through its attempts (one per session it rides over onto): whose it
+/// is, how long it may wait, where it reports its place in the queue (an election's), and when
+/// it began.
 #[derive(Clone, Copy)]
 struct Attempt<'a> {
+    owner: Owner,
     patience: Patience,
     place: Option<&'a PlaceReport>,
     started: Instant,

@@ -14,7 +14,7 @@ use super::delete::delete_node;
 use crate::client::background;
 use crate::client::deadline::{within, CLEANUP_AFTER_DEADLINE};
 use crate::client::retry::retry_transient;
-use crate::client::retry_policy::RetryPolicy;
+use crate::client::retry::RetryPolicy;
 use crate::error::{Error, Result};
 use crate::rules::naming::sequential_name;
 use crate::rules::path::child_path;

@@ -10,7 +10,7 @@ use zookeeper_client::{Client, Error as ZkError};
 
 use crate::client::background;
 use crate::client::retry::{is_connection_loss, is_transient};
-use crate::client::retry_policy::{Retries, RetryPolicy};
+use crate::client::retry::{Retries, RetryPolicy};
 use crate::error::{Error, LossReason, Result};
 
 /// How a delete ended.

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use zookeeper_client::{Client, Error as ZkError};
 
 use crate::client::retry::retry_transient;
-use crate::client::retry_policy::{Retries, RetryPolicy};
+use crate::client::retry::{Retries, RetryPolicy};
 use crate::queue::queue_node::QueueNode;
 use crate::rules::path::child_path;
 

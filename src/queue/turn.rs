@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use zookeeper_client::{Client, Error as ZkError, EventType, OneshotWatcher, WatchedEvent};
+use zookeeper_client::{Client, Error as ZkError, EventType};
 
 use super::cleanup::NodeCleanup;
 use super::deadlock::DeadlockWatch;
@@ -13,8 +13,8 @@ use super::listing::children_or_none;
 use super::node::{create_node, FirstLook, LockNode, Place, QueueSpec};
 use super::position::PositionReport;
 use crate::client::deadline::{cleanup_deadline, within_patience, Patience};
+use crate::client::retry::RetryPolicy;
 use crate::client::retry::{is_transient, retry_transient};
-use crate::client::retry_policy::RetryPolicy;
 use crate::client::session_end::{check_session_ended, SessionEnd};
 use crate::error::{Error, LossReason, Result};
 use crate::rules::decide::{decide, Decision};
@@ -346,26 +346,18 @@ fn ready_now<F: Future>(future: F) -> Option<F::Output> {
     }
 }
 
-/// Waits for a change to `predecessor`; `true` when it is gone.
+/// Waits for a change to `predecessor`; `true` when it is gone, `false` when it changed. The
+/// session's end is an error.
 ///
 /// A getData watch, as Curator sets: on a node that is already gone it fails with `NoNode` and
 /// leaves no watch behind (an exists-watch would stay, waiting for a creation).
 async fn predecessor_goes(client: &Client, retry: RetryPolicy, predecessor: &str) -> Result<bool> {
-    match retry_transient(retry, || client.get_and_watch_data(predecessor)).await {
-        Ok((_data, _stat, watcher)) => changed(watcher).await,
-        Err(ZkError::NoNode) => Ok(true),
-        Err(err) => Err(Error::zookeeper("watch", predecessor, err)),
-    }
-}
-
-/// Waits for the watched node to change; `true` when it was deleted.
-async fn changed(watcher: OneshotWatcher) -> Result<bool> {
-    deleted(&watcher.changed().await)
-}
-
-/// What a watch's firing says of its node: `true` deleted, `false` changed; the session's end is
-/// an error.
-fn deleted(event: &WatchedEvent) -> Result<bool> {
+    let watcher = match retry_transient(retry, || client.get_and_watch_data(predecessor)).await {
+        Ok((_, _, watcher)) => watcher,
+        Err(ZkError::NoNode) => return Ok(true),
+        Err(err) => return Err(Error::zookeeper("watch", predecessor, err)),
+    };
+    let event = watcher.changed().await;
     match SessionEnd::of_state(event.session_state) {
         Some(end) => Err(end.error()),
         None => Ok(event.event_type == EventType::NodeDeleted),
