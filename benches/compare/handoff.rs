@@ -36,7 +36,7 @@ pub async fn run(bench: &Bench<'_>, rows: &[Box<dyn Row>], summary: &mut Summary
     for line in &mut lines {
         if let State::Runs(runs) = &line.state {
             let mut p50s: Vec<f64> = runs.iter().map(|run| run.p50_us).collect();
-            summary.handoff(line.row.tag(), percentile(&mut p50s, 50.0));
+            summary.handoff(bench.pass, line.row.tag(), percentile(&mut p50s, 50.0));
         }
         let label = line.row.label(Scenario::Handoff, plan);
         line.print(6, label, |runs| {

@@ -10,8 +10,9 @@
 //!
 //! The uncontended and contended scenarios run in three passes: on a quiet server, on the same
 //! server while background sessions write to an unrelated path at a fixed rate, and on a second
-//! server with ZooKeeper's default forceSync=yes. Uses `ZK_CONNECT` when set for the first two,
-//! else starts a throwaway server. The Redis and MariaDB rows start servers of their own (see
+//! server with ZooKeeper's default forceSync=yes; the handoff on the quiet and the forceSync=yes
+//! servers (the two its target names). Uses `ZK_CONNECT` when set for the first two, else starts
+//! a throwaway server. The Redis and MariaDB rows start servers of their own (see
 //! `scripts/install-bench-deps`). Prints markdown tables: medians over rounds that alternate the
 //! rows, so machine noise hits them alike.
 //!
@@ -218,7 +219,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let busy = Busy::connect(&connect, address, &format!("{base}-busy"), BUSY_SESSIONS, BUSY_WRITES_PER_SECOND).await?;
     let busy_bench = Bench { pass: Pass::Busy, busy: Some(&busy), ..quiet };
     // ZooKeeper's default: every write synced to disk before it is acknowledged.
-    let synced = if runs("uncontended") || runs("contended") {
+    let synced = if runs("uncontended") || runs("contended") || runs("handoff") {
         let mut options = ServerOptions::default();
         options.force_sync = true;
         Some(ZooKeeperServer::start_with(&options).await?)
@@ -262,8 +263,11 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     if runs("handoff") {
-        out!("\n## Handoff, quiet server: {} waiters queued on one lock, one session each\n", plan.waiters);
-        handoff::run(&quiet, &rows, &mut summary).await?;
+        // Quiet and forceSync=yes: the servers the handoff's target names (the busy one is not).
+        for bench in [Some(&quiet), synced_bench.as_ref()].into_iter().flatten() {
+            bench.heading("Handoff", &format!("{} waiters queued on one lock, one session each", plan.waiters));
+            handoff::run(bench, &rows, &mut summary).await?;
+        }
     }
     if runs("scale") {
         out!("\n## Scale, quiet server: one process (zklock)\n");
