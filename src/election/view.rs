@@ -14,8 +14,7 @@ use tokio::sync::watch;
 use zookeeper_client::{Client, Error as ZkError, OneshotWatcher};
 
 use crate::client::background;
-use crate::client::retry::is_transient;
-use crate::client::retry::Retries;
+use crate::client::retry::{is_transient, Retries};
 use crate::client::session::Connection;
 use crate::error::{Error, Result};
 use crate::queue::listing::in_queue_order;

@@ -8,8 +8,7 @@ use std::sync::Arc;
 use zookeeper_client::{Client, Error as ZkError, EventType};
 
 use super::hold_signal::HoldSignal;
-use crate::client::retry::retry_transient;
-use crate::client::retry::RetryPolicy;
+use crate::client::retry::{retry_transient, RetryPolicy};
 use crate::client::session_end::SessionEnd;
 use crate::error::LossReason;
 use crate::rules::naming::REVOKE_MARKER;

@@ -12,8 +12,7 @@ use uuid::Uuid;
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
 
 use crate::client::deadline::{cleanup_deadline, within, within_patience, Patience};
-use crate::client::retry::{is_transient, retry_transient};
-use crate::client::retry::{Retries, RetryPolicy};
+use crate::client::retry::{is_transient, retry_transient, Retries, RetryPolicy};
 use crate::client::session_end::SessionEnd;
 use crate::error::{Error, LossReason, Result};
 use crate::options::AclProvider;

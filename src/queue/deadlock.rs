@@ -15,8 +15,7 @@ use zookeeper_client::Client;
 
 use super::listing::{children_or_none, in_queue_order, read_nodes};
 use super::node::list_children;
-use crate::client::retry::retry_transient;
-use crate::client::retry::RetryPolicy;
+use crate::client::retry::{retry_transient, RetryPolicy};
 use crate::client::session::Connection;
 use crate::error::{Deadlock, Error, Result};
 use crate::options::DeadlockCheck;

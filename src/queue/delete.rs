@@ -9,8 +9,7 @@ use std::sync::Arc;
 use zookeeper_client::{Client, Error as ZkError};
 
 use crate::client::background;
-use crate::client::retry::{is_connection_loss, is_transient};
-use crate::client::retry::{Retries, RetryPolicy};
+use crate::client::retry::{is_connection_loss, is_transient, Retries, RetryPolicy};
 use crate::error::{Error, LossReason, Result};
 
 /// How a delete ended.

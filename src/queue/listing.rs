@@ -5,8 +5,7 @@
 use zookeeper_client::{Client, Error as ZkError, MultiReadResult};
 
 use super::node::list_children;
-use crate::client::retry::retry_transient;
-use crate::client::retry::RetryPolicy;
+use crate::client::retry::{retry_transient, RetryPolicy};
 use crate::error::{Error, Result};
 use crate::queue::queue_node::QueueNode;
 use crate::rules::naming::Schema;

@@ -10,8 +10,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::cleanup::{delete_ours, find_ours, NodeCleanup, Remains};
-use crate::client::retry::{is_connection_loss, is_transient, retry_transient};
-use crate::client::retry::{Backoff, Retries, RetryPolicy};
+use crate::client::retry::{is_connection_loss, is_transient, retry_transient, Backoff, Retries, RetryPolicy};
 use crate::error::{Error, LossReason, Result};
 use crate::options::{AclProvider, DeadlockCheck};
 use crate::rules::decide::Rule;

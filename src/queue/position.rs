@@ -11,8 +11,7 @@ use std::time::Instant;
 use tokio::sync::watch;
 use zookeeper_client::{Client, Error as ZkError};
 
-use crate::client::retry::retry_transient;
-use crate::client::retry::{Retries, RetryPolicy};
+use crate::client::retry::{retry_transient, Retries, RetryPolicy};
 use crate::queue::queue_node::QueueNode;
 use crate::rules::path::child_path;
 
