@@ -14,8 +14,8 @@ use crate::error::{LossReason, Result};
 use crate::hold::hold_trait::HoldFuture;
 use crate::hold::lease::Lease;
 use crate::hold::Hold;
-use crate::lock::guard::LockGuard;
 use crate::lock::multi::MultiLockGuard;
+use crate::lock::mutex::LockGuard;
 
 use super::run::{run, run_for};
 

@@ -9,15 +9,12 @@
 //! what it holds.
 
 pub(crate) mod cohort;
-pub(crate) mod guard;
 pub(crate) mod multi;
 pub(crate) mod mutex;
 pub(crate) mod mutex_builder;
 pub(crate) mod owner;
-pub(crate) mod plan;
 pub(crate) mod revoke;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 pub(crate) mod semaphore_kazoo;
 pub(crate) mod semaphore_mutex;
-pub(crate) mod state;

@@ -11,8 +11,7 @@ use crate::client::session::Connection;
 use crate::client::deadline::{acquire_forever, Patience};
 use crate::error::{Error, LossReason, Result};
 use crate::hold::{Hold, HoldFuture};
-use crate::lock::guard::LockGuard;
-use crate::lock::mutex::InterProcessMutex;
+use crate::lock::mutex::{InterProcessMutex, LockGuard};
 use crate::options::{LockOptions, Settings};
 use crate::queue::queue_node::QueueNode;
 

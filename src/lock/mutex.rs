@@ -1,30 +1,44 @@
-//! `InterProcessMutex`, and how it acquires: admit, plan, take a place, grant.
+//! `InterProcessMutex`: the lock object, how it acquires, its hold table and its `LockGuard`.
 //!
-//! A reentrant lock shared by processes through ZooKeeper (`mutex_builder.rs` makes it).
+//! A reentrant lock shared by processes through ZooKeeper. An acquire is admitted (it re-enters
+//! its owner's hold, or claims the owner's place in the hold table), plans how it enters the
+//! queue, takes its place there (`queue/turn.rs`), and is granted the hold, which each guard
+//! counts in the table. `mutex_builder.rs` makes it; the read-write lock, the semaphores' gates
+//! and the elections are made of it.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+use dashmap::mapref::entry::Entry;
+use dashmap::DashMap;
+use tokio::sync::futures::OwnedNotified;
+use tokio::sync::Notify;
 use zookeeper_client::Client;
 
 use crate::client::deadline::{acquire_forever, acquire_patiently, within, Patience};
 use crate::client::session::Connection;
-use crate::error::{Error, Result};
+use crate::error::{Error, LossReason, Result};
+use crate::hold::held_node::{Acquired, HeldNode};
 use crate::hold::hold_trait::run_acquired;
+use crate::hold::session_watch::LatestSessionWatch;
 use crate::hold::while_held::RunEnd;
-use crate::lock::cohort::{fencing_token, Cohort, Turn};
-use crate::lock::guard::LockGuard;
-use crate::lock::owner::Owner;
-use crate::lock::plan::Plan;
-use crate::lock::state::{Admission, Claim, LockState};
+use crate::hold::Hold;
+use crate::lock::cohort::{fencing_token, Cohort, Handoff, Turn};
+use crate::lock::owner::{Owner, OwnerHash};
 use crate::observe::label::LockLabel;
+use crate::options::{AclProvider, DeadlockCheck, Settings};
 use crate::queue::delete::delete_in_background;
 use crate::queue::listing::{queue_order, queue_with_data};
-use crate::queue::node::PlaceReport;
+use crate::queue::node::{LockNode, PlaceReport, QueueSpec};
 use crate::queue::queue_node::QueueNode;
 use crate::queue::turn::take_place;
-use crate::rules::entry::Role;
+use crate::rules::decide::Rule;
+use crate::rules::entry::{self, Level, Role};
+use crate::rules::naming::Schema;
+use crate::rules::opening::{self, Opening};
+use crate::rules::owner_tag::{ChainTag, NodeMark, Tag};
 
 /// A reentrant mutex shared by every process that uses the same ZooKeeper path, in the style of
 /// Apache Curator's `InterProcessMutex`, and wire-compatible with it.
@@ -415,6 +429,531 @@ impl fmt::Debug for InterProcessMutex {
             .field("session", &self.state.connection.client().session_id())
             .field("acquired_in_this_process", &self.is_acquired_in_this_process())
             .finish()
+    }
+}
+
+/// How one acquire of an owner enters the queue.
+#[derive(Debug)]
+struct Plan {
+    /// Who may hold.
+    rule: Rule,
+    /// A downgrade's write node: the owner's hold on the other side, which the read node
+    /// stands level with (and which is lost if it is found gone).
+    write_node: Option<Arc<HeldNode>>,
+}
+
+impl Plan {
+    /// How `owner`'s acquire of `state`'s lock enters the queue.
+    ///
+    /// # Errors
+    /// [`Error::WouldDeadlock`] when it would wait for ever on its own owner (a reader asking
+    /// for the write lock).
+    fn new(state: &LockState, owner: Owner) -> Result<Plan> {
+        let other_side = state.sibling_node_held_by(owner);
+        let entry = entry::entry(state.role, state.schema, other_side.as_deref().map(HeldNode::path))
+            .map_err(Error::WouldDeadlock)?;
+        let (rule, levels) = (entry.rule, entry.level_with.is_some());
+        Ok(Plan { rule, write_node: other_side.filter(|_| levels) })
+    }
+
+    /// The queue `state`'s acquire takes its place in through `client` (`queue::turn::take_place`),
+    /// taking the opening the lock's last hold left (so: once the acquire queues, not before
+    /// a turn of local handoff that may pass it a hold instead).
+    fn spec<'a>(&'a self, state: &'a LockState, client: &'a Client, place: Option<&'a PlaceReport>) -> QueueSpec<'a> {
+        QueueSpec {
+            opening: opening::usable(state.take_opening(), self.rule),
+            level_with: self.write_node.as_deref().map(|write| Level::beside(state.schema, write.path())),
+            place,
+            deadlock: state.deadlock.as_ref(),
+            mark: state.node_mark(),
+            ..QueueSpec::new(
+                client,
+                state.connection.retry_policy(),
+                &state.path,
+                state.schema,
+                self.rule,
+                &state.data,
+                &state.acls,
+            )
+        }
+    }
+
+    /// What the place taken came to: a downgrade whose write node was found gone marks that
+    /// hold lost too.
+    fn placed<T>(&self, placed: Result<T>) -> Result<T> {
+        if let (Err(Error::LockLost(reason)), Some(write)) = (&placed, &self.write_node) {
+            write.mark_lost(*reason);
+        }
+        placed
+    }
+}
+
+/// Shards of a hold table (DashMap wants a power of two above one).
+const HOLD_TABLE_SHARDS: usize = 2;
+
+/// A lock object's state: its connection, path, options, and the hold table that counts owner ->
+/// holds, shared by the clones of the lock object and by its guards. Never hold a map reference
+/// across an `.await`.
+#[derive(Debug)]
+pub(crate) struct LockState {
+    pub(crate) role: Role,
+    /// How its nodes are named and ordered.
+    pub(crate) schema: Schema,
+    /// The other side of a read-write lock.
+    sibling: OnceLock<Weak<LockState>>,
+    /// What it runs on: a client, or a session that outlives its expiries.
+    pub(crate) connection: Connection,
+    pub(crate) path: String,
+    pub(crate) data: Vec<u8>,
+    pub(crate) acls: AclProvider,
+    /// Whether, where and how often a waiting acquire looks for a deadlock it is part of.
+    pub(crate) deadlock: Option<DeadlockCheck>,
+    /// Names it in events and metrics.
+    pub(crate) label: LockLabel,
+    /// Whether its nodes are an election's (a leader selector's), marked as such.
+    election: bool,
+    /// The chain of processes its nodes say they are part of (`MutexBuilder::owner_chain`).
+    chain: Option<ChainTag>,
+    /// Whether an owner (task or thread) re-enters its hold; else every acquire queues anew.
+    reentrant: bool,
+    /// How long a hold of its may last (`max_hold`), counted from the node's first holder.
+    max_hold: Option<std::time::Duration>,
+    pub(crate) session_watch: LatestSessionWatch,
+    /// This process's line of tasks behind one queue node, with local handoff.
+    pub(crate) cohort: Option<Arc<Cohort>>,
+    holds: DashMap<Owner, Slot, OwnerHash>,
+    next_hold_id: AtomicU64,
+    /// What our last released hold lets the next acquire send with its create instead of a
+    /// listing (DESIGN.md, "Round trips"). Taken by the next acquire, whatever happens to it.
+    next_opening: std::sync::Mutex<Opening>,
+}
+
+#[derive(Debug)]
+enum Slot {
+    /// The owner's first acquire is under way; its other acquires wait on this, then re-enter.
+    /// Made by the first of them (`join!` of two acquires of one task): a lone acquire, the
+    /// usual one, allocates nothing for it.
+    Acquiring(Option<Arc<Notify>>),
+    /// Held; with what the next acquire may open with once this hold's delete is confirmed
+    /// (kept here, not in the `Hold` every guard clones: a reentry costs no allocation).
+    Held(OwnerHold, Opening),
+}
+
+/// One owner's hold on the lock.
+#[derive(Clone, Debug)]
+struct OwnerHold {
+    /// Tells this hold from a later one of the same owner, so a stale guard changes nothing.
+    pub(crate) id: u64,
+    count: usize,
+    pub(crate) node: Arc<HeldNode>,
+    /// The node's czxid, or with local handoff this holder's token on it.
+    pub(crate) fencing_token: i64,
+}
+
+/// The last release of a hold: its node to delete, and what the next acquire may open with
+/// once that delete is confirmed (see [`LockState::record_opening`]).
+#[derive(Debug)]
+struct LastRelease {
+    pub(crate) node: Arc<HeldNode>,
+    pub(crate) next_opening: Opening,
+}
+
+/// What an acquiring owner does next.
+#[derive(Debug)]
+enum Admission {
+    /// The owner already held the lock: its count went up.
+    Reentered(OwnerHold),
+    /// The owner holds the lock, but it is lost: no new guard.
+    Lost(LossReason),
+    /// The owner's own acquire is under way: wait for it, then ask again.
+    WaitForOwnAcquire(OwnedNotified),
+    /// The owner must take a place in the queue.
+    Queue(Claim),
+}
+
+/// The owner's hold entered once more (its count up), or why it cannot be: it is lost.
+fn enter_again(hold: &mut OwnerHold) -> std::result::Result<OwnerHold, LossReason> {
+    match hold.node.loss() {
+        Some(reason) => Err(reason),
+        None => {
+            hold.count += 1;
+            Ok(hold.clone())
+        }
+    }
+}
+
+impl LockState {
+    pub(crate) fn new(
+        role: Role,
+        schema: Schema,
+        label: LockLabel,
+        connection: Connection,
+        path: String,
+        settings: Settings,
+    ) -> Self {
+        let session_watch = LatestSessionWatch::new(&connection.client(), settings.common.loss_policy);
+        // A read lock's holders share it anyway; only exclusive sides hand off.
+        let cohort = settings.local_handoff.filter(|_| role != Role::Read).map(Cohort::new);
+        LockState {
+            cohort,
+            label,
+            role,
+            schema,
+            sibling: OnceLock::new(),
+            connection,
+            path,
+            deadlock: settings.deadlock_check(),
+            data: settings.common.data,
+            acls: settings.common.acls,
+            reentrant: settings.reentrant,
+            max_hold: settings.common.max_hold,
+            election: settings.election,
+            // `validate` refused an id over 48 bits.
+            chain: settings.owner_chain.and_then(ChainTag::new),
+            session_watch,
+            // A hold table has an entry per owner holding or acquiring: a few at most. DashMap's
+            // default of four shards per core (each padded to a cache line) would cost a
+            // kilobyte per lock here and 32 KB on a 64-core host, for 10,000 locks 320 MB.
+            holds: DashMap::with_hasher_and_shard_amount(OwnerHash::default(), HOLD_TABLE_SHARDS),
+            next_hold_id: AtomicU64::new(1),
+            next_opening: std::sync::Mutex::new(Opening::Unknown),
+        }
+    }
+
+    /// What the uuid of the current acquire's node carries. The chain's id when the lock is a
+    /// link of one: every task of the process is then the chain's, one owner with the other
+    /// processes of it, so a hold passed between tasks (local handoff) stays the chain's.
+    /// Else the owner tag of the current task (or thread), when this lock looks for deadlocks,
+    /// so that the graph tells the tasks of our session apart. The task, even when the lock is
+    /// not reentrant: what waits and holds is the task, and a task holding one lock while it
+    /// waits on another is one vertex, whatever counts its holds. None with local handoff: a
+    /// hold passes from task to task behind one node, which would then name a task that no
+    /// longer holds it (a ring no task is on); the session is read whole instead.
+    ///
+    /// A leader selector's node carries the election's mark instead, whatever else is set:
+    /// its queue is an election named like a mutex, and the deadlock scan must not read it as
+    /// a lock (`queue/deadlock.rs`).
+    fn node_mark(&self) -> Option<NodeMark> {
+        if self.election {
+            return Some(NodeMark::Election);
+        }
+        if let Some(chain) = self.chain {
+            return Some(NodeMark::Owner(Tag::Chain(chain)));
+        }
+        let task = (self.deadlock.is_some() && self.cohort.is_none()).then(|| Owner::current().tag());
+        task.map(|task| NodeMark::Owner(Tag::Task(task)))
+    }
+
+    /// Who the current acquire counts for: the current task (or thread), or, when this
+    /// participant is not reentrant, the acquire alone.
+    fn owner_now(&self) -> Owner {
+        if self.reentrant {
+            Owner::current()
+        } else {
+            Owner::unique()
+        }
+    }
+
+    /// Re-enters `owner`'s hold as [`admit`](Self::admit) does, when it has one and `may`
+    /// says so (asked only then); `None`, with nothing changed, otherwise (no hold, its first
+    /// acquire under way, or `may` refused): the acquire then takes the whole path.
+    fn reenter(&self, owner: Owner, may: impl FnOnce() -> bool) -> Option<std::result::Result<OwnerHold, LossReason>> {
+        let mut slot = self.holds.get_mut(&owner)?;
+        let Slot::Held(hold, _) = slot.value_mut() else { return None };
+        may().then(|| enter_again(hold))
+    }
+
+    /// Admits `owner`: re-enters a hold, waits behind its own acquire, or claims the right to
+    /// queue.
+    fn admit(self: &Arc<Self>, owner: Owner) -> Admission {
+        match self.holds.entry(owner) {
+            Entry::Occupied(mut slot) => match slot.get_mut() {
+                Slot::Held(hold, _) => match enter_again(hold) {
+                    Ok(hold) => Admission::Reentered(hold),
+                    Err(reason) => Admission::Lost(reason),
+                },
+                Slot::Acquiring(done) => {
+                    let done = done.get_or_insert_with(|| Arc::new(Notify::new()));
+                    Admission::WaitForOwnAcquire(Arc::clone(done).notified_owned())
+                }
+            },
+            Entry::Vacant(slot) => {
+                slot.insert(Slot::Acquiring(None));
+                Admission::Queue(Claim { state: Arc::clone(self), owner, open: true })
+            }
+        }
+    }
+
+    /// Counts one release of `owner`'s hold `hold_id` (nothing for a stale guard). On the last,
+    /// forgets the hold and returns it: [`let_go`](Self::let_go) says what becomes of its node.
+    fn release_one(&self, owner: Owner, hold_id: u64) -> Option<LastRelease> {
+        let Entry::Occupied(mut slot) = self.holds.entry(owner) else {
+            return None;
+        };
+        let Slot::Held(hold, _) = slot.get_mut() else {
+            return None;
+        };
+        if hold.id != hold_id {
+            return None;
+        }
+        hold.count -= 1;
+        if hold.count > 0 {
+            return None;
+        }
+        match slot.remove() {
+            Slot::Held(hold, next_opening) => Some(LastRelease { node: hold.node, next_opening }),
+            Slot::Acquiring(_) => None,
+        }
+    }
+
+    /// The node of a hold that ended: passed to a task of ours waiting in the line (local
+    /// handoff, within its bound), or returned to be deleted, marked released (its deletion is
+    /// no loss).
+    fn let_go(&self, last: LastRelease) -> Option<LastRelease> {
+        let last = match &self.cohort {
+            Some(cohort) => {
+                let (node, next_opening) = cohort.pass_on(last.node, last.next_opening)?;
+                LastRelease { node, next_opening }
+            }
+            None => last,
+        };
+        last.node.mark_released();
+        Some(last)
+    }
+
+    /// Takes what the next acquire may send with its create (see `next_opening`).
+    fn take_opening(&self) -> Opening {
+        std::mem::take(&mut *self.next_opening.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+
+    /// A hold whose delete by us is confirmed left `opening` for the next acquire.
+    fn record_opening(&self, opening: Opening) {
+        *self.next_opening.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = opening;
+    }
+
+    /// Links the two sides of a read-write lock.
+    pub(crate) fn pair(read: &Arc<LockState>, write: &Arc<LockState>) {
+        let _ = read.sibling.set(Arc::downgrade(write));
+        let _ = write.sibling.set(Arc::downgrade(read));
+    }
+
+    /// The node `owner` holds on the other side of this read-write lock, if any. Asked by the
+    /// read side, it is a downgrade: the write node is marked so before the owner's release can
+    /// pass it on (both under the hold table's lock), and a writer of ours never holds it
+    /// beside the reader (see `Cohort`).
+    fn sibling_node_held_by(&self, owner: Owner) -> Option<Arc<HeldNode>> {
+        let sibling = self.sibling.get().and_then(Weak::upgrade)?;
+        let slot = sibling.holds.get(&owner);
+        let Some(Slot::Held(hold, _)) = slot.as_deref() else {
+            return None;
+        };
+        if self.role == Role::Read {
+            hold.node.mark_downgraded();
+        }
+        Some(Arc::clone(&hold.node))
+    }
+
+    fn is_held_by(&self, owner: Owner) -> bool {
+        self.holds.get(&owner).is_some_and(|slot| matches!(*slot, Slot::Held(..)))
+    }
+
+    fn is_held_by_anyone(&self) -> bool {
+        self.holds.iter().any(|slot| matches!(*slot, Slot::Held(..)))
+    }
+}
+
+/// The right of one owner to queue for the lock. Dropped unused, it lets the owner's other
+/// acquires go on.
+#[derive(Debug)]
+struct Claim {
+    state: Arc<LockState>,
+    owner: Owner,
+    open: bool,
+}
+
+impl Claim {
+    /// The owner this claim is for.
+    fn owner(&self) -> Owner {
+        self.owner
+    }
+
+    /// Records the owner's new hold on `node`, taken through `client` by an acquire begun at
+    /// `started`, tells the operator (events and metrics), and starts watching for its loss.
+    fn grant(
+        self,
+        client: &Arc<Client>,
+        node: LockNode,
+        next_opening: Opening,
+        fencing_token: i64,
+        started: Instant,
+    ) -> OwnerHold {
+        let session_watch = self.state.session_watch.of(client);
+        let acquired = Acquired { label: &self.state.label, fencing_token, started };
+        let node = Arc::new(HeldNode::new(client, node, &session_watch, acquired, self.state.max_hold));
+        self.hold(node, next_opening, fencing_token)
+    }
+
+    /// Records the owner's new hold on a node passed on by a task of ours (local handoff).
+    fn take_handoff(self, handoff: Handoff) -> OwnerHold {
+        self.hold(handoff.node, handoff.next_opening, handoff.fencing_token)
+    }
+
+    fn hold(mut self, node: Arc<HeldNode>, next_opening: Opening, fencing_token: i64) -> OwnerHold {
+        let id = self.state.next_hold_id.fetch_add(1, Ordering::Relaxed);
+        let hold = OwnerHold { id, count: 1, node, fencing_token };
+        self.close(Some(Slot::Held(hold.clone(), next_opening)));
+        hold
+    }
+
+    fn close(&mut self, replacement: Option<Slot>) {
+        if !std::mem::take(&mut self.open) {
+            return;
+        }
+        let done = match replacement {
+            Some(slot) => self.state.holds.insert(self.owner, slot),
+            None => self.state.holds.remove(&self.owner).map(|(_, slot)| slot),
+        };
+        if let Some(Slot::Acquiring(Some(done))) = done {
+            done.notify_waiters();
+        }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.close(None);
+    }
+}
+
+/// Proof that the lock is held; releases it when dropped or [released](LockGuard::release).
+///
+/// Each acquire, reentrant ones included, returns its own guard. The lock node is deleted when
+/// the owner's last guard goes, in any order. A guard is `Send + 'static` and may be moved to
+/// another task; it still counts for the owner (task or thread) that acquired it.
+///
+/// Dropping the guard releases in the background, on any thread: the delete is sent at once and
+/// seen through on the current tokio runtime, or, on a thread with none, on a runtime thread of
+/// zklock's own (`zklock-background`). Use [`release`](LockGuard::release) to learn the outcome.
+/// The request still travels on the client's connection, which runs on the runtime the client
+/// was made on: a current-thread runtime sends it the next time it is driven. Either way the
+/// node is ephemeral: it never outlives the session.
+///
+/// A lock held through ZooKeeper can be lost without the holder doing anything: the session
+/// expires, the client stays disconnected too long (see [`LossPolicy`](crate::LossPolicy)), or
+/// someone deletes the node. What every hold tells of itself, a guard tells through the
+/// [`Hold`] trait: [`is_held`](Hold::is_held) and [`lost`](Hold::lost) tell;
+/// [`fencing_token`](Hold::fencing_token) lets the protected resource refuse a holder that has
+/// not noticed yet, and [`multi_writer`](Hold::multi_writer) fences writes to ZooKeeper itself.
+///
+/// # Examples
+///
+/// Stop the critical section the moment the lock goes, and fence what it writes:
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # async fn copy_batch(_token: i64) {}
+/// use zklock::hold::Hold;
+///
+/// let client = zklock::Client::connect("127.0.0.1:2181").await?;
+/// let guard = zklock::InterProcessMutex::new(&client, "/app/locks/import")?.acquire().await?;
+/// tokio::select! {
+///     // The storage refuses tokens lower than the highest it has seen.
+///     () = copy_batch(guard.fencing_token()) => guard.release().await?,
+///     reason = guard.lost() => eprintln!("lock lost ({reason}); stopped the import"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[must_use = "the lock is released as soon as the guard is dropped"]
+pub struct LockGuard {
+    state: Arc<LockState>,
+    owner: Owner,
+    hold: OwnerHold,
+    released: bool,
+}
+
+impl LockGuard {
+    fn new(state: Arc<LockState>, owner: Owner, hold: OwnerHold) -> Self {
+        LockGuard { state, owner, hold, released: false }
+    }
+
+    /// Releases this hold; when it was the owner's last, deletes the lock node and waits for
+    /// ZooKeeper to confirm.
+    ///
+    /// # Errors
+    /// - [`Error::LockLost`]: the lock was lost, and the reason says how: before this release
+    ///   (the node, if it still exists, is deleted in the background), or as the release found
+    ///   it: `NodeDeleted` when the node was already gone (deleted by someone else, so the lock
+    ///   may have been held by another participant meanwhile), `SessionExpired` or
+    ///   `SessionClosed` when the session ended, and with it the node. The same reason
+    ///   [`lost`](Hold::lost) gives;
+    /// - [`Error::ZooKeeper`]: the delete was refused.
+    ///
+    /// The hold is released in this process in every case. The delete is retried through
+    /// connection loss while the session lives, and never waits past the session's end.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the delete is sent on the first poll, and if this future is dropped before
+    /// ZooKeeper answers, a spawned task sees it through.
+    pub async fn release(mut self) -> Result<()> {
+        self.released = true;
+        let lost = self.hold.node.loss();
+        let Some(last) = self.state.release_one(self.owner, self.hold.id).and_then(|last| self.state.let_go(last))
+        else {
+            return lost.map_or(Ok(()), |reason| Err(Error::LockLost(reason)));
+        };
+        last.node.delete(lost).await?;
+        // Our delete is confirmed: the next acquire may send something cheaper than a list.
+        self.state.record_opening(last.next_opening);
+        Ok(())
+    }
+
+    /// Resolves when the lock is lost, with the error a wait that needs the hold (a semaphore's
+    /// taker behind its gate) ends with: the session's end as itself, as for every other
+    /// acquire, else the loss (a deleted node starts the taker over).
+    pub(crate) async fn lost_as_error(&self) -> Error {
+        match self.hold.node.lost().await {
+            LossReason::SessionExpired => Error::SessionExpired,
+            LossReason::SessionClosed => Error::SessionClosed,
+            reason => Error::LockLost(reason),
+        }
+    }
+
+    /// The node this guard stands for (a leadership is told of its loss through it).
+    pub(crate) fn held_node(&self) -> &Arc<HeldNode> {
+        &self.hold.node
+    }
+}
+
+impl fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("node_path", &self.node_path())
+            .field("fencing_token", &self.fencing_token())
+            .field("owner", &self.owner)
+            .finish()
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        if let Some(last) = self.state.release_one(self.owner, self.hold.id).and_then(|last| self.state.let_go(last)) {
+            last.node.delete_in_background();
+        }
+    }
+}
+
+impl crate::hold::hold_trait::sealed::Sealed for LockGuard {
+    fn held_node(&self) -> &HeldNode {
+        &self.hold.node
+    }
+
+    fn holder_token(&self) -> i64 {
+        self.hold.fencing_token
     }
 }
 

@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use crate::client::session::Connection;
 use crate::error::Result;
-use crate::lock::mutex::InterProcessMutex;
-use crate::lock::state::LockState;
+use crate::lock::mutex::{InterProcessMutex, LockState};
 use crate::observe::label::{LockLabel, Recipe};
 use crate::options::{LocalHandoff, LockOptions, Settings};
 use crate::rules::entry::Role;

@@ -5,9 +5,8 @@ use crate::client::session::Connection;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::lock::mutex::InterProcessMutex;
+use crate::lock::mutex::{InterProcessMutex, LockState};
 use crate::lock::mutex_builder::{MutexBuilder, NodeSchema};
-use crate::lock::state::LockState;
 use crate::rules::entry::Role;
 use crate::rules::naming::{KAZOO_READ, KAZOO_WRITE, READ, WRITE};
 
