@@ -124,8 +124,8 @@ pub mod session {
 
     pub use crate::client::background::finish_releases;
     pub use crate::client::retry::{Backoff, RetryPolicy};
+    pub use crate::client::session::SessionBuilder;
     pub use crate::client::session::{Connection, ConnectionState, Session};
-    pub use crate::client::session_builder::SessionBuilder;
 }
 
 pub mod deadlock {

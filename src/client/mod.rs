@@ -6,5 +6,4 @@ pub(crate) mod background;
 pub(crate) mod deadline;
 pub(crate) mod retry;
 pub(crate) mod session;
-pub(crate) mod session_builder;
 pub(crate) mod session_end;
