@@ -16,5 +16,4 @@ pub(crate) mod owner;
 pub(crate) mod revoke;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
-pub(crate) mod semaphore_kazoo;
 pub(crate) mod semaphore_mutex;

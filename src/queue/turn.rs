@@ -7,10 +7,9 @@ use std::task::{Context, Poll, Waker};
 
 use zookeeper_client::{Client, Error as ZkError, EventType};
 
-use super::cleanup::NodeCleanup;
 use super::deadlock::DeadlockWatch;
 use super::listing::children_or_none;
-use super::node::{create_node, FirstLook, LockNode, Place, QueueSpec};
+use super::node::{create_node, FirstLook, LockNode, NodeCleanup, Place, QueueSpec};
 use super::position::PositionReport;
 use crate::client::deadline::{cleanup_deadline, within_patience, Patience};
 use crate::client::retry::{is_transient, retry_transient, RetryPolicy};
