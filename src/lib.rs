@@ -124,8 +124,7 @@ pub mod session {
 
     pub use crate::client::background::finish_releases;
     pub use crate::client::retry::{Backoff, RetryPolicy};
-    pub use crate::client::session::SessionBuilder;
-    pub use crate::client::session::{Connection, ConnectionState, Session};
+    pub use crate::client::session::{Connection, ConnectionState, Session, SessionBuilder};
 }
 
 pub mod deadlock {
