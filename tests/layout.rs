@@ -267,7 +267,7 @@ fn every_import_names_its_home_not_lib_rs() {
 /// concept, not a rule that cuts one. Files are cut by concept (STYLE.md: "files by concept, not
 /// by size"); a cap near the size of one concept would split it over files the reader must
 /// assemble. Set well above the largest file that is one concept (`lock/mutex.rs`: the lock
-/// object, its acquire, its hold table and its guard, about 540). Code only: blank lines,
+/// object, its builder, its acquire, its hold table and its guard, about 640). Code only: blank lines,
 /// comments (the docs) and unit tests (a `tests` module, or a `tests.rs` of its own) never
 /// count, so a concept keeps its docs and proofs in its one file.
 const MOST_CODE_LINES: usize = 800;

@@ -26,8 +26,7 @@ use crate::election::state::ElectionState;
 use crate::election::term_end::{EndSignal, TermEnd};
 use crate::error::{Error, Result};
 use crate::hold::Hold;
-use crate::lock::mutex::InterProcessMutex;
-use crate::lock::mutex_builder::MutexBuilder;
+use crate::lock::mutex::{InterProcessMutex, MutexBuilder};
 use crate::queue::node::PlaceReport;
 use crate::queue::queue_node::QueueNode;
 

@@ -11,8 +11,7 @@ use crate::election::state::ElectionState;
 use crate::error::Result;
 use crate::hold::hold_trait::run_acquired;
 use crate::hold::while_held::RunEnd;
-use crate::lock::mutex::InterProcessMutex;
-use crate::lock::mutex_builder::MutexBuilder;
+use crate::lock::mutex::{InterProcessMutex, MutexBuilder};
 use crate::observe::label::Recipe;
 use crate::rules::naming::LATCH;
 

@@ -12,8 +12,7 @@ use crate::election::handle::election_handle;
 use crate::election::leadership::Leadership;
 use crate::election::state::ElectionState;
 use crate::error::Result;
-use crate::lock::mutex::InterProcessMutex;
-use crate::lock::mutex_builder::{MutexBuilder, NodeSchema};
+use crate::lock::mutex::{InterProcessMutex, MutexBuilder, NodeSchema};
 use crate::observe::label::Recipe;
 
 /// Runs the leader's work in one participant at a time, in the style of Apache Curator's

@@ -11,7 +11,6 @@
 pub(crate) mod cohort;
 pub(crate) mod multi;
 pub(crate) mod mutex;
-pub(crate) mod mutex_builder;
 pub(crate) mod owner;
 pub(crate) mod revoke;
 pub(crate) mod rwlock;

@@ -5,8 +5,7 @@ use crate::client::session::Connection;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::lock::mutex::{InterProcessMutex, LockState};
-use crate::lock::mutex_builder::{MutexBuilder, NodeSchema};
+use crate::lock::mutex::{InterProcessMutex, LockState, MutexBuilder, NodeSchema};
 use crate::rules::entry::Role;
 use crate::rules::naming::{KAZOO_READ, KAZOO_WRITE, READ, WRITE};
 

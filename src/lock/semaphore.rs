@@ -24,8 +24,7 @@ use crate::hold::lease::Lease;
 use crate::hold::session_watch::LatestSessionWatch;
 use crate::hold::while_held::RunEnd;
 use crate::hold::Hold;
-use crate::lock::mutex::InterProcessMutex;
-use crate::lock::mutex_builder::NodeSchema;
+use crate::lock::mutex::{InterProcessMutex, NodeSchema};
 use crate::observe::label::{LockLabel, Recipe};
 use crate::options::{AclProvider, LockOptions};
 
