@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::lock::mutex::{InterProcessMutex, LockState, MutexBuilder, NodeSchema};
+use crate::options::LocalHandoff;
 use crate::rules::entry::Role;
 use crate::rules::naming::{KAZOO_READ, KAZOO_WRITE, READ, WRITE};
 
@@ -131,30 +132,27 @@ impl ReadWriteLockBuilder {
         ReadWriteLockBuilder { mutex: self.mutex.owner_chain(chain) }
     }
 
-    /// Builds the read-write lock. Sends nothing to ZooKeeper.
+    /// Passes the write side's hold from task to task of this process, behind one queue node,
+    /// within `bound` (lock cohorting); see [`MutexBuilder::local_handoff`]. Readers share the
+    /// lock anyway: the read side never hands off. Defaults to off.
+    pub fn local_handoff(self, bound: LocalHandoff) -> Self {
+        ReadWriteLockBuilder { mutex: self.mutex.local_handoff(bound) }
+    }
+
+    /// Builds the read-write lock: its two sides, one mutex each, paired so that the write
+    /// holder may take the read side (a downgrade). Sends nothing to ZooKeeper.
     ///
     /// # Errors
     /// As [`MutexBuilder::build`].
     pub fn build(self) -> Result<InterProcessReadWriteLock> {
-        self.mutex.build_read_write()
-    }
-}
-
-// The read-write lock's constructor, a method of the mutex builder whose options it takes.
-impl MutexBuilder {
-    /// Builds a read-write lock on the path, with these options for both sides; see
-    /// [`InterProcessReadWriteLock`](crate::InterProcessReadWriteLock).
-    ///
-    /// # Errors
-    /// As [`Self::build`].
-    pub fn build_read_write(self) -> Result<InterProcessReadWriteLock> {
-        self.validate()?;
-        let (read, write) = match self.node_schema {
+        let builder = self.mutex;
+        builder.validate()?;
+        let (read, write) = match builder.node_schema {
             NodeSchema::Curator => (READ, WRITE),
             NodeSchema::Kazoo => (KAZOO_READ, KAZOO_WRITE),
         };
-        let read = Arc::new(self.lock_state(Role::Read, read));
-        let write = Arc::new(self.lock_state(Role::Write, write));
+        let read = Arc::new(builder.lock_state(Role::Read, read));
+        let write = Arc::new(builder.lock_state(Role::Write, write));
         LockState::pair(&read, &write);
         Ok(InterProcessReadWriteLock {
             read: InterProcessMutex { state: read },

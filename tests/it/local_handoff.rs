@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio::sync::Barrier;
 use zklock::hold::Hold;
-use zklock::{Error, InterProcessMutex, LocalHandoff, LossReason};
+use zklock::{Error, InterProcessMutex, InterProcessReadWriteLock, LocalHandoff, LossReason};
 use zookeeper_client::Client;
 
 use common::{children, connect, connect_through, eventually, server, unique_path};
@@ -327,7 +327,7 @@ async fn a_bound_outside_the_token_format_is_refused() {
         let built = InterProcessMutex::builder(&client, "/zklock-tests/handoff-bad").local_handoff(bound).build();
         assert!(matches!(built, Err(Error::InvalidOptions(_))), "{bound:?}");
         let built =
-            InterProcessMutex::builder(&client, "/zklock-tests/handoff-bad").local_handoff(bound).build_read_write();
+            InterProcessReadWriteLock::builder(&client, "/zklock-tests/handoff-bad").local_handoff(bound).build();
         assert!(matches!(built, Err(Error::InvalidOptions(_))), "{bound:?}");
     }
 }
@@ -335,9 +335,9 @@ async fn a_bound_outside_the_token_format_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_side_passes_its_hold_and_readers_wait_their_turn() {
     let (client, path) = (connect().await, unique_path("handoff-write"));
-    let lock = InterProcessMutex::builder(&client, &path)
+    let lock = InterProcessReadWriteLock::builder(&client, &path)
         .local_handoff(LocalHandoff::new(8, Duration::from_secs(60)))
-        .build_read_write()
+        .build()
         .unwrap();
     let writer = lock.write_lock().acquire().await.unwrap();
     let next_writer = tokio::spawn({

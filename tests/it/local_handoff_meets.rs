@@ -11,7 +11,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use zklock::hold::Hold;
-use zklock::{InterProcessMutex, LocalHandoff, LockGuard};
+use zklock::{InterProcessMutex, InterProcessReadWriteLock, LocalHandoff, LockGuard};
 use zookeeper_client::Client;
 
 use common::{children, connect, connect_through, eventually, server, unique_path, watchers_under};
@@ -38,7 +38,7 @@ async fn exists(client: &Client, node: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_downgraded_write_node_is_not_passed_to_the_next_writer() {
     let (client, path) = (connect().await, unique_path("handoff-downgrade"));
-    let lock = InterProcessMutex::builder(&client, &path).local_handoff(BOUND).build_read_write().unwrap();
+    let lock = InterProcessReadWriteLock::builder(&client, &path).local_handoff(BOUND).build().unwrap();
     let writing = lock.write_lock().acquire().await.unwrap();
     let write_node = writing.node_path().to_owned();
     let next_writer = tokio::spawn({

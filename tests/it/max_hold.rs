@@ -235,9 +235,9 @@ async fn a_multi_lock_and_a_read_write_lock_take_the_bound_from_their_builders()
     drop(held);
 
     let path = unique_path("max-hold-rw");
-    let rw = InterProcessMutex::builder(&client, &path)
+    let rw = InterProcessReadWriteLock::builder(&client, &path)
         .options(zklock::LockOptions::new().max_hold(BOUND))
-        .build_read_write()
+        .build()
         .unwrap();
     let (read, write) = (rw.read_lock().acquire().await.unwrap(), rw.write_lock().clone());
     assert_eq!(tokio::time::timeout(HANG, read.lost()).await.unwrap(), LOST);
@@ -259,9 +259,9 @@ async fn a_downgraded_read_hold_keeps_a_bound_of_its_own_after_the_write_hold_en
     const LOST: LossReason = LossReason::MaxHoldTime { bound: BOUND };
     let path = unique_path("max-hold-downgrade");
     let client = connect().await;
-    let rw = InterProcessMutex::builder(&client, &path)
+    let rw = InterProcessReadWriteLock::builder(&client, &path)
         .options(zklock::LockOptions::new().max_hold(BOUND))
-        .build_read_write()
+        .build()
         .unwrap();
     let write = rw.write_lock().acquire().await.unwrap();
     tokio::time::sleep(BOUND / 2).await;
@@ -299,9 +299,9 @@ async fn a_zero_or_absurd_bound_is_refused_at_build() {
                 .map(drop),
         );
         refused(
-            InterProcessMutex::builder(&client, &path)
+            InterProcessReadWriteLock::builder(&client, &path)
                 .options(zklock::LockOptions::new().max_hold(bad))
-                .build_read_write()
+                .build()
                 .map(drop),
         );
         refused(

@@ -4,7 +4,7 @@
 use std::time::SystemTime;
 
 use zklock::queue::QueueNode;
-use zklock::{InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, NodeSchema};
+use zklock::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, LeaderLatch, NodeSchema};
 use zookeeper_client::Client;
 
 use crate::nodes::layout::{kazoo_gate, Kind};
@@ -46,13 +46,13 @@ pub async fn queue(client: &Client, path: &str, kind: Kind) -> Result<Vec<Entry>
     let lock_error = Failure::from_lock_error;
     let nodes = match kind {
         Kind::ReadWrite => {
-            let rw = InterProcessMutex::builder(client, path).build_read_write().map_err(lock_error)?;
+            let rw = InterProcessReadWriteLock::new(client, path).map_err(lock_error)?;
             let nodes = rw.read_lock().participants_with_data().await.map_err(lock_error)?;
             return Ok(read_write_roles(nodes.into_iter().map(|node| entry(node, None, false)).collect(), "__WRIT__"));
         }
         Kind::KazooReadWrite => {
-            let builder = InterProcessMutex::builder(client, path).node_schema(NodeSchema::Kazoo);
-            let rw = builder.build_read_write().map_err(lock_error)?;
+            let builder = InterProcessReadWriteLock::builder(client, path).node_schema(NodeSchema::Kazoo);
+            let rw = builder.build().map_err(lock_error)?;
             let nodes = rw.read_lock().participants_with_data().await.map_err(lock_error)?;
             return Ok(read_write_roles(nodes.into_iter().map(|node| entry(node, None, false)).collect(), "__lock__"));
         }

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use zklock::{AclProvider, InterProcessMutex, InterProcessSemaphoreV2, LockOptions, NodeSchema};
+use zklock::{
+    AclProvider, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, LockOptions, NodeSchema,
+};
 use zookeeper_client::Client;
 
 use crate::cli::LockArgs;
@@ -100,30 +102,38 @@ pub async fn acquire(
             }
         }
     } else {
-        let mut builder = InterProcessMutex::builder(on, lock_path).options(options);
-        if let Some(chain) = chain {
-            builder = builder.owner_chain(chain.id());
-        }
-        if let Some(root) = &args.fail_on_deadlock {
-            builder = builder.fail_on_deadlock(root);
-        }
+        // A read-write lock's builder takes the mutex's own options too: one set, given to
+        // whichever lock this kind is.
+        let (owner_chain, deadlock_root) = (chain.map(|chain| chain.id()), args.fail_on_deadlock.as_deref());
         let rw;
         let mutex;
         let side = match kind {
             Kind::ReadWrite | Kind::KazooReadWrite => {
                 let schema = if kind == Kind::KazooReadWrite { NodeSchema::Kazoo } else { NodeSchema::Curator };
-                rw = builder.node_schema(schema).build_read_write().map_err(Failure::from_lock_error)?;
+                let mut builder =
+                    InterProcessReadWriteLock::builder(on, lock_path).options(options).node_schema(schema);
+                if let Some(chain) = owner_chain {
+                    builder = builder.owner_chain(chain);
+                }
+                if let Some(root) = deadlock_root {
+                    builder = builder.fail_on_deadlock(root);
+                }
+                rw = builder.build().map_err(Failure::from_lock_error)?;
                 if args.read {
                     rw.read_lock()
                 } else {
                     rw.write_lock()
                 }
             }
-            Kind::Kazoo => {
-                mutex = builder.node_schema(NodeSchema::Kazoo).build().map_err(Failure::from_lock_error)?;
-                &mutex
-            }
-            Kind::Mutex | Kind::Semaphore | Kind::KazooSemaphore | Kind::Latch => {
+            Kind::Kazoo | Kind::Mutex | Kind::Semaphore | Kind::KazooSemaphore | Kind::Latch => {
+                let schema = if kind == Kind::Kazoo { NodeSchema::Kazoo } else { NodeSchema::Curator };
+                let mut builder = InterProcessMutex::builder(on, lock_path).options(options).node_schema(schema);
+                if let Some(chain) = owner_chain {
+                    builder = builder.owner_chain(chain);
+                }
+                if let Some(root) = deadlock_root {
+                    builder = builder.fail_on_deadlock(root);
+                }
                 mutex = builder.build().map_err(Failure::from_lock_error)?;
                 &mutex
             }

@@ -13,7 +13,7 @@ use common::{children, connect, server, unique_path, wait_for_children};
 use support::kazoo::Kazoo;
 use support::{zklock, Group};
 use tokio::task::JoinHandle;
-use zklock::{InterProcessMutex, LockGuard};
+use zklock::{InterProcessMutex, InterProcessReadWriteLock, LockGuard};
 use zookeeper_client::Client;
 
 /// The exit codes of `zklock deadlocks` (the manual's EXIT STATUS).
@@ -53,7 +53,7 @@ impl Party {
 
 fn lock(client: &Client, path: &str, read_write: bool) -> InterProcessMutex {
     if read_write {
-        InterProcessMutex::builder(client, path).build_read_write().unwrap().write_lock().clone()
+        InterProcessReadWriteLock::new(client, path).unwrap().write_lock().clone()
     } else {
         InterProcessMutex::new(client, path).unwrap()
     }

@@ -198,7 +198,7 @@ fn a_holder_that_does_not_say_who_it_is_is_named_by_its_session() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (client, guard) = runtime.block_on(async {
         let client = common::connect().await;
-        let lock = zklock::InterProcessMutex::builder(&client, &path).build_read_write().unwrap().write_lock().clone();
+        let lock = zklock::InterProcessReadWriteLock::new(&client, &path).unwrap().write_lock().clone();
         let guard = lock.acquire().await.unwrap();
         (client, guard)
     });

@@ -280,8 +280,8 @@ macro_rules! side_under_test {
 
         impl WithLossPolicy for $name {
             fn with_loss_policy(client: &Client, path: &str, policy: LossPolicy) -> Self {
-                let builder = InterProcessMutex::builder(client, path).node_schema($schema);
-                let lock = builder.options(zklock::LockOptions::new().loss_policy(policy)).build_read_write().unwrap();
+                let builder = InterProcessReadWriteLock::builder(client, path).node_schema($schema);
+                let lock = builder.options(zklock::LockOptions::new().loss_policy(policy)).build().unwrap();
                 $name(Side { lock, reader: $reader })
             }
         }

@@ -209,14 +209,14 @@ impl Locks {
             chained,
             mutex: tagged(&paths.mutex).build().unwrap(),
             handoff: InterProcessMutex::builder(on.clone(), &paths.handoff).local_handoff(HANDOFF).build().unwrap(),
-            read_write: InterProcessMutex::builder(on.clone(), &paths.read_write)
+            read_write: InterProcessReadWriteLock::builder(on.clone(), &paths.read_write)
                 .local_handoff(HANDOFF)
-                .build_read_write()
+                .build()
                 .unwrap(),
-            read_write_once: InterProcessMutex::builder(on.clone(), &paths.read_write_once)
+            read_write_once: InterProcessReadWriteLock::builder(on.clone(), &paths.read_write_once)
                 .fail_on_deadlock(&paths.elsewhere())
                 .reentrant(false)
-                .build_read_write()
+                .build()
                 .unwrap(),
             semaphore: InterProcessSemaphoreV2::new(on.clone(), &paths.semaphore, MAX_LEASES as u32).unwrap(),
             semaphore_mutex: InterProcessSemaphoreMutex::new(on.clone(), &paths.semaphore_mutex).unwrap(),
