@@ -64,6 +64,7 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
                 total.holds += tally.holds;
                 total.passes += tally.passes;
                 total.passes_forgiven += tally.passes_forgiven;
+                total.holds_forgiven += tally.holds_forgiven;
                 total.terms += tally.terms;
                 total.rings += tally.rings;
                 total.rings_certain += tally.rings_certain;
@@ -109,10 +110,11 @@ async fn every_feature_with_every_other_keeps_the_invariants() {
     // Written to stderr directly, past the test harness's capture, so CI logs always show it.
     let _ = writeln!(
         std::io::stderr(),
-        "explore: seed={first_seed} cases={ran} steps={} in {:.0}s | holds={} passed on={} (forgiven within the notification window={}) terms led={} rings reported={} (certain={}, forgiven={}) gave up as victims={} operator transactions={} expiries={} server restarts={} (sessions expired across them={}) | violations=0",
+        "explore: seed={first_seed} cases={ran} steps={} in {:.0}s | holds={} (forgiven as racing a delete={}) passed on={} (forgiven within the notification window={}) terms led={} rings reported={} (certain={}, forgiven={}) gave up as victims={} operator transactions={} expiries={} server restarts={} (sessions expired across them={}) | violations=0",
         total.steps,
         started.elapsed().as_secs_f64(),
         total.holds,
+        total.holds_forgiven,
         total.passes,
         total.passes_forgiven,
         total.terms,

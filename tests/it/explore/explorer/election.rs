@@ -139,6 +139,9 @@ async fn follow(
                     token: leadership.fencing_token(),
                     reentry: false,
                     passed_on: false,
+                    // Seen through the election's state channel, later than its proof: no
+                    // forgiveness for a term that began after its node's delete was sent.
+                    proven_now: false,
                 };
                 let mut record = record.lock().unwrap();
                 record.terms += 1;

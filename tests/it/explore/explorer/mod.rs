@@ -55,6 +55,7 @@ pub struct Tally {
     pub holds: u64,
     pub passes: u64,
     pub passes_forgiven: u64,
+    pub holds_forgiven: u64,
     pub terms: u64,
     /// Rings `find_deadlocks` reported (each time it was asked, after a settled step), certain
     /// ones among them, those forgiven (a wait through a hold being let go or an acquire that
@@ -240,6 +241,7 @@ pub async fn run_case_until(server: &ZooKeeperServer, steps: &[Step], holds: u64
         holds: record.holds,
         passes: record.passes,
         passes_forgiven: memory.passes_forgiven,
+        holds_forgiven: memory.holds_forgiven,
         terms: record.terms,
         rings: memory.rings,
         rings_certain: memory.rings_certain,

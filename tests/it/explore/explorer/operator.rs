@@ -80,6 +80,9 @@ impl World<'_> {
             let done = Instant::now();
             let mut record = self.record.lock().unwrap();
             record.deletions += 1;
+            if matches!(how, Deletion::WaiterWithPredecessor) {
+                record.deleted_behind.insert(nodes[1].clone());
+            }
             for node in nodes.into_iter().filter(|node| !node.ends_with("/locks") && !node.ends_with("/leases")) {
                 record.deleted.insert(node, (sent, done));
             }

@@ -328,6 +328,7 @@ impl Task {
                 who: self.who,
                 began,
                 passed_on: handoff && part.token & 0xff != 0,
+                proven_now: lock != Lock::Multi && !(handoff && part.token & 0xff != 0),
                 node: part.node,
                 token: part.token,
                 reentry,

@@ -343,6 +343,10 @@ pub struct Started {
     pub reentry: bool,
     /// Passed on by a task of the same actor (local handoff).
     pub passed_on: bool,
+    /// Proven by this acquire's own last reply from its queue (a listing, or the read of its
+    /// node once its predecessor went): one lock's acquire, not a pass, not a multi-lock's part
+    /// (whose other locks it waited for after).
+    pub proven_now: bool,
 }
 
 /// What the operator and the faults did, by node and by actor, and the holds begun since the
@@ -352,6 +356,9 @@ pub struct Record {
     pub started: Vec<Started>,
     /// Node -> when its delete was sent, and when it was known done.
     pub deleted: HashMap<String, (Instant, Instant)>,
+    /// The nodes deleted in one transaction with the node they waited behind: no order of the
+    /// server lets one hold before that delete.
+    pub deleted_behind: HashSet<String>,
     /// Node -> when someone asked for it back.
     pub revoked: HashMap<String, Instant>,
     /// Actor -> when its session was last known expired (the expiry's end).
