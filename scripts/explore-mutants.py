@@ -92,7 +92,11 @@ def apply(root, which):
     let mut own_fired = Box::pin(own.changed());
     match ahead.await {
         Ok((_data, _stat, watcher)) => {
-            if !changed(watcher).await? {
+            let event = watcher.changed().await;
+            if let Some(end) = SessionEnd::of_state(event.session_state) {
+                return Err(end.error());
+            }
+            if event.event_type != EventType::NodeDeleted {
                 return Ok(false);
             }
         }
