@@ -58,13 +58,13 @@ impl World<'_> {
     }
 
     pub async fn delete(&self, lock: Lock, how: Deletion, pick: usize) {
-        let nodes = match how {
+        let (nodes, behind) = match how {
             Deletion::Holder => {
                 let holders = self.holder_nodes(lock);
                 if holders.is_empty() {
                     return;
                 }
-                vec![holders[pick % holders.len()].3.clone()]
+                (vec![holders[pick % holders.len()].3.clone()], Vec::new())
             }
             _ => match self.waiter_nodes(lock, how, pick).await {
                 Some(nodes) => nodes,
@@ -80,17 +80,17 @@ impl World<'_> {
             let done = Instant::now();
             let mut record = self.record.lock().unwrap();
             record.deletions += 1;
-            if matches!(how, Deletion::WaiterWithPredecessor) {
-                record.deleted_behind.insert(nodes[1].clone());
-            }
+            record.deleted_behind.extend(behind);
             for node in nodes.into_iter().filter(|node| !node.ends_with("/locks") && !node.ends_with("/leases")) {
                 record.deleted.insert(node, (sent, done));
             }
         }
     }
 
-    /// A waiter of `lock`'s queue with the node it waits for, as `how` deletes them.
-    async fn waiter_nodes(&self, lock: Lock, how: Deletion, pick: usize) -> Option<Vec<String>> {
+    /// A waiter of `lock`'s queue with the node it waits for, as `how` deletes them; and those
+    /// of them deleted with the node they wait behind (a waiter with its predecessor, every
+    /// waiter of a whole queue).
+    async fn waiter_nodes(&self, lock: Lock, how: Deletion, pick: usize) -> Option<(Vec<String>, Vec<String>)> {
         let dirs = self.paths.queues(lock);
         let dir = &dirs[pick % dirs.len()];
         let listed = children(&self.observer, dir).await;
@@ -101,9 +101,12 @@ impl World<'_> {
         let (waiter, blocker) = &waiters[pick % waiters.len()];
         let (waiter, blocker) = (format!("{dir}/{waiter}"), format!("{dir}/{blocker}"));
         Some(match how {
-            Deletion::Waiter => vec![waiter],
-            Deletion::WaiterWithPredecessor => vec![blocker, waiter],
-            _ => listed.iter().rev().map(|child| format!("{dir}/{child}")).chain([dir.clone()]).collect(),
+            Deletion::Waiter => (vec![waiter], Vec::new()),
+            Deletion::WaiterWithPredecessor => (vec![blocker, waiter.clone()], vec![waiter]),
+            _ => (
+                listed.iter().rev().map(|child| format!("{dir}/{child}")).chain([dir.clone()]).collect(),
+                waiters.iter().map(|(waiter, _)| format!("{dir}/{waiter}")).collect(),
+            ),
         })
     }
 

@@ -356,8 +356,9 @@ pub struct Record {
     pub started: Vec<Started>,
     /// Node -> when its delete was sent, and when it was known done.
     pub deleted: HashMap<String, (Instant, Instant)>,
-    /// The nodes deleted in one transaction with the node they waited behind: no order of the
-    /// server lets one hold before that delete.
+    /// The nodes deleted in one transaction with the node they waited behind (a waiter with its
+    /// predecessor, the waiters of a whole queue): no order of the server lets one hold before
+    /// that delete.
     pub deleted_behind: HashSet<String>,
     /// Node -> when someone asked for it back.
     pub revoked: HashMap<String, Instant>,
