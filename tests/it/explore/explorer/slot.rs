@@ -331,14 +331,17 @@ impl Task {
         let started: Vec<Started> = held
             .parts()
             .into_iter()
-            .map(|part| Started {
-                who: self.who,
-                began,
-                passed_on: handoff && part.token & 0xff != 0,
-                proven_now: lock != Lock::Multi && !(handoff && part.token & 0xff != 0),
-                node: part.node,
-                token: part.token,
-                reentry,
+            .map(|part| {
+                let passed_on = handoff && part.token & 0xff != 0;
+                Started {
+                    who: self.who,
+                    began,
+                    passed_on,
+                    proven_now: lock != Lock::Multi && !passed_on,
+                    node: part.node,
+                    token: part.token,
+                    reentry,
+                }
             })
             .collect();
         let id = NEXT_HOLD.fetch_add(1, Ordering::Relaxed);
